@@ -1,0 +1,406 @@
+"""The headless command line: `chamberlain ask | route | policy | grants | audit | doctor`.
+
+It drives the same Session as the tray app and must run without a display: it never imports Qt.
+Permission prompts are answered from flags (`--approve`), on the terminal when one is attached,
+and otherwise denied. Exit codes: 0 ok, 1 the request failed (message on stderr), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import BaseModel
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+log = logging.getLogger("chamberlain.app.cli")
+
+
+class UsageError(Exception):
+    pass
+
+
+# --- permission answers from flags ------------------------------------------------------------
+
+MODES = ("once", "timed", "session", "always", "deny")
+
+
+@dataclass(frozen=True)
+class ApprovalRule:
+    capability: str
+    mode: str
+    # None: answers only prompts for the scope the user's own message implied.
+    scope: str | None = None
+
+
+def parse_approval(text: str) -> ApprovalRule:
+    """`CAP=MODE` or `CAP=MODE:SCOPE`."""
+    from tools.manual import Capability
+
+    cap, sep, rest = text.partition("=")
+    if not sep:
+        raise UsageError(f"--approve {text!r}: expected CAP=MODE or CAP=MODE:SCOPE")
+    mode, _, scope = rest.partition(":")
+    cap, mode = cap.strip(), mode.strip()
+    if cap not in {c.value for c in Capability}:
+        known = ", ".join(c.value for c in Capability)
+        raise UsageError(f"--approve {text!r}: unknown capability {cap!r} (one of: {known})")
+    if mode not in MODES:
+        raise UsageError(f"--approve {text!r}: mode must be one of {', '.join(MODES)}")
+    return ApprovalRule(cap, mode, scope.strip() or None)
+
+
+class FlagPrompter:
+    """Answers permission prompts from --approve / --approve-all, then the terminal, else denies."""
+
+    def __init__(
+        self,
+        rules: Sequence[ApprovalRule],
+        approve_all: str | None,
+        terminal: tuple[IO[str], IO[str]] | None = None,
+    ) -> None:
+        self.rules = list(rules)
+        self.approve_all = approve_all
+        self.terminal = terminal
+
+    def ask(self, request: Any) -> Any:
+        from broker.permissions import PromptDecision, scope_covers
+        from broker.types import GrantMode
+
+        for rule in self.rules:
+            if rule.capability != request.capability.value:
+                continue
+            if rule.scope is None:
+                matches = request.user_scope
+            else:
+                matches = scope_covers(request.capability, rule.scope, [request.scope]) or (
+                    rule.scope == request.scope
+                )
+            if not matches:
+                continue
+            if rule.mode == "deny":
+                return PromptDecision(allow=False, reason="user")
+            return PromptDecision(allow=True, mode=GrantMode(rule.mode), scope=rule.scope, reason="rule")
+        if self.approve_all == "once":
+            return PromptDecision(allow=True, mode=GrantMode.ONCE, reason="rule")
+        if self.approve_all == "deny":
+            return PromptDecision(allow=False, reason="user")
+        if self.terminal is not None:
+            return ask_on_terminal(request, *self.terminal)
+        return PromptDecision(allow=False, reason="headless")
+
+
+def ask_on_terminal(request: Any, stdin: IO[str], stderr: IO[str]) -> Any:
+    from broker.permissions import PromptDecision
+    from broker.types import GrantMode
+
+    where = "" if request.scope == "*" else f" on {request.scope}"
+    origin = "" if request.user_scope else " (the model asked for this; you did not name it)"
+    stderr.write(
+        f"\nChamberlain wants {request.capability.value}{where}{origin}\n"
+        f"  tool: {request.tool}  arguments: {json.dumps(request.arguments)[:300]}\n"
+        f"  risk: {request.risk}, reversibility: {request.reversibility}\n"
+        "Allow? [o]nce, [t]imed (5 min), [s]ession, [a]lways, [N]o: "
+    )
+    stderr.flush()
+    answer = stdin.readline().strip().lower()[:1]
+    modes = {"o": GrantMode.ONCE, "t": GrantMode.TIMED, "s": GrantMode.SESSION, "a": GrantMode.ALWAYS}
+    if answer in modes:
+        return PromptDecision(allow=True, mode=modes[answer], reason="user")
+    return PromptDecision(allow=False, reason="user")
+
+
+# --- output helpers -----------------------------------------------------------------------------
+
+
+def emit(value: Any, as_json: bool, text: str | None = None) -> None:
+    if as_json:
+        data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write((text if text is not None else str(value)) + "\n")
+
+
+def home_from(args: argparse.Namespace) -> Path:
+    from broker.settings import default_home
+
+    return Path(args.home).expanduser() if args.home else default_home()
+
+
+def _turn_json(turn: Any) -> dict[str, Any]:
+    data: dict[str, Any] = turn.model_dump(mode="json")
+    for call in data["tool_calls"]:
+        call.pop("output_digest", None)
+        call.pop("output_len", None)
+    return data
+
+
+def _trace_to_stderr(stage: str, value: object) -> None:
+    shown = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    sys.stderr.write(f"[{stage}] {json.dumps(shown, ensure_ascii=False, default=str)}\n")
+
+
+# --- commands -----------------------------------------------------------------------------------
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from broker.session import Session, connect_model
+    from broker.settings import load_settings
+
+    text = " ".join(args.text).strip()
+    if not text:
+        raise UsageError("ask needs the text of a request")
+    rules = [parse_approval(a) for a in args.approve or []]
+    home = home_from(args)
+    settings = load_settings(home)
+    if args.no_refine:
+        settings.router.model_refinement = False
+    choice = connect_model(settings, args.llm, args.model)
+    interactive = sys.stdin.isatty() and sys.stderr.isatty() and not args.approve_all
+    prompter = FlagPrompter(rules, args.approve_all, (sys.stdin, sys.stderr) if interactive else None)
+    session = Session(
+        home=home,
+        settings=settings,
+        model=choice.model,
+        model_problem=choice.problem,
+        prompter=prompter,
+        trace=_trace_to_stderr if args.debug_routing else None,
+    )
+    turn = session.ask(text)
+    if args.json:
+        emit(_turn_json(turn), True)
+    else:
+        emit(turn, False, turn.reply)
+    if turn.failed:
+        if args.json:
+            sys.stderr.write(turn.reply.splitlines()[0] + "\n")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_route(args: argparse.Namespace) -> int:
+    from broker.router import route
+
+    text = " ".join(args.text)
+    out = route(text)
+    data = out.model_dump(mode="json", exclude={"text"})
+    emit(data, args.json, "\n".join(f"{k}: {v}" for k, v in data.items()))
+    return EXIT_OK
+
+
+def cmd_policy(args: argparse.Namespace) -> int:
+    from broker.policy import decide, load_policy_table
+    from broker.settings import load_settings
+    from broker.types import Intent, RouterOutput
+    from tools.registry import builtin_registry
+
+    try:
+        intent = Intent(args.intent)
+    except ValueError as exc:
+        known = ", ".join(i.value for i in Intent)
+        raise UsageError(f"unknown intent {args.intent!r} (one of: {known})") from exc
+    registry = builtin_registry()
+    decision = decide(
+        RouterOutput(intent=intent),
+        load_policy_table(),
+        {t.name: t.capability for t in registry},
+        load_settings(home_from(args)).policy,
+    )
+    data = decision.model_dump(mode="json")
+    text = (
+        f"intent: {decision.intent.value}\n"
+        f"allowed: {', '.join(decision.allowed_tools) or '(none)'}\n"
+        f"forbidden: {', '.join(decision.forbidden_tools) or '(none)'}\n"
+        f"needs: {', '.join(c.value for c in decision.required_capabilities) or '(nothing)'}"
+    )
+    emit(data, args.json, text)
+    return EXIT_OK
+
+
+def _open_grants(args: argparse.Namespace) -> Any:
+    from broker.audit import AuditLog
+    from broker.clock import SystemClock
+    from broker.permissions import GrantStore, PermissionBroker, TokenAuthority
+    from broker.keys import load_install_secret
+    from broker.permissions import DenyPrompter
+
+    home = home_from(args)
+    clock = SystemClock()
+    return PermissionBroker(
+        grants=GrantStore(home / "grants.json", clock),
+        tokens=TokenAuthority(load_install_secret(home).key, clock),
+        prompter=DenyPrompter(),
+        audit=AuditLog(home / "audit.jsonl", clock),
+        clock=clock,
+    )
+
+
+def cmd_grants(args: argparse.Namespace) -> int:
+    broker = _open_grants(args)
+    if args.grants_cmd == "list":
+        grants = broker.grants.live()
+        data = [g.model_dump(mode="json") for g in grants]
+        lines = [
+            f"{g.id}  {g.capability.value:<15} {g.mode.value:<8} {g.scope}" for g in grants
+        ] or ["No saved grants. (once, timed and session grants end with the process.)"]
+        emit(data, args.json, "\n".join(lines))
+        return EXIT_OK
+    if args.grants_cmd == "revoke":
+        grant = broker.revoke(args.id, "revoked by the user")
+        if grant is None:
+            sys.stderr.write(f"no live grant with id {args.id!r}\n")
+            return EXIT_FAILED
+        emit(grant.model_dump(mode="json"), args.json, f"Revoked {grant.id}.")
+        return EXIT_OK
+    revoked = broker.revoke_all("revoke-all by the user")
+    emit([g.id for g in revoked], args.json, f"Revoked {len(revoked)} grant(s).")
+    return EXIT_OK
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from broker.audit import tail, verify
+
+    path = home_from(args) / "audit.jsonl"
+    if args.audit_cmd == "verify":
+        result = verify(path)
+        data = {
+            "ok": result.ok,
+            "lines": result.lines,
+            "first_bad_line": result.first_bad_line,
+            "reason": result.reason,
+        }
+        if result.ok:
+            emit(data, args.json, f"audit log OK: {result.lines} lines, chain intact ({path})")
+            return EXIT_OK
+        emit(data, args.json, f"audit log FAILED at line {result.first_bad_line}: {result.reason}")
+        if args.json:
+            sys.stderr.write(f"audit log FAILED at line {result.first_bad_line}: {result.reason}\n")
+        return EXIT_FAILED
+    events = tail(path, args.n)
+    lines = [
+        f"{e.get('seq'):>6} {e.get('ts')} {e.get('event'):<20} "
+        f"{json.dumps(e.get('data'), ensure_ascii=False)[:160]}"
+        for e in events
+    ]
+    emit(events, args.json, "\n".join(lines) or "The audit log is empty.")
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from broker.doctor import run_checks
+
+    checks = run_checks(home_from(args), args.llm)
+    data = [c.__dict__ for c in checks]
+    lines = [f"[{'ok' if c.ok else '--'}] {c.name}: {c.detail}" for c in checks]
+    emit(data, args.json, "\n".join(lines))
+    return EXIT_OK if all(c.ok or not c.required for c in checks) else EXIT_FAILED
+
+
+# --- argument parsing ---------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse exits 2 on usage errors, as we want
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # The same options before or after the command; the command's copies must not reset the
+    # values given before it, hence SUPPRESS.
+    top = _Parser(add_help=False)
+    top.add_argument("--home", help="where every file Chamberlain writes lives (or CHAMBERLAIN_HOME)")
+    top.add_argument("--json", action="store_true", help="print JSON")
+    common = _Parser(add_help=False)
+    common.add_argument("--home", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+
+    parser = _Parser(
+        prog="chamberlain",
+        description="A local desktop assistant that asks before it acts.",
+        parents=[top],
+    )
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    ask = sub.add_parser("ask", parents=[common], help="run one request through the whole loop")
+    ask.add_argument("text", nargs="+")
+    ask.add_argument("--llm", help="model endpoint: a base URL, 'auto', 'embedded' or 'none'")
+    ask.add_argument("--model", help="model name at the endpoint (default: its first model)")
+    ask.add_argument(
+        "--approve", action="append", metavar="CAP=MODE[:SCOPE]",
+        help="answer permission prompts: MODE is once|timed|session|always|deny; without SCOPE "
+        "it answers only prompts for what your message named",
+    )
+    ask.add_argument("--approve-all", choices=("once", "deny"), help="answer every prompt")
+    ask.add_argument("--debug-routing", action="store_true", help="print each pipeline stage to stderr")
+    ask.add_argument("--no-refine", action="store_true", help="do not ask the model to refine routing")
+    ask.set_defaults(func=cmd_ask)
+
+    rt = sub.add_parser("route", parents=[common], help="show how a message is routed")
+    rt.add_argument("text", nargs="+")
+    rt.set_defaults(func=cmd_route)
+
+    pol = sub.add_parser("policy", parents=[common], help="show the policy decision for an intent")
+    pol.add_argument("intent")
+    pol.set_defaults(func=cmd_policy)
+
+    gr = sub.add_parser("grants", parents=[common], help="list or revoke permissions")
+    gsub = gr.add_subparsers(dest="grants_cmd", required=True, parser_class=_Parser)
+    gsub.add_parser("list", parents=[common])
+    revoke = gsub.add_parser("revoke", parents=[common])
+    revoke.add_argument("id")
+    gsub.add_parser("revoke-all", parents=[common])
+    gr.set_defaults(func=cmd_grants)
+
+    au = sub.add_parser("audit", parents=[common], help="read or verify the audit log")
+    asub = au.add_subparsers(dest="audit_cmd", required=True, parser_class=_Parser)
+    tl = asub.add_parser("tail", parents=[common])
+    tl.add_argument("-n", type=int, default=20)
+    asub.add_parser("verify", parents=[common])
+    au.set_defaults(func=cmd_audit)
+
+    doc = sub.add_parser("doctor", parents=[common], help="what works on this machine")
+    doc.add_argument("--llm", help="model endpoint to check instead of the configured one")
+    doc.set_defaults(func=cmd_doctor)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(
+        level=os.environ.get("CHAMBERLAIN_LOG", "WARNING").upper(),
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        sys.stderr.write(
+            "\nThe tray app is not part of this build yet; use the commands above.\n"
+        )
+        return EXIT_OK
+    try:
+        code: int = args.func(args)
+        return code
+    except UsageError as exc:
+        sys.stderr.write(f"chamberlain: {exc}\n")
+        return EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - the CLI boundary reports every failure plainly
+        from broker.errors import user_message
+
+        message = user_message(exc)
+        if message is None:
+            raise
+        sys.stderr.write(f"chamberlain: {message}\n")
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,821 @@
+"""The audit log: an append-only, hash-chained record of every stage of every turn.
+
+Each turn writes one JSON line per pipeline stage (router output, policy decision, permission
+checks and grants, tool calls, executor response, post-hook summary) to a file under the home
+directory, usually ``<home>/audit.jsonl``. Every line carries the SHA-256 of the line before it,
+and a small head file (``audit.jsonl.head``) records the last sequence number and hash, so
+``verify`` detects an edited, removed, reordered or forged line and a log cut short at the end.
+``tail`` shows the newest events without reading the whole file.
+
+What it must never do: hold secrets, file contents, tool outputs or OCR text. Callers pass
+``digest(content)`` (a SHA-256 and a length) for anything read from disk, the screen or a tool;
+every value goes through ``redact`` before it is written, which blanks secret-looking keys and
+values, caps long strings and turns anything that is not JSON into a string. Redaction is a
+safety net, not a licence to pass raw content.
+
+The chain is not keyed: it proves that nothing was changed by anyone who did not also recompute
+every later hash and the head file. It is a tamper-evident record for the user, not a defence
+against someone who can rewrite the whole file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from enum import Enum, StrEnum
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeAlias
+
+from broker.clock import Clock, SystemClock
+
+log = logging.getLogger("chamberlain.broker.audit")
+
+JSONValue: TypeAlias = "bool | int | float | str | list[JSONValue] | dict[str, JSONValue] | None"
+
+GENESIS = "0" * 64
+REDACTED = "[redacted]"
+MAX_STRING = 2_000
+MAX_ITEMS = 100
+MAX_DEPTH = 8
+MAX_KEY = 200
+# One event's data, serialised, may not exceed this; beyond it the data is replaced by a digest.
+MAX_DATA_CHARS = 64 * 1024
+# Strings longer than this are cut before the secret patterns run, so a megabyte passed by
+# mistake costs no more than this to scan. See _redact_string for why the cut is safe.
+_SCAN_LIMIT = 64 * 1024
+_TAIL_CHUNK = 8 * 1024
+# How far back the writer looks for the last intact line when the end of the log is damaged.
+_MAX_TAIL_SCAN = 4 * 1024 * 1024
+_RECORD_KEYS = frozenset({"seq", "ts", "event", "turn", "data", "prev", "hash"})
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+class AuditEvent(StrEnum):
+    """What happened. One event per pipeline stage; the names are part of the log format."""
+
+    TURN_START = "TURN_START"
+    ROUTER_OUTPUT = "ROUTER_OUTPUT"
+    POLICY_DECISION = "POLICY_DECISION"
+    PERMISSION_CHECK = "PERMISSION_CHECK"
+    PERMISSION_PROMPT = "PERMISSION_PROMPT"
+    PERMISSION_GRANTED = "PERMISSION_GRANTED"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    # A prompt nobody answered is not a user's denial (architecture invariant 2).
+    PERMISSION_TIMEOUT = "PERMISSION_TIMEOUT"
+    PERMISSION_REVOKED = "PERMISSION_REVOKED"
+    PERMISSION_EXPIRED = "PERMISSION_EXPIRED"
+    TOKEN_ISSUED = "TOKEN_ISSUED"
+    TOKEN_REFUSED = "TOKEN_REFUSED"
+    TOOL_CALL_START = "TOOL_CALL_START"
+    TOOL_CALL_END = "TOOL_CALL_END"
+    # The runner refused a call outright: tool not in the allowed set, bad arguments.
+    TOOL_REFUSED = "TOOL_REFUSED"
+    EXECUTOR_RESPONSE = "EXECUTOR_RESPONSE"
+    MEMORY_WRITE = "MEMORY_WRITE"
+    POSTHOOK_SUMMARY = "POSTHOOK_SUMMARY"
+    TURN_END = "TURN_END"
+    SELF_TEST = "SELF_TEST"
+
+
+@dataclasses.dataclass(frozen=True)
+class VerifyResult:
+    """The outcome of ``verify``.
+
+    ``lines`` counts the lines that passed the chain checks. ``first_bad_line`` is 1-based; for
+    a log cut short it is the number of the first missing line (one past the end), and it is
+    None when the fault is not in any one line (head file missing or unreadable).
+    """
+
+    ok: bool
+    lines: int
+    first_bad_line: int | None
+    reason: str
+
+
+# --- redaction ---------------------------------------------------------------------------------
+
+# Key names, compared with case, "-", "_" and spaces removed, so "X-Api-Key", "apiKey" and
+# "private_key" are all caught. Substring match: "db_password" and "auth_token" are secrets.
+_SECRET_KEY_PARTS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "apikey",
+    "authorization",
+    "cookie",
+    "privatekey",
+    "credential",
+)
+# "token_id" is the opaque id of a permission token, not the token: the HMAC that makes a token
+# valid never reaches the audit. Only this exact spelling is allowed; "tokenId" or
+# "session_token_id" are still blanked, so a caller cannot widen the hole by accident.
+_ALLOWED_KEYS = frozenset({"token_id"})
+
+# Explicit secret formats, applied to every string value wherever it sits.
+_EXPLICIT_SECRETS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # PEM private keys; an unterminated block (cut by a cap) is blanked to the end.
+    (
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----"
+            r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|.*)",
+            re.DOTALL,
+        ),
+        REDACTED,
+    ),
+    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9\-._~+/]+=*"), REDACTED),
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), REDACTED),  # OpenAI, Anthropic
+    (re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"), REDACTED),  # Stripe
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),  # AWS access key ids
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), REDACTED),  # GitHub
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), REDACTED),
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), REDACTED),  # Slack
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), REDACTED),  # Google API keys
+    (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), REDACTED),  # JWT
+    # user:password@ in URLs
+    (re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"), REDACTED),
+    # password=..., api_key: ... inside command lines and config text; the name stays.
+    (
+        re.compile(
+            r"(?i)(?<![A-Za-z0-9])((?:password|passwd|pwd|passphrase|secret|token|"
+            r"api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret)"
+            r"[\"']?\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)"
+        ),
+        r"\1" + REDACTED,
+    ),
+)
+
+# Generic high-entropy runs: candidates are base64/base64url/hex runs of 32 characters or more.
+_CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
+_ALL_HEX = re.compile(r"[0-9a-fA-F]{32,}")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# A run is "wordy" when most of its letters form pronounceable words, as in paths and
+# identifiers. Measured on random base64 and on 117k path components of this machine: a 32
+# character random key passes as wordy 0.6% of the time (0.04% at 64), a path component is
+# mistaken for a key 0.7% of the time. Over-redaction is the safe side of that trade.
+_WORD = re.compile(r"[a-z]{3,}|[A-Z][a-z]{2,}|[A-Z]{5,}")
+_VOWEL = re.compile(r"[aeiouyAEIOUY]")
+_TRAILING_TOKEN = re.compile(r"\S+\Z")
+
+
+def _is_secret_key(key: str) -> bool:
+    if key in _ALLOWED_KEYS:
+        return False
+    compact = key.lower().replace("-", "").replace("_", "").replace(" ", "")
+    return any(part in compact for part in _SECRET_KEY_PARTS)
+
+
+def _is_identifier_key(key: str) -> bool:
+    """Keys whose values are ids or digests: exempt from the generic high-entropy rule only."""
+    k = key.lower()
+    return k in {"id", "sha256", "digest", "hash", "token_id"} or k.endswith(
+        ("_id", "_ids", "_sha256", "_digest", "_hash")
+    )
+
+
+def _entropy(s: str) -> float:
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+def _looks_random(run: str) -> bool:
+    if _ALL_HEX.fullmatch(run):
+        return True
+    if _UUID.fullmatch(run):
+        return False
+    alnum = sum(ch.isalnum() for ch in run) or 1
+    wordy = sum(len(w) for w in _WORD.findall(run) if _VOWEL.search(w)) / alnum
+    return wordy < 0.6 and _entropy(run) >= 3.0
+
+
+def _blank_random(match: re.Match[str]) -> str:
+    return REDACTED if _looks_random(match.group(0)) else match.group(0)
+
+
+def _redact_string(s: str, *, generic: bool) -> str:
+    original_len = len(s)
+    if original_len > _SCAN_LIMIT:
+        # Drop the word the cut fell in, so no partial secret (too short for its pattern) can
+        # survive and slide into the kept prefix once earlier secrets shrink to "[redacted]".
+        s = _TRAILING_TOKEN.sub("", s[:_SCAN_LIMIT])
+    for pattern, replacement in _EXPLICIT_SECRETS:
+        s = pattern.sub(replacement, s)
+    if generic:
+        s = _CANDIDATE.sub(_blank_random, s)
+    if len(s) > MAX_STRING:
+        s = f"{s[:MAX_STRING]}...[truncated, {original_len} chars]"
+    return s
+
+
+def _redact(value: object, depth: int, generic: bool) -> JSONValue:
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        return _redact_string(value, generic=generic)
+    if isinstance(value, Enum):
+        return _redact(value.value, depth, generic)
+    if isinstance(value, bytes | bytearray | memoryview):
+        # Raw bytes are file or tool content far more often than anything else; str() would
+        # write them out, so they become a digest instead.
+        return _digest_json(bytes(value))
+    if depth >= MAX_DEPTH:
+        return "[too deeply nested]"
+    if isinstance(value, Mapping):
+        return _redact_mapping(value, depth)
+    if isinstance(value, list | tuple):
+        items = [_redact(v, depth + 1, generic) for v in value[:MAX_ITEMS]]
+        if len(value) > MAX_ITEMS:
+            items.append(f"[... {len(value) - MAX_ITEMS} more items]")
+        return items
+    if isinstance(value, set | frozenset):
+        members = sorted(value, key=repr)
+        return _redact(members, depth, generic)
+    model_dump = getattr(value, "model_dump", None)
+    if callable(model_dump) and not isinstance(value, type):
+        return _redact(model_dump(mode="json"), depth, generic)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _redact(dataclasses.asdict(value), depth, generic)
+    try:
+        text = str(value)
+    except Exception:  # noqa: BLE001 - any __str__ may raise; the audit must still be written
+        log.warning("audit value of type %s could not be converted to text", type(value).__name__)
+        text = f"<unprintable {type(value).__name__}>"
+    return _redact_string(text, generic=generic)
+
+
+def _redact_mapping(value: Mapping[Any, Any], depth: int) -> dict[str, JSONValue]:
+    out: dict[str, JSONValue] = {}
+    for i, (raw_key, v) in enumerate(value.items()):
+        if i == MAX_ITEMS:
+            out["[truncated]"] = f"{len(value) - MAX_ITEMS} more keys"
+            break
+        key = raw_key if isinstance(raw_key, str) else str(raw_key)
+        key = _redact_string(key[:MAX_KEY], generic=True)
+        if _is_secret_key(key):
+            out[key] = REDACTED
+        else:
+            out[key] = _redact(v, depth + 1, not _is_identifier_key(key))
+    return out
+
+
+def redact(value: object) -> JSONValue:
+    """Return ``value`` as JSON-safe data with secrets blanked and long strings capped.
+
+    Dict keys naming a secret (password, secret, token, api_key, authorization, cookie,
+    private_key, credential and the like; case, "-" and "_" ignored) have their value replaced
+    by "[redacted]", except the key ``token_id`` exactly, which holds an opaque permission-token
+    id. String values are scanned for secret formats (PEM private keys, ``Bearer ...``,
+    ``sk-...``, AWS ``AKIA...``, GitHub ``ghp_...``, URL passwords, ``password=...``) and for long
+    random-looking hex/base64 runs; each match becomes "[redacted]". Values under id and digest
+    keys (``*_id``, ``sha256``, ``*_digest``, ``*_hash``) skip only the random-run rule. Bytes
+    become a ``digest``; other non-JSON values become ``str(value)``, then are scanned like any
+    string. Strings are capped at MAX_STRING characters, containers at MAX_ITEMS entries and
+    MAX_DEPTH levels.
+    """
+    return _redact(value, 0, True)
+
+
+def _digest_json(content: str | bytes) -> dict[str, JSONValue]:
+    return {k: v for k, v in digest(content).items()}
+
+
+def digest(content: str | bytes) -> dict[str, str | int]:
+    """What the audit records instead of content: SHA-256 (of UTF-8 for text) and length.
+
+    ``len`` is in the input's own units: characters for text, bytes for bytes.
+    """
+    raw = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
+    return {"sha256": hashlib.sha256(raw).hexdigest(), "len": len(content)}
+
+
+# --- format --------------------------------------------------------------------------------------
+
+
+def _canonical(obj: object) -> str:
+    return json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+    )
+
+
+def _hash_record(record: Mapping[str, object]) -> str:
+    body = _canonical({k: v for k, v in record.items() if k != "hash"})
+    return hashlib.sha256(body.encode("ascii")).hexdigest()
+
+
+def _head_path(path: Path) -> Path:
+    return path.with_name(path.name + ".head")
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def _head_bytes(seq: int, hash_: str) -> bytes:
+    return (_canonical({"hash": hash_, "seq": seq}) + "\n").encode("ascii")
+
+
+def _parse_head(raw: bytes) -> tuple[int, str] | None:
+    """(seq, hash) from a head file, or None unless it is exactly what the writer writes."""
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or set(obj) != {"seq", "hash"}:
+        return None
+    seq, hash_ = obj["seq"], obj["hash"]
+    if type(seq) is not int or seq < 1 or not isinstance(hash_, str) or not _HEX64.fullmatch(hash_):
+        return None
+    if _head_bytes(seq, hash_) != raw:
+        return None
+    return seq, hash_
+
+
+def _parse_record(raw: bytes) -> dict[str, Any] | None:
+    """A log line (without its newline) as a record, or None if it does not even parse."""
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or type(obj.get("seq")) is not int:
+        return None
+    if not isinstance(obj.get("hash"), str):
+        return None
+    return obj
+
+
+def _lines_backward(read_at: Callable[[int, int], bytes], size: int) -> Iterator[bytes]:
+    """Lines of a file from the last to the first, without newlines, reading from the end.
+
+    A final line without its newline is yielded like any other.
+    """
+    pos = size
+    buf = b""
+    first = True
+    while pos > 0:
+        step = min(_TAIL_CHUNK, pos)
+        pos -= step
+        buf = read_at(pos, step) + buf
+        parts = buf.split(b"\n")
+        buf = parts[0]
+        for line in reversed(parts[1:]):
+            if first and line == b"":
+                first = False  # the file ends with a newline: nothing after it
+                continue
+            first = False
+            yield line
+    if size > 0 and (buf or not first):
+        yield buf
+
+
+# --- locking ------------------------------------------------------------------------------------
+
+if sys.platform == "win32":
+    import msvcrt
+
+    def _lock(fd: int, shared: bool) -> None:
+        # msvcrt has no shared locks; readers take the exclusive one, briefly.
+        os.lseek(fd, 0, os.SEEK_SET)
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+                return
+            except OSError as exc:  # LK_LOCK gives up after about 10 s; keep waiting
+                if exc.errno != errno.EDEADLOCK:
+                    raise
+
+    def _unlock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def _lock(fd: int, shared: bool) -> None:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+_O_BINARY: int = getattr(os, "O_BINARY", 0)
+
+
+# --- writer -------------------------------------------------------------------------------------
+
+
+class AuditLog:
+    """Appends hash-chained events to one log file; safe across threads and processes.
+
+    Writers serialise on an advisory lock on a sidecar file (``audit.jsonl.lock``): flock on
+    POSIX, msvcrt byte locking on Windows. The last seq and hash are kept in memory; after
+    taking the lock the writer checks the file's size and identity, and only when another
+    writer has appended (or the file was replaced) does it re-read the end of the log and the
+    head file. Each line is written with one os.write in O_APPEND mode.
+
+    ``durable=True`` fsyncs the log and the head after every append. The default does not:
+    os.write hands the line to the kernel before append returns, so it survives a crash of
+    Chamberlain itself; only a power cut or kernel crash can lose the last events, and then the
+    head file (or its absence) makes the loss visible to verify. An fsync costs milliseconds on
+    many disks, paid on every tool call, which the user would feel.
+    """
+
+    def __init__(self, path: Path, clock: Clock | None = None, *, durable: bool = False) -> None:
+        self.path = Path(path)
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.durable = durable
+        self._thread_lock = threading.Lock()
+        self._fd: int | None = None
+        self._lock_fd: int | None = None
+        self._pid = -1
+        self._seq = 0
+        self._prev = GENESIS
+        # The log's size and inode after our last write; anything else means someone else wrote.
+        self._size = -1
+        self._ino = -1
+
+    def __enter__(self) -> AuditLog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._thread_lock:
+            self._close_fds()
+
+    def _close_fds(self) -> None:
+        for fd in (self._fd, self._lock_fd):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._lock_fd = None
+        self._size = -1
+
+    def _open(self) -> None:
+        self._close_fds()
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._lock_fd = os.open(_lock_path(self.path), os.O_RDWR | os.O_CREAT | _O_BINARY, 0o600)
+        self._open_log()
+        self._pid = os.getpid()
+
+    def _open_log(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        # O_RDWR only so the writer can read the end of the log back; O_APPEND makes every
+        # write land at the end whatever the read offset is.
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _O_BINARY, 0o600)
+        self._size = -1
+
+    def append(
+        self, event: AuditEvent | str, /, turn_id: str | None = None, **data: object
+    ) -> dict[str, Any]:
+        """Write one event and return the record as written (including its hash).
+
+        ``event`` is positional-only so that data may carry a field named "event".
+
+        ``data`` goes through ``redact`` first. Raises ValueError for an event name not in
+        AuditEvent and OSError if the log cannot be written: an audit that silently stops is
+        worse than a failed turn.
+        """
+        try:
+            name = AuditEvent(event)
+        except ValueError:
+            raise ValueError(f"unknown audit event {event!r}; add it to AuditEvent") from None
+        clean = _redact_mapping(data, 0)
+        if len(_canonical(clean)) > MAX_DATA_CHARS:
+            clean = {"oversize": True, "digest": _digest_json(_canonical(clean))}
+        turn = None if turn_id is None else str(turn_id)[:MAX_KEY]
+        ts = datetime.fromtimestamp(self.clock.now(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+        with self._thread_lock:
+            if self._fd is None or self._pid != os.getpid():
+                # First use, or we are a forked child sharing the parent's open files (and
+                # therefore its flock): open our own.
+                self._open()
+            assert self._fd is not None
+            assert self._lock_fd is not None
+            _lock(self._lock_fd, shared=False)
+            try:
+                lead = self._sync_state()
+                record: dict[str, Any] = {
+                    "seq": self._seq + 1,
+                    "ts": ts,
+                    "event": str(name),
+                    "turn": turn,
+                    "data": clean,
+                    "prev": self._prev,
+                }
+                record["hash"] = _hash_record(record)
+                line = lead + (_canonical(record) + "\n").encode("ascii")
+                self._write_all(line)
+                if self.durable:
+                    os.fsync(self._fd)
+                self._seq, self._prev = record["seq"], record["hash"]
+                self._size += len(line)
+                self._write_head()
+            finally:
+                _unlock(self._lock_fd)
+        return record
+
+    def _write_all(self, line: bytes) -> None:
+        assert self._fd is not None
+        written = os.write(self._fd, line)
+        while written < len(line):
+            # Only a full disk or a signal gets here; we hold the lock, so finishing the line
+            # with more writes cannot interleave with another Chamberlain writer.
+            log.warning("short write to the audit log (%d of %d bytes)", written, len(line))
+            written += os.write(self._fd, line[written:])
+
+    def _write_head(self) -> None:
+        head = _head_path(self.path)
+        tmp = head.with_name(head.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_BINARY, 0o600)
+        try:
+            os.write(fd, _head_bytes(self._seq, self._prev))
+            if self.durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, head)
+        if self.durable and sys.platform != "win32":
+            dir_fd = os.open(head.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+
+    def _sync_state(self) -> bytes:
+        """Make the in-memory seq/hash match the file; return bytes to write before the line.
+
+        Called with the lock held. Cheap when we were the last writer: one fstat and one stat.
+        """
+        assert self._fd is not None
+        st = os.fstat(self._fd)
+        try:
+            on_disk = os.stat(self.path)
+        except FileNotFoundError:
+            on_disk = None
+        if on_disk is None or (on_disk.st_dev, on_disk.st_ino) != (st.st_dev, st.st_ino):
+            log.warning("audit log %s was moved or deleted; reopening it", self.path)
+            self._open_log()
+            assert self._fd is not None
+            st = os.fstat(self._fd)
+        if st.st_size == self._size and st.st_ino == self._ino:
+            return b""
+        self._load_state(st.st_size)
+        self._size, self._ino = st.st_size, st.st_ino
+        if st.st_size > 0 and self._read_at(st.st_size - 1, 1) != b"\n":
+            # A write was cut short (crash, full disk). Finish that line so ours stays whole;
+            # verify will report the broken one.
+            log.error("audit log %s ends in a partial line", self.path)
+            return b"\n"
+        return b""
+
+    def _read_at(self, offset: int, length: int) -> bytes:
+        assert self._fd is not None
+        os.lseek(self._fd, offset, os.SEEK_SET)  # reads only: O_APPEND writes ignore the offset
+        chunks = []
+        while length > 0:
+            chunk = os.read(self._fd, length)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            length -= len(chunk)
+        return b"".join(chunks)
+
+    def _load_state(self, size: int) -> None:
+        """Find where the chain continues, from the end of the log and from the head file."""
+        tail: tuple[int, str] | None = None
+        scanned = 0
+        for raw in _lines_backward(self._read_at, size):
+            scanned += len(raw) + 1
+            record = _parse_record(raw)
+            if record is not None:
+                tail = record["seq"], record["hash"]
+                break
+            if scanned > _MAX_TAIL_SCAN:
+                break
+        try:
+            head_raw: bytes | None = _head_path(self.path).read_bytes()
+        except FileNotFoundError:
+            head_raw = None
+        head = _parse_head(head_raw) if head_raw is not None else None
+        if head_raw is not None and head is None:
+            log.error("audit head file %s is unreadable or edited", _head_path(self.path))
+
+        if head is None or head == tail:
+            chosen = tail
+        elif tail is None:
+            chosen = head
+        elif head[0] == tail[0] - 1:
+            chosen = tail  # a writer died between the line and the head update
+        else:
+            # The log was cut short, edited, or deleted behind our back. Continue from the head
+            # so the gap stays in the chain and verify keeps reporting it.
+            log.error(
+                "audit log %s and its head file disagree (log ends at seq %d, head says %d)",
+                self.path,
+                tail[0],
+                head[0],
+            )
+            chosen = head
+        self._seq, self._prev = chosen if chosen is not None else (0, GENESIS)
+
+
+# --- readers -------------------------------------------------------------------------------------
+
+
+def _snapshot(path: Path) -> tuple[int | None, bytes | None]:
+    """The log's size and the head file's bytes, read together under the writers' lock."""
+    lock_fd: int | None = None
+    with contextlib.suppress(FileNotFoundError):  # no writer has ever opened this log
+        lock_fd = os.open(_lock_path(path), os.O_RDONLY | _O_BINARY)
+    try:
+        if lock_fd is not None:
+            _lock(lock_fd, shared=True)
+        try:
+            size: int | None = path.stat().st_size
+        except FileNotFoundError:
+            size = None
+        try:
+            head: bytes | None = _head_path(path).read_bytes()
+        except FileNotFoundError:
+            head = None
+    finally:
+        if lock_fd is not None:
+            _unlock(lock_fd)
+            os.close(lock_fd)
+    return size, head
+
+
+def _check_line(raw: bytes, lineno: int, seq: int, prev: str) -> tuple[str | None, str]:
+    """(reason it is bad or None, its hash) for line ``lineno`` expected to carry ``seq``."""
+    if raw == b"":
+        return f"line {lineno}: empty line", ""
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return f"line {lineno}: not valid JSON (the line was edited)", ""
+    if not isinstance(obj, dict) or set(obj) != _RECORD_KEYS:
+        return f"line {lineno}: not an audit record (wrong fields)", ""
+    try:
+        canonical = _canonical(obj).encode("ascii")
+    except ValueError:
+        return f"line {lineno}: not in canonical form (the line was edited)", ""
+    if canonical != raw:
+        return f"line {lineno}: not in canonical form (the line was edited)", ""
+    hash_ = obj["hash"]
+    if not isinstance(hash_, str) or hash_ != _hash_record(obj):
+        return f"line {lineno}: hash does not match the line's content (the line was edited)", ""
+    got = obj["seq"]
+    if type(got) is not int:
+        return f"line {lineno}: seq is not a number", ""
+    if got > seq:
+        return (
+            f"line {lineno}: seq {got} where {seq} was expected (a line was removed or moved)",
+            "",
+        )
+    if got < seq:
+        return (
+            f"line {lineno}: seq {got} where {seq} was expected (a line was duplicated or moved)",
+            "",
+        )
+    if obj["prev"] != prev:
+        what = "the chain start" if lineno == 1 else f"the hash of line {lineno - 1}"
+        return f"line {lineno}: prev does not match {what} (the chain is broken)", ""
+    return None, hash_
+
+
+def verify(path: Path) -> VerifyResult:
+    """Check the whole chain and the head file. Reads the log once, line by line.
+
+    Fails on an edited line (hash mismatch, invalid JSON, or any byte that differs from the
+    canonical form the writer produces), a removed, reordered or duplicated line (seq/prev),
+    a line appended without the chain, a partial last line, and a log cut short at the end
+    (the head file records a later line). A missing head file beside a non-empty log is a
+    failure. An absent or empty log with no head file is fine (0 lines); an empty log whose
+    head file records lines was emptied, and fails.
+    """
+    path = Path(path)
+    size, head_raw = _snapshot(path)
+    head = _parse_head(head_raw) if head_raw is not None else None
+    if not size:
+        if head_raw is None:
+            return VerifyResult(True, 0, None, "ok")
+        if head is None:
+            return VerifyResult(False, 0, None, "head file unreadable or edited")
+        return VerifyResult(
+            False, 0, 1, f"log truncated: the head file records seq {head[0]}, the log is empty"
+        )
+
+    seq, prev, good = 1, GENESIS, 0
+    consumed = 0
+    with open(path, "rb") as f:
+        for raw in f:
+            if consumed + len(raw) > size:
+                raw = raw[: size - consumed]  # appended after the snapshot: not ours to judge
+            consumed += len(raw)
+            lineno = good + 1
+            if not raw.endswith(b"\n"):
+                return VerifyResult(
+                    False,
+                    good,
+                    lineno,
+                    f"line {lineno}: incomplete (no newline at the end; a write was cut short)",
+                )
+            reason, hash_ = _check_line(raw[:-1], lineno, seq, prev)
+            if reason is not None:
+                return VerifyResult(False, good, lineno, reason)
+            good, seq, prev = lineno, seq + 1, hash_
+            if consumed >= size:
+                break
+
+    last_seq = seq - 1
+    if head_raw is None:
+        return VerifyResult(False, good, None, "head file missing")
+    if head is None:
+        return VerifyResult(False, good, None, "head file unreadable or edited")
+    head_seq, head_hash = head
+    if head_seq > last_seq:
+        return VerifyResult(
+            False,
+            good,
+            good + 1,
+            f"log truncated: the head file records seq {head_seq}, the log ends at seq {last_seq}",
+        )
+    if head_seq < last_seq:
+        return VerifyResult(
+            False,
+            good,
+            head_seq + 1,
+            f"the head file records seq {head_seq} but the log continues to seq {last_seq} "
+            "(lines were added without updating the head, or the head was edited)",
+        )
+    if head_hash != prev:
+        return VerifyResult(
+            False,
+            good,
+            good,
+            f"the head file does not match line {good} (the line or the head was edited)",
+        )
+    return VerifyResult(True, good, None, "ok")
+
+
+def tail(path: Path, n: int) -> list[dict[str, Any]]:
+    """The last ``n`` records, oldest first, reading only the end of the file.
+
+    A line that does not parse is returned as an UNREADABLE_LINE record carrying its digest,
+    so a damaged log shows as damaged; run ``verify`` to learn more.
+    """
+    if n <= 0:
+        return []
+    path = Path(path)
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below; read_at needs the open file
+    except FileNotFoundError:
+        return []
+    with f:
+        size = os.fstat(f.fileno()).st_size
+
+        def read_at(offset: int, length: int) -> bytes:
+            f.seek(offset)
+            return f.read(length)
+
+        out: list[dict[str, Any]] = []
+        for raw in _lines_backward(read_at, size):
+            record = _parse_record(raw)
+            if record is None:
+                record = {
+                    "seq": None,
+                    "ts": None,
+                    "event": "UNREADABLE_LINE",
+                    "turn": None,
+                    "data": {"line": _digest_json(raw)},
+                    "prev": None,
+                    "hash": None,
+                }
+            out.append(record)
+            if len(out) == n:
+                break
+    out.reverse()
+    return out

@@ -1,0 +1,132 @@
+"""`chamberlain doctor`: what works on this machine, checked for real, in plain words.
+
+Each check is cheap and has no side effect beyond creating the home directory and the token
+secret (which the first real use would create anyway). The only network access is the model
+endpoint probe on loopback (or the URL the user configured).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker.audit import verify
+from broker.keys import load_install_secret
+from broker.policy import PolicyError, load_policy_table
+from broker.runner import SelfTestError, self_test
+from broker.settings import SettingsError, load_settings
+from tools.registry import builtin_registry
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    # A failed required check makes `doctor` exit 1; optional ones only inform.
+    required: bool = True
+
+
+def _home(home: Path) -> Check:
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        probe = home / ".doctor-probe"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        return Check("home", False, f"{home} is not writable: {exc}")
+    return Check("home", True, str(home))
+
+
+def _settings(home: Path) -> Check:
+    try:
+        load_settings(home)
+    except SettingsError as exc:
+        return Check("settings", False, str(exc))
+    return Check("settings", True, "defaults" if not (home / "settings.json").exists() else "ok")
+
+
+def _self_test() -> Check:
+    try:
+        registry = builtin_registry()
+        self_test(registry, load_policy_table())
+    except (SelfTestError, PolicyError) as exc:
+        return Check("policy self-test", False, str(exc))
+    return Check("policy self-test", True, f"{len(registry.names())} tools, all covered")
+
+
+def _secret(home: Path) -> Check:
+    try:
+        secret = load_install_secret(home)
+    except (OSError, ValueError) as exc:
+        return Check("token secret", False, f"cannot load the token secret: {exc}")
+    return Check(
+        "token secret",
+        True,
+        secret.source if secret.in_keyring else f"fallback: {secret.source}",
+    )
+
+
+def _model(home: Path, url: str | None) -> Check:
+    from broker.llm.endpoints import resolve_endpoint
+
+    try:
+        setting = url or load_settings(home).llm.url
+    except SettingsError:
+        setting = url or "auto"
+    if setting == "none":
+        return Check("model endpoint", False, "disabled (--llm none)", required=False)
+    found = resolve_endpoint(setting)
+    if found is None:
+        return Check(
+            "model endpoint",
+            False,
+            "no OpenAI-compatible server found; start Ollama, LM Studio, llama.cpp server or "
+            "vLLM, or set llm.url — clear requests still work without one",
+            required=False,
+        )
+    return Check("model endpoint", True, found, required=False)
+
+
+def _audit(home: Path) -> Check:
+    result = verify(home / "audit.jsonl")
+    if result.ok:
+        return Check("audit log", True, f"{result.lines} lines, chain intact")
+    return Check("audit log", False, f"line {result.first_bad_line}: {result.reason}")
+
+
+def _display() -> Check:
+    if sys.platform.startswith("linux"):
+        if os.environ.get("WAYLAND_DISPLAY"):
+            return Check("display", True, f"Wayland ({os.environ['WAYLAND_DISPLAY']})", False)
+        if os.environ.get("DISPLAY"):
+            return Check("display", True, f"X11 ({os.environ['DISPLAY']})", False)
+        return Check(
+            "display", False, "none ($DISPLAY and $WAYLAND_DISPLAY are unset): the tray app and "
+            "screen capture need one; the CLI works without", required=False,
+        )
+    return Check("display", True, platform.system(), required=False)
+
+
+def _tray() -> Check:
+    if importlib.util.find_spec("PySide6") is None:
+        return Check("tray app", False, "PySide6 is not installed in this build", required=False)
+    return Check("tray app", True, "PySide6 available", required=False)
+
+
+def run_checks(home: Path, llm_url: str | None = None) -> list[Check]:
+    return [
+        Check("python", True, f"{platform.python_version()} on {platform.platform()}", False),
+        _home(home),
+        _settings(home),
+        _self_test(),
+        _secret(home),
+        _audit(home),
+        _model(home, llm_url),
+        _display(),
+        _tray(),
+    ]

@@ -1,0 +1,266 @@
+"""The executor: a direct action, or the model's tool loop, for one turn.
+
+The model sees only the tools the policy gate allowed, and every call it makes goes through the
+runner. The loop is bounded: an iteration budget, a stall detector (the same call again and
+again), and a cap on tool errors. Whatever happens, the turn ends with a reply a person can read.
+
+The executor never writes memory and never executes a tool itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.audit import AuditEvent, AuditLog
+from broker.llm.base import ChatModel, ModelError, ModelUnavailable
+from broker.runner import CallOutcome, ToolRunner, TurnScope
+from broker.settings import ExecutorSettings
+from broker.types import Action, PolicyDecision, RouterOutput, ToolCallRecord
+from tools.registry import ToolRegistry
+
+log = logging.getLogger("chamberlain.broker.executor")
+
+DIRECT_CONFIDENCE = 0.85
+MAX_REPLY_CHARS = 64 * 1024
+
+ACTION_TOOLS: dict[Action, str] = {
+    "list_files": "file_list",
+    "read_file": "file_read",
+    "search_files": "file_search",
+    "system_info": "system_info",
+}
+
+SYSTEM_PROMPT = (
+    "You are Chamberlain, a local desktop assistant. You can only use the tools you are given "
+    "in this turn; each call is checked against permissions the user granted, and may be "
+    "denied. If a tool is denied, say so plainly and do not try to get around it. Keep answers "
+    "short and exact. Never invent file contents or system figures: use the tools."
+)
+
+PHRASE_PROMPT = (
+    "You are Chamberlain, a local desktop assistant. A tool already ran for the user's request; "
+    "its result is below as JSON. Answer the user's request from it, briefly and exactly. Do "
+    "not invent anything that is not in the result."
+)
+
+NO_MODEL_HELP = (
+    "No language model is connected, so I can only carry out clear requests such as "
+    "\"list files in ~/Documents\" or \"how much memory is free\". To chat, start a local "
+    "OpenAI-compatible server (Ollama, LM Studio, llama.cpp server or vLLM) — Chamberlain finds "
+    "it on its usual port — or pass --llm URL."
+)
+
+
+@dataclass
+class ExecutionResult:
+    reply: str
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    iterations: int = 0
+    direct: bool = False
+    failed: bool = False
+
+
+def direct_arguments(router: RouterOutput) -> tuple[str, dict[str, Any]] | None:
+    """The tool and arguments when the router is certain of both; else None."""
+    args = router.arguments
+    if args.action is None or router.confidence < DIRECT_CONFIDENCE:
+        return None
+    tool = ACTION_TOOLS[args.action]
+    if args.action in ("list_files", "read_file"):
+        if len(args.paths) != 1:
+            return None
+        return tool, {"path": args.paths[0]}
+    if args.action == "search_files":
+        if len(args.paths) > 1 or not (args.pattern or args.query):
+            return None
+        found: dict[str, Any] = {"root": args.paths[0] if args.paths else "~"}
+        if args.pattern:
+            found["name_glob"] = args.pattern
+        if args.query:
+            found["content"] = args.query
+        return tool, found
+    topics = [t for t in args.topics if t]
+    return tool, ({"topics": topics} if topics else {})
+
+
+class Executor:
+    def __init__(
+        self,
+        runner: ToolRunner,
+        registry: ToolRegistry,
+        model: ChatModel | None,
+        settings: ExecutorSettings,
+        audit: AuditLog,
+        model_problem: str | None = None,
+    ) -> None:
+        self.runner = runner
+        self.registry = registry
+        self.model = model
+        self.settings = settings
+        self.audit = audit
+        # Why there is no model, when there is none (shown to the user instead of a chat reply).
+        self.model_problem = model_problem
+
+    def run(
+        self, router: RouterOutput, policy: PolicyDecision, turn: TurnScope,
+        context: list[str] | None = None,
+    ) -> ExecutionResult:
+        direct = direct_arguments(router)
+        if direct is not None and direct[0] in policy.allowed_tools:
+            return self._direct(router, turn, *direct)
+        if self.model is None:
+            return ExecutionResult(reply=self._no_model_reply(router, policy), failed=True)
+        return self._loop(router, policy, turn, context or [])
+
+    # --- direct actions ----------------------------------------------------------------------
+
+    def _direct(
+        self, router: RouterOutput, turn: TurnScope, tool: str, arguments: dict[str, Any]
+    ) -> ExecutionResult:
+        outcome = self.runner.execute(turn, tool, arguments)
+        result = ExecutionResult(reply="", tool_calls=[outcome.record], direct=True)
+        if outcome.result is None:
+            result.reply = describe_failure(outcome.record)
+            result.failed = True
+            return result
+        rendered = outcome.result.text
+        if outcome.result.truncated:
+            rendered += "\n(The result was cut short at its size limit.)"
+        if self.model is not None:
+            try:
+                answer = self.model.chat(
+                    [
+                        {"role": "system", "content": PHRASE_PROMPT},
+                        {"role": "user", "content": router.text},
+                        {"role": "user", "content": "Tool result (JSON):\n" + outcome.model_text},
+                    ]
+                )
+                result.iterations = 1
+                if answer.content.strip():
+                    result.reply = answer.content.strip()[:MAX_REPLY_CHARS]
+                    return result
+            except ModelError as exc:
+                log.info("phrasing the direct answer failed: %s", exc)
+        result.reply = rendered
+        return result
+
+    def _no_model_reply(self, router: RouterOutput, policy: PolicyDecision) -> str:
+        why = f"{self.model_problem}\n\n" if self.model_problem else ""
+        if policy.allowed_tools:
+            return (
+                f"{why}I could not tell exactly which tool and arguments this needs, and without "
+                f"a model I cannot work it out. Try a direct request, e.g. \"list files in "
+                f"~/Documents\".\n\n{NO_MODEL_HELP}"
+            )
+        return why + NO_MODEL_HELP
+
+    # --- the model's tool loop ---------------------------------------------------------------
+
+    def _loop(
+        self, router: RouterOutput, policy: PolicyDecision, turn: TurnScope, context: list[str]
+    ) -> ExecutionResult:
+        assert self.model is not None
+        tools = [m.openai_schema() for m in self.registry.manuals(policy.allowed_tools)]
+        system = SYSTEM_PROMPT
+        if context:
+            system += "\n\n" + "\n".join(context)
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": router.text},
+        ]
+        result = ExecutionResult(reply="")
+        seen: dict[str, int] = {}
+        errors = 0
+        for iteration in range(1, self.settings.max_iterations + 1):
+            result.iterations = iteration
+            try:
+                answer = self.model.chat(messages, tools or None)
+            except ModelUnavailable as exc:
+                result.reply, result.failed = f"{exc}\n\n{NO_MODEL_HELP}", True
+                return result
+            except ModelError as exc:
+                result.reply, result.failed = f"The model failed: {exc}", True
+                return result
+            if not answer.tool_calls:
+                result.reply = answer.content.strip()[:MAX_REPLY_CHARS] or (
+                    "The model returned an empty answer."
+                )
+                return result
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": answer.content or None,
+                    "tool_calls": [
+                        {
+                            "id": call.id or f"call_{iteration}_{n}",
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": call.arguments},
+                        }
+                        for n, call in enumerate(answer.tool_calls)
+                    ],
+                }
+            )
+            stalled = False
+            for n, call in enumerate(answer.tool_calls):
+                key = json.dumps([call.name, _normalised(call.arguments)])
+                seen[key] = seen.get(key, 0) + 1
+                if seen[key] >= self.settings.stall_repeats:
+                    stalled = True
+                outcome = self.runner.execute(turn, call.name, call.arguments)
+                result.tool_calls.append(outcome.record)
+                if outcome.record.status == "ok":
+                    errors = 0
+                else:
+                    errors += 1
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.id or f"call_{iteration}_{n}",
+                        "content": outcome.model_text,
+                    }
+                )
+            if stalled:
+                result.reply = self._stopped(
+                    result, "the model kept asking for the same tool call with the same arguments"
+                )
+                return result
+            if errors >= self.settings.max_tool_errors:
+                result.reply = self._stopped(
+                    result, f"{errors} tool calls in a row failed or were refused"
+                )
+                return result
+        result.reply = self._stopped(
+            result, f"the model used its budget of {self.settings.max_iterations} steps"
+        )
+        return result
+
+    def _stopped(self, result: ExecutionResult, why: str) -> str:
+        self.audit.append(AuditEvent.EXECUTOR_STOPPED, why=why, iterations=result.iterations)
+        lines = [f"I stopped: {why}, without a final answer."]
+        for record in result.tool_calls:
+            if record.status != "ok":
+                lines.append(f"- {record.tool}: {record.status} — {record.reason}")
+        return "\n".join(lines)
+
+
+def _normalised(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except (json.JSONDecodeError, TypeError):
+        return arguments
+
+
+def describe_failure(record: ToolCallRecord) -> str:
+    """A readable sentence for a tool call that did not run."""
+    cap = record.capability.value if record.capability else None
+    if record.status == "denied" and cap:
+        return (
+            f"I did not run {record.tool}: {record.reason}. To allow it, answer the permission "
+            f"prompt, or re-run with --approve {cap}=once."
+        )
+    if record.status == "timeout" and cap and "prompt" in record.reason:
+        return f"I did not run {record.tool}: {record.reason}."
+    return f"{record.tool} did not run ({record.status}): {record.reason}"

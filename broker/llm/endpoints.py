@@ -1,0 +1,136 @@
+"""Where the model lives: turn the `llm.url` setting into an OpenAI-compatible base URL.
+
+"auto" probes the usual local servers on loopback only (Ollama, LM Studio, llama.cpp server,
+vLLM) with one short GET of `/v1/models` each; an explicit URL is only normalised, never
+contacted. This module must never open any other connection: no remote probing, no DNS
+lookups of names the user did not give, no proxies (invariant 7, no surprise networking).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import urllib.error
+import urllib.request
+from urllib.parse import urlsplit, urlunsplit
+
+log = logging.getLogger("chamberlain.broker.llm")
+
+# (server name, port) probed in this order by "auto", always on 127.0.0.1.
+# A module constant so tests can point it at a scripted server.
+PROBE_PORTS: list[tuple[str, int]] = [
+    ("Ollama", 11434),
+    ("LM Studio", 1234),
+    ("llama.cpp server", 8080),
+    ("vLLM", 8000),
+]
+
+# A model list is small; anything bigger is not the server we are looking for.
+_PROBE_MAX_BYTES = 1024 * 1024
+
+
+class InvalidEndpoint(ValueError):
+    """The `llm.url` setting (or --llm) is not something we can talk to."""
+
+
+def is_loopback_url(url: str) -> bool:
+    """True when `url` points at this machine (127.0.0.0/8, ::1 or localhost)."""
+    try:
+        host = urlsplit(url if "://" in url else f"http://{url}").hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    host = host.lower().rstrip(".")
+    if host == "localhost":
+        return True
+    # Not "*.localhost": whether those resolve to loopback depends on the resolver, and this
+    # answer decides what may be sent to the endpoint.
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def normalise_url(url: str) -> str:
+    """An explicit endpoint as a base URL: scheme and host kept, `/v1` added when no path is given.
+
+    "localhost:11434" → "http://localhost:11434/v1"; "https://host/api/v1/" → "https://host/api/v1".
+    """
+    text = url.strip()
+    if text.lower() == "embedded":
+        raise InvalidEndpoint(
+            "'embedded' selects the bundled model, not an HTTP endpoint; "
+            "give a URL such as http://127.0.0.1:11434/v1"
+        )
+    if "://" not in text:
+        text = f"http://{text}"
+    try:
+        parts = urlsplit(text)
+        # .port raises ValueError on a non-numeric or out-of-range port.
+        if parts.port == 0:
+            raise ValueError("port 0 cannot be connected to")
+    except ValueError as exc:
+        raise InvalidEndpoint(f"{url!r} is not a valid URL: {exc}") from exc
+    if parts.scheme.lower() not in ("http", "https"):
+        raise InvalidEndpoint(f"{url!r}: the model endpoint must be an http:// or https:// URL")
+    if not parts.hostname:
+        raise InvalidEndpoint(f"{url!r}: the model endpoint URL has no host")
+    if parts.query or parts.fragment:
+        raise InvalidEndpoint(
+            f"{url!r}: give the endpoint's base URL without '?' or '#' parts, "
+            "e.g. http://127.0.0.1:11434/v1"
+        )
+    path = parts.path.rstrip("/") or "/v1"
+    return urlunsplit((parts.scheme.lower(), parts.netloc, path, "", ""))
+
+
+def _answers_with_models(base_url: str, timeout_s: float) -> bool:
+    """One GET {base_url}/models, without proxies: True when it returns a JSON model list."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    request = urllib.request.Request(
+        f"{base_url}/models", headers={"Accept": "application/json"}, method="GET"
+    )
+    try:
+        with opener.open(request, timeout=timeout_s) as response:
+            if response.status != 200:
+                return False
+            raw = response.read(_PROBE_MAX_BYTES + 1)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        # URLError and timeouts are OSErrors; an HTTP error status is an HTTPError (URLError).
+        log.debug("no model server at %s: %s", base_url, exc)
+        return False
+    if len(raw) > _PROBE_MAX_BYTES:
+        return False
+    try:
+        payload = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(payload, dict) and isinstance(payload.get("data"), list)
+
+
+def probe_local_servers(timeout_s: float = 0.3) -> str | None:
+    """The base URL of the first local server in PROBE_PORTS that lists models, else None."""
+    for server_name, port in PROBE_PORTS:
+        base_url = f"http://127.0.0.1:{port}/v1"
+        if _answers_with_models(base_url, timeout_s):
+            log.info("found %s at %s", server_name, base_url)
+            return base_url
+    log.info("no local model server answers on ports %s", [port for _, port in PROBE_PORTS])
+    return None
+
+
+def resolve_endpoint(url_setting: str, timeout_s: float = 0.3) -> str | None:
+    """The base URL to use for `url_setting`, or None when no model is to be used.
+
+    "none" → None; "auto" → the first local server that answers (probed on loopback), or None;
+    anything else is an explicit URL, normalised but not contacted. Raises InvalidEndpoint for a
+    setting that is not a usable URL.
+    """
+    setting = url_setting.strip()
+    if setting.lower() == "none":
+        return None
+    if setting.lower() == "auto":
+        return probe_local_servers(timeout_s)
+    return normalise_url(setting)

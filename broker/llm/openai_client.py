@@ -1,0 +1,530 @@
+"""The ChatModel for OpenAI-compatible chat-completions servers (Ollama, LM Studio, llama.cpp
+server, vLLM, hosted APIs), through the `openai` SDK.
+
+It turns whatever the server sends into an `AssistantMessage` and every SDK or transport failure
+into `ModelUnavailable` / `ModelError` with a message a user can act on: no `openai` exception
+ever leaves this module. It never parses or trusts tool arguments (the caller validates them),
+never grows without bound on an absurd reply (content, tool-call count and argument size are
+capped), and never talks to any host but the configured endpoint: no retries to elsewhere, no
+proxies for loopback servers, and the user's OPENAI_API_KEY is never sent to it implicitly.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import httpx2
+import openai
+from openai.types.chat import ChatCompletion
+
+from broker.llm.base import AssistantMessage, ModelError, ModelToolCall, ModelUnavailable
+from broker.llm.endpoints import is_loopback_url
+from broker.settings import LLMSettings
+
+log = logging.getLogger("chamberlain.broker.llm")
+
+# Bounds on one assistant message. The caller validates much tighter; these only keep a broken
+# or hostile server from making the client itself grow without bound.
+MAX_CONTENT_CHARS = 1024 * 1024
+MAX_TOOL_CALLS = 16
+MAX_ARGUMENT_CHARS = 64 * 1024
+MAX_NAME_CHARS = 256  # tool names and call ids
+
+# Local servers ignore the key, but the SDK insists on one; sending this placeholder rather than
+# letting the SDK fall back to $OPENAI_API_KEY keeps a real key from reaching an arbitrary server.
+NO_API_KEY = "chamberlain-no-key"
+
+# 4xx answers to a response_format that mean "not this one", so chat_json tries the next.
+# Auth, timeout and rate-limit answers would fail the same way again.
+_NO_FALLBACK_STATUSES = frozenset({401, 403, 408, 429})
+
+_HINT = "Start a local server (Ollama, LM Studio, llama.cpp) or pass --llm URL"
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+    arguments_chars: int = 0
+    truncated: bool = False
+
+
+class _Accumulator:
+    """Collects one assistant message from a response or from stream deltas, within the caps."""
+
+    def __init__(self, on_delta: Callable[[str], None] | None = None) -> None:
+        self._on_delta = on_delta
+        self._content: list[str] = []
+        self._content_chars = 0
+        self.content_truncated = False
+        self._calls: dict[int, _PartialCall] = {}
+        self._last_index: int | None = None
+        self.dropped_calls = 0
+        self.finish_reason: str | None = None
+
+    def add_content(self, text: str) -> None:
+        if self.content_truncated or not text:
+            return
+        room = MAX_CONTENT_CHARS - self._content_chars
+        if len(text) > room:
+            text = text[:room]
+            self.content_truncated = True
+            log.warning("model reply exceeds %d characters; cut there", MAX_CONTENT_CHARS)
+        self._content.append(text)
+        self._content_chars += len(text)
+        if self._on_delta is not None and text:
+            self._on_delta(text)
+
+    def add_call_delta(
+        self, index: int | None, call_id: str | None, name: str | None, arguments: str | None
+    ) -> None:
+        if index is None:
+            # Some servers omit the index: a new id starts a new call, anything else continues.
+            last = self._calls.get(self._last_index) if self._last_index is not None else None
+            if last is None or (call_id and last.id and call_id != last.id):
+                index = max(self._calls, default=-1) + 1
+            else:
+                index = cast(int, self._last_index)
+        call = self._calls.get(index)
+        if call is None:
+            if len(self._calls) >= MAX_TOOL_CALLS:
+                self.dropped_calls += 1
+                if self.dropped_calls == 1:
+                    log.warning(
+                        "model sent more than %d tool calls; extra ones dropped", MAX_TOOL_CALLS
+                    )
+                return
+            call = self._calls[index] = _PartialCall()
+        self._last_index = index
+        if call_id and not call.id:
+            call.id = call_id[:MAX_NAME_CHARS]
+        if name and name != call.name and len(call.name) < MAX_NAME_CHARS:
+            # Normally the name arrives whole in the first fragment; a server that streams it
+            # in pieces still ends up with the full name.
+            call.name = (call.name + name)[:MAX_NAME_CHARS] if call.name else name[:MAX_NAME_CHARS]
+        if arguments and not call.truncated:
+            room = MAX_ARGUMENT_CHARS - call.arguments_chars
+            if len(arguments) > room:
+                arguments = arguments[:room]
+                call.truncated = True
+                log.warning(
+                    "tool call arguments exceed %d characters; cut there", MAX_ARGUMENT_CHARS
+                )
+            call.arguments.append(arguments)
+            call.arguments_chars += len(arguments)
+
+    def message(self) -> AssistantMessage:
+        calls = [
+            ModelToolCall(
+                id=call.id or f"call_{position}",
+                name=call.name,
+                arguments="".join(call.arguments),
+            )
+            for position, (_, call) in enumerate(sorted(self._calls.items()))
+        ]
+        finish_reason = self.finish_reason
+        if self.content_truncated:
+            finish_reason = "length"
+        return AssistantMessage(
+            content="".join(self._content), tool_calls=calls, finish_reason=finish_reason
+        )
+
+
+class _MalformedReply(ValueError):
+    """A reply that does not have the chat-completions shape; chat() reports it as ModelError."""
+
+
+def _optional_str(value: object, what: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise _MalformedReply(f"{what} is {type(value).__name__}, not text")
+
+
+def _arguments_text(value: object) -> str | None:
+    # Arguments are JSON text in the protocol; a few servers send the object itself.
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return _optional_str(value, "tool call arguments")
+
+
+def _optional_index(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise _MalformedReply(f"tool call index {value!r}")
+
+
+def _first_choice(choices: object, what: str) -> Any | None:
+    if choices is None:
+        return None
+    if not isinstance(choices, list):
+        raise _MalformedReply(f"'choices' in the {what} is not a list")
+    return choices[0] if choices else None
+
+
+def _error_excerpt(body: object, limit: int = 300) -> str:
+    text: str
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            text = error["message"]
+        elif isinstance(error, str):
+            text = error
+        elif isinstance(body.get("message"), str):
+            text = body["message"]
+        else:
+            text = json.dumps(body)
+    elif isinstance(body, bytes):
+        text = body.decode("utf-8", "replace")
+    elif body is None:
+        text = "(no body)"
+    else:
+        text = str(body)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The innermost cause's message ('[Errno 111] Connection refused'), else the SDK's."""
+    cause: BaseException = exc
+    seen: set[int] = set()
+    while cause.__cause__ is not None and id(cause.__cause__) not in seen:
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return str(cause) or str(exc) or type(cause).__name__
+
+
+class OpenAIChatModel:
+    """A ChatModel speaking OpenAI chat completions to `base_url`.
+
+    With `model=None` the constructor asks the server which models it has (GET /models) and
+    takes the first; that request may raise ModelUnavailable or ModelError. `on_delta`, when
+    set, receives each piece of reply text as it streams in (the whole text at once when not
+    streaming); it runs on the calling thread and its exceptions propagate.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        stream: bool = True,
+        max_retries: int = 0,
+        *,
+        on_delta: Callable[[str], None] | None = None,
+    ) -> None:
+        self._base_url = base_url.rstrip("/")
+        self._loopback = is_loopback_url(self._base_url)
+        self._timeout_s = timeout_s
+        self._stream = stream
+        self.on_delta = on_delta
+        # No proxies for a server on this machine: a proxy would see (and might log) everything.
+        http_client = openai.DefaultHttpx2Client(trust_env=False) if self._loopback else None
+        try:
+            self._client = openai.OpenAI(
+                base_url=self._base_url,
+                api_key=api_key or NO_API_KEY,
+                timeout=timeout_s,
+                max_retries=max_retries,
+                http_client=http_client,
+            )
+        except (openai.OpenAIError, httpx2.InvalidURL, ValueError) as exc:
+            if http_client is not None:
+                http_client.close()
+            raise ModelError(f"Cannot use {self._base_url} as a model endpoint: {exc}") from exc
+        try:
+            self._model = model if model else self._pick_model()
+        except ModelError:
+            self._client.close()
+            raise
+
+    @classmethod
+    def from_settings(
+        cls,
+        base_url: str,
+        settings: LLMSettings,
+        *,
+        on_delta: Callable[[str], None] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> OpenAIChatModel:
+        """A client configured from `llm` settings; the API key is read from the environment
+        variable `settings.api_key_env` names (never from OPENAI_API_KEY)."""
+        env = os.environ if environ is None else environ
+        return cls(
+            base_url,
+            model=settings.model,
+            api_key=env.get(settings.api_key_env) or None,
+            timeout_s=settings.timeout_s,
+            stream=settings.stream,
+            on_delta=on_delta,
+        )
+
+    # -- ChatModel -----------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    @property
+    def is_loopback(self) -> bool:
+        return self._loopback
+
+    @property
+    def is_embedded(self) -> bool:
+        return False
+
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> AssistantMessage:
+        try:
+            if self._stream:
+                return self._chat_streaming(messages, tools)
+            return self._chat_plain(messages, tools)
+        except ModelError:
+            raise
+        except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, ValueError) as exc:
+            raise self._translate(exc) from exc
+
+    def chat_json(
+        self, messages: list[dict[str, Any]], schema: dict[str, Any], schema_name: str
+    ) -> str:
+        formats: list[dict[str, Any] | None] = [
+            {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name, "schema": schema, "strict": True},
+            },
+            {"type": "json_object"},
+            None,
+        ]
+        for attempt, response_format in enumerate(formats):
+            try:
+                response = self._client.chat.completions.create(
+                    model=self._model,
+                    messages=cast(Any, messages),
+                    response_format=cast(Any, response_format)
+                    if response_format is not None
+                    else openai.omit,
+                    stream=False,
+                )
+            except openai.APIStatusError as exc:
+                last = attempt == len(formats) - 1
+                if (
+                    last
+                    or not 400 <= exc.status_code < 500
+                    or (exc.status_code in _NO_FALLBACK_STATUSES)
+                ):
+                    raise self._translate(exc) from exc
+                kind = response_format["type"] if response_format else "plain"
+                log.info(
+                    "%s rejected response_format %s (HTTP %d: %s); trying a simpler one",
+                    self._base_url,
+                    kind,
+                    exc.status_code,
+                    _error_excerpt(exc.body),
+                )
+                continue
+            except (openai.OpenAIError, httpx2.HTTPError, ValueError) as exc:
+                raise self._translate(exc) from exc
+            try:
+                return self._collect_plain(response).content
+            except ValueError as exc:
+                raise self._translate(exc) from exc
+        raise AssertionError("unreachable: the last format either returns or raises")
+
+    # -- the client's own API --------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the HTTP connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> OpenAIChatModel:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _pick_model(self) -> str:
+        try:
+            page = self._client.models.list()
+            data = getattr(page, "data", None)
+        except (openai.OpenAIError, httpx2.HTTPError, ValueError) as exc:
+            raise self._translate(exc) from exc
+        except (AttributeError, TypeError) as exc:
+            # The SDK's page parser assumes a JSON object; a web page here trips it up.
+            raise self._translate(_MalformedReply(f"not a model list ({exc})")) from exc
+        ids = [
+            item_id
+            for item in (data if isinstance(data, list) else [])
+            if isinstance(item_id := getattr(item, "id", None), str) and item_id
+        ]
+        if not ids:
+            raise ModelError(
+                f"The model server at {self._base_url} lists no models; load or pull one "
+                "(e.g. `ollama pull llama3.2`) or name one with --model"
+            )
+        log.info(
+            "using model %s from %s (the first of %d listed)", ids[0], self._base_url, len(ids)
+        )
+        return ids[0]
+
+    def _chat_plain(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> AssistantMessage:
+        response = self._client.chat.completions.create(
+            model=self._model,
+            messages=cast(Any, messages),
+            tools=cast(Any, tools) if tools else openai.omit,
+            stream=False,
+        )
+        message = self._collect_plain(response)
+        if self.on_delta is not None and message.content:
+            self.on_delta(message.content)
+        return message
+
+    def _collect_plain(self, response: object) -> AssistantMessage:
+        if isinstance(response, str | bytes):
+            raise _MalformedReply(f"not a chat completion: {_error_excerpt(response)}")
+        choice = _first_choice(getattr(response, "choices", None), "reply")
+        if choice is None:
+            raise _MalformedReply("a reply with no choices")
+        acc = _Accumulator()
+        acc.finish_reason = _optional_str(getattr(choice, "finish_reason", None), "finish_reason")
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise _MalformedReply("a choice with no message")
+        acc.add_content(_optional_str(getattr(message, "content", None), "content") or "")
+        calls = getattr(message, "tool_calls", None)
+        if calls is not None and not isinstance(calls, list):
+            raise _MalformedReply("'tool_calls' is not a list")
+        for index, call in enumerate(calls or []):
+            function = getattr(call, "function", None)
+            acc.add_call_delta(
+                index,
+                _optional_str(getattr(call, "id", None), "tool call id"),
+                _optional_str(getattr(function, "name", None), "tool call name"),
+                _arguments_text(getattr(function, "arguments", None)),
+            )
+        return acc.message()
+
+    def _chat_streaming(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> AssistantMessage:
+        acc = _Accumulator(self.on_delta)
+        stream = self._client.chat.completions.create(
+            model=self._model,
+            messages=cast(Any, messages),
+            tools=cast(Any, tools) if tools else openai.omit,
+            stream=True,
+        )
+        received = 0
+        with stream:
+            content_type = stream.response.headers.get("content-type", "")
+            if "text/event-stream" not in content_type:
+                # Some servers ignore stream=true and answer with one JSON completion.
+                return self._collect_plain(self._json_completion(stream.response, content_type))
+            try:
+                for chunk in stream:
+                    received += 1
+                    self._add_chunk(acc, chunk)
+                    if acc.content_truncated:
+                        break  # closing the stream tells the server to stop generating
+            except openai.APIConnectionError as exc:
+                if received and not isinstance(exc, openai.APITimeoutError):
+                    raise ModelError(
+                        f"The connection to the model at {self._base_url} broke mid-reply: "
+                        f"{_root_cause(exc)}"
+                    ) from exc
+                raise
+        if not received:
+            raise _MalformedReply("an event stream with no chat.completion chunks")
+        return acc.message()
+
+    def _json_completion(self, response: httpx2.Response, content_type: str) -> ChatCompletion:
+        try:
+            payload = json.loads(response.read())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise _MalformedReply(
+                f"a {content_type or 'untyped'} answer that is neither an event stream nor JSON"
+            ) from exc
+        if not isinstance(payload, dict):
+            raise _MalformedReply(f"not a chat completion: {_error_excerpt(payload)}")
+        # construct() builds the nested models without validating, like the SDK does itself.
+        return ChatCompletion.construct(**payload)
+
+    def _add_chunk(self, acc: _Accumulator, chunk: object) -> None:
+        choice = _first_choice(getattr(chunk, "choices", None), "stream chunk")
+        if choice is None:
+            return  # e.g. the trailing usage chunk
+        finish_reason = _optional_str(getattr(choice, "finish_reason", None), "finish_reason")
+        if finish_reason:
+            acc.finish_reason = finish_reason
+        delta = getattr(choice, "delta", None)
+        if delta is None:
+            return
+        acc.add_content(_optional_str(getattr(delta, "content", None), "content") or "")
+        calls = getattr(delta, "tool_calls", None)
+        if calls is None:
+            return
+        if not isinstance(calls, list):
+            raise _MalformedReply("'tool_calls' in a stream chunk is not a list")
+        for call in calls:
+            function = getattr(call, "function", None)
+            acc.add_call_delta(
+                _optional_index(getattr(call, "index", None)),
+                _optional_str(getattr(call, "id", None), "tool call id"),
+                _optional_str(getattr(function, "name", None), "tool call name"),
+                _arguments_text(getattr(function, "arguments", None)),
+            )
+
+    def _translate(self, exc: Exception) -> ModelError:
+        """The user-facing error for an SDK, transport or payload failure."""
+        url = self._base_url
+        if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
+            return ModelError(
+                f"The model at {url} did not answer within {self._timeout_s:g} s; it may still "
+                "be loading. Try again, or raise llm.timeout_s in the settings"
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return ModelUnavailable(f"No model answers at {url}: {_root_cause(exc)}. {_HINT}")
+        if isinstance(exc, httpx2.TransportError):
+            # Raised by httpx itself, outside the SDK's wrapping: the answer was cut off.
+            return ModelError(f"The connection to the model at {url} broke: {exc}")
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            hint = ""
+            if status in (401, 403):
+                hint = " (check the API key for this endpoint)"
+            elif status == 404:
+                hint = (
+                    f" (check the model name {self._model_or_unknown()!r} and that the URL is "
+                    "the API base, usually ending in /v1)"
+                )
+            elif status == 429:
+                hint = " (rate limited; wait and try again)"
+            return ModelError(
+                f"The model server at {url} answered HTTP {status}{hint}: "
+                f"{_error_excerpt(exc.body)}"
+            )
+        if isinstance(exc, openai.APIResponseValidationError):
+            return ModelError(f"The model server at {url} sent a malformed reply: {exc.message}")
+        if isinstance(exc, ValueError | httpx2.HTTPError | httpx2.StreamError):
+            # ValueError: JSON that does not parse, or a reply without the completion's shape.
+            return ModelError(f"The model server at {url} sent a malformed reply: {exc}")
+        return ModelError(f"The model server at {url} failed: {exc}")
+
+    def _model_or_unknown(self) -> str:
+        return getattr(self, "_model", None) or "(none chosen)"

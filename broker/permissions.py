@@ -1,0 +1,548 @@
+"""Grants, permission prompts and signed permission tokens.
+
+A grant is a lease: one capability, one scope, one end (or "until revoked"). A token is what the
+runner checks before a tool runs: an HMAC over (capability, scope, tool call id, argument digest,
+expiry) with the per-install secret, bound to the grant it came from. Tokens never enter the
+model's context. Default deny: no grant and no "yes" from the user means no token.
+
+This module never executes a tool. It never asks the model anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from broker.audit import AuditEvent, AuditLog
+from broker.clock import Clock
+from broker.types import Grant, GrantMode
+from tools.manual import PATH_SCOPED, Capability, Reversibility, Risk
+from tools.paths import is_within, resolve_path
+
+log = logging.getLogger("chamberlain.broker.permissions")
+
+ANY_SCOPE = "*"
+ONCE_LIFETIME_S = 300.0
+TOKEN_LIFETIME_S = 120.0
+
+
+def args_digest(arguments: dict[str, Any]) -> str:
+    """A stable digest of a tool call's arguments (sorted keys, compact JSON)."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def scope_covers(capability: Capability, scope: str, targets: Iterable[str]) -> bool:
+    """Whether every target lies inside the scope. Targets are already normalised by the tool."""
+    if capability not in PATH_SCOPED:
+        return scope == ANY_SCOPE
+    if scope == ANY_SCOPE:
+        return False  # a path capability is never granted for "everywhere"
+    try:
+        prefix = resolve_path(scope)
+        return all(is_within(resolve_path(t), prefix) for t in targets)
+    except ValueError:
+        return False
+
+
+# --- prompts ---------------------------------------------------------------------------------
+
+
+class PermissionRequest(BaseModel):
+    """What the user is asked. The GUI renders it; the CLI answers it from flags."""
+
+    capability: Capability
+    scope: str
+    tool: str
+    arguments: dict[str, Any]
+    call_id: str
+    # True when the scope is what the user's own message named (or needs no scope at all);
+    # False when the model asked mid-turn for something the user did not name.
+    user_scope: bool
+    risk: Risk = "safe"
+    reversibility: Reversibility = "easy"
+    reason: str = ""
+
+
+DecisionReason = Literal["user", "rule", "timeout", "headless", "error"]
+
+
+class PromptDecision(BaseModel):
+    allow: bool
+    mode: GrantMode | None = None
+    # A scope the user chose instead of the request's (must still cover the call's targets).
+    scope: str | None = None
+    duration_s: float | None = None
+    reason: DecisionReason = "user"
+
+
+class Prompter(Protocol):
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        """Block until the user decides. Implementations must never raise for a "no"."""
+        ...
+
+
+class DenyPrompter:
+    """Headless with nobody to ask: every request is denied."""
+
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        return PromptDecision(allow=False, reason="headless")
+
+
+def ask_within(prompter: Prompter, request: PermissionRequest, timeout_s: float) -> PromptDecision:
+    """Ask, but give up after `timeout_s`: no answer in time is a deny with reason `timeout`."""
+    box: list[PromptDecision] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            box.append(prompter.ask(request))
+        except Exception as exc:  # noqa: BLE001 - a broken prompter must deny, not crash
+            failure.append(exc)
+
+    worker = threading.Thread(target=target, name="permission-prompt", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if box:
+        return box[0]
+    if failure:
+        log.error("permission prompt failed: %s", failure[0])
+        return PromptDecision(allow=False, reason="error")
+    return PromptDecision(allow=False, reason="timeout")
+
+
+# --- grants ----------------------------------------------------------------------------------
+
+
+class GrantStore:
+    """Live grants. `always` grants persist in `grants.json` (apart from settings)."""
+
+    _persisted = TypeAdapter(list[Grant])
+
+    def __init__(self, path: Path | None, clock: Clock) -> None:
+        self._path = path
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._grants: dict[str, Grant] = {}
+        if path is not None and path.exists():
+            self._load(path)
+
+    def _load(self, path: Path) -> None:
+        try:
+            grants = self._persisted.validate_json(path.read_bytes())
+        except (OSError, ValidationError) as exc:
+            # A damaged rules file must not grant anything, and must not be overwritten.
+            raise PermissionStoreError(
+                f"cannot read the saved permissions in {path}: {exc}. Nothing was granted; "
+                "fix or remove the file to continue"
+            ) from exc
+        for grant in grants:
+            if grant.mode is GrantMode.ALWAYS and not grant.revoked:
+                self._grants[grant.id] = grant
+
+    def _save(self) -> None:
+        if self._path is None:
+            return
+        always = [g for g in self._grants.values() if g.mode is GrantMode.ALWAYS and not g.revoked]
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(self._persisted.dump_json(always, indent=2))
+        os.replace(tmp, self._path)
+
+    def add(self, grant: Grant) -> None:
+        with self._lock:
+            self._grants[grant.id] = grant
+            if grant.mode is GrantMode.ALWAYS:
+                self._save()
+
+    def get(self, grant_id: str) -> Grant | None:
+        return self._grants.get(grant_id)
+
+    def is_live(self, grant: Grant) -> bool:
+        if grant.revoked:
+            return False
+        return grant.expires_at is None or self._clock.now() < grant.expires_at
+
+    def live(self) -> list[Grant]:
+        return [g for g in self._grants.values() if self.is_live(g)]
+
+    def all(self) -> list[Grant]:
+        return list(self._grants.values())
+
+    def find(self, capability: Capability, targets: list[str]) -> Grant | None:
+        """A live, reusable (not once) grant whose scope covers every target."""
+        for grant in self.live():
+            if grant.mode is GrantMode.ONCE or grant.capability is not capability:
+                continue
+            if scope_covers(capability, grant.scope, targets):
+                return grant
+        return None
+
+    def revoke(self, grant_id: str) -> Grant | None:
+        with self._lock:
+            grant = self._grants.get(grant_id)
+            if grant is None or grant.revoked:
+                return None
+            revoked = grant.model_copy(update={"revoked": True})
+            self._grants[grant_id] = revoked
+            if grant.mode is GrantMode.ALWAYS:
+                self._save()
+            return revoked
+
+    def revoke_all(self) -> list[Grant]:
+        return [g for g in (self.revoke(gid) for gid in list(self._grants)) if g is not None]
+
+    def pop_expired(self) -> list[Grant]:
+        """Drop grants whose lease ended; the caller audits them."""
+        now = self._clock.now()
+        with self._lock:
+            ended = [
+                g
+                for g in self._grants.values()
+                if not g.revoked and g.expires_at is not None and now >= g.expires_at
+            ]
+            for grant in ended:
+                del self._grants[grant.id]
+        return ended
+
+
+class PermissionStoreError(Exception):
+    pass
+
+
+# --- tokens ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PermissionToken:
+    id: str
+    grant_id: str
+    capability: Capability
+    scope: str
+    tool_call_id: str
+    args_digest: str
+    expires_at: float
+    mac: str
+
+    def signed_fields(self) -> bytes:
+        payload = [
+            self.id,
+            self.grant_id,
+            self.capability.value,
+            self.scope,
+            self.tool_call_id,
+            self.args_digest,
+            repr(self.expires_at),
+        ]
+        return json.dumps(payload, separators=(",", ":")).encode("utf-8")
+
+
+TokenProblem = Literal[
+    "missing",
+    "unknown",
+    "forged",
+    "revoked",
+    "expired",
+    "replayed",
+    "wrong_capability",
+    "wrong_call",
+    "out_of_scope",
+    "arguments_changed",
+]
+
+TOKEN_PROBLEM_TEXT: dict[str, str] = {
+    "missing": "no permission token came with the call",
+    "unknown": "the permission token was not issued by this session",
+    "forged": "the permission token's signature does not match",
+    "revoked": "the grant behind the token was revoked",
+    "expired": "the permission token has expired",
+    "replayed": "the permission token was already used",
+    "wrong_capability": "the token grants a different capability",
+    "wrong_call": "the token was issued for a different tool call",
+    "out_of_scope": "the call reaches outside the granted scope",
+    "arguments_changed": "the arguments changed after permission was given",
+}
+
+
+class TokenAuthority:
+    """Issues and validates tokens. Single use: a token is spent by the call it was made for."""
+
+    def __init__(self, secret: bytes, clock: Clock) -> None:
+        if len(secret) < 16:
+            raise ValueError("the token secret is too short")
+        self._secret = secret
+        self._clock = clock
+        self._issued: dict[str, PermissionToken] = {}
+        self._spent: set[str] = set()
+        self._lock = threading.Lock()
+
+    def _sign(self, token: PermissionToken) -> str:
+        return hmac.new(self._secret, token.signed_fields(), hashlib.sha256).hexdigest()
+
+    def issue(self, grant: Grant, tool_call_id: str, digest: str) -> PermissionToken:
+        now = self._clock.now()
+        expires = now + TOKEN_LIFETIME_S
+        if grant.expires_at is not None:
+            expires = min(expires, grant.expires_at)
+        unsigned = PermissionToken(
+            id=secrets.token_urlsafe(18),
+            grant_id=grant.id,
+            capability=grant.capability,
+            scope=grant.scope,
+            tool_call_id=tool_call_id,
+            args_digest=digest,
+            expires_at=expires,
+            mac="",
+        )
+        token = PermissionToken(**{**unsigned.__dict__, "mac": self._sign(unsigned)})
+        with self._lock:
+            self._issued[token.id] = token
+        return token
+
+    def check(
+        self,
+        token: PermissionToken | None,
+        *,
+        capability: Capability,
+        targets: list[str],
+        tool_call_id: str,
+        digest: str,
+        grants: GrantStore,
+        spend: bool = True,
+    ) -> TokenProblem | None:
+        """None when the token authorises exactly this call; else what is wrong with it."""
+        if token is None:
+            return "missing"
+        issued = self._issued.get(token.id)
+        if issued is None:
+            return "unknown"
+        expected = self._sign(token).encode()
+        given = token.mac.encode("utf-8", "surrogatepass")
+        if not hmac.compare_digest(expected, given) or token != issued:
+            return "forged"
+        grant = grants.get(token.grant_id)
+        if grant is None or grant.revoked:
+            return "revoked"
+        if self._clock.now() >= token.expires_at or not grants.is_live(grant):
+            return "expired"
+        if token.capability is not capability or grant.capability is not capability:
+            return "wrong_capability"
+        if token.tool_call_id != tool_call_id:
+            return "wrong_call"
+        if token.args_digest != digest:
+            return "arguments_changed"
+        if grant.mode is GrantMode.ONCE and (
+            grant.tool_call_id != tool_call_id or grant.args_digest != digest
+        ):
+            return "arguments_changed"
+        if not scope_covers(capability, token.scope, targets) or token.scope != grant.scope:
+            return "out_of_scope"
+        with self._lock:
+            if token.id in self._spent:
+                return "replayed"
+            if spend:
+                self._spent.add(token.id)
+        return None
+
+
+# --- the broker --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Denial:
+    status: Literal["denied", "timeout"]
+    reason: str
+    capability: Capability
+    scope: str
+
+
+class PermissionBroker:
+    """Finds or asks for a grant for one tool call, and issues the token the runner will check."""
+
+    def __init__(
+        self,
+        *,
+        grants: GrantStore,
+        tokens: TokenAuthority,
+        prompter: Prompter,
+        audit: AuditLog,
+        clock: Clock,
+        prompt_timeout_s: float = 60.0,
+        timed_default_s: float = 300.0,
+    ) -> None:
+        self.grants = grants
+        self.tokens = tokens
+        self.prompter = prompter
+        self.audit = audit
+        self.clock = clock
+        self.prompt_timeout_s = prompt_timeout_s
+        self.timed_default_s = timed_default_s
+
+    def expire(self, turn_id: str | None = None) -> None:
+        for grant in self.grants.pop_expired():
+            self.audit.append(
+                AuditEvent.PERMISSION_EXPIRED,
+                turn_id=turn_id,
+                grant_id=grant.id,
+                capability=grant.capability.value,
+                scope=grant.scope,
+                mode=grant.mode.value,
+            )
+
+    def revoke(self, grant_id: str, why: str, turn_id: str | None = None) -> Grant | None:
+        grant = self.grants.revoke(grant_id)
+        if grant is not None:
+            self.audit.append(
+                AuditEvent.PERMISSION_REVOKED,
+                turn_id=turn_id,
+                grant_id=grant.id,
+                capability=grant.capability.value,
+                scope=grant.scope,
+                mode=grant.mode.value,
+                why=why,
+            )
+        return grant
+
+    def revoke_all(self, why: str = "revoke-all") -> list[Grant]:
+        return [g for g in (self.revoke(gid.id, why) for gid in self.grants.live()) if g]
+
+    def proposed_scope(
+        self, capability: Capability, targets: list[str], user_scopes: list[str]
+    ) -> tuple[str, bool]:
+        """The scope to ask about, and whether the user's own message implied it."""
+        if capability not in PATH_SCOPED:
+            return ANY_SCOPE, True
+        for scope in user_scopes:
+            if targets and scope_covers(capability, scope, targets):
+                return str(resolve_path(scope)), True
+        # The model asked for something the user did not name: ask about exactly that.
+        return (targets[0] if len(targets) == 1 else os.path.commonpath(targets)), False
+
+    def authorize(
+        self,
+        *,
+        tool: str,
+        capability: Capability,
+        arguments: dict[str, Any],
+        targets: list[str],
+        call_id: str,
+        user_scopes: list[str],
+        risk: Risk = "safe",
+        reversibility: Reversibility = "easy",
+        turn_id: str | None = None,
+    ) -> PermissionToken | Denial:
+        self.expire(turn_id)
+        digest = args_digest(arguments)
+        grant = self.grants.find(capability, targets)
+        scope, from_user = (
+            (grant.scope, True) if grant else self.proposed_scope(capability, targets, user_scopes)
+        )
+        self.audit.append(
+            AuditEvent.PERMISSION_CHECK,
+            turn_id=turn_id,
+            tool=tool,
+            call_id=call_id,
+            capability=capability.value,
+            scope=scope,
+            user_scope=from_user,
+            existing_grant=grant.id if grant else None,
+        )
+        if grant is None:
+            request = PermissionRequest(
+                capability=capability,
+                scope=scope,
+                tool=tool,
+                arguments=arguments,
+                call_id=call_id,
+                user_scope=from_user,
+                risk=risk,
+                reversibility=reversibility,
+            )
+            decision = ask_within(self.prompter, request, self.prompt_timeout_s)
+            if not decision.allow or decision.mode is None:
+                return self._deny(decision, capability, scope, tool, call_id, turn_id)
+            grant = self._grant_from(decision, request, digest, targets)
+            self.grants.add(grant)
+            self.audit.append(
+                AuditEvent.PERMISSION_GRANTED,
+                turn_id=turn_id,
+                grant_id=grant.id,
+                tool=tool,
+                call_id=call_id,
+                capability=capability.value,
+                scope=grant.scope,
+                mode=grant.mode.value,
+                expires_at=grant.expires_at,
+                decided_by=grant.decided_by,
+            )
+        return self.tokens.issue(grant, call_id, digest)
+
+    def _deny(
+        self,
+        decision: PromptDecision,
+        capability: Capability,
+        scope: str,
+        tool: str,
+        call_id: str,
+        turn_id: str | None,
+    ) -> Denial:
+        reason = {
+            "timeout": f"nobody answered the {capability.value} prompt within "
+            f"{self.prompt_timeout_s:g} s, so it was denied",
+            "headless": f"{capability.value} for {scope} was not granted (no one to ask here)",
+            "error": f"the {capability.value} prompt failed, so it was denied",
+        }.get(decision.reason, f"you denied {capability.value} for {scope}")
+        self.audit.append(
+            AuditEvent.PERMISSION_DENIED,
+            turn_id=turn_id,
+            tool=tool,
+            call_id=call_id,
+            capability=capability.value,
+            scope=scope,
+            why=decision.reason,
+        )
+        status: Literal["denied", "timeout"] = (
+            "timeout" if decision.reason == "timeout" else "denied"
+        )
+        return Denial(status=status, reason=reason, capability=capability, scope=scope)
+
+    def _grant_from(
+        self, decision: PromptDecision, request: PermissionRequest, digest: str, targets: list[str]
+    ) -> Grant:
+        now = self.clock.now()
+        scope = request.scope
+        if decision.scope and scope_covers(request.capability, decision.scope, targets):
+            scope = decision.scope
+        if request.capability in PATH_SCOPED and scope != ANY_SCOPE:
+            scope = str(resolve_path(scope))
+        mode = decision.mode or GrantMode.ONCE
+        expires: float | None = None
+        if mode is GrantMode.ONCE:
+            expires = now + ONCE_LIFETIME_S
+        elif mode is GrantMode.TIMED:
+            expires = now + (decision.duration_s or self.timed_default_s)
+        once = mode is GrantMode.ONCE
+        return Grant(
+            id="g-" + secrets.token_hex(6),
+            capability=request.capability,
+            scope=scope,
+            mode=mode,
+            issued_at=now,
+            expires_at=expires,
+            decided_by="rule" if decision.reason == "rule" else "user",
+            tool_call_id=request.call_id if once else None,
+            args_digest=digest if once else None,
+        )

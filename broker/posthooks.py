@@ -1,0 +1,58 @@
+"""Post-hooks: what happens after the reply — the turn's audit summary, one-shot grants revoked,
+and the memory hooks (the only place memory is ever written; the memory store plugs in here).
+
+Post-hooks never call tools and never change the reply.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+from broker.audit import AuditEvent, AuditLog, digest
+from broker.permissions import PermissionBroker
+from broker.types import GrantMode, TurnResult
+
+log = logging.getLogger("chamberlain.broker.posthooks")
+
+
+class MemoryHook(Protocol):
+    """Called once per finished turn; returns the memory events it produced (for TurnResult)."""
+
+    def after_turn(self, turn: TurnResult) -> list[dict[str, Any]]: ...
+
+
+def run_posthooks(
+    turn: TurnResult,
+    *,
+    turn_id: str,
+    permissions: PermissionBroker,
+    audit: AuditLog,
+    memory_hooks: list[MemoryHook],
+) -> None:
+    # One-shot grants end with the turn even if their call never ran.
+    used_once = {
+        g.id
+        for g in permissions.grants.live()
+        if g.mode is GrantMode.ONCE and g.tool_call_id in {c.call_id for c in turn.tool_calls}
+    }
+    for grant_id in sorted(used_once):
+        permissions.revoke(grant_id, "one-shot grant ends with its turn", turn_id)
+
+    for hook in memory_hooks:
+        events = hook.after_turn(turn)
+        turn.memory.extend(events)
+        audit.append(AuditEvent.POSTHOOK_MEMORY, turn_id=turn_id, events=len(events))
+
+    audit.append(
+        AuditEvent.POSTHOOK_SUMMARY,
+        turn_id=turn_id,
+        intent=turn.router.intent.value,
+        source=turn.router.source,
+        allowed_tools=turn.policy.allowed_tools,
+        calls=[{"tool": c.tool, "status": c.status} for c in turn.tool_calls],
+        iterations=turn.iterations,
+        direct=turn.direct,
+        reply=digest(turn.reply),
+        revoked_once=len(used_once),
+    )

@@ -1,0 +1,278 @@
+"""THE enforcement point: the only code path that executes a tool.
+
+Every call — from the model's tool loop or a direct action — comes through `ToolRunner.execute`:
+the tool must be in this turn's allowed set, its arguments must match its schema, a permission
+token must authorise exactly this call (capability, scope, call id, argument digest, expiry),
+and it runs under a timeout with an output cap. Start and end are audited, with outputs as
+digests and lengths only.
+
+Nothing here trusts the model: names, arguments and sizes are checked as untrusted input.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+from broker.audit import AuditEvent, AuditLog, digest
+from broker.permissions import (
+    TOKEN_PROBLEM_TEXT,
+    Denial,
+    PermissionBroker,
+    PermissionToken,
+    args_digest,
+)
+from broker.policy import PolicyTable, coverage_problems
+from broker.types import ToolCallRecord
+from tools.manual import Tool, ToolError, ToolResult
+from tools.registry import ToolRegistry
+
+log = logging.getLogger("chamberlain.broker.runner")
+
+
+class SelfTestError(Exception):
+    """A registered tool has no capability or no policy coverage: refuse to start."""
+
+
+def self_test(registry: ToolRegistry, table: PolicyTable) -> None:
+    problems: list[str] = []
+    for tool in registry:
+        if getattr(tool.manual, "capability", None) is None:
+            problems.append(f"tool {tool.name!r} has no capability")
+        try:
+            jsonschema.Draft202012Validator.check_schema(tool.manual.parameters)
+        except jsonschema.SchemaError as exc:
+            problems.append(f"tool {tool.name!r} has an invalid argument schema: {exc.message}")
+    problems += coverage_problems(table, {t.name: t.capability for t in registry})
+    if problems:
+        raise SelfTestError("start-up self-test failed: " + "; ".join(problems))
+
+
+@dataclass
+class CallOutcome:
+    record: ToolCallRecord
+    result: ToolResult | None = None
+    # What goes back to the model (a tool message), capped and never containing the token.
+    model_text: str = ""
+
+
+@dataclass
+class TurnScope:
+    """What the runner needs to know about the current turn."""
+
+    turn_id: str
+    allowed: Collection[str]
+    user_scopes: list[str] = field(default_factory=list)
+
+
+class ToolRunner:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        permissions: PermissionBroker,
+        audit: AuditLog,
+        *,
+        max_argument_bytes: int = 16 * 1024,
+    ) -> None:
+        self.registry = registry
+        self.permissions = permissions
+        self.audit = audit
+        self.max_argument_bytes = max_argument_bytes
+
+    # The executor hands over what the model sent, unparsed; direct actions hand over a dict.
+    def execute(self, turn: TurnScope, name: str, raw_arguments: str | dict[str, Any]) -> CallOutcome:
+        call_id = "call-" + uuid.uuid4().hex[:12]
+        tool = self.registry.get(name) if isinstance(name, str) else None
+        if tool is None or name not in turn.allowed:
+            shown = ", ".join(sorted(turn.allowed)) or "none"
+            why = (
+                f"{name!r} is not a tool available in this turn (available: {shown})"
+                if tool is None
+                else f"{name!r} is not allowed for this request (available: {shown})"
+            )
+            return self._finish(turn, call_id, str(name)[:80], raw_arguments, "refused", why, tool)
+
+        arguments, problem = self._parse_arguments(tool, raw_arguments)
+        if arguments is None:
+            return self._finish(turn, call_id, name, raw_arguments, "error", problem, tool)
+        try:
+            targets = tool.targets(arguments)
+        except (ValueError, ToolError) as exc:
+            return self._finish(turn, call_id, name, arguments, "error", str(exc), tool)
+
+        grant = self.permissions.authorize(
+            tool=name,
+            capability=tool.capability,
+            arguments=arguments,
+            targets=targets,
+            call_id=call_id,
+            user_scopes=turn.user_scopes,
+            risk=tool.manual.risk,
+            reversibility=tool.manual.reversibility,
+            turn_id=turn.turn_id,
+        )
+        if isinstance(grant, Denial):
+            return self._finish(turn, call_id, name, arguments, grant.status, grant.reason, tool)
+        return self.run_with_token(turn, tool, call_id, arguments, targets, grant)
+
+    def _parse_arguments(
+        self, tool: Tool, raw: str | dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, str]:
+        if isinstance(raw, str):
+            if len(raw.encode("utf-8", "replace")) > self.max_argument_bytes:
+                return None, (
+                    f"arguments are {len(raw)} characters, over the "
+                    f"{self.max_argument_bytes}-byte limit"
+                )
+            try:
+                parsed = json.loads(raw) if raw.strip() else {}
+            except json.JSONDecodeError as exc:
+                return None, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+        else:
+            parsed = raw
+        if not isinstance(parsed, dict):
+            return None, "arguments must be a JSON object"
+        validator = jsonschema.Draft202012Validator(tool.manual.parameters)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(parsed))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "arguments"
+            return None, f"invalid arguments for {tool.name}: {where}: {error.message[:200]}"
+        return parsed, ""
+
+    def run_with_token(
+        self,
+        turn: TurnScope,
+        tool: Tool,
+        call_id: str,
+        arguments: dict[str, Any],
+        targets: list[str],
+        token: PermissionToken | None,
+    ) -> CallOutcome:
+        """Check the token against exactly this call, then run the tool under its limits."""
+        if tool.name not in turn.allowed:
+            why = f"{tool.name!r} is not allowed for this request"
+            return self._finish(turn, call_id, tool.name, arguments, "refused", why, tool)
+        problem = self.permissions.tokens.check(
+            token,
+            capability=tool.capability,
+            targets=targets,
+            tool_call_id=call_id,
+            digest=args_digest(arguments),
+            grants=self.permissions.grants,
+        )
+        token_id = token.id if token else None
+        if problem is not None:
+            self.audit.append(
+                AuditEvent.TOKEN_REFUSED,
+                turn_id=turn.turn_id,
+                tool=tool.name,
+                call_id=call_id,
+                token_id=token_id,
+                problem=problem,
+            )
+            return self._finish(
+                turn, call_id, tool.name, arguments, "denied",
+                f"{problem}: {TOKEN_PROBLEM_TEXT[problem]}", tool, token_id,
+            )
+
+        self.audit.append(
+            AuditEvent.TOOL_CALL_START,
+            turn_id=turn.turn_id,
+            tool=tool.name,
+            call_id=call_id,
+            capability=tool.capability.value,
+            token_id=token_id,
+            arguments=arguments,
+            targets=targets,
+        )
+        box: list[ToolResult] = []
+        failure: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                box.append(tool.run(arguments))
+            except BaseException as exc:  # noqa: BLE001 - reported as the call's error below
+                failure.append(exc)
+
+        # Tools run in a worker so a hung tool cannot hang the turn. Process-backed tools kill
+        # their own process group on timeout; a thread that overstays is abandoned (daemon).
+        worker = threading.Thread(target=work, name=f"tool-{tool.name}", daemon=True)
+        worker.start()
+        worker.join(tool.manual.timeout_s)
+        if worker.is_alive():
+            why = f"{tool.name} did not finish within {tool.manual.timeout_s:g} s"
+            return self._finish(turn, call_id, tool.name, arguments, "timeout", why, tool, token_id)
+        if failure:
+            exc = failure[0]
+            if isinstance(exc, ToolError | OSError | ValueError):
+                why = str(exc)
+            else:
+                log.exception("tool %s crashed", tool.name, exc_info=exc)
+                why = f"{tool.name} failed unexpectedly ({type(exc).__name__})"
+            return self._finish(turn, call_id, tool.name, arguments, "error", why, tool, token_id)
+
+        result = box[0]
+        model_text = json.dumps(result.data, ensure_ascii=False, default=str)
+        cap = tool.manual.output_cap
+        truncated = result.truncated
+        if len(model_text) > cap:
+            model_text = model_text[:cap] + f"… [output truncated at {cap} characters]"
+            truncated = True
+        if truncated and not result.truncated:
+            result = ToolResult(result.data, result.text, True, result.meta)
+        outcome = self._finish(
+            turn, call_id, tool.name, arguments, "ok", "", tool, token_id, model_text
+        )
+        outcome.result = result
+        return outcome
+
+    def _finish(
+        self,
+        turn: TurnScope,
+        call_id: str,
+        name: str,
+        arguments: str | dict[str, Any],
+        status: str,
+        reason: str,
+        tool: Tool | None,
+        token_id: str | None = None,
+        output: str | None = None,
+    ) -> CallOutcome:
+        shown_args: str | dict[str, Any] = arguments
+        if isinstance(arguments, str) and len(arguments) > 2000:
+            shown_args = arguments[:2000] + "…"
+        record = ToolCallRecord(
+            tool=name,
+            arguments=shown_args,
+            status=status,  # type: ignore[arg-type]
+            reason=reason,
+            capability=tool.capability if tool else None,
+            token_id=token_id,
+            call_id=call_id,
+        )
+        out = digest(output) if output is not None else None
+        if out is not None:
+            record.output_digest = out["sha256"]
+            record.output_len = out["len"]
+        self.audit.append(
+            AuditEvent.TOOL_CALL_END,
+            turn_id=turn.turn_id,
+            tool=name,
+            call_id=call_id,
+            status=status,
+            reason=reason,
+            capability=tool.capability.value if tool else None,
+            token_id=token_id,
+            output=out,
+        )
+        model_text = output if status == "ok" and output is not None else (
+            f"error ({status}): {reason}"
+        )
+        return CallOutcome(record=record, model_text=model_text)

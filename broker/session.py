@@ -1,0 +1,202 @@
+"""One Chamberlain session: everything a turn needs, wired once, and `ask()` — the whole loop.
+
+router → policy gate → (permissions) → executor → post-hooks, each stage audited. The GUI and the
+CLI both drive turns through `Session.ask`; neither runs a stage on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from broker.audit import AuditEvent, AuditLog, digest
+from broker.clock import Clock, SystemClock
+from broker.executor import Executor
+from broker.keys import InstallSecret, load_install_secret
+from broker.llm.base import ChatModel, ModelError
+from broker.permissions import (
+    DenyPrompter,
+    GrantStore,
+    PermissionBroker,
+    Prompter,
+    TokenAuthority,
+)
+from broker.policy import PolicyTable, decide, load_policy_table
+from broker.posthooks import MemoryHook, run_posthooks
+from broker.router import route
+from broker.runner import ToolRunner, TurnScope, self_test
+from broker.settings import Settings, load_settings
+from broker.types import PolicyDecision, RouterOutput, TurnResult
+from tools.registry import ToolRegistry, builtin_registry
+
+log = logging.getLogger("chamberlain.broker.session")
+
+
+@dataclass
+class ModelChoice:
+    model: ChatModel | None
+    # Why there is no model (shown to the user), when there is none.
+    problem: str | None = None
+
+
+def connect_model(settings: Settings, url: str | None = None, name: str | None = None) -> ModelChoice:
+    """The chat model for this session, from settings or the per-call overrides."""
+    from broker.llm.endpoints import resolve_endpoint
+    from broker.llm.openai_client import OpenAIChatModel
+
+    setting = url or settings.llm.url
+    if setting.strip().lower() == "none":
+        return ModelChoice(None, "No model is configured (--llm none).")
+    if setting.strip().lower() == "embedded":
+        return ModelChoice(None, "The embedded model is not bundled in this build yet.")
+    base = resolve_endpoint(setting)
+    if base is None:
+        return ModelChoice(
+            None, "No local model server answered on the usual ports (11434, 1234, 8080, 8000)."
+        )
+    try:
+        model = OpenAIChatModel(
+            base_url=base,
+            model=name or settings.llm.model,
+            api_key=os.environ.get(settings.llm.api_key_env),
+            timeout_s=settings.llm.timeout_s,
+            stream=settings.llm.stream,
+        )
+    except ModelError as exc:
+        return ModelChoice(None, str(exc))
+    return ModelChoice(model)
+
+
+@dataclass
+class Session:
+    home: Path
+    settings: Settings
+    model: ChatModel | None = None
+    model_problem: str | None = None
+    prompter: Prompter = field(default_factory=DenyPrompter)
+    clock: Clock = field(default_factory=SystemClock)
+    registry: ToolRegistry = field(default_factory=builtin_registry)
+    policy_table: PolicyTable = field(default_factory=load_policy_table)
+    memory_hooks: list[MemoryHook] = field(default_factory=list)
+    # Called with each stage's output when the user asked to see the pipeline.
+    trace: Callable[[str, object], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.audit = AuditLog(self.home / "audit.jsonl", self.clock)
+        self_test(self.registry, self.policy_table)
+        self.secret: InstallSecret = load_install_secret(self.home)
+        self.permissions = PermissionBroker(
+            grants=GrantStore(self.home / "grants.json", self.clock),
+            tokens=TokenAuthority(self.secret.key, self.clock),
+            prompter=self.prompter,
+            audit=self.audit,
+            clock=self.clock,
+            prompt_timeout_s=self.settings.permissions.prompt_timeout_s,
+            timed_default_s=self.settings.permissions.timed_default_minutes * 60,
+        )
+        self.runner = ToolRunner(
+            self.registry,
+            self.permissions,
+            self.audit,
+            max_argument_bytes=self.settings.executor.max_argument_bytes,
+        )
+        self.executor = Executor(
+            self.runner,
+            self.registry,
+            self.model,
+            self.settings.executor,
+            self.audit,
+            self.model_problem,
+        )
+
+    @classmethod
+    def open(cls, home: Path, **kwargs: object) -> Session:
+        return cls(home=home, settings=load_settings(home), **kwargs)  # type: ignore[arg-type]
+
+    def _refine(self) -> bool:
+        if self.model is None:
+            return False
+        setting = self.settings.router.model_refinement
+        return (not self.model.is_embedded) if setting is None else setting
+
+    def route(self, text: str) -> RouterOutput:
+        return route(
+            text,
+            self.model,
+            threshold=self.settings.router.confidence_threshold,
+            refine=self._refine(),
+        )
+
+    def decide(self, router: RouterOutput) -> PolicyDecision:
+        tools = {tool.name: tool.capability for tool in self.registry}
+        return decide(router, self.policy_table, tools, self.settings.policy)
+
+    def ask(self, text: str) -> TurnResult:
+        turn_id = "t-" + uuid.uuid4().hex[:12]
+        self.audit.append(AuditEvent.TURN_START, turn_id=turn_id, message=digest(text))
+
+        router = self.route(text)
+        self.audit.append(
+            AuditEvent.ROUTER_OUTPUT,
+            turn_id=turn_id,
+            **router.model_dump(
+                mode="json", exclude={"text", "arguments"}
+            ),
+            arguments=_auditable_arguments(router),
+        )
+        self._trace("router", router)
+
+        policy = self.decide(router)
+        self.audit.append(AuditEvent.POLICY_DECISION, turn_id=turn_id, **policy.model_dump(mode="json"))
+        self._trace("policy", policy)
+
+        scope = TurnScope(turn_id=turn_id, allowed=policy.allowed_tools, user_scopes=router.arguments.paths)
+        result = self.executor.run(router, policy, scope)
+        self.audit.append(
+            AuditEvent.EXECUTOR_RESPONSE,
+            turn_id=turn_id,
+            iterations=result.iterations,
+            direct=result.direct,
+            calls=len(result.tool_calls),
+            reply=digest(result.reply),
+        )
+        turn = TurnResult(
+            router=router,
+            policy=policy,
+            tool_calls=result.tool_calls,
+            reply=result.reply,
+            iterations=result.iterations,
+            direct=result.direct,
+            model=self.model.name if self.model else None,
+            failed=result.failed,
+        )
+        for record in turn.tool_calls:
+            self._trace("tool_call", record)
+        run_posthooks(
+            turn,
+            turn_id=turn_id,
+            permissions=self.permissions,
+            audit=self.audit,
+            memory_hooks=self.memory_hooks,
+        )
+        self.audit.append(AuditEvent.TURN_END, turn_id=turn_id)
+        return turn
+
+    def _trace(self, stage: str, value: object) -> None:
+        if self.trace is not None:
+            self.trace(stage, value)
+
+
+def _auditable_arguments(router: RouterOutput) -> dict[str, object]:
+    """Router arguments for the audit log: the fact to remember as a digest, never its text."""
+    args = router.arguments.model_dump(mode="json", exclude_none=True)
+    if "fact" in args:
+        args["fact"] = digest(args["fact"])
+    if "query" in args:
+        args["query"] = digest(args["query"])
+    return args

@@ -1,0 +1,123 @@
+"""User settings: one pydantic model, versioned, stored as JSON under the home directory.
+
+Everything the app writes lives under one home (`--home`, `CHAMBERLAIN_HOME`, or the platform's
+data dir). Settings never hold secrets: API keys come from the environment or the keyring.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import BaseModel, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+log = logging.getLogger("chamberlain.broker.settings")
+
+SCHEMA_VERSION = 1
+
+
+def default_home() -> Path:
+    env = os.environ.get("CHAMBERLAIN_HOME")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_data_dir("chamberlain", appauthor=False))
+
+
+class LLMSettings(BaseModel):
+    # "auto" probes the usual loopback ports; "none" disables the model; else a base URL.
+    url: str = "auto"
+    model: str | None = None
+    api_key_env: str = "CHAMBERLAIN_API_KEY"
+    timeout_s: float = Field(default=120.0, gt=0)
+    stream: bool = True
+
+
+class RouterSettings(BaseModel):
+    confidence_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    # None: on for external servers, off for the embedded model.
+    model_refinement: bool | None = None
+
+
+class ExecutorSettings(BaseModel):
+    max_iterations: int = Field(default=5, ge=1, le=10)
+    stall_repeats: int = Field(default=3, ge=2, le=10)
+    max_argument_bytes: int = Field(default=16 * 1024, ge=256)
+    max_tool_errors: int = Field(default=3, ge=1, le=10)
+
+
+class PermissionSettings(BaseModel):
+    prompt_timeout_s: float = Field(default=60.0, gt=0)
+    timed_default_minutes: float = Field(default=5.0, gt=0)
+
+
+class IntentOverride(BaseModel):
+    add: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class PolicyOverrides(BaseModel):
+    deny: list[str] = Field(default_factory=list)
+    intents: dict[str, IntentOverride] = Field(default_factory=dict)
+
+
+class ToolSettings(BaseModel):
+    file_read_max_bytes: int = Field(default=256 * 1024, ge=1024)
+    file_search_max_results: int = Field(default=200, ge=1)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CHAMBERLAIN_", env_nested_delimiter="__")
+
+    schema_version: int = SCHEMA_VERSION
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    router: RouterSettings = Field(default_factory=RouterSettings)
+    executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
+    permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+    policy: PolicyOverrides = Field(default_factory=PolicyOverrides)
+    tools: ToolSettings = Field(default_factory=ToolSettings)
+
+
+class SettingsError(Exception):
+    pass
+
+
+def _migrate(raw: dict[str, Any]) -> dict[str, Any]:
+    """Bring an older settings file up to SCHEMA_VERSION. Version 1 is the first."""
+    version = raw.get("schema_version", 1)
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise SettingsError(
+            f"settings.json has schema_version {version!r}, newer than this Chamberlain "
+            f"understands ({SCHEMA_VERSION}); upgrade Chamberlain or move the file away"
+        )
+    raw["schema_version"] = SCHEMA_VERSION
+    return raw
+
+
+def load_settings(home: Path) -> Settings:
+    """Read `home/settings.json` (absent → defaults). A broken file is an error, never replaced."""
+    path = home / "settings.json"
+    if not path.exists():
+        return Settings()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SettingsError(f"cannot read {path}: {exc}; fix or remove the file") from exc
+    if not isinstance(raw, dict):
+        raise SettingsError(f"{path} must hold a JSON object")
+    try:
+        return Settings.model_validate(_migrate(raw))
+    except ValidationError as exc:
+        raise SettingsError(f"{path} is not valid: {exc}") from exc
+
+
+def save_settings(home: Path, settings: Settings) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "settings.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(settings.model_dump_json(indent=2), encoding="utf-8")
+    os.replace(tmp, path)

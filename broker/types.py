@@ -1,0 +1,126 @@
+"""The data that flows through one turn: router output, policy decision, grants, turn result.
+
+Plain pydantic models with no behaviour beyond validation, so every stage can be tested and
+printed as JSON on its own.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools.manual import Capability
+
+
+class Intent(StrEnum):
+    CHAT_ONLY = "chat_only"
+    LOOKUP_SEARCH = "lookup_search"
+    BROWSE_ONCE = "browse_once"
+    ONE_SHOT_DISCOVERY = "one_shot_discovery"
+    SCREEN_OBSERVE = "screen_observe"
+    FILE_TASK = "file_task"
+    SYSTEM_TASK = "system_task"
+    MEMORY_READ = "memory_read"
+    MEMORY_WRITE = "memory_write"
+
+
+RiskLevel = Literal["low", "medium", "high"]
+RISK_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
+
+# What a direct action does; the executor maps each to one tool.
+Action = Literal["list_files", "read_file", "search_files", "system_info"]
+
+
+class RouterArguments(BaseModel):
+    """What the heuristics pulled out of the user's words. Paths are as the user wrote them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paths: list[str] = Field(default_factory=list)
+    command: str | None = None
+    url: str | None = None
+    query: str | None = None
+    fact: str | None = None
+    pattern: str | None = None
+    action: Action | None = None
+    topics: list[str] = Field(default_factory=list)
+
+
+class RouterOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    intent: Intent = Intent.CHAT_ONLY
+    needs_web: bool = False
+    needs_search: bool = False
+    needs_memory_read: bool = False
+    needs_memory_write: bool = False
+    needs_file_access: bool = False
+    needs_screen_read: bool = False
+    needs_system_execute: bool = False
+    risk_level: RiskLevel = "low"
+    confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    source: Literal["prefix", "heuristic", "model"] = "heuristic"
+    arguments: RouterArguments = Field(default_factory=RouterArguments)
+    # The message with any fast-path prefix removed; what the model is asked.
+    text: str = ""
+
+
+class PolicyDecision(BaseModel):
+    intent: Intent
+    allowed_tools: list[str]
+    forbidden_tools: list[str]
+    required_capabilities: list[Capability]
+    reasons: list[str] = Field(default_factory=list)
+
+
+class GrantMode(StrEnum):
+    ONCE = "once"
+    TIMED = "timed"
+    SESSION = "session"
+    ALWAYS = "always"
+
+
+class Grant(BaseModel):
+    """A lease on one capability within one scope, until it expires or is revoked."""
+
+    id: str
+    capability: Capability
+    scope: str
+    mode: GrantMode
+    issued_at: float
+    expires_at: float | None = None
+    decided_by: Literal["user", "rule", "policy"] = "user"
+    # A once-grant binds to exactly one tool call and its argument digest.
+    tool_call_id: str | None = None
+    args_digest: str | None = None
+    revoked: bool = False
+
+
+ToolStatus = Literal["ok", "denied", "refused", "error", "timeout"]
+
+
+class ToolCallRecord(BaseModel):
+    tool: str
+    arguments: dict[str, Any] | str
+    status: ToolStatus
+    reason: str = ""
+    capability: Capability | None = None
+    token_id: str | None = None
+    call_id: str = ""
+    output_digest: str | None = None
+    output_len: int | None = None
+
+
+class TurnResult(BaseModel):
+    router: RouterOutput
+    policy: PolicyDecision
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    reply: str = ""
+    memory: list[dict[str, Any]] = Field(default_factory=list)
+    iterations: int = 0
+    direct: bool = False
+    model: str | None = None
+    # True when the request could not be carried out (the reply says why).
+    failed: bool = False

@@ -1,0 +1,53 @@
+"""Session-wide test environment and shared fixtures.
+
+Tests never touch the developer's real keyring, home directory or Chamberlain settings: the
+environment is cleaned here at import, before any test (or subprocess it starts) can read it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.openai_server import ScriptedOpenAIServer, ServerFactory, Turn
+
+# Set at import so CLI subprocesses inherit it too: any keyring use in a test fails loudly.
+os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
+# CHAMBERLAIN_HOME and every CHAMBERLAIN_* setting override (pydantic-settings reads them) from
+# the developer's shell would leak into tests; tests that want a home use the `home` fixture.
+for _name in [name for name in os.environ if name.startswith("CHAMBERLAIN_")]:
+    del os.environ[_name]
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that set CHAMBERLAIN_HOME by hand does not leak it into the next one."""
+    monkeypatch.delenv("CHAMBERLAIN_HOME", raising=False)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty Chamberlain home under tmp_path, set as CHAMBERLAIN_HOME for this test."""
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("CHAMBERLAIN_HOME", str(path))
+    return path
+
+
+@pytest.fixture
+def scripted_server() -> Iterator[ServerFactory]:
+    """Start a ScriptedOpenAIServer: `scripted_server(["hi"], model="m")`; all stop at teardown."""
+    servers: list[ScriptedOpenAIServer] = []
+
+    def start(script: Sequence[Turn] = (), **options: Any) -> ScriptedOpenAIServer:
+        server = ScriptedOpenAIServer(script, **options).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

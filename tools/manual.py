@@ -1,0 +1,101 @@
+"""What a tool is: its manual (capability, risk, schema) and the callable behind it.
+
+A tool never checks permissions itself and never runs on its own: `broker/runner.py` is the only
+caller. A tool may assume its arguments were validated against its schema, and must report the
+resources it would touch through `targets()` so the runner can check them against a grant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Capability(StrEnum):
+    """What a permission grants. Every tool maps to exactly one."""
+
+    SCREEN_READ = "screen_read"
+    FILE_READ = "file_read"
+    FILE_WRITE = "file_write"
+    SYSTEM_READ = "system_read"
+    SYSTEM_EXECUTE = "system_execute"
+    WEB_ACCESS = "web_access"
+    MEMORY_WRITE = "memory_write"
+
+
+# Capabilities whose scope is a filesystem path prefix. Others are scoped by "*" for now
+# (a command rule, a domain or a display arrive with their tools).
+PATH_SCOPED: frozenset[Capability] = frozenset({Capability.FILE_READ, Capability.FILE_WRITE})
+
+Risk = Literal["safe", "moderate", "dangerous"]
+Reversibility = Literal["easy", "effort", "irreversible"]
+
+
+class ToolManual(BaseModel):
+    """Everything the broker and the model are told about a tool."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{1,63}$")
+    description: str
+    parameters: dict[str, Any]
+    capability: Capability
+    category: str
+    risk: Risk = "safe"
+    mutating: bool = False
+    reversibility: Reversibility = "easy"
+    source: Literal["builtin", "mcp"] = "builtin"
+    server: str | None = None
+    timeout_s: float = 15.0
+    output_cap: int = 64 * 1024
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The function-tool description sent to an OpenAI-compatible model."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+class ToolError(Exception):
+    """A tool failed in a way the user (and the model) should be told about, in plain words."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool returns: structured data for the model, and a readable rendering."""
+
+    data: Any
+    text: str
+    truncated: bool = False
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A registered tool: the manual plus two callables.
+
+    `targets(args)` names the resources the call would touch, normalised (for file tools: fully
+    resolved absolute paths). The runner checks each against the grant's scope *before* `run`.
+    `run(args)` does the work on exactly those normalised targets.
+    """
+
+    manual: ToolManual
+    run: Callable[[dict[str, Any]], ToolResult]
+    targets: Callable[[dict[str, Any]], list[str]] = field(default=lambda _args: [])
+
+    @property
+    def name(self) -> str:
+        return self.manual.name
+
+    @property
+    def capability(self) -> Capability:
+        return self.manual.capability
