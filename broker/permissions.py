@@ -471,6 +471,17 @@ class PermissionBroker:
                 risk=risk,
                 reversibility=reversibility,
             )
+            self.audit.append(
+                AuditEvent.PERMISSION_PROMPT,
+                turn_id=turn_id,
+                tool=tool,
+                call_id=call_id,
+                capability=capability.value,
+                scope=scope,
+                user_scope=from_user,
+                risk=risk,
+                reversibility=reversibility,
+            )
             decision = ask_within(self.prompter, request, self.prompt_timeout_s)
             if not decision.allow or decision.mode is None:
                 return self._deny(decision, capability, scope, tool, call_id, turn_id)
@@ -488,7 +499,16 @@ class PermissionBroker:
                 expires_at=grant.expires_at,
                 decided_by=grant.decided_by,
             )
-        return self.tokens.issue(grant, call_id, digest)
+        token = self.tokens.issue(grant, call_id, digest)
+        self.audit.append(
+            AuditEvent.TOKEN_ISSUED,
+            turn_id=turn_id,
+            token_id=token.id,
+            grant_id=grant.id,
+            call_id=call_id,
+            expires_at=token.expires_at,
+        )
+        return token
 
     def _deny(
         self,
@@ -506,7 +526,9 @@ class PermissionBroker:
             "error": f"the {capability.value} prompt failed, so it was denied",
         }.get(decision.reason, f"you denied {capability.value} for {scope}")
         self.audit.append(
-            AuditEvent.PERMISSION_DENIED,
+            AuditEvent.PERMISSION_TIMEOUT
+            if decision.reason == "timeout"
+            else AuditEvent.PERMISSION_DENIED,
             turn_id=turn_id,
             tool=tool,
             call_id=call_id,

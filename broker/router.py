@@ -14,12 +14,11 @@ so a 100 KB paste routes as fast as a short message.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -38,6 +37,8 @@ DIRECT_ACTION_CONFIDENCE = 0.85
 # What is sent to the model for refinement, and the largest reply we will parse.
 MODEL_TEXT_LIMIT = 2000
 MODEL_REPLY_LIMIT = 4096
+# More paths than this in one message is not a request we act on directly.
+MAX_PATHS = 32
 
 PREFIX_INTENTS: dict[str, Intent] = {
     "chat": Intent.CHAT_ONLY,
@@ -80,6 +81,12 @@ _INTENT_NEEDS: dict[Intent, frozenset[str]] = {
 # Patterns. Compiled once at import; none has nested unbounded quantifiers that can overlap.
 
 _I = re.IGNORECASE
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 _NORMALISE = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "\u00a0": " "})
 
 _PREFIX_RE = re.compile(r"/(chat|search|browse|screen|file|run|remember|recall)(?=\s|$)", _I)
@@ -97,18 +104,20 @@ _RUN_RE = re.compile(
 )
 _RUN_VERB_RE = re.compile(r"\b(?:run|execute|exec)\b", _I)
 # "run me through ...", "run a marathon": the word after "run" says it is not a command.
-_NOT_A_COMMAND = frozenset(
-    "me us through a an away out into over around late errands down up by along".split()
+_NOT_A_COMMAND = _words(
+    "me us through a an away out into over around late errands down up by along"
 )
 # "run the backup script", "execute my tests": something is to be run, but not spelled out.
-_NAMED_TASK = frozenset("the my our this that".split())
-_FOR_ME_RE = re.compile(r"\s+(?:for me|please|pls|now)\s*[.!?]*$", _I)
+_NAMED_TASK = _words("the my our this that")
+_FOR_ME_RE = re.compile(r"(?<!\s)\s+(?:for me|please|pls|now)\s*[.!?]*$", _I)
 
 _TLDS = r"com|org|net|io|dev|gov|edu|uk|de|fr|nl|eu|ai|app|info|ca|au|jp|co"
 _URL_RE = re.compile(
     r"(?<![\w@/.\-])(?:https?://[^\s<>\"'`]+|www\.[^\s<>\"'`]+|"
-    r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:" + _TLDS + r")"
-    r"(?::\d{1,5})?(?:/[^\s<>\"'`]*)?(?![\w.\-]))",
+    r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:"
+    # A well-known TLD on its own ("python.org"), or any short one when a path follows
+    # ("docs.rs/serde"); "main.rs" alone is a file name, not a site.
+    r"(?:" + _TLDS + r")(?::\d{1,5})?(?:/[^\s<>\"'`]*)?|[a-z]{2,3}/[^\s<>\"'`]*)(?![\w.\-]))",
     _I,
 )
 
@@ -124,15 +133,16 @@ _PATH_RE = re.compile(
     r")",
     _I,
 )
-_EXTENSIONS = (
-    r"txt|md|markdown|pdf|docx?|xlsx?|pptx?|odt|ods|odp|rtf|csv|tsv|json|ya?ml|toml|ini|cfg|"
-    r"conf|log|py|ipynb|js|ts|sh|rs|go|java|c|cpp|h|hpp|html?|css|xml|sql|jpe?g|png|gif|svg|"
-    r"webp|heic|bmp|tiff?|mp3|mp4|m4a|mkv|mov|avi|wav|flac|ogg|zip|tar|gz|tgz|bz2|xz|7z|rar|"
-    r"iso|tex|bib|epub|bak|tmp|db|sqlite|env|lock|pem|key"
+# File extensions that make a bare word a file name ("notes.txt") or a type ("pdf files").
+_EXTENSIONS = _words(
+    "txt md markdown pdf doc docx xls xlsx ppt pptx odt ods odp rtf csv tsv json yaml yml toml "
+    "ini cfg conf log py ipynb js ts sh rs go java c cpp h hpp htm html css xml sql jpg jpeg png "
+    "gif svg webp heic bmp tif tiff mp3 mp4 m4a mkv mov avi wav flac ogg zip tar gz tgz bz2 xz "
+    "7z rar iso dmg tex bib epub bak tmp db sqlite env lock pem key"
 )
-_FILENAME_RE = re.compile(
-    r"(?<![\w/\\.~*\-])([\w\-]+(?:\.[\w\-]+)*\.(?:" + _EXTENSIONS + r"))(?![\w.\-])", _I
-)
+# A dotted token; the last part is checked against _EXTENSIONS in Python, which keeps the
+# regex free of backtracking through a long alternation.
+_FILENAME_RE = re.compile(r"(?<![\w/\\.~*\-])([\w\-]+(?:\.[\w\-]+)+)(?![\w\-])")
 _HAS_EXTENSION_RE = re.compile(r"\.[a-z0-9]{1,5}$", _I)
 _TRAILING_PUNCT = ".,;:!?)]}'\""
 
@@ -155,13 +165,15 @@ _KNOWN_FOLDER_RE = re.compile(
     _I,
 )
 
-_GLOB_RE = re.compile(r"(?<![\w/\\*])([\w.\-]*\*[\w.*?\-]*)")
+_GLOB_RE = re.compile(r"(?<![\w/\\*.\-?])([\w.\-]*\*[\w.*?\-]*)")
+# "PDF files", ".docx files", "pdfs": the word is checked against _EXTENSIONS in Python.
 _TYPE_WORD_RE = re.compile(
-    r"(?:\b|(?<=\s)\.|^\.)(pdf|png|jpe?g|gif|svg|docx?|xlsx?|pptx?|csv|txt|md|json|ya?ml|"
-    r"mp3|mp4|mkv|mov|wav|flac|zip|py|js|log|tmp|bak|iso|epub|heic)s?\s+"
-    r"(?:files?|documents?|docs|images?|photos?|pics|pictures|videos?)\b",
+    r"(?<![\w.])\.?([a-z0-9]{1,5})\s+(?:files?|documents?|docs|images?|photos?|pics|"
+    r"pictures|videos?)\b|(?<![\w.])([a-z0-9]{2,5})s\b",
     _I,
 )
+# Extensions that are also common words: "key documents", "go files" name no file type.
+_NOT_A_TYPE = frozenset({"key", "go", "c", "h", "lock", "env", "db"})
 _NAMED_RE = re.compile(r"\b(?:named|called)\s+[\"']?([\w.*?\-]{1,100})", _I)
 
 # --- intents
@@ -174,7 +186,9 @@ _MEM_WRITE_LEAD_RE = re.compile(
     _I | re.S,
 )
 _MEM_WRITE_TAIL_RE = re.compile(
-    r"[\s,.;!\-]+(?:(?:please|pls|and)\s+)?(?:(?:remember|note|memori[sz]e)(?:\s+(?:that|this|it))?|"
+    # The lookbehind starts a match only at the beginning of a punctuation run: linear time.
+    r"(?<![\s,.;!\-])[\s,.;!\-]+(?:(?:please|pls|and)\s+)?"
+    r"(?:(?:remember|note|memori[sz]e)(?:\s+(?:that|this|it))?|"
     r"(?:save|store|update|keep)\s+(?:that|this|it)(?:\s+in mind)?)\s*[.!]*$",
     _I,
 )
@@ -188,7 +202,7 @@ _FIRST_PERSON_RE = re.compile(r"\b(?:i|i'm|im|i've|my|me|mine|we|our)\b", _I)
 _THAT_RE = re.compile(r"^that\s+", _I)
 
 _SCREEN_RE = re.compile(
-    r"\b(?:screen\s?shot|screen\s?grab|screencap|"
+    r"\b(?:(?:screen\s?shot|screen\s?grab|screencap)\b(?!\s+(?:files?|folder))|"
     r"(?:my|the|this|on)\s+(?:screen|display|monitor)\b|on-screen|"
     r"(?:this|the|that|current|active|open|focused)\s+(?:[\w\-]+\s+)?"
     r"(?:window|dialog|popup|pop-up)\b|"
@@ -318,9 +332,7 @@ _FILE_READ_VERB_RE = re.compile(
     r"\b(?:what'?s|whats|what is)\s+in\b|\bcontents\s+of\b|\bread\s+it\b",
     _I,
 )
-_FILE_SEARCH_VERB_RE = re.compile(
-    r"^" + _POLITE + r"(?:find|search|look\s+for|locate|grep)\b", _I
-)
+_FILE_SEARCH_VERB_RE = re.compile(r"^" + _POLITE + r"(?:find|search|look\s+for|locate|grep)\b", _I)
 _FILE_WRITE_VERB_RE = re.compile(
     r"\b(?:rename|move|mv|copy|cp|delete|remove|rm|create|make|write|save|edit|append|touch|"
     r"mkdir|back\s*up|backup|compress|zip|unzip|extract|overwrite|replace|empty|clean|"
@@ -341,12 +353,19 @@ _MEM_READ_RE = re.compile(
     r"\bwhat\s+(?:do|did)\s+you\s+(?:know|remember)\s+about\s+(?:me|my|us|our)\b|"
     r"\b(?:did|have)\s+i\s+(?:ever\s+)?(?:tell|told|mention|mentioned|say|said|give|gave)\b|"
     r"\bwhat\s+did\s+i\s+(?:say|tell|mention)\b|\bi\s+(?:told|tell)\s+you\b|"
-    r"^(?:do\s+|did\s+)?you\s+(?:still\s+)?(?:remember|know|recall)\s+(?:my|our|what i|where i|when i)\b|"
+    r"^(?:do\s+|did\s+)?you\s+(?:still\s+)?(?:remember|know|recall)\s+"
+    r"(?:my|our|what i|where i|when i)\b|"
     r"\bwhat(?:'?s|\s+is|\s+was)\s+the\s+name\s+of\s+(?:my|our)\b|"
     r"^(?:please\s+)?remind\s+me\s+(?:what|who|when|where|how|of|about)\b|"
     r"^(?:please\s+|can you\s+|could you\s+)?recall\b|"
     r"^(?:and\s+|so\s+)?(?:what|what'?s|whats|when|when'?s|whens|who|who'?s|whos|where|"
     r"where'?s|wheres|how old)(?:\s+(?:is|are|was|were))?\s+my\b",
+    _I,
+)
+
+_MACHINE_FACT_RE = re.compile(
+    r"\bmy\s+(?:(?:local|public)\s+)?(?:ip|ip address|mac address|hostname|host name|"
+    r"kernel(?: version)?|os(?: version)?|screen resolution|gpu|graphics card)\b",
     _I,
 )
 
@@ -362,7 +381,7 @@ _SEARCH_LEAD_RE = re.compile(
     _I,
 )
 _SEARCH_TAIL_RE = re.compile(
-    r"\s+(?:online|on the web|on the internet|on google|for me)\s*[?.!]*$", _I
+    r"(?<!\s)\s+(?:online|on the web|on the internet|on google|for me)\s*[?.!]*$", _I
 )
 _WEB_STRONG_RE = re.compile(
     r"\b(?:weather|forecast|rain|raining|snow|snowing|news|headlines|stock|stocks|"
@@ -399,7 +418,6 @@ _DESTRUCTIVE_RE = re.compile(
     r"(?:^|\s)(?:>|sudo\s+rm)\s",
     _I,
 )
-_MEDIUM_RE = re.compile(r"\b(?:sudo|install|restart|upgrade|update|mount|unmount)\b", _I)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -424,7 +442,7 @@ class _View:
 
 def _strip_trailing(token: str) -> str:
     while len(token) > 1 and token[-1] in _TRAILING_PUNCT:
-        # Keep a lone "~/." style dot and a path's trailing slash.
+        # "./." and "~/." are paths in their own right, not a path and a full stop.
         if token.endswith(("/.", "\\.")):
             break
         token = token[:-1]
@@ -452,8 +470,12 @@ def _find_paths(text: str, view: _View) -> tuple[list[tuple[int, str]], str]:
             token = _strip_trailing(match.group(1))
             if token in ("/", ".", ".."):
                 continue
+            if regex is _FILENAME_RE and token.rsplit(".", 1)[-1].lower() not in _EXTENSIONS:
+                continue
             found.append((match.start(), token))
             scan = _blank(scan, match.start(), match.end())
+            if len(found) >= MAX_PATHS:
+                break
     for pos, token in found:
         before = text[max(0, pos - 24) : pos]
         if before.endswith('"') or before.endswith("'"):
@@ -525,9 +547,15 @@ def _pattern(text: str) -> str | None:
     glob = _GLOB_RE.search(text)
     if glob is not None:
         return glob.group(1)
-    typed = _TYPE_WORD_RE.search(text)
-    if typed is not None:
-        return "*." + typed.group(1).lower()
+    return _type_pattern(text)
+
+
+def _type_pattern(text: str) -> str | None:
+    """Map "PDF files", ".docx files" or "pdfs" to "*.pdf"; None when no file type is named."""
+    for match in _TYPE_WORD_RE.finditer(text):
+        word = (match.group(1) or match.group(2) or "").lower()
+        if word in _EXTENSIONS and word not in _NOT_A_TYPE:
+            return "*." + word
     return None
 
 
@@ -552,9 +580,13 @@ def _memory_write(view: _View) -> _Guess | None:
         rest = lead.group("rest").strip()
         if not rest:
             return None
-        if word == "remember" and (_REMINISCE_RE.match(rest) or text.endswith("?")):
-            if not _THAT_RE.match(rest) or rest.lower().startswith("that time"):
-                return None
+        reminiscing = _REMINISCE_RE.match(rest) or text.endswith("?")
+        if (
+            word == "remember"
+            and reminiscing
+            and (not _THAT_RE.match(rest) or rest.lower().startswith("that time"))
+        ):
+            return None
         confidence = 0.9
         if word in ("just so you know", "fyi", "from now on"):
             if not _FIRST_PERSON_RE.search(rest):
@@ -656,7 +688,7 @@ def _file_implicit(view: _View) -> _Guess | None:
             or _FILE_WRITE_VERB_RE.search(text)
         )
         return _file_guess(view, 0.85 if verb else 0.7)
-    if _TYPE_WORD_RE.search(text) and _FILE_SEARCH_VERB_RE.match(text):
+    if _type_pattern(text) and _FILE_SEARCH_VERB_RE.match(text):
         return _file_guess(view, 0.8)
     return None
 
@@ -676,6 +708,8 @@ def _file_guess(view: _View, confidence: float) -> _Guess:
             found = _FILE_SEARCH_QUERY_RE.search(text)
             if found is not None:
                 query = found.group("q").strip().rstrip("?.!") or None
+                if query == pattern:
+                    query = None
     paths = _dedupe(paths + view.folder_paths)
     args = RouterArguments(paths=paths, pattern=pattern, query=query)
     if confidence >= DIRECT_ACTION_CONFIDENCE:
@@ -709,6 +743,9 @@ def _file_action(
 def _memory_read(view: _View) -> _Guess | None:
     if not _MEM_READ_RE.search(view.text):
         return None
+    if _MACHINE_FACT_RE.search(view.text):
+        # "what's my ip address": about this machine, not something the user told us.
+        return _Guess(Intent.SYSTEM_TASK, 0.7)
     return _Guess(Intent.MEMORY_READ, 0.85)
 
 
@@ -773,7 +810,7 @@ def _needs(intent: Intent, execute: bool, file_domain: bool) -> dict[str, bool]:
 
 
 def _build(
-    guess: _Guess, view: _View, full_text: str, source: str = "heuristic"
+    guess: _Guess, view: _View, full_text: str, source: Literal["prefix", "heuristic"] = "heuristic"
 ) -> RouterOutput:
     args = guess.arguments
     confidence = guess.confidence
@@ -785,12 +822,14 @@ def _build(
         args.action = None
     writes = bool(_FILE_WRITE_VERB_RE.search(view.text))
     risk = _risk(guess.intent, view.text, args.command, guess.execute, writes)
+    if view.truncated and guess.intent in (Intent.FILE_TASK, Intent.SYSTEM_TASK) and risk == "low":
+        risk = "medium"  # words past SCAN_LIMIT were never looked at
     return RouterOutput(
         intent=guess.intent,
         **_needs(guess.intent, guess.execute, guess.file_domain),
         risk_level=risk,
         confidence=confidence,
-        source=source,  # type: ignore[arg-type]
+        source=source,
         arguments=args,
         text=full_text,
     )
@@ -806,8 +845,6 @@ def _route_prefix(name: str, rest: str) -> RouterOutput:
         command = rest.strip()
         guess.arguments = RouterArguments(command=command or None)
         guess.execute = bool(command)
-        if not command:
-            guess.arguments.topics = []
         return RouterOutput(
             intent=intent,
             **_needs(intent, guess.execute, False),
@@ -826,10 +863,7 @@ def _route_prefix(name: str, rest: str) -> RouterOutput:
         guess.arguments = RouterArguments(query=rest.strip() or None)
     elif intent is Intent.BROWSE_ONCE:
         guess.arguments = RouterArguments(url=view.url)
-    out = _build(guess, view, rest, source="prefix")
-    if intent is Intent.MEMORY_WRITE and view.truncated:
-        out.arguments.fact = rest.strip()
-    return out
+    return _build(guess, view, rest, source="prefix")
 
 
 def route_heuristic(text: str) -> RouterOutput:
@@ -901,11 +935,18 @@ _SYSTEM_PROMPT = (
 
 
 def _model_messages(base: RouterOutput, text: str) -> list[dict[str, Any]]:
-    hint = f"A keyword router guessed intent {base.intent.value} (confidence {base.confidence:.2f})."
+    hint = (
+        f"A keyword router guessed intent {base.intent.value} (confidence {base.confidence:.2f})."
+    )
     return [
         {"role": "system", "content": _SYSTEM_PROMPT + "\n" + hint},
         {"role": "user", "content": text[:MODEL_TEXT_LIMIT]},
     ]
+
+
+# Some endpoints wrap JSON in a Markdown fence even when asked not to; the content is still
+# validated in full.
+_FENCE_RE = re.compile(r"^\s*```(?:json)?\s*\n(.*)\n\s*```\s*$", re.S)
 
 
 def _parse_verdict(raw: object) -> _ModelVerdict | None:
@@ -915,8 +956,10 @@ def _parse_verdict(raw: object) -> _ModelVerdict | None:
     if len(raw) > MODEL_REPLY_LIMIT:
         log.debug("router model reply is %d chars; keeping heuristics", len(raw))
         return None
+    fenced = _FENCE_RE.match(raw)
+    body = fenced.group(1) if fenced is not None else raw
     try:
-        return _ModelVerdict.model_validate_json(raw.strip())
+        return _ModelVerdict.model_validate_json(body.strip())
     except ValidationError as exc:
         log.debug("router model reply rejected (%d errors); keeping heuristics", exc.error_count())
         return None
@@ -938,12 +981,16 @@ def refine_with_model(
     except ModelError as exc:
         log.info("router model unavailable (%s); keeping heuristics", type(exc).__name__)
         return base
+    except Exception:  # a backend bug must not break routing: report it, keep the heuristics
+        log.warning("router model backend failed unexpectedly; keeping heuristics", exc_info=True)
+        return base
     verdict = _parse_verdict(raw)
     if verdict is None:
         return base
     if verdict.confidence < threshold:
-        log.debug("router model confidence %.2f < %.2f; keeping heuristics", verdict.confidence,
-                  threshold)
+        log.debug(
+            "router model confidence %.2f < %.2f; keeping heuristics", verdict.confidence, threshold
+        )
         return base
     needs = {name: bool(getattr(verdict, name)) for name in NEEDS_FIELDS}
     for name in _INTENT_NEEDS[verdict.intent]:

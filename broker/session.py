@@ -15,7 +15,7 @@ from pathlib import Path
 
 from broker.audit import AuditEvent, AuditLog, digest
 from broker.clock import Clock, SystemClock
-from broker.executor import Executor
+from broker.executor import DIRECT_CONFIDENCE, Executor
 from broker.keys import InstallSecret, load_install_secret
 from broker.llm.base import ChatModel, ModelError
 from broker.permissions import (
@@ -27,7 +27,7 @@ from broker.permissions import (
 )
 from broker.policy import PolicyTable, decide, load_policy_table
 from broker.posthooks import MemoryHook, run_posthooks
-from broker.router import route
+from broker.router import refine_with_model, route_heuristic
 from broker.runner import ToolRunner, TurnScope, self_test
 from broker.settings import Settings, load_settings
 from broker.types import PolicyDecision, RouterOutput, TurnResult
@@ -125,11 +125,15 @@ class Session:
         return (not self.model.is_embedded) if setting is None else setting
 
     def route(self, text: str) -> RouterOutput:
-        return route(
-            text,
-            self.model,
-            threshold=self.settings.router.confidence_threshold,
-            refine=self._refine(),
+        base = route_heuristic(text)
+        # A model round trip only where the heuristics are unsure: a request they are certain
+        # of (a direct action, a prefix) gains nothing from a second opinion but latency.
+        if self.model is None or not self._refine() or base.confidence >= DIRECT_CONFIDENCE:
+            return base
+        if base.source == "prefix" or not base.text:
+            return base
+        return refine_with_model(
+            base, base.text, self.model, self.settings.router.confidence_threshold
         )
 
     def decide(self, router: RouterOutput) -> PolicyDecision:

@@ -129,7 +129,7 @@ class _PathBook:
     def __init__(self, home: Path | None, cwd: Path | None) -> None:
         self._home = home
         self._cwd = cwd
-        self._checked: OrderedDict[str, Path] = OrderedDict()
+        self._checked: OrderedDict[tuple[str, str], Path] = OrderedDict()
         self._lock = threading.Lock()
 
     def resolve(self, raw: str) -> Path:
@@ -138,18 +138,18 @@ class _PathBook:
         except ValueError as exc:
             raise ToolError(f"Cannot use the path {raw.strip()[:200]!r}: {exc}") from exc
 
-    def for_targets(self, raw: str) -> Path:
+    def for_targets(self, tool: str, raw: str) -> Path:
         path = self.resolve(raw)
         with self._lock:
-            self._checked[raw] = path
-            self._checked.move_to_end(raw)
+            self._checked[(tool, raw)] = path
+            self._checked.move_to_end((tool, raw))
             while len(self._checked) > self._MAX_REMEMBERED:
                 self._checked.popitem(last=False)
         return path
 
-    def for_run(self, raw: str) -> Path:
+    def for_run(self, tool: str, raw: str) -> Path:
         with self._lock:
-            path = self._checked.pop(raw, None)
+            path = self._checked.pop((tool, raw), None)
         return path if path is not None else self.resolve(raw)
 
 
@@ -202,7 +202,8 @@ def _open_error(exc: OSError, path: Path, *, want_dir: bool) -> ToolError:
     if exc.errno in (errno.ENOTDIR, errno.ELOOP):
         try:
             mode = os.lstat(path).st_mode
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
+            # NotADirectoryError: a parent is a file ("notes.txt/sub").
             return ToolError(f"{path} does not exist")
         except OSError:
             mode = None
@@ -327,7 +328,7 @@ def _entry_type(mode: int) -> str:
 
 
 def _list_folder(book: _PathBook, args: dict[str, Any]) -> ToolResult:
-    path = book.for_run(_required_str(args, "path", max_len=MAX_PATH_CHARS))
+    path = book.for_run("file_list", _required_str(args, "path", max_len=MAX_PATH_CHARS))
     show_hidden = _bool_arg(args, "show_hidden", False)
     max_entries = _int_arg(args, "max_entries", 500, 1, MAX_LIST_ENTRIES)
 
@@ -443,7 +444,7 @@ def _render_listing(data: dict[str, Any]) -> str:
 
 
 def _read_file(book: _PathBook, read_cap: int, args: dict[str, Any]) -> ToolResult:
-    path = book.for_run(_required_str(args, "path", max_len=MAX_PATH_CHARS))
+    path = book.for_run("file_read", _required_str(args, "path", max_len=MAX_PATH_CHARS))
     limit = _int_arg(args, "max_bytes", read_cap, 1, read_cap)
 
     try:
@@ -528,7 +529,7 @@ def _search(
     args: dict[str, Any],
 ) -> ToolResult:
     max_entries, content_limit, time_limit = limits
-    root = book.for_run(_required_str(args, "root", max_len=MAX_PATH_CHARS))
+    root = book.for_run("file_search", _required_str(args, "root", max_len=MAX_PATH_CHARS))
     name_glob = _str_arg(args, "name_glob", max_len=255) or None
     content = _str_arg(args, "content", max_len=200) or None
     state = _SearchState(
@@ -832,9 +833,10 @@ def make_file_tools(
         raise ValueError("read_cap must be at least 1 byte")
     book = _PathBook(home, cwd)
 
-    def path_targets(key: str) -> Callable[[dict[str, Any]], list[str]]:
+    def path_targets(tool: str, key: str) -> Callable[[dict[str, Any]], list[str]]:
         def targets(args: dict[str, Any]) -> list[str]:
-            return [str(book.for_targets(_required_str(args, key, max_len=MAX_PATH_CHARS)))]
+            raw = _required_str(args, key, max_len=MAX_PATH_CHARS)
+            return [str(book.for_targets(tool, raw))]
 
         return targets
 
@@ -865,7 +867,7 @@ def make_file_tools(
             category="files",
         ),
         run=lambda args: _list_folder(book, args),
-        targets=path_targets("path"),
+        targets=path_targets("file_list", "path"),
     )
 
     file_read = Tool(
@@ -896,7 +898,7 @@ def make_file_tools(
             output_cap=2 * read_cap + 64 * 1024,
         ),
         run=lambda args: _read_file(book, read_cap, args),
-        targets=path_targets("path"),
+        targets=path_targets("file_read", "path"),
     )
 
     limits = (search_max_entries, search_content_limit, search_time_limit_s)
@@ -932,7 +934,7 @@ def make_file_tools(
             timeout_s=max(15.0, search_time_limit_s + 5.0),
         ),
         run=lambda args: _search(book, limits, clock, args),
-        targets=path_targets("root"),
+        targets=path_targets("file_search", "root"),
     )
     return [file_list, file_read, file_search]
 

@@ -155,6 +155,7 @@ def test_an_invalid_target_is_in_no_scope_but_an_invalid_scope_is_a_bug(home: Pa
 
 # --- property: our resolution is the kernel's ---------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """home/Documents is the scope; links inside lead in, out, and through chains."""

@@ -1,0 +1,354 @@
+"""End to end: the real `chamberlain` CLI in a subprocess, a real home dir, real files, and a
+real HTTP server on 127.0.0.1 speaking the OpenAI protocol and playing scripted model turns.
+
+Nothing is mocked: what these tests see is what a user running the command would see.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.openai_server import Raw, Text, ToolCalls
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def user(tmp_path: Path) -> Path:
+    """A fake user's home directory with Documents and a private ~/.ssh."""
+    root = tmp_path / "user"
+    (root / "Documents").mkdir(parents=True)
+    (root / "Documents" / "plan.txt").write_text("Buy milk\nCall the bank\n")
+    (root / "Documents" / "budget.csv").write_text("rent,900\nfood,300\n")
+    (root / ".ssh").mkdir()
+    (root / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nsecretkey\n")
+    return root
+
+
+def run_cli(user: Path, *args: str, env: dict[str, str] | None = None, stdin: str = ""):
+    full_env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(user),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+        "CHAMBERLAIN_HOME": str(user / ".chamberlain"),
+        "PYTHONPATH": str(REPO),
+        **(env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        cwd=user,
+        env=full_env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def ask_json(user: Path, *args: str, env: dict[str, str] | None = None):
+    proc = run_cli(user, "ask", *args, "--json", env=env)
+    assert proc.stdout, proc.stderr
+    return proc, json.loads(proc.stdout)
+
+
+def audit_events(user: Path) -> list[dict]:
+    path = user / ".chamberlain" / "audit.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+# --- the issue's "done when" -------------------------------------------------------------------
+
+
+def test_list_documents_with_a_once_grant_lists_them(user):
+    proc = run_cli(user, "ask", "list files in ~/Documents", "--approve", "file_read=once",
+                   "--llm", "none")
+    assert proc.returncode == 0, proc.stderr
+    assert "plan.txt" in proc.stdout
+    assert "budget.csv" in proc.stdout
+
+
+def test_without_approval_it_is_denied_with_a_clear_message(user):
+    proc = run_cli(user, "ask", "list files in ~/Documents", "--llm", "none")
+    assert proc.returncode == 1
+    assert "plan.txt" not in proc.stdout
+    assert "not granted" in proc.stdout
+    assert "--approve file_read=once" in proc.stdout
+
+
+def test_audit_verify_passes_then_fails_after_any_single_byte_changes(user):
+    run_cli(user, "ask", "list files in ~/Documents", "--approve", "file_read=once", "--llm", "none")
+    run_cli(user, "ask", "list files in ~/Documents", "--llm", "none")
+    ok = run_cli(user, "audit", "verify")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    log = user / ".chamberlain" / "audit.jsonl"
+    original = log.read_bytes()
+    for position in (0, len(original) // 3, len(original) // 2, len(original) - 2):
+        data = bytearray(original)
+        data[position] = ord("X") if data[position] != ord("X") else ord("Y")
+        log.write_bytes(bytes(data))
+        bad = run_cli(user, "audit", "verify", "--json")
+        assert bad.returncode == 1, f"byte {position} changed and verify still passed"
+        assert json.loads(bad.stdout)["first_bad_line"] >= 1
+    log.write_bytes(original)
+    assert run_cli(user, "audit", "verify").returncode == 0
+
+
+def test_the_audit_log_holds_no_file_contents(user):
+    run_cli(user, "ask", "read ~/Documents/plan.txt", "--approve", "file_read=once", "--llm", "none")
+    text = (user / ".chamberlain" / "audit.jsonl").read_text()
+    assert "Buy milk" not in text
+    assert "TOOL_CALL_END" in text
+
+
+# --- the model's tool loop against a scripted server -----------------------------------------------
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
+def test_model_reads_a_file_under_a_grant_and_answers(user, scripted_server, stream):
+    server = scripted_server(
+        [
+            ToolCalls([("file_read", {"path": "~/Documents/plan.txt"})]),
+            Text("Your plan: buy milk, then call the bank."),
+        ]
+    )
+    proc, turn = ask_json(
+        user, "summarise my plan in ~/Documents", "--llm", server.base_url,
+        "--approve", "file_read=once", "--no-refine", env={"CHAMBERLAIN_LLM__STREAM": stream},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert turn["reply"] == "Your plan: buy milk, then call the bank."
+    assert [c["status"] for c in turn["tool_calls"]] == ["ok"]
+    call = turn["tool_calls"][0]
+    assert call["capability"] == "file_read" and call["token_id"]
+    # The file's text went to the model as the tool result, and nowhere else.
+    tool_message = server.requests[1]["messages"][-1]
+    assert tool_message["role"] == "tool" and "Buy milk" in tool_message["content"]
+    assert server.requests[0]["stream"] is (stream == "true")
+
+
+def test_model_sees_only_the_tools_policy_allows(user, scripted_server):
+    server = scripted_server([Text("Here is what I found.")])
+    run_cli(user, "ask", "search my Documents for invoices", "--llm", server.base_url, "--no-refine")
+    sent = sorted(t["function"]["name"] for t in server.requests[0]["tools"])
+    assert sent == ["file_list", "file_read", "file_search"]
+
+
+def test_chat_sends_no_tools_at_all(user, scripted_server):
+    server = scripted_server([Text("Why did the scarecrow win an award?")])
+    proc, turn = ask_json(user, "tell me a joke", "--llm", server.base_url, "--no-refine")
+    assert proc.returncode == 0
+    assert "tools" not in server.requests[0]
+    assert turn["tool_calls"] == []
+
+
+def test_forbidden_and_invented_tools_are_refused_and_the_turn_still_answers(user, scripted_server):
+    server = scripted_server(
+        [
+            ToolCalls([("system_info", {}), ("delete_everything", {"path": "/"})]),
+            Text("I can't do that here."),
+        ]
+    )
+    proc, turn = ask_json(user, "search my Documents for invoices", "--llm", server.base_url,
+                          "--approve-all", "once", "--no-refine")
+    assert proc.returncode == 0
+    statuses = {c["tool"]: c["status"] for c in turn["tool_calls"]}
+    assert statuses == {"system_info": "refused", "delete_everything": "refused"}
+    assert turn["reply"] == "I can't do that here."
+    # The refusal went back to the model as a tool error naming what it may use.
+    errors = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert all("not" in e and "file_list" in e for e in errors)
+    ends = [e for e in audit_events(user) if e["event"] == "TOOL_CALL_END"]
+    assert {e["data"]["status"] for e in ends} == {"refused"}
+    assert not [e for e in audit_events(user) if e["event"] == "TOOL_CALL_START"]
+
+
+def test_broken_json_arguments_go_back_as_errors_and_are_bounded(user, scripted_server):
+    server = scripted_server([ToolCalls([("file_read", '{"path": "~/Documents/pl')])])
+    proc, turn = ask_json(user, "summarise my plan in ~/Documents", "--llm", server.base_url,
+                          "--approve", "file_read=once", "--no-refine")
+    assert proc.returncode == 0
+    assert 1 <= len(turn["tool_calls"]) <= 3
+    assert all(c["status"] == "error" for c in turn["tool_calls"])
+    assert "not valid JSON" in turn["tool_calls"][0]["reason"]
+    assert turn["reply"].startswith("I stopped")
+    assert len(server.requests) == len(turn["tool_calls"])
+
+
+def test_schema_violations_and_oversized_arguments_are_tool_errors(user, scripted_server):
+    server = scripted_server(
+        [
+            ToolCalls([("file_read", {"path": 42})]),
+            ToolCalls([("file_read", {"path": "x" * 40000})]),
+            Text("Sorry."),
+        ]
+    )
+    proc, turn = ask_json(user, "read the notes in ~/Documents", "--llm", server.base_url,
+                          "--approve", "file_read=once", "--no-refine")
+    assert [c["status"] for c in turn["tool_calls"]] == ["error", "error"]
+    assert "invalid arguments" in turn["tool_calls"][0]["reason"]
+    assert "limit" in turn["tool_calls"][1]["reason"]
+    assert turn["reply"] == "Sorry."
+
+
+def test_a_looping_model_is_stopped_as_a_stall(user, scripted_server):
+    server = scripted_server([ToolCalls([("file_list", {"path": "~/Documents"})])])
+    proc, turn = ask_json(user, "look around my ~/Documents folder", "--llm", server.base_url,
+                          "--approve", "file_read=once", "--no-refine")
+    assert proc.returncode == 0
+    assert len(turn["tool_calls"]) == 3
+    assert "same tool call" in turn["reply"]
+    assert turn["iterations"] == 3
+
+
+def test_iteration_budget_ends_the_loop(user, scripted_server):
+    def wander(request):
+        step = len([m for m in request["messages"] if m["role"] == "tool"])
+        return ToolCalls([("file_list", {"path": f"~/Documents/../Documents/{'.' * 0}{step}"})])
+
+    home = user / ".chamberlain"
+    home.mkdir()
+    (home / "settings.json").write_text(json.dumps({"executor": {"max_iterations": 2}}))
+    server = scripted_server([wander])
+    proc, turn = ask_json(user, "look around my ~/Documents folder", "--llm", server.base_url,
+                          "--approve", "file_read=once", "--no-refine")
+    assert turn["iterations"] == 2
+    assert "budget of 2 steps" in turn["reply"]
+
+
+def test_model_asking_for_ssh_key_under_a_documents_grant_is_denied(user, scripted_server):
+    server = scripted_server(
+        [
+            ToolCalls([("file_read", {"path": "~/Documents/../.ssh/id_rsa"})]),
+            ToolCalls([("file_read", {"path": "~/.ssh/id_rsa"})]),
+            Text("I wasn't allowed to read that."),
+        ]
+    )
+    proc, turn = ask_json(user, "summarise ~/Documents", "--llm", server.base_url,
+                          "--approve", "file_read=session", "--no-refine")
+    assert [c["status"] for c in turn["tool_calls"]] == ["denied", "denied"]
+    assert turn["reply"] == "I wasn't allowed to read that."
+    sent = json.dumps(server.requests)
+    assert "secretkey" not in sent
+    denials = [e for e in audit_events(user) if e["event"] == "PERMISSION_DENIED"]
+    assert len(denials) == 2
+    assert all(e["data"]["scope"].endswith(".ssh/id_rsa") for e in denials)
+
+
+def test_approve_with_a_scope_answers_prompts_inside_it(user, scripted_server):
+    server = scripted_server(
+        [ToolCalls([("file_read", {"path": "~/.ssh/id_rsa"})]), Text("done")]
+    )
+    proc, turn = ask_json(user, "summarise ~/Documents", "--llm", server.base_url,
+                          "--approve", f"file_read=once:{user / '.ssh'}", "--no-refine")
+    assert [c["status"] for c in turn["tool_calls"]] == ["ok"]
+
+
+def test_model_server_errors_end_the_turn_with_a_clear_reply(user, scripted_server):
+    server = scripted_server([Raw.error(500, "model crashed")])
+    proc, turn = ask_json(user, "tell me a joke", "--llm", server.base_url, "--no-refine")
+    assert proc.returncode == 1
+    assert "500" in turn["reply"]
+
+
+# --- direct actions and no model ---------------------------------------------------------------
+
+
+def test_direct_action_is_phrased_by_the_model_in_one_call(user, scripted_server):
+    server = scripted_server([Text("You have plenty of memory free.")])
+    proc, turn = ask_json(user, "how much memory is free", "--llm", server.base_url,
+                          "--approve", "system_read=once")
+    assert proc.returncode == 0, proc.stderr
+    assert turn["direct"] is True
+    assert turn["reply"] == "You have plenty of memory free."
+    assert len(server.requests) == 1
+    assert "tools" not in server.requests[0]
+    assert "available" in server.requests[0]["messages"][-1]["content"]
+
+
+def test_direct_action_without_a_model_renders_the_result(user):
+    proc, turn = ask_json(user, "how much memory is free", "--llm", "none",
+                          "--approve", "system_read=once")
+    assert proc.returncode == 0
+    assert "Memory" in turn["reply"]
+
+
+def test_chat_without_a_model_explains_how_to_connect_one(user):
+    proc = run_cli(user, "ask", "tell me a joke", "--llm", "none")
+    assert proc.returncode == 1
+    assert "--llm URL" in proc.stdout
+
+
+def test_unreachable_model_still_serves_direct_actions(user):
+    proc = run_cli(user, "ask", "list files in ~/Documents", "--llm", "http://127.0.0.1:9/v1",
+                   "--approve", "file_read=once")
+    assert proc.returncode == 0
+    assert "plan.txt" in proc.stdout
+
+
+# --- route, policy, grants, doctor, usage --------------------------------------------------------
+
+
+def test_route_json_has_the_contract_keys(user):
+    proc = run_cli(user, "route", "remember that my dog is Rex", "--json")
+    data = json.loads(proc.stdout)
+    for key in ("intent", "confidence", "source", "risk_level", "arguments", "needs_memory_write"):
+        assert key in data
+    assert data["intent"] == "memory_write"
+
+
+def test_policy_json(user):
+    data = json.loads(run_cli(user, "policy", "file_task", "--json").stdout)
+    assert data["allowed_tools"] == ["file_list", "file_read", "file_search"]
+    assert "system_info" in data["forbidden_tools"]
+    assert data["required_capabilities"] == ["file_read"]
+
+
+def test_always_grant_is_listed_and_revoked(user):
+    run_cli(user, "ask", "list files in ~/Documents", "--approve", "file_read=always", "--llm", "none")
+    listed = json.loads(run_cli(user, "grants", "list", "--json").stdout)
+    assert [g["mode"] for g in listed] == ["always"]
+    # The saved grant covers the next run with no flag at all.
+    again = run_cli(user, "ask", "list files in ~/Documents", "--llm", "none")
+    assert again.returncode == 0 and "plan.txt" in again.stdout
+    assert run_cli(user, "grants", "revoke-all").returncode == 0
+    assert json.loads(run_cli(user, "grants", "list", "--json").stdout) == []
+    denied = run_cli(user, "ask", "list files in ~/Documents", "--llm", "none")
+    assert denied.returncode == 1
+
+
+def test_usage_errors_exit_2(user):
+    assert run_cli(user, "ask", "hi", "--approve", "bogus=once").returncode == 2
+    assert run_cli(user, "ask", "hi", "--approve", "file_read=forever").returncode == 2
+    assert run_cli(user, "policy", "no_such_intent").returncode == 2
+    assert run_cli(user, "frobnicate").returncode == 2
+
+
+def test_doctor_reports_the_token_secret_fallback(user):
+    proc = run_cli(user, "doctor", "--json", "--llm", "none")
+    checks = {c["name"]: c for c in json.loads(proc.stdout)}
+    assert "fallback" in checks["token secret"]["detail"]
+    assert checks["policy self-test"]["ok"] is True
+    assert proc.returncode == 0
+
+
+def test_debug_routing_prints_each_stage(user):
+    proc = run_cli(user, "ask", "list files in ~/Documents", "--llm", "none", "--debug-routing",
+                   "--approve", "file_read=once")
+    for stage in ("[router]", "[policy]", "[tool_call]"):
+        assert stage in proc.stderr
+
+
+def test_broken_settings_file_is_a_clear_error_and_is_kept(user):
+    home = user / ".chamberlain"
+    home.mkdir()
+    (home / "settings.json").write_text("{ nope")
+    proc = run_cli(user, "ask", "hi", "--llm", "none")
+    assert proc.returncode == 1
+    assert "settings.json" in proc.stderr and "Traceback" not in proc.stderr
+    assert (home / "settings.json").read_text() == "{ nope"
