@@ -88,7 +88,9 @@ class FlagPrompter:
                 continue
             if rule.mode == "deny":
                 return PromptDecision(allow=False, reason="user")
-            return PromptDecision(allow=True, mode=GrantMode(rule.mode), scope=rule.scope, reason="rule")
+            return PromptDecision(
+                allow=True, mode=GrantMode(rule.mode), scope=rule.scope, reason="rule"
+            )
         if self.approve_all == "once":
             return PromptDecision(allow=True, mode=GrantMode.ONCE, reason="rule")
         if self.approve_all == "deny":
@@ -112,7 +114,12 @@ def ask_on_terminal(request: Any, stdin: IO[str], stderr: IO[str]) -> Any:
     )
     stderr.flush()
     answer = stdin.readline().strip().lower()[:1]
-    modes = {"o": GrantMode.ONCE, "t": GrantMode.TIMED, "s": GrantMode.SESSION, "a": GrantMode.ALWAYS}
+    modes = {
+        "o": GrantMode.ONCE,
+        "t": GrantMode.TIMED,
+        "s": GrantMode.SESSION,
+        "a": GrantMode.ALWAYS,
+    }
     if answer in modes:
         return PromptDecision(allow=True, mode=modes[answer], reason="user")
     return PromptDecision(allow=False, reason="user")
@@ -165,7 +172,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
         settings.router.model_refinement = False
     choice = connect_model(settings, args.llm, args.model)
     interactive = sys.stdin.isatty() and sys.stderr.isatty() and not args.approve_all
-    prompter = FlagPrompter(rules, args.approve_all, (sys.stdin, sys.stderr) if interactive else None)
+    prompter = FlagPrompter(
+        rules, args.approve_all, (sys.stdin, sys.stderr) if interactive else None
+    )
     session = Session(
         home=home,
         settings=settings,
@@ -228,9 +237,8 @@ def cmd_policy(args: argparse.Namespace) -> int:
 def _open_grants(args: argparse.Namespace) -> Any:
     from broker.audit import AuditLog
     from broker.clock import SystemClock
-    from broker.permissions import GrantStore, PermissionBroker, TokenAuthority
     from broker.keys import load_install_secret
-    from broker.permissions import DenyPrompter
+    from broker.permissions import DenyPrompter, GrantStore, PermissionBroker, TokenAuthority
 
     home = home_from(args)
     clock = SystemClock()
@@ -317,7 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
     # The same options before or after the command; the command's copies must not reset the
     # values given before it, hence SUPPRESS.
     top = _Parser(add_help=False)
-    top.add_argument("--home", help="where every file Chamberlain writes lives (or CHAMBERLAIN_HOME)")
+    top.add_argument(
+        "--home", help="where every file Chamberlain writes lives (or CHAMBERLAIN_HOME)"
+    )
     top.add_argument("--json", action="store_true", help="print JSON")
     common = _Parser(add_help=False)
     common.add_argument("--home", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -335,13 +345,19 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--llm", help="model endpoint: a base URL, 'auto', 'embedded' or 'none'")
     ask.add_argument("--model", help="model name at the endpoint (default: its first model)")
     ask.add_argument(
-        "--approve", action="append", metavar="CAP=MODE[:SCOPE]",
+        "--approve",
+        action="append",
+        metavar="CAP=MODE[:SCOPE]",
         help="answer permission prompts: MODE is once|timed|session|always|deny; without SCOPE "
         "it answers only prompts for what your message named",
     )
     ask.add_argument("--approve-all", choices=("once", "deny"), help="answer every prompt")
-    ask.add_argument("--debug-routing", action="store_true", help="print each pipeline stage to stderr")
-    ask.add_argument("--no-refine", action="store_true", help="do not ask the model to refine routing")
+    ask.add_argument(
+        "--debug-routing", action="store_true", help="print each pipeline stage to stderr"
+    )
+    ask.add_argument(
+        "--no-refine", action="store_true", help="do not ask the model to refine routing"
+    )
     ask.set_defaults(func=cmd_ask)
 
     rt = sub.add_parser("route", parents=[common], help="show how a message is routed")
@@ -382,9 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
-        sys.stderr.write(
-            "\nThe tray app is not part of this build yet; use the commands above.\n"
-        )
+        sys.stderr.write("\nThe tray app is not part of this build yet; use the commands above.\n")
         return EXIT_OK
     try:
         code: int = args.func(args)
@@ -392,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         sys.stderr.write(f"chamberlain: {exc}\n")
         return EXIT_USAGE
-    except Exception as exc:  # noqa: BLE001 - the CLI boundary reports every failure plainly
+    except Exception as exc:
         from broker.errors import user_message
 
         message = user_message(exc)

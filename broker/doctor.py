@@ -106,8 +106,11 @@ def _display() -> Check:
         if os.environ.get("DISPLAY"):
             return Check("display", True, f"X11 ({os.environ['DISPLAY']})", False)
         return Check(
-            "display", False, "none ($DISPLAY and $WAYLAND_DISPLAY are unset): the tray app and "
-            "screen capture need one; the CLI works without", required=False,
+            "display",
+            False,
+            "none ($DISPLAY and $WAYLAND_DISPLAY are unset): the tray app and "
+            "screen capture need one; the CLI works without",
+            required=False,
         )
     return Check("display", True, platform.system(), required=False)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from broker.audit import AuditEvent, AuditLog
 from broker.llm.base import ChatModel, ModelError, ModelUnavailable
-from broker.runner import CallOutcome, ToolRunner, TurnScope
+from broker.runner import ToolRunner, TurnScope
 from broker.settings import ExecutorSettings
 from broker.types import Action, PolicyDecision, RouterOutput, ToolCallRecord
 from tools.registry import ToolRegistry
@@ -48,7 +48,7 @@ PHRASE_PROMPT = (
 
 NO_MODEL_HELP = (
     "No language model is connected, so I can only carry out clear requests such as "
-    "\"list files in ~/Documents\" or \"how much memory is free\". To chat, start a local "
+    '"list files in ~/Documents" or "how much memory is free". To chat, start a local '
     "OpenAI-compatible server (Ollama, LM Studio, llama.cpp server or vLLM) — Chamberlain finds "
     "it on its usual port — or pass --llm URL."
 )
@@ -105,7 +105,10 @@ class Executor:
         self.model_problem = model_problem
 
     def run(
-        self, router: RouterOutput, policy: PolicyDecision, turn: TurnScope,
+        self,
+        router: RouterOutput,
+        policy: PolicyDecision,
+        turn: TurnScope,
         context: list[str] | None = None,
     ) -> ExecutionResult:
         direct = direct_arguments(router)
@@ -152,8 +155,8 @@ class Executor:
         if policy.allowed_tools:
             return (
                 f"{why}I could not tell exactly which tool and arguments this needs, and without "
-                f"a model I cannot work it out. Try a direct request, e.g. \"list files in "
-                f"~/Documents\".\n\n{NO_MODEL_HELP}"
+                f'a model I cannot work it out. Try a direct request, e.g. "list files in '
+                f'~/Documents".\n\n{NO_MODEL_HELP}'
             )
         return why + NO_MODEL_HELP
 

@@ -30,7 +30,7 @@ from broker.permissions import (
     args_digest,
 )
 from broker.policy import PolicyTable, coverage_problems
-from broker.types import ToolCallRecord
+from broker.types import ToolCallRecord, ToolStatus
 from tools.manual import Tool, ToolError, ToolResult
 from tools.registry import ToolRegistry
 
@@ -87,7 +87,9 @@ class ToolRunner:
         self.max_argument_bytes = max_argument_bytes
 
     # The executor hands over what the model sent, unparsed; direct actions hand over a dict.
-    def execute(self, turn: TurnScope, name: str, raw_arguments: str | dict[str, Any]) -> CallOutcome:
+    def execute(
+        self, turn: TurnScope, name: str, raw_arguments: str | dict[str, Any]
+    ) -> CallOutcome:
         call_id = "call-" + uuid.uuid4().hex[:12]
         tool = self.registry.get(name) if isinstance(name, str) else None
         if tool is None or name not in turn.allowed:
@@ -178,8 +180,14 @@ class ToolRunner:
                 problem=problem,
             )
             return self._finish(
-                turn, call_id, tool.name, arguments, "denied",
-                f"{problem}: {TOKEN_PROBLEM_TEXT[problem]}", tool, token_id,
+                turn,
+                call_id,
+                tool.name,
+                arguments,
+                "denied",
+                f"{problem}: {TOKEN_PROBLEM_TEXT[problem]}",
+                tool,
+                token_id,
             )
 
         self.audit.append(
@@ -239,7 +247,7 @@ class ToolRunner:
         call_id: str,
         name: str,
         arguments: str | dict[str, Any],
-        status: str,
+        status: ToolStatus,
         reason: str,
         tool: Tool | None,
         token_id: str | None = None,
@@ -251,7 +259,7 @@ class ToolRunner:
         record = ToolCallRecord(
             tool=name,
             arguments=shown_args,
-            status=status,  # type: ignore[arg-type]
+            status=status,
             reason=reason,
             capability=tool.capability if tool else None,
             token_id=token_id,
@@ -259,8 +267,8 @@ class ToolRunner:
         )
         out = digest(output) if output is not None else None
         if out is not None:
-            record.output_digest = out["sha256"]
-            record.output_len = out["len"]
+            record.output_digest = str(out["sha256"])
+            record.output_len = int(out["len"])
         self.audit.append(
             AuditEvent.TOOL_CALL_END,
             turn_id=turn.turn_id,
@@ -272,7 +280,7 @@ class ToolRunner:
             token_id=token_id,
             output=out,
         )
-        model_text = output if status == "ok" and output is not None else (
-            f"error ({status}): {reason}"
+        model_text = (
+            output if status == "ok" and output is not None else (f"error ({status}): {reason}")
         )
         return CallOutcome(record=record, model_text=model_text)

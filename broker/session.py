@@ -43,7 +43,9 @@ class ModelChoice:
     problem: str | None = None
 
 
-def connect_model(settings: Settings, url: str | None = None, name: str | None = None) -> ModelChoice:
+def connect_model(
+    settings: Settings, url: str | None = None, name: str | None = None
+) -> ModelChoice:
     """The chat model for this session, from settings or the per-call overrides."""
     from broker.llm.endpoints import resolve_endpoint
     from broker.llm.openai_client import OpenAIChatModel
@@ -148,18 +150,20 @@ class Session:
         self.audit.append(
             AuditEvent.ROUTER_OUTPUT,
             turn_id=turn_id,
-            **router.model_dump(
-                mode="json", exclude={"text", "arguments"}
-            ),
+            **router.model_dump(mode="json", exclude={"text", "arguments"}),
             arguments=_auditable_arguments(router),
         )
         self._trace("router", router)
 
         policy = self.decide(router)
-        self.audit.append(AuditEvent.POLICY_DECISION, turn_id=turn_id, **policy.model_dump(mode="json"))
+        self.audit.append(
+            AuditEvent.POLICY_DECISION, turn_id=turn_id, **policy.model_dump(mode="json")
+        )
         self._trace("policy", policy)
 
-        scope = TurnScope(turn_id=turn_id, allowed=policy.allowed_tools, user_scopes=router.arguments.paths)
+        scope = TurnScope(
+            turn_id=turn_id, allowed=policy.allowed_tools, user_scopes=router.arguments.paths
+        )
         result = self.executor.run(router, policy, scope)
         self.audit.append(
             AuditEvent.EXECUTOR_RESPONSE,

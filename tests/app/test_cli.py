@@ -66,8 +66,9 @@ def audit_events(user: Path) -> list[dict]:
 
 
 def test_list_documents_with_a_once_grant_lists_them(user):
-    proc = run_cli(user, "ask", "list files in ~/Documents", "--approve", "file_read=once",
-                   "--llm", "none")
+    proc = run_cli(
+        user, "ask", "list files in ~/Documents", "--approve", "file_read=once", "--llm", "none"
+    )
     assert proc.returncode == 0, proc.stderr
     assert "plan.txt" in proc.stdout
     assert "budget.csv" in proc.stdout
@@ -82,7 +83,9 @@ def test_without_approval_it_is_denied_with_a_clear_message(user):
 
 
 def test_audit_verify_passes_then_fails_after_any_single_byte_changes(user):
-    run_cli(user, "ask", "list files in ~/Documents", "--approve", "file_read=once", "--llm", "none")
+    run_cli(
+        user, "ask", "list files in ~/Documents", "--approve", "file_read=once", "--llm", "none"
+    )
     run_cli(user, "ask", "list files in ~/Documents", "--llm", "none")
     ok = run_cli(user, "audit", "verify")
     assert ok.returncode == 0, ok.stdout + ok.stderr
@@ -100,13 +103,15 @@ def test_audit_verify_passes_then_fails_after_any_single_byte_changes(user):
 
 
 def test_the_audit_log_holds_no_file_contents(user):
-    run_cli(user, "ask", "read ~/Documents/plan.txt", "--approve", "file_read=once", "--llm", "none")
+    run_cli(
+        user, "ask", "read ~/Documents/plan.txt", "--approve", "file_read=once", "--llm", "none"
+    )
     text = (user / ".chamberlain" / "audit.jsonl").read_text()
     assert "Buy milk" not in text
     assert "TOOL_CALL_END" in text
 
 
-# --- the model's tool loop against a scripted server -----------------------------------------------
+# --- the model's tool loop against a scripted server ------------------------------------------
 
 
 @pytest.mark.parametrize("stream", ["true", "false"])
@@ -118,23 +123,33 @@ def test_model_reads_a_file_under_a_grant_and_answers(user, scripted_server, str
         ]
     )
     proc, turn = ask_json(
-        user, "summarise my plan in ~/Documents", "--llm", server.base_url,
-        "--approve", "file_read=once", "--no-refine", env={"CHAMBERLAIN_LLM__STREAM": stream},
+        user,
+        "summarise my plan in ~/Documents",
+        "--llm",
+        server.base_url,
+        "--approve",
+        "file_read=once",
+        "--no-refine",
+        env={"CHAMBERLAIN_LLM__STREAM": stream},
     )
     assert proc.returncode == 0, proc.stderr
     assert turn["reply"] == "Your plan: buy milk, then call the bank."
     assert [c["status"] for c in turn["tool_calls"]] == ["ok"]
     call = turn["tool_calls"][0]
-    assert call["capability"] == "file_read" and call["token_id"]
+    assert call["capability"] == "file_read"
+    assert call["token_id"]
     # The file's text went to the model as the tool result, and nowhere else.
     tool_message = server.requests[1]["messages"][-1]
-    assert tool_message["role"] == "tool" and "Buy milk" in tool_message["content"]
+    assert tool_message["role"] == "tool"
+    assert "Buy milk" in tool_message["content"]
     assert server.requests[0]["stream"] is (stream == "true")
 
 
 def test_model_sees_only_the_tools_policy_allows(user, scripted_server):
     server = scripted_server([Text("Here is what I found.")])
-    run_cli(user, "ask", "search my Documents for invoices", "--llm", server.base_url, "--no-refine")
+    run_cli(
+        user, "ask", "search my Documents for invoices", "--llm", server.base_url, "--no-refine"
+    )
     sent = sorted(t["function"]["name"] for t in server.requests[0]["tools"])
     assert sent == ["file_list", "file_read", "file_search"]
 
@@ -154,8 +169,15 @@ def test_forbidden_and_invented_tools_are_refused_and_the_turn_still_answers(use
             Text("I can't do that here."),
         ]
     )
-    proc, turn = ask_json(user, "search my Documents for invoices", "--llm", server.base_url,
-                          "--approve-all", "once", "--no-refine")
+    proc, turn = ask_json(
+        user,
+        "search my Documents for invoices",
+        "--llm",
+        server.base_url,
+        "--approve-all",
+        "once",
+        "--no-refine",
+    )
     assert proc.returncode == 0
     statuses = {c["tool"]: c["status"] for c in turn["tool_calls"]}
     assert statuses == {"system_info": "refused", "delete_everything": "refused"}
@@ -170,8 +192,15 @@ def test_forbidden_and_invented_tools_are_refused_and_the_turn_still_answers(use
 
 def test_broken_json_arguments_go_back_as_errors_and_are_bounded(user, scripted_server):
     server = scripted_server([ToolCalls([("file_read", '{"path": "~/Documents/pl')])])
-    proc, turn = ask_json(user, "summarise my plan in ~/Documents", "--llm", server.base_url,
-                          "--approve", "file_read=once", "--no-refine")
+    proc, turn = ask_json(
+        user,
+        "summarise my plan in ~/Documents",
+        "--llm",
+        server.base_url,
+        "--approve",
+        "file_read=once",
+        "--no-refine",
+    )
     assert proc.returncode == 0
     assert 1 <= len(turn["tool_calls"]) <= 3
     assert all(c["status"] == "error" for c in turn["tool_calls"])
@@ -188,8 +217,15 @@ def test_schema_violations_and_oversized_arguments_are_tool_errors(user, scripte
             Text("Sorry."),
         ]
     )
-    proc, turn = ask_json(user, "read the notes in ~/Documents", "--llm", server.base_url,
-                          "--approve", "file_read=once", "--no-refine")
+    _proc, turn = ask_json(
+        user,
+        "read the notes in ~/Documents",
+        "--llm",
+        server.base_url,
+        "--approve",
+        "file_read=once",
+        "--no-refine",
+    )
     assert [c["status"] for c in turn["tool_calls"]] == ["error", "error"]
     assert "invalid arguments" in turn["tool_calls"][0]["reason"]
     assert "limit" in turn["tool_calls"][1]["reason"]
@@ -198,8 +234,15 @@ def test_schema_violations_and_oversized_arguments_are_tool_errors(user, scripte
 
 def test_a_looping_model_is_stopped_as_a_stall(user, scripted_server):
     server = scripted_server([ToolCalls([("file_list", {"path": "~/Documents"})])])
-    proc, turn = ask_json(user, "look around my ~/Documents folder", "--llm", server.base_url,
-                          "--approve", "file_read=once", "--no-refine")
+    proc, turn = ask_json(
+        user,
+        "look around my ~/Documents folder",
+        "--llm",
+        server.base_url,
+        "--approve",
+        "file_read=once",
+        "--no-refine",
+    )
     assert proc.returncode == 0
     assert len(turn["tool_calls"]) == 3
     assert "same tool call" in turn["reply"]
@@ -215,8 +258,15 @@ def test_iteration_budget_ends_the_loop(user, scripted_server):
     home.mkdir()
     (home / "settings.json").write_text(json.dumps({"executor": {"max_iterations": 2}}))
     server = scripted_server([wander])
-    proc, turn = ask_json(user, "look around my ~/Documents folder", "--llm", server.base_url,
-                          "--approve", "file_read=once", "--no-refine")
+    _proc, turn = ask_json(
+        user,
+        "look around my ~/Documents folder",
+        "--llm",
+        server.base_url,
+        "--approve",
+        "file_read=once",
+        "--no-refine",
+    )
     assert turn["iterations"] == 2
     assert "budget of 2 steps" in turn["reply"]
 
@@ -229,8 +279,15 @@ def test_model_asking_for_ssh_key_under_a_documents_grant_is_denied(user, script
             Text("I wasn't allowed to read that."),
         ]
     )
-    proc, turn = ask_json(user, "summarise ~/Documents", "--llm", server.base_url,
-                          "--approve", "file_read=session", "--no-refine")
+    _proc, turn = ask_json(
+        user,
+        "summarise ~/Documents",
+        "--llm",
+        server.base_url,
+        "--approve",
+        "file_read=session",
+        "--no-refine",
+    )
     assert [c["status"] for c in turn["tool_calls"]] == ["denied", "denied"]
     assert turn["reply"] == "I wasn't allowed to read that."
     sent = json.dumps(server.requests)
@@ -241,11 +298,16 @@ def test_model_asking_for_ssh_key_under_a_documents_grant_is_denied(user, script
 
 
 def test_approve_with_a_scope_answers_prompts_inside_it(user, scripted_server):
-    server = scripted_server(
-        [ToolCalls([("file_read", {"path": "~/.ssh/id_rsa"})]), Text("done")]
+    server = scripted_server([ToolCalls([("file_read", {"path": "~/.ssh/id_rsa"})]), Text("done")])
+    _proc, turn = ask_json(
+        user,
+        "summarise ~/Documents",
+        "--llm",
+        server.base_url,
+        "--approve",
+        f"file_read=once:{user / '.ssh'}",
+        "--no-refine",
     )
-    proc, turn = ask_json(user, "summarise ~/Documents", "--llm", server.base_url,
-                          "--approve", f"file_read=once:{user / '.ssh'}", "--no-refine")
     assert [c["status"] for c in turn["tool_calls"]] == ["ok"]
 
 
@@ -261,8 +323,9 @@ def test_model_server_errors_end_the_turn_with_a_clear_reply(user, scripted_serv
 
 def test_direct_action_is_phrased_by_the_model_in_one_call(user, scripted_server):
     server = scripted_server([Text("You have plenty of memory free.")])
-    proc, turn = ask_json(user, "how much memory is free", "--llm", server.base_url,
-                          "--approve", "system_read=once")
+    proc, turn = ask_json(
+        user, "how much memory is free", "--llm", server.base_url, "--approve", "system_read=once"
+    )
     assert proc.returncode == 0, proc.stderr
     assert turn["direct"] is True
     assert turn["reply"] == "You have plenty of memory free."
@@ -272,8 +335,9 @@ def test_direct_action_is_phrased_by_the_model_in_one_call(user, scripted_server
 
 
 def test_direct_action_without_a_model_renders_the_result(user):
-    proc, turn = ask_json(user, "how much memory is free", "--llm", "none",
-                          "--approve", "system_read=once")
+    proc, turn = ask_json(
+        user, "how much memory is free", "--llm", "none", "--approve", "system_read=once"
+    )
     assert proc.returncode == 0
     assert "Memory" in turn["reply"]
 
@@ -285,8 +349,15 @@ def test_chat_without_a_model_explains_how_to_connect_one(user):
 
 
 def test_unreachable_model_still_serves_direct_actions(user):
-    proc = run_cli(user, "ask", "list files in ~/Documents", "--llm", "http://127.0.0.1:9/v1",
-                   "--approve", "file_read=once")
+    proc = run_cli(
+        user,
+        "ask",
+        "list files in ~/Documents",
+        "--llm",
+        "http://127.0.0.1:9/v1",
+        "--approve",
+        "file_read=once",
+    )
     assert proc.returncode == 0
     assert "plan.txt" in proc.stdout
 
@@ -310,12 +381,15 @@ def test_policy_json(user):
 
 
 def test_always_grant_is_listed_and_revoked(user):
-    run_cli(user, "ask", "list files in ~/Documents", "--approve", "file_read=always", "--llm", "none")
+    run_cli(
+        user, "ask", "list files in ~/Documents", "--approve", "file_read=always", "--llm", "none"
+    )
     listed = json.loads(run_cli(user, "grants", "list", "--json").stdout)
     assert [g["mode"] for g in listed] == ["always"]
     # The saved grant covers the next run with no flag at all.
     again = run_cli(user, "ask", "list files in ~/Documents", "--llm", "none")
-    assert again.returncode == 0 and "plan.txt" in again.stdout
+    assert again.returncode == 0
+    assert "plan.txt" in again.stdout
     assert run_cli(user, "grants", "revoke-all").returncode == 0
     assert json.loads(run_cli(user, "grants", "list", "--json").stdout) == []
     denied = run_cli(user, "ask", "list files in ~/Documents", "--llm", "none")
@@ -338,8 +412,16 @@ def test_doctor_reports_the_token_secret_fallback(user):
 
 
 def test_debug_routing_prints_each_stage(user):
-    proc = run_cli(user, "ask", "list files in ~/Documents", "--llm", "none", "--debug-routing",
-                   "--approve", "file_read=once")
+    proc = run_cli(
+        user,
+        "ask",
+        "list files in ~/Documents",
+        "--llm",
+        "none",
+        "--debug-routing",
+        "--approve",
+        "file_read=once",
+    )
     for stage in ("[router]", "[policy]", "[tool_call]"):
         assert stage in proc.stderr
 
@@ -350,5 +432,6 @@ def test_broken_settings_file_is_a_clear_error_and_is_kept(user):
     (home / "settings.json").write_text("{ nope")
     proc = run_cli(user, "ask", "hi", "--llm", "none")
     assert proc.returncode == 1
-    assert "settings.json" in proc.stderr and "Traceback" not in proc.stderr
+    assert "settings.json" in proc.stderr
+    assert "Traceback" not in proc.stderr
     assert (home / "settings.json").read_text() == "{ nope"

@@ -406,9 +406,7 @@ EXPECTED_ARGUMENTS: dict[str, dict[str, Any]] = {
     "visit www.wikipedia.org/wiki/Alan_Turing and give me a summary": {
         "url": "www.wikipedia.org/wiki/Alan_Turing"
     },
-    "what does github.com/psf/requests say about installation": {
-        "url": "github.com/psf/requests"
-    },
+    "what does github.com/psf/requests say about installation": {"url": "github.com/psf/requests"},
     "search for the PNG spec": {"query": "the PNG spec"},
     "google best budget mechanical keyboard 2024": {
         "query": "best budget mechanical keyboard 2024"

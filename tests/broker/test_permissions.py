@@ -211,8 +211,12 @@ def test_expired_token_is_refused(tmp_path, docs):
     token = authorize(broker, docs, docs / "a.txt", args=args)
     clock.advance(ONCE_LIFETIME_S + 1)
     problem = broker.tokens.check(
-        token, capability=Capability.FILE_READ, targets=args["path"].split(),
-        tool_call_id="c1", digest=args_digest(args), grants=broker.grants,
+        token,
+        capability=Capability.FILE_READ,
+        targets=args["path"].split(),
+        tool_call_id="c1",
+        digest=args_digest(args),
+        grants=broker.grants,
     )
     assert problem == "expired"
 
@@ -224,8 +228,12 @@ def test_revoke_all_takes_effect_before_the_next_call(tmp_path, docs):
     token = authorize(broker, docs, docs / "a.txt", args=args)
     broker.revoke_all()
     problem = broker.tokens.check(
-        token, capability=Capability.FILE_READ, targets=[args["path"]],
-        tool_call_id="c1", digest=args_digest(args), grants=broker.grants,
+        token,
+        capability=Capability.FILE_READ,
+        targets=[args["path"]],
+        tool_call_id="c1",
+        digest=args_digest(args),
+        grants=broker.grants,
     )
     assert problem == "revoked"
     authorize(broker, docs, docs / "a.txt", call_id="c2")
@@ -255,9 +263,7 @@ def test_damaged_grants_file_grants_nothing_and_is_kept(tmp_path):
 
 def test_decision_scope_must_cover_the_call(tmp_path, docs):
     # The user widened the scope to the whole Documents folder: later calls inside reuse it.
-    prompter = ScriptedPrompter(
-        PromptDecision(allow=True, mode=GrantMode.SESSION, scope=str(docs))
-    )
+    prompter = ScriptedPrompter(PromptDecision(allow=True, mode=GrantMode.SESSION, scope=str(docs)))
     broker, _ = make_broker(tmp_path, prompter)
     token = authorize(broker, docs, docs / "a.txt", user_scopes=[])
     assert token.scope == str(docs)
@@ -280,7 +286,10 @@ def _fresh_grant_and_token(tmp: Path):
     from broker.types import Grant
 
     grant = Grant(
-        id="g-1", capability=Capability.FILE_READ, scope=str(tmp), mode=GrantMode.SESSION,
+        id="g-1",
+        capability=Capability.FILE_READ,
+        scope=str(tmp),
+        mode=GrantMode.SESSION,
         issued_at=CLOCK.now(),
     )
     store.add(grant)
@@ -290,7 +299,9 @@ def _fresh_grant_and_token(tmp: Path):
 
 @settings(max_examples=60, deadline=None)
 @given(
-    field=st.sampled_from(["id", "grant_id", "scope", "tool_call_id", "args_digest", "expires_at", "mac"]),
+    field=st.sampled_from(
+        ["id", "grant_id", "scope", "tool_call_id", "args_digest", "expires_at", "mac"]
+    ),
     junk=st.text(min_size=1, max_size=20),
 )
 def test_any_change_to_a_token_is_caught(tmp_path_factory, field, junk):
@@ -300,8 +311,12 @@ def test_any_change_to_a_token_is_caught(tmp_path_factory, field, junk):
     changed = value + 1.0 if isinstance(value, float) else value + junk
     tampered = dataclasses.replace(token, **{field: changed})
     problem = AUTHORITY.check(
-        tampered, capability=Capability.FILE_READ, targets=[str(tmp / "f")],
-        tool_call_id="call-1", digest=args_digest({"path": str(tmp / "f")}), grants=store,
+        tampered,
+        capability=Capability.FILE_READ,
+        targets=[str(tmp / "f")],
+        tool_call_id="call-1",
+        digest=args_digest({"path": str(tmp / "f")}),
+        grants=store,
     )
     assert problem is not None
 
@@ -314,8 +329,12 @@ def test_a_token_signed_with_another_secret_is_forged(tmp_path_factory, secret):
     other = TokenAuthority(secret if secret != SECRET else secret + b"x", CLOCK)
     forged = dataclasses.replace(token, mac=other._sign(token))
     problem = AUTHORITY.check(
-        forged, capability=Capability.FILE_READ, targets=[str(tmp / "f")],
-        tool_call_id="call-1", digest=args_digest({"path": str(tmp / "f")}), grants=store,
+        forged,
+        capability=Capability.FILE_READ,
+        targets=[str(tmp / "f")],
+        tool_call_id="call-1",
+        digest=args_digest({"path": str(tmp / "f")}),
+        grants=store,
     )
     assert problem == "forged"
 
@@ -323,8 +342,10 @@ def test_a_token_signed_with_another_secret_is_forged(tmp_path_factory, secret):
 def test_missing_unknown_and_wrong_capability(tmp_path):
     store, token = _fresh_grant_and_token(tmp_path)
     common = {
-        "targets": [str(tmp_path / "f")], "tool_call_id": "call-1",
-        "digest": args_digest({"path": str(tmp_path / "f")}), "grants": store,
+        "targets": [str(tmp_path / "f")],
+        "tool_call_id": "call-1",
+        "digest": args_digest({"path": str(tmp_path / "f")}),
+        "grants": store,
     }
     assert AUTHORITY.check(None, capability=Capability.FILE_READ, **common) == "missing"
     stranger = TokenAuthority(SECRET, CLOCK)

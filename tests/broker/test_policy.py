@@ -97,13 +97,14 @@ def test_every_builtin_tool_is_covered(table):
 
 def test_uncovered_tool_is_reported(table):
     problems = coverage_problems(table, {"mystery_tool": Capability.FILE_WRITE})
-    assert problems and "mystery_tool" in problems[0]
+    assert problems
+    assert "mystery_tool" in problems[0]
 
 
 def test_invalid_table_fails_loudly(tmp_path: Path):
     bad = tmp_path / "policy.toml"
     bad.write_text('version = 1\n[intents.chat_only]\nallowed = ["file_read"]\n')
-    with pytest.raises(PolicyError, match="policy.toml"):
+    with pytest.raises(PolicyError, match=r"policy\.toml"):
         load_policy_table(bad)
     bad.write_text("this is = = not toml")
     with pytest.raises(PolicyError):

@@ -1,0 +1,658 @@
+"""The router: prefixes, heuristics and argument extraction, risk, and model refinement."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from broker.llm.base import AssistantMessage, ModelError, ModelUnavailable
+from broker.router import (
+    DIRECT_ACTION_CONFIDENCE,
+    SCAN_LIMIT,
+    refine_with_model,
+    route,
+    route_heuristic,
+    router_schema,
+)
+from broker.types import Intent, RouterOutput
+from tests.broker.router_corpus import CORPUS, EXPECTED_ARGUMENTS, HOLDOUT
+
+NEEDS = (
+    "needs_web",
+    "needs_search",
+    "needs_memory_read",
+    "needs_memory_write",
+    "needs_file_access",
+    "needs_screen_read",
+    "needs_system_execute",
+)
+
+
+def _needs(out: RouterOutput) -> set[str]:
+    return {name for name in NEEDS if getattr(out, name)}
+
+
+def _accuracy(cases: list[tuple[str, Intent]]) -> tuple[float, dict[Intent, float]]:
+    total: Counter[Intent] = Counter()
+    right: Counter[Intent] = Counter()
+    for text, expected in cases:
+        total[expected] += 1
+        if route(text).intent is expected:
+            right[expected] += 1
+    per_intent = {intent: right[intent] / total[intent] for intent in total}
+    return sum(right.values()) / len(cases), per_intent
+
+
+# --- the corpus ---------------------------------------------------------------------------------
+
+
+def test_corpus_covers_every_intent_with_enough_phrasings() -> None:
+    counts = Counter(intent for _, intent in CORPUS)
+    assert len(CORPUS) >= 170
+    assert set(counts) == set(Intent)
+    assert min(counts.values()) >= 12, counts
+    assert len({text for text, _ in CORPUS}) == len(CORPUS), "duplicate utterances"
+    assert not {text for text, _ in CORPUS} & {text for text, _ in HOLDOUT}
+
+
+def test_corpus_accuracy() -> None:
+    # Measured: 263/265 = 99.2% overall, lowest intent one_shot_discovery 20/22 = 90.9%.
+    # The corpus was written alongside the heuristics, so this is an upper bound; see the
+    # held-out figure below for text the router has not been tuned on.
+    overall, per_intent = _accuracy(CORPUS)
+    assert overall >= 0.97, overall
+    worst = min(per_intent, key=per_intent.__getitem__)
+    assert per_intent[worst] >= 0.88, (worst, per_intent[worst])
+
+
+def test_holdout_accuracy_floor() -> None:
+    """Text written after the heuristics were frozen. Measured 75.0% (48/64); floor 70%."""
+    overall, _ = _accuracy(HOLDOUT)
+    assert overall >= 0.70, overall
+
+
+@pytest.mark.parametrize("text", sorted(EXPECTED_ARGUMENTS))
+def test_expected_arguments(text: str) -> None:
+    out = route(text)
+    got = out.arguments.model_dump()
+    got["risk_level"] = out.risk_level
+    for key, value in EXPECTED_ARGUMENTS[text].items():
+        assert got[key] == value, f"{key}: expected {value!r}, got {got[key]!r}"
+
+
+@pytest.mark.parametrize(("text", "expected"), CORPUS)
+def test_every_corpus_route_is_self_consistent(text: str, expected: Intent) -> None:
+    """Whatever the intent, flags, action and confidence must agree with each other."""
+    out = route(text)
+    implied = {
+        Intent.LOOKUP_SEARCH: {"needs_web", "needs_search"},
+        Intent.BROWSE_ONCE: {"needs_web"},
+        Intent.SCREEN_OBSERVE: {"needs_screen_read"},
+        Intent.FILE_TASK: {"needs_file_access"},
+        Intent.MEMORY_READ: {"needs_memory_read"},
+        Intent.MEMORY_WRITE: {"needs_memory_write"},
+    }.get(out.intent, set())
+    assert implied <= _needs(out)
+    assert 0.0 <= out.confidence <= 1.0
+    assert out.source == "heuristic"
+    if out.arguments.action is not None:
+        assert out.confidence >= DIRECT_ACTION_CONFIDENCE
+        assert out.intent in (Intent.FILE_TASK, Intent.SYSTEM_TASK)
+    if out.arguments.action == "system_info":
+        assert out.arguments.topics
+        assert not out.needs_system_execute
+    if out.arguments.command is not None:
+        assert out.needs_system_execute
+        assert out.risk_level in ("medium", "high")
+
+
+# --- prefixes -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "intent", "rest"),
+    [
+        ("/chat what is a file descriptor", Intent.CHAT_ONLY, "what is a file descriptor"),
+        ("/search rm -rf tutorial", Intent.LOOKUP_SEARCH, "rm -rf tutorial"),
+        ("/browse example.com/about", Intent.BROWSE_ONCE, "example.com/about"),
+        ("/screen what's this?", Intent.SCREEN_OBSERVE, "what's this?"),
+        ("/file ~/notes.txt", Intent.FILE_TASK, "~/notes.txt"),
+        ("/run df -h", Intent.SYSTEM_TASK, "df -h"),
+        ("/remember my dog is Rex", Intent.MEMORY_WRITE, "my dog is Rex"),
+        ("/recall dog's name", Intent.MEMORY_READ, "dog's name"),
+    ],
+)
+def test_prefix_decides_and_is_stripped(text: str, intent: Intent, rest: str) -> None:
+    out = route(text)
+    assert (out.intent, out.source, out.confidence, out.text) == (intent, "prefix", 1.0, rest)
+
+
+def test_prefix_arguments_are_extracted_from_the_rest() -> None:
+    assert route("/run df -h").arguments.command == "df -h"
+    assert route("/run df -h").needs_system_execute
+    assert route("/run rm -rf ~/build").risk_level == "high"
+    assert route("/remember my dog is Rex").arguments.fact == "my dog is Rex"
+    assert route("/search the PNG spec").arguments.query == "the PNG spec"
+    assert route("/browse https://example.com").arguments.url == "https://example.com"
+    listing = route("/file list ~/Downloads").arguments
+    assert (listing.action, listing.paths) == ("list_files", ["~/Downloads"])
+
+
+def test_prefix_needs_a_word_boundary_and_ignores_case_and_leading_space() -> None:
+    assert route("/etc/hosts").source == "heuristic"
+    assert route("/run/user/1000/bus what is this").source == "heuristic"
+    assert route("/chatty bot").source == "heuristic"
+    assert route("  /RUN ls").intent is Intent.SYSTEM_TASK
+    assert route("  /RUN ls").source == "prefix"
+    assert route("/screen").intent is Intent.SCREEN_OBSERVE
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t "])
+def test_empty_text_is_chat_with_full_confidence(text: str) -> None:
+    out = route(text)
+    assert (out.intent, out.confidence, out.text) == (Intent.CHAT_ONLY, 1.0, "")
+    assert not _needs(out)
+
+
+# --- confusable cases ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        ("remember when we had dial-up?", Intent.CHAT_ONLY),
+        ("remember that my dog is Rex", Intent.MEMORY_WRITE),
+        ("search for the PNG spec", Intent.LOOKUP_SEARCH),
+        ("search my Documents for invoices", Intent.FILE_TASK),
+        ("what's the weather", Intent.LOOKUP_SEARCH),
+        ("tell me a joke", Intent.CHAT_ONLY),
+        ("what is a file descriptor", Intent.CHAT_ONLY),
+        ("run df -h", Intent.SYSTEM_TASK),
+        ("what's on my screen", Intent.SCREEN_OBSERVE),
+        ("what is my dog called?", Intent.MEMORY_READ),
+        ("do you remember my wife's birthday?", Intent.MEMORY_READ),
+        ("what do you know about me", Intent.MEMORY_READ),
+        ("what's my CPU usage", Intent.SYSTEM_TASK),
+        ("how do i check disk space on linux", Intent.CHAT_ONLY),
+        ("what does `ls -la` do", Intent.CHAT_ONLY),
+        ("run me through how DNS works", Intent.CHAT_ONLY),
+        ("what's using all my disk space and is it safe to delete", Intent.ONE_SHOT_DISCOVERY),
+        ("move all screenshots from my desktop to ~/Pictures/screens", Intent.FILE_TASK),
+        ("read docs.rs/serde", Intent.BROWSE_ONCE),
+        ("what's my ip address", Intent.SYSTEM_TASK),
+    ],
+)
+def test_confusable_cases(text: str, intent: Intent) -> None:
+    assert route(text).intent is intent
+
+
+def test_run_df_h_extracts_the_command() -> None:
+    out = route("run df -h")
+    assert out.arguments.command == "df -h"
+    assert out.needs_system_execute
+
+
+# --- argument extraction ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "paths"),
+    [
+        ("read ~/notes.txt", ["~/notes.txt"]),
+        ("show me /etc/hosts.", ["/etc/hosts"]),
+        ("whats in ./notes.txt?", ["./notes.txt"]),
+        ("open ../shared/plan.md", ["../shared/plan.md"]),
+        ('open "~/My Documents/todo list.txt" please', ["~/My Documents/todo list.txt"]),
+        ("read '/tmp/a b/c.log'", ["/tmp/a b/c.log"]),
+        (r"show me C:\Users\anna\notes.txt", [r"C:\Users\anna\notes.txt"]),
+        ('read "C:\\Program Files\\app\\log.txt"', ["C:\\Program Files\\app\\log.txt"]),
+        ("list files in ~", ["~"]),
+        ("copy ~/a.txt to ~/b/, thanks", ["~/a.txt", "~/b/"]),
+        ("list my downloads", ["~/Downloads"]),
+        ("what is 24/7 and/or I/O", []),
+    ],
+)
+def test_paths_are_kept_as_written(text: str, paths: list[str]) -> None:
+    assert route(text).arguments.paths == paths
+
+
+def test_apostrophes_are_not_taken_for_quoted_paths() -> None:
+    out = route("it's in ~/foo and that's it")
+    assert out.arguments.paths == ["~/foo"]
+
+
+@pytest.mark.parametrize(
+    ("text", "command"),
+    [
+        ("run df -h", "df -h"),
+        ("execute `ls -la /tmp`", "ls -la /tmp"),
+        ("please run ping -c 4 google.com", "ping -c 4 google.com"),
+        ("can you run uname -a for me?", "uname -a"),
+        ("run the command `rm -rf ~/old_builds`", "rm -rf ~/old_builds"),
+        ("`docker ps`", "docker ps"),
+        ("run ls .", "ls ."),
+    ],
+)
+def test_command_extraction(text: str, command: str) -> None:
+    out = route(text)
+    assert out.intent is Intent.SYSTEM_TASK
+    assert out.arguments.command == command
+    assert out.arguments.url is None  # a host inside a command is not a page to browse
+
+
+def test_run_without_a_spelled_out_command_still_needs_execution() -> None:
+    out = route("execute the backup script")
+    assert out.intent is Intent.SYSTEM_TASK
+    assert out.arguments.command is None
+    assert out.needs_system_execute
+    assert out.confidence < DIRECT_ACTION_CONFIDENCE
+
+
+@pytest.mark.parametrize(
+    ("text", "url"),
+    [
+        ("open https://example.com/a?b=1.", "https://example.com/a?b=1"),
+        ("can you go to python.org and check the latest version", "python.org"),
+        ("read docs.rs/serde and tell me how to derive it", "docs.rs/serde"),
+        ("load http://192.168.1.1:8080/status", "http://192.168.1.1:8080/status"),
+    ],
+)
+def test_url_extraction(text: str, url: str) -> None:
+    out = route(text)
+    assert out.intent is Intent.BROWSE_ONCE
+    assert out.arguments.url == url
+    assert out.needs_web
+    assert not out.needs_search
+
+
+def test_file_names_are_not_urls() -> None:
+    out = route("what does main.rs do in ./src")
+    assert out.arguments.url is None
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("remember that my dog is Rex", "my dog is Rex"),
+        ("please remember i'm allergic to peanuts.", "i'm allergic to peanuts"),
+        ("my favorite color is green, remember that", "my favorite color is green"),
+        ("keep in mind that I work from home on fridays", "I work from home on fridays"),
+        ("save this: the gym locker code is 4512", "the gym locker code is 4512"),
+        ("my son's name is Leo. remember it", "my son's name is Leo"),
+    ],
+)
+def test_fact_extraction(text: str, fact: str) -> None:
+    out = route(text)
+    assert out.intent is Intent.MEMORY_WRITE
+    assert out.arguments.fact == fact
+    assert _needs(out) == {"needs_memory_write"}
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("find *.pdf in ~/Documents", "*.pdf"),
+        ("find all PDF files in my Downloads folder", "*.pdf"),
+        ("find pdfs in my downloads", "*.pdf"),
+        (r"look for .docx files in C:\Users\anna\Documents", "*.docx"),
+        ("search ~/code for files named config.yaml", "config.yaml"),
+        ("find report*.xlsx in ~/work", "report*.xlsx"),
+    ],
+)
+def test_pattern_extraction(text: str, pattern: str) -> None:
+    out = route(text)
+    assert out.intent is Intent.FILE_TASK
+    assert out.arguments.pattern == pattern
+    assert out.arguments.action == "search_files"
+    assert pattern not in out.arguments.paths
+
+
+@pytest.mark.parametrize(
+    ("text", "topics"),
+    [
+        ("how much memory is free", ["memory"]),
+        ("what's my CPU usage", ["cpu"]),
+        ("disk space", ["disk"]),
+        ("battery", ["battery"]),
+        ("uptime", ["uptime"]),
+        ("top processes", ["processes"]),
+        ("how long has this machine been up", ["uptime"]),
+        ("whats eating cpu right now", ["cpu", "processes"]),
+        ("how much ram and disk do i have left", ["memory", "disk"]),
+    ],
+)
+def test_system_info_topics(text: str, topics: list[str]) -> None:
+    out = route(text)
+    assert out.intent is Intent.SYSTEM_TASK
+    assert out.arguments.topics == topics
+    assert out.arguments.action == "system_info"
+    assert not out.needs_system_execute  # status reads run no command
+    assert out.risk_level == "low"
+
+
+@pytest.mark.parametrize(
+    ("text", "action"),
+    [
+        ("list files in ~/Downloads", "list_files"),
+        ("show me /etc/hosts", "read_file"),
+        ("read ~/notes.txt", "read_file"),
+        ("whats in my downloads folder", "list_files"),
+        ("find *.pdf in ~/Documents", "search_files"),
+        ("how much memory is free", "system_info"),
+        # Not a direct action: a write, a folder to read from, a destructive verb, no path.
+        ("rename a.txt to b.txt", None),
+        ("read me the README in ./project", None),
+        ("delete ~/notes.txt", None),
+        ("show me the files in this folder", None),
+        ("find my resume", None),
+        ("how big is ~/Videos/holiday.mp4", None),
+    ],
+)
+def test_direct_action_only_for_clear_requests(text: str, action: str | None) -> None:
+    out = route(text)
+    assert out.arguments.action == action
+    if action is not None:
+        assert out.confidence >= DIRECT_ACTION_CONFIDENCE
+
+
+# --- risk and needs -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "risk"),
+    [
+        ("tell me a joke", "low"),
+        ("read ~/notes.txt", "low"),
+        ("how much memory is free", "low"),
+        ("what does rm -rf do", "low"),
+        ("run df -h", "medium"),
+        ("install htop", "medium"),
+        ("move ~/a.txt to ~/b", "medium"),
+        ("create a new file called ideas.md on my desktop", "medium"),
+        ("run rm -rf ~/build", "high"),
+        ("execute `sudo rm /etc/hosts`", "high"),
+        ("delete ~/Downloads/old.iso", "high"),
+        ("shut down the computer", "high"),
+        ("kill the firefox process", "high"),
+        ("run mkfs.ext4 /dev/sdb1", "high"),
+        ("run format D:", "high"),
+    ],
+)
+def test_risk_levels(text: str, risk: str) -> None:
+    assert route(text).risk_level == risk
+
+
+@pytest.mark.parametrize(
+    ("text", "needs"),
+    [
+        ("tell me a joke", set()),
+        ("what's the weather", {"needs_web", "needs_search"}),
+        ("open https://example.com", {"needs_web"}),
+        ("what's on my screen", {"needs_screen_read"}),
+        ("read ~/notes.txt", {"needs_file_access"}),
+        ("run df -h", {"needs_system_execute"}),
+        ("battery", set()),
+        ("what is my dog called?", {"needs_memory_read"}),
+        ("remember that my dog is Rex", {"needs_memory_write"}),
+        ("investigate why my downloads folder is so huge", {"needs_file_access"}),
+    ],
+)
+def test_needs_follow_the_intent(text: str, needs: set[str]) -> None:
+    assert _needs(route(text)) == needs
+
+
+# --- long and hostile input ---------------------------------------------------------------------
+
+
+LONG_INPUTS = [
+    "a" * 100_000,
+    "run " + "x " * 50_000,
+    "remember that " + "a." * 50_000,
+    "~/" * 50_000,
+    "a.a." * 25_000,
+    ". , - " * 16_000,
+    "what's " * 15_000,
+    "'" * 100_000,
+    "`" * 100_000,
+    "http://" + "a" * 100_000,
+    "list files in ~/Downloads " + "please " * 14_000,
+]
+
+
+def test_long_input_routes_quickly_and_is_never_a_direct_request() -> None:
+    # A generous bound: it only catches catastrophic (super-linear) regexes, not slowness.
+    start = time.perf_counter()
+    outs = [route(text) for text in LONG_INPUTS]
+    assert time.perf_counter() - start < 2.0
+    for text, out in zip(LONG_INPUTS, outs, strict=True):
+        assert len(text) > SCAN_LIMIT
+        assert out.confidence <= 0.6
+        assert out.arguments.action is None
+        assert out.arguments.command is None  # never half a command
+        assert out.arguments.fact is None
+        assert out.text == text.strip()
+
+
+def test_long_run_prefix_keeps_the_whole_command_and_is_high_risk() -> None:
+    text = "/run echo " + "y" * 100_000
+    out = route(text)
+    assert out.arguments.command == text[len("/run ") :]
+    assert out.risk_level == "high"  # too long to vet
+
+
+def test_long_file_request_is_at_least_medium_risk() -> None:
+    out = route("show me ~/notes.txt " + "and also " * 500 + "then delete it")
+    assert out.intent is Intent.FILE_TASK
+    assert out.risk_level == "medium"
+
+
+# --- model refinement ---------------------------------------------------------------------------
+
+
+class FakeModel:
+    """A scripted ChatModel.
+
+    A fake at the edge on purpose: the real HTTP model client is tested against a real
+    OpenAI-protocol server in tests/broker/llm/; here only the router's handling of whatever
+    comes back matters, including replies no well-behaved server would send.
+    """
+
+    def __init__(self, reply: object = None, error: Exception | None = None) -> None:
+        self.reply = reply
+        self.error = error
+        self.calls: list[tuple[list[dict[str, Any]], dict[str, Any], str]] = []
+
+    @property
+    def name(self) -> str:
+        return "fake"
+
+    @property
+    def is_loopback(self) -> bool:
+        return True
+
+    @property
+    def is_embedded(self) -> bool:
+        return False
+
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> AssistantMessage:
+        raise AssertionError("the router must only use chat_json")
+
+    def chat_json(
+        self, messages: list[dict[str, Any]], schema: dict[str, Any], schema_name: str
+    ) -> str:
+        self.calls.append((messages, schema, schema_name))
+        if self.error is not None:
+            raise self.error
+        return self.reply  # type: ignore[return-value]  # untrusted: may be anything
+
+
+def verdict(**overrides: Any) -> str:
+    body: dict[str, Any] = {
+        "intent": "lookup_search",
+        "needs_web": True,
+        "needs_search": True,
+        "needs_memory_read": False,
+        "needs_memory_write": False,
+        "needs_file_access": False,
+        "needs_screen_read": False,
+        "needs_system_execute": False,
+        "risk_level": "low",
+        "confidence": 0.9,
+    }
+    body.update(overrides)
+    return json.dumps(body)
+
+
+def test_model_verdict_is_accepted_and_marked() -> None:
+    model = FakeModel(verdict())
+    out = route("any good hiking trails near seattle", model, refine=True)
+    assert out.intent is Intent.LOOKUP_SEARCH
+    assert (out.source, out.confidence) == ("model", 0.9)
+    assert _needs(out) == {"needs_web", "needs_search"}
+    assert out.text == "any good hiking trails near seattle"
+    messages, schema, schema_name = model.calls[0]
+    assert schema_name == "router_output"
+    assert schema == router_schema()
+    assert messages[-1] == {"role": "user", "content": "any good hiking trails near seattle"}
+
+
+def test_schema_is_small_and_closed() -> None:
+    schema = router_schema()
+    assert schema["additionalProperties"] is False
+    assert set(schema["required"]) == set(schema["properties"])
+    assert set(schema["properties"]["intent"]["enum"]) == {intent.value for intent in Intent}
+    assert "arguments" not in schema["properties"]  # the model never supplies arguments
+
+
+def test_accepted_verdict_has_at_least_the_flags_its_intent_implies() -> None:
+    out = route("hiking trails near seattle", FakeModel(verdict(needs_search=False)), refine=True)
+    assert out.intent is Intent.LOOKUP_SEARCH
+    assert out.needs_search
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "not json at all",
+        '{"intent": "lookup_search"',  # truncated
+        "",
+        "null",
+        "[]",
+        verdict()[:-1] + ', "arguments": {"command": "rm -rf /"}}',  # extra key
+        verdict(intent="hack_the_planet"),  # unknown intent
+        verdict(intent="LOOKUP_SEARCH"),
+        verdict(risk_level="none"),
+        verdict(needs_web="true"),  # no coercion of strings to booleans
+        verdict(needs_web=1),
+        verdict(confidence="0.9"),
+        verdict(confidence=1.5),
+        verdict(confidence=-0.1),
+        verdict()[:-1].replace('"confidence": 0.9', '"confidence": NaN') + "}",
+        json.dumps({"intent": "lookup_search", "confidence": 0.9}),  # missing fields
+        verdict() + " " * 5000,  # oversize
+    ],
+)
+def test_invalid_model_replies_fall_back_to_heuristics(reply: str) -> None:
+    text = "any good hiking trails near seattle"
+    base = route(text)
+    assert route(text, FakeModel(reply), refine=True) == base
+
+
+@pytest.mark.parametrize("reply", [None, 42, b'{"intent": "chat_only"}', {"intent": "chat_only"}])
+def test_non_text_model_replies_fall_back(reply: object) -> None:
+    text = "any good hiking trails near seattle"
+    assert route(text, FakeModel(reply), refine=True) == route(text)
+
+
+def test_fenced_json_is_accepted() -> None:
+    out = route("hiking trails near seattle", FakeModel(f"```json\n{verdict()}\n```"), refine=True)
+    assert out.source == "model"
+
+
+def test_low_confidence_verdict_falls_back() -> None:
+    text = "any good hiking trails near seattle"
+    model = FakeModel(verdict(confidence=0.4))
+    assert route(text, model, refine=True, threshold=0.5) == route(text)
+    accepted = route(text, FakeModel(verdict(confidence=0.4)), refine=True, threshold=0.3)
+    assert accepted.source == "model"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ModelError("bad status 500"),
+        ModelUnavailable("nothing at 127.0.0.1:11434"),
+        RuntimeError("a backend bug"),
+    ],
+)
+def test_model_errors_fall_back(error: Exception) -> None:
+    text = "any good hiking trails near seattle"
+    assert route(text, FakeModel(error=error), refine=True) == route(text)
+
+
+def test_model_cannot_lower_risk() -> None:
+    text = "run rm -rf ~/build"
+    base = route(text)
+    assert base.risk_level == "high"
+    model = FakeModel(verdict(intent="system_task", risk_level="low", needs_system_execute=True))
+    out = route(text, model, refine=True)
+    assert out.source == "model"
+    assert out.risk_level == "high"
+
+
+def test_model_can_raise_risk() -> None:
+    out = route(
+        "tell me a joke", FakeModel(verdict(intent="chat_only", risk_level="medium")), refine=True
+    )
+    assert (out.source, out.risk_level) == ("model", "medium")
+
+
+def test_model_keeps_arguments_and_drops_action_when_intent_changes() -> None:
+    text = "list files in ~/Downloads"
+    base = route(text)
+    assert base.arguments.action == "list_files"
+    changed = route(text, FakeModel(verdict(intent="one_shot_discovery")), refine=True)
+    assert changed.intent is Intent.ONE_SHOT_DISCOVERY
+    assert changed.arguments.action is None
+    assert changed.arguments.paths == ["~/Downloads"]
+    same = route(
+        text,
+        FakeModel(verdict(intent="file_task", needs_web=False, needs_search=False)),
+        refine=True,
+    )
+    assert same.arguments == base.arguments
+    assert same.arguments.action == "list_files"
+
+
+def test_prefix_never_consults_the_model() -> None:
+    model = FakeModel(verdict(intent="chat_only"))
+    out = route("/run df -h", model, refine=True)
+    assert out.source == "prefix"
+    assert model.calls == []
+    base = route_heuristic("/run df -h")
+    assert refine_with_model(base, "df -h", model, 0.0) is base
+    assert model.calls == []
+
+
+def test_model_is_consulted_only_when_asked() -> None:
+    model = FakeModel(verdict())
+    route("any good hiking trails near seattle", model)
+    route("any good hiking trails near seattle", model, refine=False)
+    route("   ", model, refine=True)
+    assert model.calls == []
+    assert route("hiking near seattle", None, refine=True).source == "heuristic"
+    route("hiking near seattle", model, refine=True)
+    assert len(model.calls) == 1
+
+
+def test_model_sees_only_a_capped_message() -> None:
+    model = FakeModel(verdict())
+    route("hiking " * 20_000, model, refine=True)
+    messages = model.calls[0][0]
+    assert len(messages[-1]["content"]) <= 2000
