@@ -31,6 +31,7 @@ import charset_normalizer
 
 from tools.manual import Capability, Tool, ToolError, ToolManual, ToolResult
 from tools.paths import MAX_PATH_CHARS, is_within, resolve_path
+from tools.units import human_size
 
 log = logging.getLogger("chamberlain.tools.files")
 
@@ -292,18 +293,6 @@ def decode_text(data: bytes, *, complete: bool = True) -> DecodedText | None:
 
 
 # --- rendering -----------------------------------------------------------------------------------
-
-
-def human_size(n: int) -> str:
-    """1536 -> '1.5 KiB'."""
-    if n < 1024:
-        return f"{n} B"
-    value = float(n)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        value /= 1024
-        if value < 1024:
-            return f"{value:.1f} {unit}"
-    return f"{value / 1024:.1f} PiB"
 
 
 def _iso_time(timestamp: float) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 import psutil
 
 from tools.manual import Capability, Tool, ToolError, ToolManual, ToolResult
+from tools.units import human_size
 
 log = logging.getLogger("chamberlain.tools.system_info")
 
@@ -36,18 +37,6 @@ _PSEUDO_FS = frozenset(
 )  # fmt: skip
 _SKIPPED_MOUNT_PREFIXES = ("/snap/", "/var/snap/", "/var/lib/snapd/", "/proc/", "/sys/", "/dev/")
 _SKIPPED_DEVICE_PREFIXES = ("/dev/loop",)
-
-
-def human_size(n: float) -> str:
-    """1536 -> '1.5 KiB'."""
-    if n < 1024:
-        return f"{int(n)} B"
-    value = float(n)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        value /= 1024
-        if value < 1024:
-            return f"{value:.1f} {unit}"
-    return f"{value / 1024:.1f} PiB"
 
 
 def human_duration(seconds: float) -> str:
