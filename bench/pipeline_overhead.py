@@ -38,6 +38,7 @@ import os
 import platform
 import pstats
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
 from tools.manual import Tool, ToolResult
+from tools.paths import resolve_path
 from tools.registry import ToolRegistry, builtin_registry
 
 TARGET_P50_MS = 1.0
@@ -208,6 +210,25 @@ def open_session(home: Path, shape: Shape, tool_ns: list[int]) -> Session:
         )
 
 
+def time_audit_appends(audit: AuditLog) -> list[int]:
+    """Wrap this log's `append` (on the instance only) to add its wall time (ns) to a counter.
+
+    Every stage holds the same AuditLog object, so the instance attribute catches them all.
+    """
+    spent = [0]
+    append = audit.append
+
+    def timed(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        start = time.perf_counter_ns()
+        try:
+            return append(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter_ns() - start
+
+    audit.append = timed  # type: ignore[method-assign]
+    return spent
+
+
 def audit_lines(home: Path) -> int:
     with (home / "audit.jsonl").open("rb") as handle:
         return sum(1 for _ in handle)
@@ -243,6 +264,7 @@ def summary_ms(ns: list[int]) -> dict[str, float]:
 def measure_shape(shape: Shape, home: Path, turns: int, warmup: int) -> dict[str, Any]:
     tool_ns = [0]
     session = open_session(home, shape, tool_ns)
+    audit_ns = time_audit_appends(session.audit)
     prompter = session.prompter
     assert isinstance(prompter, GrantingPrompter)
     for _ in range(warmup):
@@ -254,9 +276,10 @@ def measure_shape(shape: Shape, home: Path, turns: int, warmup: int) -> dict[str
     overheads: list[int] = []
     tools: list[int] = []
     models: list[int] = []
+    audits: list[int] = []
     statuses: set[str] = set()
     for _ in range(turns):
-        tool_ns[0] = 0
+        tool_ns[0] = audit_ns[0] = 0
         model_before = shape.model.spent_ns
         start = time.perf_counter_ns()
         result = session.ask(shape.text)
@@ -266,6 +289,7 @@ def measure_shape(shape: Shape, home: Path, turns: int, warmup: int) -> dict[str
         totals.append(total)
         tools.append(tool_ns[0])
         models.append(model)
+        audits.append(audit_ns[0])
         overheads.append(total - tool_ns[0] - model)
     session.audit.close()
     if statuses - {"ok"} or result.failed:
@@ -278,6 +302,8 @@ def measure_shape(shape: Shape, home: Path, turns: int, warmup: int) -> dict[str
         "total_ms": summary_ms(totals),
         "tool_ms": summary_ms(tools),
         "model_ms": summary_ms(models),
+        # Part of the overhead: time inside AuditLog.append, all events of the turn together.
+        "audit_ms": summary_ms(audits),
         "audit_lines_per_turn": round((audit_lines(home) - lines_before) / turns, 2),
         "prompts_per_turn": round((prompter.prompts - prompts_before) / turns, 2),
         "model_calls_per_turn": round((shape.model.calls - calls_before) / turns, 2),
@@ -356,6 +382,17 @@ def measure_stages(root: Path, data: Path, n: int, warmup: int) -> dict[str, dic
         )
 
     stages["permission_authorize_live_grant"] = summary_ms(_repeat(authorize, n, warmup))
+
+    folder = str(data)
+    stages["resolve_path"] = summary_ms(_repeat(lambda: resolve_path(folder), n, warmup))
+
+    def worker_thread() -> None:
+        # What the runner (and a permission prompt) pays for its worker, with no work in it.
+        worker = threading.Thread(target=lambda: None, daemon=True)
+        worker.start()
+        worker.join(15.0)
+
+    stages["thread_start_join_noop"] = summary_ms(_repeat(worker_thread, n, warmup))
 
     def digest_reply() -> None:
         digest("The notes are about the budget.")
@@ -443,16 +480,17 @@ def render(report: dict[str, Any]) -> str:
         f"homes under {report['directory']}; {report['turns']} turns per shape after "
         f"{report['warmup']} warm-up turns",
         "",
-        "pipeline overhead per turn (ms) = ask() wall time - tool run time - model time",
+        "pipeline overhead per turn (ms) = ask() wall time - tool run time - model time;",
+        "audit p50 = the part of it spent in AuditLog.append (lines = appends per turn)",
         f"{'shape':<22}{'p50':>8}{'p99':>8}{'mean':>8}{'max':>8}"
-        f"{'tool p50':>10}{'total p50':>11}{'audit/turn':>12}{'drift':>7}",
+        f"{'audit p50':>10}{'lines':>6}{'tool p50':>10}{'total p50':>10}{'drift':>7}",
     ]
     for name, r in report["shapes"].items():
         o = r["overhead_ms"]
         lines.append(
             f"{name:<22}{o['p50']:>8.3f}{o['p99']:>8.3f}{o['mean']:>8.3f}{o['max']:>8.2f}"
-            f"{r['tool_ms']['p50']:>10.3f}{r['total_ms']['p50']:>11.3f}"
-            f"{r['audit_lines_per_turn']:>12g}{r['drift']:>7.2f}"
+            f"{r['audit_ms']['p50']:>10.3f}{r['audit_lines_per_turn']:>6g}"
+            f"{r['tool_ms']['p50']:>10.3f}{r['total_ms']['p50']:>10.3f}{r['drift']:>7.2f}"
         )
     t = report["targets_ms"]
     lines += ["", f"targets: overhead p50 <= {t['p50']:g} ms, p99 <= {t['p99']:g} ms"]

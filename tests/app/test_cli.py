@@ -435,3 +435,10 @@ def test_broken_settings_file_is_a_clear_error_and_is_kept(user):
     assert "settings.json" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert (home / "settings.json").read_text() == "{ nope"
+
+
+def test_the_model_is_told_memory_does_not_exist_yet(user, scripted_server):
+    server = scripted_server([Text("I can't remember things yet.")])
+    run_cli(user, "ask", "remember that my dog is Rex", "--llm", server.base_url, "--no-refine")
+    system = server.requests[0]["messages"][0]["content"]
+    assert "cannot store or recall memories yet" in system
