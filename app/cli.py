@@ -66,10 +66,13 @@ class FlagPrompter:
         rules: Sequence[ApprovalRule],
         approve_all: str | None,
         terminal: tuple[IO[str], IO[str]] | None = None,
+        timed_s: float | None = None,
     ) -> None:
         self.rules = list(rules)
         self.approve_all = approve_all
         self.terminal = terminal
+        # How long a `timed` answer from a flag lasts (None: the settings' default).
+        self.timed_s = timed_s
 
     def ask(self, request: Any) -> Any:
         from broker.permissions import PromptDecision, scope_covers
@@ -88,8 +91,13 @@ class FlagPrompter:
                 continue
             if rule.mode == "deny":
                 return PromptDecision(allow=False, reason="user")
+            mode = GrantMode(rule.mode)
             return PromptDecision(
-                allow=True, mode=GrantMode(rule.mode), scope=rule.scope, reason="rule"
+                allow=True,
+                mode=mode,
+                scope=rule.scope,
+                duration_s=self.timed_s if mode is GrantMode.TIMED else None,
+                reason="rule",
             )
         if self.approve_all == "once":
             return PromptDecision(allow=True, mode=GrantMode.ONCE, reason="rule")
@@ -172,8 +180,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
         settings.router.model_refinement = False
     choice = connect_model(settings, args.llm, args.model)
     interactive = sys.stdin.isatty() and sys.stderr.isatty() and not args.approve_all
+    if args.timed_minutes is not None and not 0 < args.timed_minutes <= 24 * 60:
+        raise UsageError("--timed-minutes must be between 0 and 1440")
+    timed_s = args.timed_minutes * 60 if args.timed_minutes is not None else None
     prompter = FlagPrompter(
-        rules, args.approve_all, (sys.stdin, sys.stderr) if interactive else None
+        rules, args.approve_all, (sys.stdin, sys.stderr) if interactive else None, timed_s
     )
     session = Session(
         home=home,
@@ -350,6 +361,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="CAP=MODE[:SCOPE]",
         help="answer permission prompts: MODE is once|timed|session|always|deny; without SCOPE "
         "it answers only prompts for what your message named",
+    )
+    ask.add_argument(
+        "--timed-minutes",
+        type=float,
+        metavar="N",
+        help="how long a `timed` approval lasts (default: the setting, 5 minutes)",
     )
     ask.add_argument("--approve-all", choices=("once", "deny"), help="answer every prompt")
     ask.add_argument(

@@ -94,12 +94,14 @@ class ToolRunner:
         tool = self.registry.get(name) if isinstance(name, str) else None
         if tool is None or name not in turn.allowed:
             shown = ", ".join(sorted(turn.allowed)) or "none"
+            # The name is the model's: cap it before echoing it into the reason and back.
+            short = str(name)[:80]
             why = (
-                f"{name!r} is not a tool available in this turn (available: {shown})"
+                f"{short!r} is not a tool available in this turn (available: {shown})"
                 if tool is None
-                else f"{name!r} is not allowed for this request (available: {shown})"
+                else f"{short!r} is not allowed for this request (available: {shown})"
             )
-            return self._finish(turn, call_id, str(name)[:80], raw_arguments, "refused", why, tool)
+            return self._finish(turn, call_id, short, raw_arguments, "refused", why, tool)
 
         arguments, problem = self._parse_arguments(tool, raw_arguments)
         if arguments is None:
@@ -137,6 +139,9 @@ class ToolRunner:
                 parsed = json.loads(raw) if raw.strip() else {}
             except json.JSONDecodeError as exc:
                 return None, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+            except RecursionError:
+                # A few kilobytes of "[[[[..." are enough to exhaust the parser's stack.
+                return None, "arguments are nested too deeply to parse"
         else:
             parsed = raw
         if not isinstance(parsed, dict):

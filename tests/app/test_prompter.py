@@ -76,3 +76,10 @@ def test_terminal_answers(tmp_path, typed, mode):
 def test_terminal_default_is_no(tmp_path, typed):
     decision = ask_on_terminal(request(str(tmp_path), True), io.StringIO(typed), io.StringIO())
     assert decision.allow is False
+
+
+def test_timed_approval_carries_the_chosen_duration(tmp_path):
+    prompter = FlagPrompter([parse_approval("file_read=timed")], None, timed_s=600)
+    decision = prompter.ask(request(str(tmp_path), True))
+    assert decision.mode is GrantMode.TIMED
+    assert decision.duration_s == 600
