@@ -234,6 +234,10 @@ class Executor:
                         "content": outcome.model_text,
                     }
                 )
+                # One answer can hold any number of calls: the limits apply call by call, or a
+                # model repeating itself inside a single answer would run (and prompt) each one.
+                if stalled or errors >= self.settings.max_tool_errors:
+                    break
             if stalled:
                 result.reply = self._stopped(
                     result, "the model kept asking for the same tool call with the same arguments"

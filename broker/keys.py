@@ -62,9 +62,17 @@ def _from_keyring(home: Path) -> tuple[bytes | None, str]:
 def _from_file(path: Path) -> bytes:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
-        data = bytes.fromhex(path.read_text("ascii").strip())
+        try:
+            data = bytes.fromhex(path.read_text("ascii").strip())
+        except ValueError:  # UnicodeDecodeError included: not hex text at all
+            data = b""
         if len(data) != KEY_BYTES:
-            raise ValueError(f"{path} does not hold a {KEY_BYTES}-byte key")
+            # The secret only signs permission tokens, which last one session: a new one
+            # loses nothing, but replacing the file silently would hide whatever damaged it.
+            raise ValueError(
+                f"{path} is damaged: it should hold a {KEY_BYTES}-byte key as hex text. "
+                "Remove the file and Chamberlain will create a new one"
+            )
         return data
     key = secrets.token_bytes(KEY_BYTES)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

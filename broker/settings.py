@@ -14,7 +14,7 @@ from typing import Any
 
 import platformdirs
 from pydantic import BaseModel, Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 log = logging.getLogger("chamberlain.broker.settings")
 
@@ -81,6 +81,19 @@ class Settings(BaseSettings):
     policy: PolicyOverrides = Field(default_factory=PolicyOverrides)
     tools: ToolSettings = Field(default_factory=ToolSettings)
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # An environment variable overrides settings.json (which arrives as init values);
+        # pydantic-settings' default order would let the file silently win.
+        return env_settings, init_settings, dotenv_settings, file_secret_settings
+
 
 class SettingsError(Exception):
     pass
@@ -102,7 +115,10 @@ def load_settings(home: Path) -> Settings:
     """Read `home/settings.json` (absent → defaults). A broken file is an error, never replaced."""
     path = home / "settings.json"
     if not path.exists():
-        return Settings()
+        try:
+            return Settings()
+        except ValidationError as exc:
+            raise SettingsError(_invalid(exc, None)) from exc
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -112,7 +128,26 @@ def load_settings(home: Path) -> Settings:
     try:
         return Settings.model_validate(_migrate(raw))
     except ValidationError as exc:
-        raise SettingsError(f"{path} is not valid: {exc}") from exc
+        raise SettingsError(_invalid(exc, path)) from exc
+
+
+def _invalid(exc: ValidationError, path: Path | None) -> str:
+    """Name where a bad value came from: an environment variable overrides the file."""
+    present = {name.upper() for name in os.environ}
+    variables: list[str] = []
+    for error in exc.errors():
+        loc = [str(part).upper() for part in error["loc"]]
+        for end in range(len(loc), 0, -1):
+            name = "CHAMBERLAIN_" + "__".join(loc[:end])
+            if name in present:
+                variables.append(name)
+                break
+    if variables:
+        names = ", ".join(sorted(set(variables)))
+        return f"the environment variable {names} is not a valid setting: {exc}"
+    if path is None:
+        return f"the settings are not valid: {exc}"
+    return f"{path} is not valid: {exc}"
 
 
 def save_settings(home: Path, settings: Settings) -> None:

@@ -115,9 +115,7 @@ class Rig:
         records = [json.loads(line) for line in lines]
         return [r for r in records if name is None or r["event"] == name]
 
-    def token_for(
-        self, tool: Tool, call_id: str, arguments: dict[str, Any]
-    ) -> PermissionToken:
+    def token_for(self, tool: Tool, call_id: str, arguments: dict[str, Any]) -> PermissionToken:
         token = self.permissions.authorize(
             tool=tool.name,
             capability=tool.capability,

@@ -1,0 +1,507 @@
+"""The executor: direct actions, the no-model reply, and the model's bounded tool loop.
+
+The runner, permission broker, token authority and audit log are the real ones; tools are small
+test tools whose `run()` records every call. Only the model is a fake (see `ScriptedModel`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.audit import AuditLog
+from broker.clock import ManualClock
+from broker.executor import (
+    NO_MODEL_HELP,
+    Executor,
+    direct_arguments,
+)
+from broker.llm.base import AssistantMessage, ModelError, ModelToolCall, ModelUnavailable
+from broker.permissions import (
+    GrantStore,
+    PermissionBroker,
+    PermissionRequest,
+    PromptDecision,
+    TokenAuthority,
+)
+from broker.runner import ToolRunner, TurnScope
+from broker.settings import ExecutorSettings
+from broker.types import GrantMode, Intent, PolicyDecision, RouterArguments, RouterOutput
+from tools.manual import Capability, Tool, ToolManual, ToolResult
+from tools.registry import ToolRegistry
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"n": {"type": "integer"}, "topics": {"type": "array"}},
+    "additionalProperties": False,
+}
+
+Step = AssistantMessage | BaseException | Callable[[list[dict[str, Any]]], AssistantMessage]
+
+
+class ScriptedModel:
+    """A fake ChatModel at the edge: answers `chat` in-process from a script of steps.
+
+    It is a fake because the loop's logic, not the wire format, is under test here; the real
+    HTTP protocol (streaming, tool calls, broken JSON, server errors) is tested against a real
+    OpenAI-compatible server on 127.0.0.1 in tests/app/test_cli.py and tests/broker/test_llm.py.
+    A step is an AssistantMessage, an exception to raise, or a callable of the messages. When
+    the script runs out the last step repeats, like a model stuck in a loop.
+    """
+
+    name = "scripted-fake"
+    is_loopback = True
+    is_embedded = False
+
+    def __init__(self, steps: Sequence[Step]) -> None:
+        self.steps = list(steps)
+        self.requests: list[dict[str, Any]] = []
+
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> AssistantMessage:
+        self.requests.append({"messages": copy.deepcopy(messages), "tools": copy.deepcopy(tools)})
+        step = self.steps[min(len(self.requests), len(self.steps)) - 1]
+        if isinstance(step, BaseException):
+            raise step
+        if callable(step):
+            return step(messages)
+        return step
+
+    def chat_json(
+        self, messages: list[dict[str, Any]], schema: dict[str, Any], schema_name: str
+    ) -> str:
+        raise AssertionError("the executor never asks for routing JSON")
+
+
+def calls(*pairs: tuple[str, dict[str, Any] | str]) -> AssistantMessage:
+    """An assistant message asking for these tool calls (dict arguments are sent as JSON)."""
+    return AssistantMessage(
+        tool_calls=[
+            ModelToolCall(
+                id=f"m{i}", name=name, arguments=args if isinstance(args, str) else json.dumps(args)
+            )
+            for i, (name, args) in enumerate(pairs)
+        ],
+        finish_reason="tool_calls",
+    )
+
+
+def say(text: str) -> AssistantMessage:
+    return AssistantMessage(content=text, finish_reason="stop")
+
+
+class Body:
+    """A tool body that records each call and returns its arguments back, or waits first."""
+
+    def __init__(self, block: threading.Event | None = None) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.block = block
+
+    def __call__(self, arguments: dict[str, Any]) -> ToolResult:
+        self.calls.append(arguments)
+        if self.block is not None:
+            self.block.wait(10)
+        return ToolResult({"echo": arguments}, f"echo {arguments}")
+
+
+def manual(name: str, **extra: Any) -> ToolManual:
+    return ToolManual(
+        name=name,
+        description=f"the {name} test tool",
+        parameters=SCHEMA,
+        capability=Capability.SYSTEM_READ,
+        category="test",
+        **extra,
+    )
+
+
+class Granting:
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        return PromptDecision(allow=True, mode=GrantMode.ONCE)
+
+
+class Rig:
+    """An executor over real runner parts, with `probe` allowed and `hidden` registered."""
+
+    def __init__(
+        self,
+        tmp_path: Path,
+        model: ScriptedModel | None,
+        *,
+        settings: ExecutorSettings | None = None,
+        tools: dict[str, Body] | None = None,
+        manuals: dict[str, ToolManual] | None = None,
+        model_problem: str | None = None,
+    ) -> None:
+        self.bodies = tools or {"probe": Body(), "hidden": Body()}
+        manuals = manuals or {}
+        registry = ToolRegistry(
+            Tool(manuals.get(name) or manual(name), body) for name, body in self.bodies.items()
+        )
+        clock = ManualClock()
+        self.audit_path = tmp_path / "audit.jsonl"
+        audit = AuditLog(self.audit_path, clock)
+        permissions = PermissionBroker(
+            grants=GrantStore(None, clock),
+            tokens=TokenAuthority(b"e" * 32, clock),
+            prompter=Granting(),
+            audit=audit,
+            clock=clock,
+        )
+        runner = ToolRunner(registry, permissions, audit)
+        self.model = model
+        self.executor = Executor(
+            runner,
+            registry,
+            model,
+            settings or ExecutorSettings(),
+            audit,
+            model_problem,
+        )
+
+    def run(
+        self,
+        allowed: Sequence[str] = ("probe",),
+        router: RouterOutput | None = None,
+    ):
+        router = router or RouterOutput(
+            intent=Intent.ONE_SHOT_DISCOVERY, confidence=0.6, text="look around my computer"
+        )
+        policy = PolicyDecision(
+            intent=router.intent,
+            allowed_tools=list(allowed),
+            forbidden_tools=sorted(set(self.bodies) - set(allowed)),
+            required_capabilities=[Capability.SYSTEM_READ] if allowed else [],
+        )
+        return self.executor.run(router, policy, TurnScope("t-exec", list(allowed)))
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        if not self.audit_path.exists():
+            return []
+        records = [json.loads(line) for line in self.audit_path.read_text().splitlines()]
+        return [r for r in records if r["event"] == name]
+
+
+# --- direct_arguments ------------------------------------------------------------------------
+
+
+def _router(confidence: float = 0.9, **arguments: Any) -> RouterOutput:
+    return RouterOutput(
+        intent=Intent.FILE_TASK,
+        confidence=confidence,
+        arguments=RouterArguments(**arguments),
+        text="request",
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (
+            {"action": "list_files", "paths": ["~/Documents"]},
+            ("file_list", {"path": "~/Documents"}),
+        ),
+        ({"action": "read_file", "paths": ["~/a.txt"]}, ("file_read", {"path": "~/a.txt"})),
+        (
+            {"action": "search_files", "paths": ["~/Documents"], "pattern": "*.pdf"},
+            ("file_search", {"root": "~/Documents", "name_glob": "*.pdf"}),
+        ),
+        (
+            {"action": "search_files", "query": "invoice"},
+            ("file_search", {"root": "~", "content": "invoice"}),
+        ),
+        (
+            {"action": "search_files", "paths": ["/srv"], "pattern": "*.md", "query": "todo"},
+            ("file_search", {"root": "/srv", "name_glob": "*.md", "content": "todo"}),
+        ),
+        (
+            {"action": "system_info", "topics": ["memory", ""]},
+            ("system_info", {"topics": ["memory"]}),
+        ),
+        ({"action": "system_info"}, ("system_info", {})),
+    ],
+    ids=[
+        "list",
+        "read",
+        "search-glob",
+        "search-content-home",
+        "search-both",
+        "system-topics",
+        "system-all",
+    ],
+)
+def test_direct_arguments_for_each_action(arguments, expected):
+    assert direct_arguments(_router(**arguments)) == expected
+
+
+@pytest.mark.parametrize(
+    "router",
+    [
+        _router(0.84, action="list_files", paths=["~/Documents"]),
+        _router(0.95),
+        _router(action="list_files"),
+        _router(action="read_file", paths=["~/a", "~/b"]),
+        _router(action="search_files", paths=["~/Documents"]),
+        _router(action="search_files", paths=["~/a", "~/b"], pattern="*.txt"),
+    ],
+    ids=[
+        "unsure",
+        "no-action",
+        "no-path",
+        "two-paths",
+        "search-for-nothing",
+        "search-two-roots",
+    ],
+)
+def test_no_direct_action_unless_the_tool_and_arguments_are_certain(router):
+    assert direct_arguments(router) is None
+
+
+def test_a_direct_action_runs_through_the_runner_and_renders_without_a_model(tmp_path):
+    rig = Rig(tmp_path, None, tools={"system_info": Body()})
+    router = RouterOutput(
+        intent=Intent.SYSTEM_TASK,
+        confidence=0.9,
+        arguments=RouterArguments(action="system_info", topics=["memory"]),
+        text="how much memory is free",
+    )
+    result = rig.run(allowed=["system_info"], router=router)
+    assert result.direct is True
+    assert result.failed is False
+    assert rig.bodies["system_info"].calls == [{"topics": ["memory"]}]
+    assert result.reply == "echo {'topics': ['memory']}"
+    assert [e["data"]["status"] for e in rig.events("TOOL_CALL_END")] == ["ok"]
+
+
+def test_a_direct_action_is_phrased_by_the_model_without_tools(tmp_path):
+    model = ScriptedModel([say("Plenty of memory is free.")])
+    rig = Rig(tmp_path, model, tools={"system_info": Body()})
+    router = RouterOutput(
+        intent=Intent.SYSTEM_TASK,
+        confidence=0.9,
+        arguments=RouterArguments(action="system_info"),
+        text="how much memory is free",
+    )
+    result = rig.run(allowed=["system_info"], router=router)
+    assert result.reply == "Plenty of memory is free."
+    assert len(model.requests) == 1
+    assert model.requests[0]["tools"] is None
+
+
+def test_a_direct_action_the_policy_does_not_allow_is_not_taken(tmp_path):
+    rig = Rig(tmp_path, None, tools={"system_info": Body()})
+    router = RouterOutput(
+        intent=Intent.SYSTEM_TASK,
+        confidence=0.9,
+        arguments=RouterArguments(action="system_info"),
+        text="how much memory is free",
+    )
+    result = rig.run(allowed=[], router=router)
+    assert result.direct is False
+    assert result.failed is True
+    assert rig.bodies["system_info"].calls == []
+
+
+# --- no model ----------------------------------------------------------------------------------
+
+
+def test_chat_without_a_model_fails_with_the_help_text(tmp_path):
+    rig = Rig(tmp_path, None, model_problem="No model is configured (--llm none).")
+    result = rig.run(
+        allowed=[], router=RouterOutput(intent=Intent.CHAT_ONLY, confidence=0.85, text="a joke")
+    )
+    assert result.failed is True
+    assert result.reply.startswith("No model is configured (--llm none).")
+    assert NO_MODEL_HELP in result.reply
+    assert result.tool_calls == []
+    assert rig.events("TOOL_CALL_END") == []
+
+
+def test_an_unclear_tool_request_without_a_model_suggests_a_direct_one(tmp_path):
+    rig = Rig(tmp_path, None)
+    result = rig.run()
+    assert result.failed is True
+    assert "could not tell exactly which tool" in result.reply
+    assert NO_MODEL_HELP in result.reply
+    assert rig.bodies["probe"].calls == []
+
+
+# --- the model's tool loop ---------------------------------------------------------------------
+
+
+def test_the_loop_runs_a_tool_and_returns_the_final_answer(tmp_path):
+    model = ScriptedModel([calls(("probe", {"n": 7})), say("  The answer is 7.  ")])
+    rig = Rig(tmp_path, model)
+    result = rig.run()
+    assert result.reply == "The answer is 7."
+    assert result.failed is False
+    assert result.direct is False
+    assert result.iterations == 2
+    assert [(c.tool, c.status) for c in result.tool_calls] == [("probe", "ok")]
+    assert rig.bodies["probe"].calls == [{"n": 7}]
+    # The tool's result went back to the model as a tool message for its call id.
+    tool_message = model.requests[1]["messages"][-1]
+    assert tool_message["role"] == "tool"
+    assert tool_message["tool_call_id"] == "m0"
+    assert json.loads(tool_message["content"]) == {"echo": {"n": 7}}
+
+
+def test_the_model_is_shown_only_the_allowed_tools(tmp_path):
+    model = ScriptedModel([say("done")])
+    rig = Rig(tmp_path, model)
+    rig.run(allowed=["probe"])
+    assert model.requests[0]["tools"] == [manual("probe").openai_schema()]
+
+
+def test_with_no_allowed_tools_the_model_is_sent_none(tmp_path):
+    model = ScriptedModel([say("hello")])
+    rig = Rig(tmp_path, model)
+    result = rig.run(allowed=[])
+    assert model.requests[0]["tools"] is None
+    assert result.reply == "hello"
+
+
+def test_a_tool_the_model_was_not_shown_is_refused_and_the_loop_goes_on(tmp_path):
+    model = ScriptedModel([calls(("hidden", {"n": 1})), say("I can't.")])
+    rig = Rig(tmp_path, model)
+    result = rig.run()
+    assert [(c.tool, c.status) for c in result.tool_calls] == [("hidden", "refused")]
+    assert rig.bodies["hidden"].calls == []
+    assert result.reply == "I can't."
+    refusal = model.requests[1]["messages"][-1]["content"]
+    assert refusal.startswith("error (refused):")
+
+
+def test_the_iteration_budget_ends_the_loop(tmp_path):
+    def wander(messages: list[dict[str, Any]]) -> AssistantMessage:
+        step = sum(1 for m in messages if m["role"] == "tool")
+        return calls(("probe", {"n": step}))
+
+    model = ScriptedModel([wander])
+    rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=3))
+    result = rig.run()
+    assert result.iterations == 3
+    assert len(model.requests) == 3
+    assert [c.status for c in result.tool_calls] == ["ok", "ok", "ok"]
+    assert result.reply.startswith("I stopped: the model used its budget of 3 steps")
+    assert [e["data"]["iterations"] for e in rig.events("EXECUTOR_STOPPED")] == [3]
+
+
+def test_the_same_call_again_and_again_is_stopped_as_a_stall(tmp_path):
+    model = ScriptedModel([calls(("probe", {"n": 1}))])
+    rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=10, stall_repeats=3))
+    result = rig.run()
+    assert result.iterations == 3
+    assert len(rig.bodies["probe"].calls) == 3
+    assert "kept asking for the same tool call" in result.reply
+    assert len(rig.events("EXECUTOR_STOPPED")) == 1
+
+
+def test_the_same_arguments_spelled_differently_are_still_a_stall(tmp_path):
+    spellings = ['{"n": 1}', '{ "n":1 }', '{"n":1}']
+    model = ScriptedModel([calls(("probe", s)) for s in spellings])
+    rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=10, stall_repeats=3))
+    result = rig.run()
+    assert result.iterations == 3
+    assert "same tool call" in result.reply
+
+
+def test_a_stall_inside_one_answer_stops_the_rest_of_its_calls(tmp_path):
+    model = ScriptedModel([calls(*[("probe", {"n": 1})] * 12)])
+    rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=10, stall_repeats=3))
+    result = rig.run()
+    assert len(rig.bodies["probe"].calls) == 3
+    assert len(result.tool_calls) == 3
+    assert result.iterations == 1
+    assert "same tool call" in result.reply
+
+
+def test_consecutive_tool_errors_end_the_loop(tmp_path):
+    def broken(messages: list[dict[str, Any]]) -> AssistantMessage:
+        step = sum(1 for m in messages if m["role"] == "tool")
+        return calls(("probe", f'{{"n": {step}'))  # distinct each time, never valid JSON
+
+    model = ScriptedModel([broken])
+    rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=10, max_tool_errors=3))
+    result = rig.run()
+    assert result.iterations == 3
+    assert [c.status for c in result.tool_calls] == ["error"] * 3
+    assert result.reply.startswith("I stopped: 3 tool calls in a row failed or were refused")
+    assert "- probe: error — arguments are not valid JSON" in result.reply
+    assert rig.bodies["probe"].calls == []
+
+
+def test_consecutive_errors_inside_one_answer_stop_the_rest_of_its_calls(tmp_path):
+    model = ScriptedModel([calls(*[("nope", {"n": i}) for i in range(20)])])
+    rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=10, max_tool_errors=3))
+    result = rig.run()
+    assert [c.status for c in result.tool_calls] == ["refused"] * 3
+    assert "3 tool calls in a row" in result.reply
+
+
+def test_a_success_resets_the_error_count(tmp_path):
+    model = ScriptedModel(
+        [
+            calls(("hidden", {"n": 1})),
+            calls(("hidden", {"n": 2})),
+            calls(("probe", {"n": 3})),
+            calls(("hidden", {"n": 4})),
+            calls(("hidden", {"n": 5})),
+            say("finally"),
+        ]
+    )
+    rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=10, max_tool_errors=3))
+    result = rig.run()
+    assert result.reply == "finally"
+    assert [c.status for c in result.tool_calls] == ["refused", "refused", "ok"] + ["refused"] * 2
+    assert rig.events("EXECUTOR_STOPPED") == []
+
+
+def test_a_model_error_mid_loop_keeps_earlier_calls_and_fails(tmp_path):
+    model = ScriptedModel([calls(("probe", {"n": 1})), ModelError("HTTP 500 from the server")])
+    rig = Rig(tmp_path, model)
+    result = rig.run()
+    assert result.failed is True
+    assert result.reply == "The model failed: HTTP 500 from the server"
+    assert [(c.tool, c.status) for c in result.tool_calls] == [("probe", "ok")]
+    assert result.iterations == 2
+
+
+def test_a_model_that_goes_away_mid_loop_explains_how_to_connect_one(tmp_path):
+    model = ScriptedModel([calls(("probe", {"n": 1})), ModelUnavailable("nothing answers")])
+    rig = Rig(tmp_path, model)
+    result = rig.run()
+    assert result.failed is True
+    assert result.reply.startswith("nothing answers")
+    assert NO_MODEL_HELP in result.reply
+    assert len(result.tool_calls) == 1
+
+
+def test_a_hung_tool_times_out_and_the_loop_continues(tmp_path):
+    release = threading.Event()
+    model = ScriptedModel([calls(("slow", {"n": 1})), say("It took too long.")])
+    rig = Rig(
+        tmp_path,
+        model,
+        tools={"slow": Body(block=release)},
+        manuals={"slow": manual("slow", timeout_s=0.05)},
+    )
+    try:
+        result = rig.run(allowed=["slow"])
+    finally:
+        release.set()
+    assert [c.status for c in result.tool_calls] == ["timeout"]
+    assert result.reply == "It took too long."
+    assert "did not finish" in model.requests[1]["messages"][-1]["content"]
+
+
+def test_an_empty_final_answer_is_replaced_by_a_sentence(tmp_path):
+    rig = Rig(tmp_path, ScriptedModel([say("   ")]))
+    assert rig.run().reply == "The model returned an empty answer."

@@ -1,0 +1,225 @@
+"""Session.ask end to end, in-process: router → policy → permissions → executor → post-hooks.
+
+Real parts: the builtin tools on real files under tmp_path, the bundled policy table, a real
+home with its audit log and token key, a ManualClock. The prompter grants (as a user clicking
+"allow once" would); the model, where there is one, is a fake at the edge (see RoutingModel).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.audit import verify
+from broker.clock import ManualClock
+from broker.llm.base import AssistantMessage
+from broker.permissions import PermissionRequest, PromptDecision
+from broker.router import NEEDS_FIELDS
+from broker.session import Session
+from broker.settings import Settings
+from broker.types import GrantMode, Intent, TurnResult
+
+
+class AllowOnce:
+    """The user answers every permission prompt with "allow once"."""
+
+    def __init__(self) -> None:
+        self.asked: list[PermissionRequest] = []
+
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        self.asked.append(request)
+        return PromptDecision(allow=True, mode=GrantMode.ONCE)
+
+
+class RoutingModel:
+    """A fake ChatModel at the edge: a fixed routing verdict for `chat_json`, a fixed reply.
+
+    The real HTTP protocol, JSON-schema routing requests included, is tested against a real
+    OpenAI-compatible server on 127.0.0.1 in tests/app/test_cli.py and tests/broker/test_llm.py;
+    here only whether the session asks the model to route, and what it does with the answer,
+    is under test.
+    """
+
+    name = "fake-router"
+    is_loopback = True
+    is_embedded = False
+
+    def __init__(self, intent: Intent = Intent.SYSTEM_TASK, confidence: float = 0.9) -> None:
+        self.verdict: dict[str, Any] = {name: False for name in NEEDS_FIELDS}
+        self.verdict.update(intent=intent.value, risk_level="low", confidence=confidence)
+        self.json_requests: list[list[dict[str, Any]]] = []
+        self.chat_requests: list[dict[str, Any]] = []
+
+    def chat_json(
+        self, messages: list[dict[str, Any]], schema: dict[str, Any], schema_name: str
+    ) -> str:
+        self.json_requests.append(messages)
+        return json.dumps(self.verdict)
+
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> AssistantMessage:
+        self.chat_requests.append({"messages": messages, "tools": tools})
+        return AssistantMessage(content="fake reply", finish_reason="stop")
+
+
+class RecordingHook:
+    """A memory hook as the memory store will plug in: sees each finished turn, returns events."""
+
+    def __init__(self) -> None:
+        self.turns: list[TurnResult] = []
+
+    def after_turn(self, turn: TurnResult) -> list[dict[str, Any]]:
+        self.turns.append(turn.model_copy(deep=True))
+        return [{"kind": "proposed", "turn": len(self.turns)}]
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "Documents"
+    folder.mkdir()
+    (folder / "plan.txt").write_text("Buy milk\nCall the bank\n")
+    (folder / "budget.csv").write_text("rent,900\n")
+    return folder
+
+
+def open_session(tmp_path: Path, **options: Any) -> Session:
+    options.setdefault("prompter", AllowOnce())
+    return Session(home=tmp_path / "home", settings=Settings(), clock=ManualClock(), **options)
+
+
+def audit_events(session: Session, name: str) -> list[dict[str, Any]]:
+    records = [json.loads(line) for line in session.audit.path.read_text().splitlines()]
+    return [r for r in records if r["event"] == name]
+
+
+def test_ask_lists_a_folder_under_a_granted_permission(tmp_path, docs):
+    prompter = AllowOnce()
+    session = open_session(tmp_path, prompter=prompter)
+    turn = session.ask(f"list files in {docs}")
+
+    assert turn.router.intent is Intent.FILE_TASK
+    assert turn.router.source == "heuristic"
+    assert turn.policy.allowed_tools == ["file_list", "file_read", "file_search"]
+    assert turn.direct is True
+    assert turn.failed is False
+    assert turn.model is None
+    assert turn.iterations == 0
+    [call] = turn.tool_calls
+    assert (call.tool, call.status, call.capability) == ("file_list", "ok", "file_read")
+    assert call.token_id
+    assert "plan.txt" in turn.reply
+    assert "budget.csv" in turn.reply
+    assert [r.scope for r in prompter.asked] == [str(docs)]
+
+
+def test_without_a_grant_the_turn_fails_and_nothing_is_read(tmp_path, docs):
+    class Deny:
+        def ask(self, request: PermissionRequest) -> PromptDecision:
+            return PromptDecision(allow=False)
+
+    session = open_session(tmp_path, prompter=Deny())
+    turn = session.ask(f"read {docs}/plan.txt")
+    assert turn.failed is True
+    assert [c.status for c in turn.tool_calls] == ["denied"]
+    assert "Buy milk" not in turn.reply
+    assert audit_events(session, "TOOL_CALL_START") == []
+
+
+def test_once_grants_end_with_their_turn(tmp_path, docs):
+    prompter = AllowOnce()
+    session = open_session(tmp_path, prompter=prompter)
+    first = session.ask(f"list files in {docs}")
+    assert [c.status for c in first.tool_calls] == ["ok"]
+    assert [g for g in session.permissions.grants.live() if g.mode is GrantMode.ONCE] == []
+    granted = audit_events(session, "PERMISSION_GRANTED")
+    revoked = audit_events(session, "PERMISSION_REVOKED")
+    assert [g["data"]["mode"] for g in granted] == ["once"]
+    assert [r["data"]["grant_id"] for r in revoked] == [granted[0]["data"]["grant_id"]]
+    # The next turn has to ask again.
+    session.ask(f"list files in {docs}")
+    assert len(prompter.asked) == 2
+
+
+def test_the_audit_chain_verifies_after_several_turns(tmp_path, docs):
+    session = open_session(tmp_path)
+    replies = [
+        session.ask(f"list files in {docs}").reply,
+        session.ask(f"read {docs}/plan.txt").reply,
+        session.ask("tell me a joke").reply,
+    ]
+    assert "Buy milk" in replies[1]
+    result = verify(session.audit.path)
+    assert result.ok, result.reason
+    assert len(audit_events(session, "TURN_START")) == 3
+    assert len(audit_events(session, "TURN_END")) == 3
+    # The file was read, and its text is still nowhere in the log.
+    assert "Buy milk" not in session.audit.path.read_text()
+
+
+def test_a_sure_heuristic_is_not_sent_to_the_model_for_routing(tmp_path, docs):
+    model = RoutingModel(intent=Intent.CHAT_ONLY)
+    session = open_session(tmp_path, model=model)
+    turn = session.ask(f"list files in {docs}")
+    assert turn.router.confidence >= 0.85
+    assert model.json_requests == []
+    assert turn.router.source == "heuristic"
+    assert turn.direct is True
+    assert turn.reply == "fake reply"
+    assert turn.model == "fake-router"
+
+
+def test_an_unsure_heuristic_is_refined_by_the_model_which_may_change_the_intent(tmp_path):
+    model = RoutingModel(intent=Intent.SYSTEM_TASK, confidence=0.9)
+    session = open_session(tmp_path, model=model)
+    text = "tell me about my stuff"
+    turn = session.ask(text)
+    assert len(model.json_requests) == 1
+    assert text in model.json_requests[0][-1]["content"]
+    assert turn.router.source == "model"
+    assert turn.router.intent is Intent.SYSTEM_TASK
+    assert turn.policy.allowed_tools == ["system_info"]
+    # The loop then showed the model exactly the tools of the refined intent.
+    shown = [t["function"]["name"] for t in model.chat_requests[0]["tools"]]
+    assert shown == ["system_info"]
+    assert turn.reply == "fake reply"
+
+
+def test_refinement_switched_off_keeps_the_heuristics(tmp_path):
+    model = RoutingModel(intent=Intent.SYSTEM_TASK)
+    settings = Settings()
+    settings.router.model_refinement = False
+    session = Session(
+        home=tmp_path / "home",
+        settings=settings,
+        clock=ManualClock(),
+        prompter=AllowOnce(),
+        model=model,
+    )
+    turn = session.ask("tell me about my stuff")
+    assert model.json_requests == []
+    assert turn.router.intent is Intent.CHAT_ONLY
+
+
+def test_memory_hooks_run_once_per_turn_and_their_events_land_in_the_result(tmp_path, docs):
+    hook = RecordingHook()
+    session = open_session(tmp_path, memory_hooks=[hook])
+    first = session.ask(f"list files in {docs}")
+    second = session.ask("tell me a joke")
+
+    assert len(hook.turns) == 2
+    assert first.memory == [{"kind": "proposed", "turn": 1}]
+    assert second.memory == [{"kind": "proposed", "turn": 2}]
+    # The hook saw the finished turn: its reply and its tool calls.
+    assert hook.turns[0].reply == first.reply
+    assert [c.tool for c in hook.turns[0].tool_calls] == ["file_list"]
+    assert [e["data"]["events"] for e in audit_events(session, "POSTHOOK_MEMORY")] == [1, 1]
+
+
+def test_the_token_secret_falls_back_to_a_file_in_the_home(tmp_path):
+    session = open_session(tmp_path)
+    assert session.secret.in_keyring is False
+    assert (tmp_path / "home" / "token.key").exists()
