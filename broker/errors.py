@@ -9,9 +9,11 @@ from broker.settings import SettingsError
 
 def user_message(exc: BaseException) -> str | None:
     """A plain message for a failure we expect; None for a bug (let it show its traceback)."""
+    from broker.keys import KeyFileError
     from broker.permissions import PermissionStoreError
 
-    if isinstance(exc, SettingsError | PolicyError | SelfTestError | PermissionStoreError):
+    expected = SettingsError | PolicyError | SelfTestError | PermissionStoreError | KeyFileError
+    if isinstance(exc, expected):
         return str(exc)
     if isinstance(exc, PermissionError):
         return f"permission denied: {exc.filename or exc} — check the home directory's owner"

@@ -238,6 +238,8 @@ class Executor:
                 # model repeating itself inside a single answer would run (and prompt) each one.
                 if stalled or errors >= self.settings.max_tool_errors:
                     break
+                if len(result.tool_calls) >= self.settings.max_tool_calls:
+                    break
             if stalled:
                 result.reply = self._stopped(
                     result, "the model kept asking for the same tool call with the same arguments"
@@ -246,6 +248,13 @@ class Executor:
             if errors >= self.settings.max_tool_errors:
                 result.reply = self._stopped(
                     result, f"{errors} tool calls in a row failed or were refused"
+                )
+                return result
+            if len(result.tool_calls) >= self.settings.max_tool_calls:
+                result.reply = self._stopped(
+                    result,
+                    f"the model made {len(result.tool_calls)} tool calls, the most one "
+                    "request may make",
                 )
                 return result
         result.reply = self._stopped(

@@ -20,6 +20,10 @@ SERVICE = "chamberlain"
 KEY_BYTES = 32
 
 
+class KeyFileError(ValueError):
+    """The fallback key file exists but does not hold a key; it is kept for the user to see."""
+
+
 @dataclass(frozen=True)
 class InstallSecret:
     key: bytes
@@ -69,7 +73,7 @@ def _from_file(path: Path) -> bytes:
         if len(data) != KEY_BYTES:
             # The secret only signs permission tokens, which last one session: a new one
             # loses nothing, but replacing the file silently would hide whatever damaged it.
-            raise ValueError(
+            raise KeyFileError(
                 f"{path} is damaged: it should hold a {KEY_BYTES}-byte key as hex text. "
                 "Remove the file and Chamberlain will create a new one"
             )

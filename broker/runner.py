@@ -234,12 +234,9 @@ class ToolRunner:
         result = box[0]
         model_text = json.dumps(result.data, ensure_ascii=False, default=str)
         cap = tool.manual.output_cap
-        truncated = result.truncated
+        # The cap bounds what the model sees; the user's rendering (result.text) is the tool's own.
         if len(model_text) > cap:
             model_text = model_text[:cap] + f"… [output truncated at {cap} characters]"
-            truncated = True
-        if truncated and not result.truncated:
-            result = ToolResult(result.data, result.text, True, result.meta)
         outcome = self._finish(
             turn, call_id, tool.name, arguments, "ok", "", tool, token_id, model_text
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 log = logging.getLogger("chamberlain.broker.settings")
@@ -29,6 +29,8 @@ def default_home() -> Path:
 
 
 class LLMSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     # "auto" probes the usual loopback ports; "none" disables the model; else a base URL.
     url: str = "auto"
     model: str | None = None
@@ -38,34 +40,48 @@ class LLMSettings(BaseModel):
 
 
 class RouterSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     confidence_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     # None: on for external servers, off for the embedded model.
     model_refinement: bool | None = None
 
 
 class ExecutorSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     max_iterations: int = Field(default=5, ge=1, le=10)
     stall_repeats: int = Field(default=3, ge=2, le=10)
     max_argument_bytes: int = Field(default=16 * 1024, ge=256)
     max_tool_errors: int = Field(default=3, ge=1, le=10)
+    # All calls in one turn, however they are spread over the model's answers.
+    max_tool_calls: int = Field(default=20, ge=1, le=200)
 
 
 class PermissionSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     prompt_timeout_s: float = Field(default=60.0, gt=0)
     timed_default_minutes: float = Field(default=5.0, gt=0)
 
 
 class IntentOverride(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     add: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
 
 
 class PolicyOverrides(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     deny: list[str] = Field(default_factory=list)
     intents: dict[str, IntentOverride] = Field(default_factory=dict)
 
 
 class ToolSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     file_read_max_bytes: int = Field(default=256 * 1024, ge=1024)
     file_search_max_results: int = Field(default=200, ge=1)
 

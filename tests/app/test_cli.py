@@ -442,3 +442,14 @@ def test_the_model_is_told_memory_does_not_exist_yet(user, scripted_server):
     run_cli(user, "ask", "remember that my dog is Rex", "--llm", server.base_url, "--no-refine")
     system = server.requests[0]["messages"][0]["content"]
     assert "cannot store or recall memories yet" in system
+
+
+def test_damaged_token_key_is_a_clear_error_and_is_kept(user):
+    home = user / ".chamberlain"
+    home.mkdir()
+    (home / "token.key").write_text("not a key")
+    proc = run_cli(user, "ask", "list files in ~/Documents", "--llm", "none")
+    assert proc.returncode == 1
+    assert "token.key is damaged" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert (home / "token.key").read_text() == "not a key"

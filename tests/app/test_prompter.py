@@ -14,8 +14,12 @@ from tools.manual import Capability
 
 def request(scope: str, user_scope: bool, capability=Capability.FILE_READ) -> PermissionRequest:
     return PermissionRequest(
-        capability=capability, scope=scope, tool="file_read", arguments={"path": scope},
-        call_id="c1", user_scope=user_scope,
+        capability=capability,
+        scope=scope,
+        tool="file_read",
+        arguments={"path": scope},
+        call_id="c1",
+        user_scope=user_scope,
     )
 
 
@@ -61,8 +65,12 @@ def test_rules_for_another_capability_do_not_answer(tmp_path):
 
 @pytest.mark.parametrize(
     ("typed", "mode"),
-    [("o\n", GrantMode.ONCE), ("s\n", GrantMode.SESSION), ("always\n", GrantMode.ALWAYS),
-     ("t\n", GrantMode.TIMED)],
+    [
+        ("o\n", GrantMode.ONCE),
+        ("s\n", GrantMode.SESSION),
+        ("always\n", GrantMode.ALWAYS),
+        ("t\n", GrantMode.TIMED),
+    ],
 )
 def test_terminal_answers(tmp_path, typed, mode):
     shown = io.StringIO()

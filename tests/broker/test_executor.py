@@ -505,3 +505,13 @@ def test_a_hung_tool_times_out_and_the_loop_continues(tmp_path):
 def test_an_empty_final_answer_is_replaced_by_a_sentence(tmp_path):
     rig = Rig(tmp_path, ScriptedModel([say("   ")]))
     assert rig.run().reply == "The model returned an empty answer."
+
+
+def test_one_turn_makes_at_most_max_tool_calls(tmp_path):
+    """Distinct calls that all succeed are still bounded per turn."""
+    many = calls(*[("probe", {"n": n}) for n in range(30)])
+    rig = Rig(tmp_path, ScriptedModel([many]), settings=ExecutorSettings(max_tool_calls=7))
+    result = rig.run()
+    assert len(result.tool_calls) == 7
+    assert len(rig.bodies["probe"].calls) == 7
+    assert "7 tool calls" in result.reply

@@ -140,3 +140,9 @@ def test_save_then_load_round_trips(tmp_path):
 def test_default_home_follows_chamberlain_home(tmp_path, monkeypatch):
     monkeypatch.setenv("CHAMBERLAIN_HOME", str(tmp_path / "elsewhere"))
     assert default_home() == tmp_path / "elsewhere"
+
+
+def test_a_misspelled_key_inside_a_section_is_rejected(tmp_path):
+    (tmp_path / "settings.json").write_text('{"executor": {"max_iteratons": 3}}')
+    with pytest.raises(SettingsError, match="max_iteratons"):
+        load_settings(tmp_path)
