@@ -421,8 +421,9 @@ def test_output_over_the_cap_is_truncated_and_marked_for_the_model(tmp_path):
     assert outcome.model_text.startswith(full[:100])
     assert full[:101] not in outcome.model_text
     assert outcome.model_text.endswith("[output truncated at 100 characters]")
+    # The cap bounds the model's view only; the user's rendering is the tool's own, uncut.
     assert outcome.result is not None
-    assert outcome.result.truncated is True
+    assert outcome.result.truncated is False
     assert outcome.record.output_len == len(outcome.model_text)
 
 
