@@ -1,7 +1,7 @@
 """What the pipeline itself costs per turn, with the model's and the tools' time taken out.
 
     python -m bench.pipeline_overhead [--turns 500] [--warmup 50] [--json] [--dir DIR]
-                                      [--profile SHAPE]
+                                      [--shape NAME ...] [--profile SHAPE] [--aging TURNS]
 
 Drives real `Session.ask` turns — router heuristics, policy gate, permission check and token,
 runner (schema check, worker thread, output cap), post-hooks, and every audit append to a real
@@ -22,9 +22,12 @@ microseconds. Each shape gets its own fresh home in a temporary directory (remov
 Overhead = wall time of ``ask()`` minus the time spent inside tool ``run`` callables and inside
 the model's ``chat``/``chat_json``, both timed separately and reported. Thread start/join for
 the tool worker and the permission prompt is pipeline cost and stays in. The garbage collector
-stays on, as in the app. Stage timings (router, policy, one audit append, a permission check on
-a live grant) are measured on their own afterwards. ``--profile SHAPE`` prints a cProfile of
-that shape's turns instead. A benchmark reports figures; it asserts nothing.
+stays on, as in the app. Inside each turn, the time spent in the audit log, the permission
+check and the runner is also summed (by wrapping those methods on the session's own objects).
+Stage timings (router, policy, one audit append, a permission check on a live grant, a bare
+thread) are measured on their own afterwards. ``--profile SHAPE`` prints a cProfile of that
+shape's turns instead; ``--aging TURNS`` shows whether one long session gets slower. A
+benchmark reports figures; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -210,27 +213,41 @@ def open_session(home: Path, shape: Shape, tool_ns: list[int]) -> Session:
         )
 
 
-def time_audit_appends(audit: AuditLog) -> list[int]:
-    """Wrap this log's `append` (on the instance only) to add its wall time (ns) to a counter.
+def time_calls(owner: object, method: str) -> list[int]:
+    """Wrap ``owner.method`` (on that instance only) to add its wall time (ns) to a counter.
 
-    Every stage holds the same AuditLog object, so the instance attribute catches them all.
+    The stages share their objects (one AuditLog, one PermissionBroker, one ToolRunner), so an
+    instance attribute catches every call a turn makes through them.
     """
     spent = [0]
-    append = audit.append
+    original = getattr(owner, method)
 
-    def timed(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    def timed(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter_ns()
         try:
-            return append(*args, **kwargs)
+            return original(*args, **kwargs)
         finally:
             spent[0] += time.perf_counter_ns() - start
 
-    audit.append = timed  # type: ignore[method-assign]
+    setattr(owner, method, timed)
     return spent
 
 
+# Parts of a turn timed inside it: (report key, object, method). They nest: the runner's time
+# includes its permission check and audit lines; all three include their own audit lines.
+def turn_parts(session: Session) -> dict[str, list[int]]:
+    return {
+        "audit_ms": time_calls(session.audit, "append"),
+        "authorize_ms": time_calls(session.permissions, "authorize"),
+        "runner_ms": time_calls(session.runner, "execute"),
+    }
+
+
 def audit_lines(home: Path) -> int:
-    with (home / "audit.jsonl").open("rb") as handle:
+    path = home / "audit.jsonl"
+    if not path.exists():
+        return 0
+    with path.open("rb") as handle:
         return sum(1 for _ in handle)
 
 
@@ -264,7 +281,7 @@ def summary_ms(ns: list[int]) -> dict[str, float]:
 def measure_shape(shape: Shape, home: Path, turns: int, warmup: int) -> dict[str, Any]:
     tool_ns = [0]
     session = open_session(home, shape, tool_ns)
-    audit_ns = time_audit_appends(session.audit)
+    parts = turn_parts(session)
     prompter = session.prompter
     assert isinstance(prompter, GrantingPrompter)
     for _ in range(warmup):
@@ -276,10 +293,12 @@ def measure_shape(shape: Shape, home: Path, turns: int, warmup: int) -> dict[str
     overheads: list[int] = []
     tools: list[int] = []
     models: list[int] = []
-    audits: list[int] = []
+    part_times: dict[str, list[int]] = {key: [] for key in parts}
     statuses: set[str] = set()
     for _ in range(turns):
-        tool_ns[0] = audit_ns[0] = 0
+        tool_ns[0] = 0
+        for counter in parts.values():
+            counter[0] = 0
         model_before = shape.model.spent_ns
         start = time.perf_counter_ns()
         result = session.ask(shape.text)
@@ -289,7 +308,8 @@ def measure_shape(shape: Shape, home: Path, turns: int, warmup: int) -> dict[str
         totals.append(total)
         tools.append(tool_ns[0])
         models.append(model)
-        audits.append(audit_ns[0])
+        for key, counter in parts.items():
+            part_times[key].append(counter[0])
         overheads.append(total - tool_ns[0] - model)
     session.audit.close()
     if statuses - {"ok"} or result.failed:
@@ -302,8 +322,10 @@ def measure_shape(shape: Shape, home: Path, turns: int, warmup: int) -> dict[str
         "total_ms": summary_ms(totals),
         "tool_ms": summary_ms(tools),
         "model_ms": summary_ms(models),
-        # Part of the overhead: time inside AuditLog.append, all events of the turn together.
-        "audit_ms": summary_ms(audits),
+        # Parts of the overhead, each summed over the turn: AuditLog.append (every event),
+        # PermissionBroker.authorize (grant lookup or prompt, token) and ToolRunner.execute
+        # (the whole call, tool time and worker thread included). They overlap.
+        **{key: summary_ms(times) for key, times in part_times.items()},
         "audit_lines_per_turn": round((audit_lines(home) - lines_before) / turns, 2),
         "prompts_per_turn": round((prompter.prompts - prompts_before) / turns, 2),
         "model_calls_per_turn": round((shape.model.calls - calls_before) / turns, 2),
@@ -314,6 +336,42 @@ def measure_shape(shape: Shape, home: Path, turns: int, warmup: int) -> dict[str
         ),
         "tool_calls": [c.tool for c in result.tool_calls],
     }
+
+
+def measure_aging(root: Path, turns: int, block: int) -> dict[str, list[dict[str, Any]]]:
+    """Overhead p50 per block of turns over one long session: does a turn get slower with age?
+
+    Once-grants are the case to watch: each turn makes one and revokes it.
+    """
+    data = root / "data"
+    make_data(data)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for shape in make_shapes(data):
+        if shape.name not in ("direct_list_once", "direct_list_session"):
+            continue
+        tool_ns = [0]
+        session = open_session(root / f"aging-{shape.name}", shape, tool_ns)
+        rows: list[dict[str, Any]] = []
+        overheads: list[int] = []
+        for done in range(1, turns + 1):
+            tool_ns[0] = 0
+            model_before = shape.model.spent_ns
+            start = time.perf_counter_ns()
+            session.ask(shape.text)
+            total = time.perf_counter_ns() - start
+            overheads.append(total - tool_ns[0] - (shape.model.spent_ns - model_before))
+            if done % block == 0 or done == turns:
+                rows.append(
+                    {
+                        "turns_done": done,
+                        "overhead_p50_ms": summary_ms(overheads)["p50"],
+                        "grants_held": len(session.permissions.grants.all()),
+                    }
+                )
+                overheads = []
+        session.audit.close()
+        out[shape.name] = rows
+    return out
 
 
 def _repeat(fn: Callable[[], object], n: int, warmup: int) -> list[int]:
@@ -492,6 +550,19 @@ def render(report: dict[str, Any]) -> str:
             f"{r['audit_ms']['p50']:>10.3f}{r['audit_lines_per_turn']:>6g}"
             f"{r['tool_ms']['p50']:>10.3f}{r['total_ms']['p50']:>10.3f}{r['drift']:>7.2f}"
         )
+    lines += [
+        "",
+        "parts of the overhead, summed per turn (ms; they overlap: runner includes authorize,",
+        "all include their own audit lines; runner also includes the tool's run time)",
+        f"{'shape':<22}{'audit p50':>10}{'p99':>8}{'auth p50':>10}{'p99':>8}"
+        f"{'runner p50':>12}{'p99':>8}",
+    ]
+    for name, r in report["shapes"].items():
+        a, p, x = r["audit_ms"], r["authorize_ms"], r["runner_ms"]
+        lines.append(
+            f"{name:<22}{a['p50']:>10.3f}{a['p99']:>8.3f}{p['p50']:>10.3f}{p['p99']:>8.3f}"
+            f"{x['p50']:>12.3f}{x['p99']:>8.3f}"
+        )
     t = report["targets_ms"]
     lines += ["", f"targets: overhead p50 <= {t['p50']:g} ms, p99 <= {t['p99']:g} ms"]
     for name, r in report["shapes"].items():
@@ -517,6 +588,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--shape", action="append", help="only this shape (repeatable)")
     parser.add_argument("--profile", metavar="SHAPE", help="print a cProfile of SHAPE's turns")
+    parser.add_argument(
+        "--aging",
+        type=int,
+        metavar="TURNS",
+        help="instead: overhead p50 per 1000 turns over TURNS turns of one session",
+    )
     args = parser.parse_args(argv)
     if args.turns < 1 or args.warmup < 0:
         parser.error("--turns must be at least 1 and --warmup at least 0")
@@ -525,6 +602,19 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp)
         if args.profile:
             print(profile(root, args.profile, args.turns, args.warmup))
+            return 0
+        if args.aging:
+            aging = measure_aging(root, args.aging, min(1000, args.aging))
+            if args.json:
+                print(json.dumps(aging, indent=2))
+                return 0
+            print(f"{'shape':<22}{'turns done':>11}{'p50 ms':>9}{'grants held':>13}")
+            for name, rows in aging.items():
+                for row in rows:
+                    print(
+                        f"{name:<22}{row['turns_done']:>11}{row['overhead_p50_ms']:>9.3f}"
+                        f"{row['grants_held']:>13}"
+                    )
             return 0
         report = run(root, args.turns, args.warmup, args.shape)
     print(json.dumps(report, indent=2) if args.json else render(report))
