@@ -74,6 +74,11 @@ class FlagPrompter:
         # How long a `timed` answer from a flag lasts (None: the settings' default).
         self.timed_s = timed_s
 
+    @property
+    def answers_instantly(self) -> bool:
+        """Rules answer at once; only the terminal can keep the user (and a timeout) waiting."""
+        return self.terminal is None
+
     def ask(self, request: Any) -> Any:
         from broker.permissions import PromptDecision, scope_covers
         from broker.types import GrantMode

@@ -418,7 +418,7 @@ def measure_stages(root: Path, data: Path, n: int, warmup: int) -> dict[str, dic
     stages["audit_append_router_output"] = summary_ms(_repeat(append, n, warmup))
 
     def append_small() -> None:
-        audit.append(AuditEvent.TURN_END, turn_id="t-0123456789ab")
+        audit.append(AuditEvent.POSTHOOK_SUMMARY, turn_id="t-0123456789ab")
 
     stages["audit_append_small"] = summary_ms(_repeat(append_small, n, warmup))
     audit.close()

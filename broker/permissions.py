@@ -35,6 +35,8 @@ log = logging.getLogger("chamberlain.broker.permissions")
 ANY_SCOPE = "*"
 ONCE_LIFETIME_S = 300.0
 TOKEN_LIFETIME_S = 120.0
+# How long an expired token is still recognised (and refused as "expired", not "unknown").
+TOKEN_MEMORY_S = 600.0
 
 
 def args_digest(arguments: dict[str, Any]) -> str:
@@ -43,15 +45,22 @@ def args_digest(arguments: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def scope_covers(capability: Capability, scope: str, targets: Iterable[str]) -> bool:
-    """Whether every target lies inside the scope. Targets are already normalised by the tool."""
+def scope_covers(
+    capability: Capability, scope: str, targets: Iterable[str], *, resolve_scope: bool = True
+) -> bool:
+    """Whether every target lies inside the scope.
+
+    Targets are already normalised by the tool (resolved absolute paths). A scope the user typed
+    is resolved here; a grant's scope was resolved when it was granted, and is not re-resolved
+    (`resolve_scope=False`): a symlink changed later must not move what was granted.
+    """
     if capability not in PATH_SCOPED:
         return scope == ANY_SCOPE
     if scope == ANY_SCOPE:
         return False  # a path capability is never granted for "everywhere"
     try:
-        prefix = resolve_path(scope)
-        return all(is_within(resolve_path(t), prefix) for t in targets)
+        prefix = resolve_path(scope) if resolve_scope else Path(scope)
+        return all(is_within(Path(t), prefix) for t in targets)
     except ValueError:
         return False
 
@@ -96,12 +105,24 @@ class Prompter(Protocol):
 class DenyPrompter:
     """Headless with nobody to ask: every request is denied."""
 
+    answers_instantly = True
+
     def ask(self, request: PermissionRequest) -> PromptDecision:
         return PromptDecision(allow=False, reason="headless")
 
 
 def ask_within(prompter: Prompter, request: PermissionRequest, timeout_s: float) -> PromptDecision:
-    """Ask, but give up after `timeout_s`: no answer in time is a deny with reason `timeout`."""
+    """Ask, but give up after `timeout_s`: no answer in time is a deny with reason `timeout`.
+
+    A prompter that answers from rules alone (`answers_instantly`) is asked directly: it cannot
+    hang, and a thread per call would only add latency.
+    """
+    if getattr(prompter, "answers_instantly", False):
+        try:
+            return prompter.ask(request)
+        except Exception as exc:  # noqa: BLE001 - a broken prompter must deny, not crash
+            log.error("permission prompt failed: %s", exc)
+            return PromptDecision(allow=False, reason="error")
     box: list[PromptDecision] = []
     failure: list[BaseException] = []
 
@@ -187,7 +208,7 @@ class GrantStore:
         for grant in self.live():
             if grant.mode is GrantMode.ONCE or grant.capability is not capability:
                 continue
-            if scope_covers(capability, grant.scope, targets):
+            if scope_covers(capability, grant.scope, targets, resolve_scope=False):
                 return grant
         return None
 
@@ -196,14 +217,18 @@ class GrantStore:
             grant = self._grants.get(grant_id)
             if grant is None or grant.revoked:
                 return None
-            revoked = grant.model_copy(update={"revoked": True})
-            self._grants[grant_id] = revoked
+            # Gone, not kept as a tombstone: a long session would otherwise scan every grant it
+            # ever issued. A token of a grant that is gone is refused as revoked.
+            del self._grants[grant_id]
             if grant.mode is GrantMode.ALWAYS:
                 self._save()
-            return revoked
+            return grant.model_copy(update={"revoked": True})
 
     def revoke_all(self) -> list[Grant]:
         return [g for g in (self.revoke(gid) for gid in list(self._grants)) if g is not None]
+
+    def __len__(self) -> int:
+        return len(self._grants)
 
     def pop_expired(self) -> list[Grant]:
         """Drop grants whose lease ended; the caller audits them."""
@@ -288,6 +313,7 @@ class TokenAuthority:
         self._issued: dict[str, PermissionToken] = {}
         self._spent: set[str] = set()
         self._lock = threading.Lock()
+        self._prune_at = 256
 
     def _sign(self, token: PermissionToken) -> str:
         return hmac.new(self._secret, token.signed_fields(), hashlib.sha256).hexdigest()
@@ -310,7 +336,17 @@ class TokenAuthority:
         token = PermissionToken(**{**unsigned.__dict__, "mac": self._sign(unsigned)})
         with self._lock:
             self._issued[token.id] = token
+            if len(self._issued) > self._prune_at:
+                self._prune(now)
         return token
+
+    def _prune(self, now: float) -> None:
+        """Forget tokens long past their expiry; one shown again is then simply "unknown"."""
+        stale = [t.id for t in self._issued.values() if t.expires_at < now - TOKEN_MEMORY_S]
+        for token_id in stale:
+            del self._issued[token_id]
+            self._spent.discard(token_id)
+        self._prune_at = max(256, 2 * len(self._issued))
 
     def check(
         self,
@@ -348,7 +384,8 @@ class TokenAuthority:
             grant.tool_call_id != tool_call_id or grant.args_digest != digest
         ):
             return "arguments_changed"
-        if not scope_covers(capability, token.scope, targets) or token.scope != grant.scope:
+        in_scope = scope_covers(capability, token.scope, targets, resolve_scope=False)
+        if not in_scope or token.scope != grant.scope:
             return "out_of_scope"
         with self._lock:
             if token.id in self._spent:
@@ -447,8 +484,31 @@ class PermissionBroker:
         self.expire(turn_id)
         digest = args_digest(arguments)
         grant = self.grants.find(capability, targets)
-        scope, from_user = (
-            (grant.scope, True) if grant else self.proposed_scope(capability, targets, user_scopes)
+        if grant is not None:
+            # A live grant covers the call: one line says which, and the token it backs.
+            token = self.tokens.issue(grant, call_id, digest)
+            self.audit.append(
+                AuditEvent.PERMISSION_CHECK,
+                turn_id=turn_id,
+                tool=tool,
+                call_id=call_id,
+                capability=capability.value,
+                scope=grant.scope,
+                outcome="grant",
+                grant_id=grant.id,
+                token_id=token.id,
+            )
+            return token
+        scope, from_user = self.proposed_scope(capability, targets, user_scopes)
+        request = PermissionRequest(
+            capability=capability,
+            scope=scope,
+            tool=tool,
+            arguments=arguments,
+            call_id=call_id,
+            user_scope=from_user,
+            risk=risk,
+            reversibility=reversibility,
         )
         self.audit.append(
             AuditEvent.PERMISSION_CHECK,
@@ -457,56 +517,29 @@ class PermissionBroker:
             call_id=call_id,
             capability=capability.value,
             scope=scope,
+            outcome="ask",
             user_scope=from_user,
-            existing_grant=grant.id if grant else None,
+            risk=risk,
+            reversibility=reversibility,
         )
-        if grant is None:
-            request = PermissionRequest(
-                capability=capability,
-                scope=scope,
-                tool=tool,
-                arguments=arguments,
-                call_id=call_id,
-                user_scope=from_user,
-                risk=risk,
-                reversibility=reversibility,
-            )
-            self.audit.append(
-                AuditEvent.PERMISSION_PROMPT,
-                turn_id=turn_id,
-                tool=tool,
-                call_id=call_id,
-                capability=capability.value,
-                scope=scope,
-                user_scope=from_user,
-                risk=risk,
-                reversibility=reversibility,
-            )
-            decision = ask_within(self.prompter, request, self.prompt_timeout_s)
-            if not decision.allow or decision.mode is None:
-                return self._deny(decision, capability, scope, tool, call_id, turn_id)
-            grant = self._grant_from(decision, request, digest, targets)
-            self.grants.add(grant)
-            self.audit.append(
-                AuditEvent.PERMISSION_GRANTED,
-                turn_id=turn_id,
-                grant_id=grant.id,
-                tool=tool,
-                call_id=call_id,
-                capability=capability.value,
-                scope=grant.scope,
-                mode=grant.mode.value,
-                expires_at=grant.expires_at,
-                decided_by=grant.decided_by,
-            )
+        decision = ask_within(self.prompter, request, self.prompt_timeout_s)
+        if not decision.allow or decision.mode is None:
+            return self._deny(decision, capability, scope, tool, call_id, turn_id)
+        grant = self._grant_from(decision, request, digest, targets)
+        self.grants.add(grant)
         token = self.tokens.issue(grant, call_id, digest)
         self.audit.append(
-            AuditEvent.TOKEN_ISSUED,
+            AuditEvent.PERMISSION_GRANTED,
             turn_id=turn_id,
-            token_id=token.id,
             grant_id=grant.id,
+            tool=tool,
             call_id=call_id,
-            expires_at=token.expires_at,
+            capability=capability.value,
+            scope=grant.scope,
+            mode=grant.mode.value,
+            expires_at=grant.expires_at,
+            decided_by=grant.decided_by,
+            token_id=token.id,
         )
         return token
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
 import threading
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +73,52 @@ class TurnScope:
     user_scopes: list[str] = field(default_factory=list)
 
 
+_Job = tuple[Callable[[], object], list[object], threading.Event]
+
+
+class _ToolWorker:
+    """One long-lived thread that runs tools, so a call costs a hand-off, not a thread start.
+
+    A call that overstays its timeout is abandoned with its thread (tools that own processes kill
+    their process group themselves); the next call gets a fresh thread. The abandoned thread
+    exits once its call returns.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[_Job | None] | None = None
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
+        while (job := jobs.get()) is not None:
+            work, box, done = job
+            try:
+                box.append(work())
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, who reports it
+                box.append(exc)
+            done.set()
+
+    def call(self, work: Callable[[], object], timeout_s: float) -> tuple[bool, object]:
+        """(True, result or the exception it raised), or (False, None) after `timeout_s`."""
+        with self._lock:
+            if self._jobs is None:
+                self._jobs = queue.SimpleQueue()
+                threading.Thread(
+                    target=self._serve, args=(self._jobs,), name="tool-worker", daemon=True
+                ).start()
+            jobs = self._jobs
+        box: list[object] = []
+        done = threading.Event()
+        jobs.put((work, box, done))
+        if done.wait(timeout_s):
+            return True, box[0]
+        with self._lock:
+            if self._jobs is jobs:
+                self._jobs = None
+        jobs.put(None)  # the stuck thread leaves when its call finally returns
+        return False, None
+
+
 class ToolRunner:
     def __init__(
         self,
@@ -85,6 +132,8 @@ class ToolRunner:
         self.permissions = permissions
         self.audit = audit
         self.max_argument_bytes = max_argument_bytes
+        self._worker = _ToolWorker()
+        self._validators: dict[str, jsonschema.Draft202012Validator] = {}
 
     # The executor hands over what the model sent, unparsed; direct actions hand over a dict.
     def execute(
@@ -146,7 +195,10 @@ class ToolRunner:
             parsed = raw
         if not isinstance(parsed, dict):
             return None, "arguments must be a JSON object"
-        validator = jsonschema.Draft202012Validator(tool.manual.parameters)
+        validator = self._validators.get(tool.name)
+        if validator is None:
+            validator = jsonschema.Draft202012Validator(tool.manual.parameters)
+            self._validators[tool.name] = validator
         error = jsonschema.exceptions.best_match(validator.iter_errors(parsed))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "arguments"
@@ -205,33 +257,19 @@ class ToolRunner:
             arguments=arguments,
             targets=targets,
         )
-        box: list[ToolResult] = []
-        failure: list[BaseException] = []
-
-        def work() -> None:
-            try:
-                box.append(tool.run(arguments))
-            except BaseException as exc:  # noqa: BLE001 - reported as the call's error below
-                failure.append(exc)
-
-        # Tools run in a worker so a hung tool cannot hang the turn. Process-backed tools kill
-        # their own process group on timeout; a thread that overstays is abandoned (daemon).
-        worker = threading.Thread(target=work, name=f"tool-{tool.name}", daemon=True)
-        worker.start()
-        worker.join(tool.manual.timeout_s)
-        if worker.is_alive():
+        finished, value = self._worker.call(lambda: tool.run(arguments), tool.manual.timeout_s)
+        if not finished:
             why = f"{tool.name} did not finish within {tool.manual.timeout_s:g} s"
             return self._finish(turn, call_id, tool.name, arguments, "timeout", why, tool, token_id)
-        if failure:
-            exc = failure[0]
-            if isinstance(exc, ToolError | OSError | ValueError):
-                why = str(exc)
+        if not isinstance(value, ToolResult):
+            if isinstance(value, ToolError | OSError | ValueError):
+                why = str(value)
             else:
-                log.exception("tool %s crashed", tool.name, exc_info=exc)
-                why = f"{tool.name} failed unexpectedly ({type(exc).__name__})"
+                exc_info = value if isinstance(value, BaseException) else None
+                log.error("tool %s crashed", tool.name, exc_info=exc_info)
+                why = f"{tool.name} failed unexpectedly ({type(value).__name__})"
             return self._finish(turn, call_id, tool.name, arguments, "error", why, tool, token_id)
-
-        result = box[0]
+        result = value
         model_text = json.dumps(result.data, ensure_ascii=False, default=str)
         cap = tool.manual.output_cap
         # The cap bounds what the model sees; the user's rendering (result.text) is the tool's own.

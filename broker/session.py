@@ -144,12 +144,11 @@ class Session:
 
     def ask(self, text: str) -> TurnResult:
         turn_id = "t-" + uuid.uuid4().hex[:12]
-        self.audit.append(AuditEvent.TURN_START, turn_id=turn_id, message=digest(text))
-
         router = self.route(text)
         self.audit.append(
             AuditEvent.ROUTER_OUTPUT,
             turn_id=turn_id,
+            message=digest(text),
             **router.model_dump(mode="json", exclude={"text", "arguments"}),
             arguments=_auditable_arguments(router),
         )
@@ -192,7 +191,6 @@ class Session:
             audit=self.audit,
             memory_hooks=self.memory_hooks,
         )
-        self.audit.append(AuditEvent.TURN_END, turn_id=turn_id)
         return turn
 
     def _trace(self, stage: str, value: object) -> None:

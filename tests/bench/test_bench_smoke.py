@@ -81,8 +81,9 @@ def test_pipeline_overhead_text_report_and_aging(tmp_path, capsys):
         capsys, pipeline_overhead.main, ["--aging", "3", "--json", "--dir", str(tmp_path)]
     )
     assert set(aging) == {"direct_list_once", "direct_list_session"}
-    # Each turn of the once shape leaves a (revoked) grant behind; the session shape keeps one.
-    assert aging["direct_list_once"][-1]["grants_held"] == 3
+    # Revoked once-grants are dropped, so a long session does not pile them up; the session
+    # shape keeps its one grant.
+    assert aging["direct_list_once"][-1]["grants_held"] == 0
     assert aging["direct_list_session"][-1]["grants_held"] == 1
 
 

@@ -122,7 +122,7 @@ def test_log_is_private_and_parent_dirs_are_created(tmp_path: Path, clock: Manua
 def test_reopening_continues_the_chain(log_path: Path, clock: ManualClock) -> None:
     write_events(log_path, clock, 5)
     with AuditLog(log_path, clock) as audit:
-        record = audit.append(AuditEvent.TURN_END)
+        record = audit.append(AuditEvent.POSTHOOK_SUMMARY)
     assert record["seq"] == 6
     assert verify(log_path).ok
 
@@ -157,10 +157,10 @@ def test_append_reads_only_the_end_of_a_large_log(
 
     monkeypatch.setattr(audit, "_read_at", counting_read_at)
     with audit:
-        audit.append(AuditEvent.TURN_START)
+        audit.append(AuditEvent.ROUTER_OUTPUT)
         opened = sum(read)
         for _ in range(100):
-            audit.append(AuditEvent.TURN_END)
+            audit.append(AuditEvent.POSTHOOK_SUMMARY)
     assert opened < 20_000
     assert sum(read) == opened  # no reads at all while we are the only writer
     assert verify(log_path).ok
@@ -219,7 +219,7 @@ def test_two_processes_appending_at_once_keep_one_valid_chain(log_path: Path) ->
 def test_durable_appends_verify(log_path: Path, clock: ManualClock) -> None:
     with AuditLog(log_path, clock, durable=True) as audit:
         for i in range(5):
-            audit.append(AuditEvent.SELF_TEST, i=i)
+            audit.append(AuditEvent.POLICY_DECISION, i=i)
     assert verify(log_path).lines == 5
 
 
@@ -361,7 +361,7 @@ def test_non_json_values_become_strings(log_path: Path, clock: ManualClock) -> N
             tags={"b", "a"},
             pair=(1, 2),
             ratio=float("nan"),
-            event=AuditEvent.TURN_END,
+            event=AuditEvent.POSTHOOK_SUMMARY,
             odd=_Unprintable(),
         )
     assert record["data"] == {
@@ -370,7 +370,7 @@ def test_non_json_values_become_strings(log_path: Path, clock: ManualClock) -> N
         "tags": ["a", "b"],
         "pair": [1, 2],
         "ratio": "nan",
-        "event": "TURN_END",
+        "event": "POSTHOOK_SUMMARY",
         "odd": "<unprintable _Unprintable>",
     }
     assert verify(log_path).ok
@@ -399,8 +399,8 @@ def test_deep_or_huge_data_cannot_bloat_one_event(log_path: Path, clock: ManualC
         deep = [deep]
     huge = {f"k{i}": "x" * 1_999 for i in range(100)}
     with AuditLog(log_path, clock) as audit:
-        audit.append(AuditEvent.SELF_TEST, deep=deep)
-        record = audit.append(AuditEvent.SELF_TEST, huge=huge)
+        audit.append(AuditEvent.POLICY_DECISION, deep=deep)
+        record = audit.append(AuditEvent.POLICY_DECISION, huge=huge)
     assert "[too deeply nested]" in log_path.read_text()
     assert record["data"]["oversize"] is True
     assert max(len(raw) for raw in lines_of(log_path)) < 70_000
@@ -421,7 +421,7 @@ def test_absent_or_empty_log_verifies(tmp_path: Path) -> None:
 
 def test_every_single_byte_change_is_detected(log_path: Path, clock: ManualClock) -> None:
     with AuditLog(log_path, clock) as audit:
-        audit.append(AuditEvent.TURN_START, "t1", text="café", n=1.5)
+        audit.append(AuditEvent.ROUTER_OUTPUT, "t1", text="café", n=1.5)
         clock.advance(1)
         audit.append(AuditEvent.TOOL_CALL_END, "t1", status="ok", ok=True, out=digest("x"))
     original = log_path.read_bytes()
@@ -585,7 +585,7 @@ def test_writer_after_truncation_keeps_the_gap_visible(log_path: Path, clock: Ma
     write_events(log_path, clock, 5)
     log_path.write_bytes(b"".join(lines_of(log_path)[:-2]))
     with AuditLog(log_path, clock) as audit:
-        record = audit.append(AuditEvent.TURN_START)
+        record = audit.append(AuditEvent.ROUTER_OUTPUT)
     assert record["seq"] == 6
     result = verify(log_path)
     assert not result.ok
@@ -597,11 +597,11 @@ def test_writer_repairs_a_head_one_line_behind(log_path: Path, clock: ManualCloc
     write_events(log_path, clock, 3)
     head = head_path(log_path).read_bytes()
     with AuditLog(log_path, clock) as audit:
-        audit.append(AuditEvent.TURN_START)
+        audit.append(AuditEvent.ROUTER_OUTPUT)
     head_path(log_path).write_bytes(head)
     assert not verify(log_path).ok
     with AuditLog(log_path, clock) as audit:
-        assert audit.append(AuditEvent.TURN_END)["seq"] == 5
+        assert audit.append(AuditEvent.POSTHOOK_SUMMARY)["seq"] == 5
     assert verify(log_path).ok
 
 
@@ -610,7 +610,7 @@ def test_writer_after_a_partial_line_writes_whole_lines(log_path: Path, clock: M
     with log_path.open("ab") as f:
         f.write(b'{"data":{},"ev')
     with AuditLog(log_path, clock) as audit:
-        record = audit.append(AuditEvent.TURN_START)
+        record = audit.append(AuditEvent.ROUTER_OUTPUT)
     assert record["seq"] == 4
     assert tail(log_path, 1) == [record]
     result = verify(log_path)
@@ -620,9 +620,9 @@ def test_writer_after_a_partial_line_writes_whole_lines(log_path: Path, clock: M
 def test_deleting_the_log_under_a_writer_is_detected(log_path: Path, clock: ManualClock) -> None:
     with AuditLog(log_path, clock) as audit:
         for _ in range(3):
-            audit.append(AuditEvent.TURN_START)
+            audit.append(AuditEvent.ROUTER_OUTPUT)
         log_path.unlink()
-        record = audit.append(AuditEvent.TURN_END)
+        record = audit.append(AuditEvent.POSTHOOK_SUMMARY)
     assert log_path.exists()
     assert record["seq"] == 4
     result = verify(log_path)

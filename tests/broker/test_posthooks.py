@@ -97,9 +97,9 @@ def test_once_grants_used_in_the_turn_are_revoked_and_audited(tmp_path):
         memory_hooks=[],
     )
 
-    assert broker.grants.get("g-once-ran").revoked is True
+    assert broker.grants.get("g-once-ran") is None  # revoked grants are dropped, not kept
     # Its call never ran, and the grant still ends with the turn.
-    assert broker.grants.get("g-once-denied").revoked is True
+    assert broker.grants.get("g-once-denied") is None
     assert sorted(g.id for g in broker.grants.live()) == ["g-session", "g-timed"]
     revoked = events(tmp_path, "PERMISSION_REVOKED")
     assert sorted(e["data"]["grant_id"] for e in revoked) == ["g-once-denied", "g-once-ran"]

@@ -154,8 +154,8 @@ def test_the_audit_chain_verifies_after_several_turns(tmp_path, docs):
     assert "Buy milk" in replies[1]
     result = verify(session.audit.path)
     assert result.ok, result.reason
-    assert len(audit_events(session, "TURN_START")) == 3
-    assert len(audit_events(session, "TURN_END")) == 3
+    assert len(audit_events(session, "ROUTER_OUTPUT")) == 3
+    assert len(audit_events(session, "POSTHOOK_SUMMARY")) == 3
     # The file was read, and its text is still nowhere in the log.
     assert "Buy milk" not in session.audit.path.read_text()
 
