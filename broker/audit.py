@@ -82,6 +82,7 @@ class AuditEvent(StrEnum):
     EXECUTOR_RESPONSE = "EXECUTOR_RESPONSE"
     # The tool loop ended without a final answer: stall, budget or repeated errors.
     EXECUTOR_STOPPED = "EXECUTOR_STOPPED"
+    MEMORY_RECALL = "MEMORY_RECALL"
     MEMORY_WRITE = "MEMORY_WRITE"
     POSTHOOK_MEMORY = "POSTHOOK_MEMORY"
     POSTHOOK_SUMMARY = "POSTHOOK_SUMMARY"
@@ -216,19 +217,26 @@ def _blank_random(match: re.Match[str]) -> str:
 def _redact_string(s: str, *, generic: bool) -> str:
     if _PLAIN.fullmatch(s):
         return s
-    if len(s) <= _CACHED_STRING:
-        return _redact_short(s, generic)
-    return _scan_string(s, generic=generic)
+    if len(s) > _CACHED_STRING:
+        return _scan_string(s, generic=generic)
+    clean = _CLEAN_GENERIC if generic else _CLEAN_EXPLICIT
+    if s in clean:
+        return s
+    out = _scan_string(s, generic=generic)
+    if out == s:
+        # Only strings with nothing to redact are remembered: a secret is never kept around.
+        if len(clean) >= _CLEAN_MAX:
+            clean.clear()
+        clean.add(s)
+    return out
 
 
 # Most strings in a turn's events recur every turn (tool names, intents, reasons, paths):
 # scanning each once is most of what redaction costs.
 _CACHED_STRING = 256
-
-
-@functools.lru_cache(maxsize=4096)
-def _redact_short(s: str, generic: bool) -> str:
-    return _scan_string(s, generic=generic)
+_CLEAN_MAX = 4096
+_CLEAN_GENERIC: set[str] = set()
+_CLEAN_EXPLICIT: set[str] = set()
 
 
 def _scan_string(s: str, *, generic: bool) -> str:
