@@ -19,6 +19,8 @@ from typing import IO, Any
 
 from pydantic import BaseModel
 
+from app.memory_cli import MemoryCommandError, add_memory_parser, cmd_memory, open_store
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 log = logging.getLogger("chamberlain.app.cli")
@@ -191,6 +193,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
     prompter = FlagPrompter(
         rules, args.approve_all, (sys.stdin, sys.stderr) if interactive else None, timed_s
     )
+    store, memory_problem = None, None
+    try:
+        store = open_store(home, settings)
+    except MemoryCommandError as exc:
+        memory_problem = str(exc)
+        sys.stderr.write(f"chamberlain: memory is off for this request: {exc}\n")
     session = Session(
         home=home,
         settings=settings,
@@ -198,8 +206,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
         model_problem=choice.problem,
         prompter=prompter,
         trace=_trace_to_stderr if args.debug_routing else None,
+        memory=store,
+        memory_problem=memory_problem,
+        temporary=args.temporary,
     )
-    turn = session.ask(text)
+    try:
+        turn = session.ask(text)
+    finally:
+        if store is not None:
+            store.close()
     if args.json:
         emit(_turn_json(turn), True)
     else:
@@ -380,6 +395,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "--no-refine", action="store_true", help="do not ask the model to refine routing"
     )
+    ask.add_argument(
+        "--temporary",
+        action="store_true",
+        help="a temporary chat: nothing is recalled or remembered (anchors still apply)",
+    )
     ask.set_defaults(func=cmd_ask)
 
     rt = sub.add_parser("route", parents=[common], help="show how a message is routed")
@@ -405,6 +425,9 @@ def build_parser() -> argparse.ArgumentParser:
     asub.add_parser("verify", parents=[common])
     au.set_defaults(func=cmd_audit)
 
+    mem = add_memory_parser(sub, common, _Parser)
+    mem.set_defaults(func=lambda args: cmd_memory(args, home_from(args)))
+
     doc = sub.add_parser("doctor", parents=[common], help="what works on this machine")
     doc.add_argument("--llm", help="model endpoint to check instead of the configured one")
     doc.set_defaults(func=cmd_doctor)
@@ -428,6 +451,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         sys.stderr.write(f"chamberlain: {exc}\n")
         return EXIT_USAGE
+    except MemoryCommandError as exc:
+        sys.stderr.write(f"chamberlain: {exc}\n")
+        return EXIT_FAILED
     except Exception as exc:
         from broker.errors import user_message
 

@@ -431,7 +431,7 @@ def measure_stages(root: Path, data: Path, n: int, warmup: int) -> dict[str, dic
     def authorize() -> None:
         session.permissions.authorize(
             tool="file_list",
-            capability=session.registry.get("file_list").capability,  # type: ignore[union-attr]
+            capability=session.tools.get("file_list").capability,  # type: ignore[union-attr]
             arguments=arguments,
             targets=targets,
             call_id="call-0123456789ab",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.audit import verify
-from broker.keys import load_install_secret
+from broker.keys import load_install_secret, recorded_keying
 from broker.policy import PolicyError, load_policy_table
 from broker.runner import SelfTestError, self_test
 from broker.settings import SettingsError, load_settings
@@ -99,6 +99,32 @@ def _audit(home: Path) -> Check:
     return Check("audit log", False, f"line {result.first_bad_line}: {result.reason}")
 
 
+def _memory(home: Path) -> Check:
+    from broker.clock import SystemClock
+    from broker.keys import MemoryKeyUnavailable
+    from broker.memory_hooks import open_memory
+    from memory.db import MemoryStoreError
+
+    try:
+        settings = load_settings(home)
+        store = open_memory(home, settings.memory, SystemClock())
+    except (MemoryKeyUnavailable, MemoryStoreError, SettingsError) as exc:
+        return Check("memory", False, str(exc), required=False)
+    try:
+        integrity = store.integrity_check()
+        facts = store.count()
+        keyed = recorded_keying(home) or "unknown"
+    finally:
+        store.close()
+    how = {
+        "keyring": "encrypted, key in the keyring",
+        "passphrase": "encrypted, passphrase",
+        "none": "NOT encrypted (memory.encryption = off)",
+    }.get(keyed, keyed)
+    ok = integrity == "ok"
+    return Check("memory", ok, f"{how}; {facts} facts; integrity {integrity}", required=False)
+
+
 def _display() -> Check:
     if sys.platform.startswith("linux"):
         if os.environ.get("WAYLAND_DISPLAY"):
@@ -129,6 +155,7 @@ def run_checks(home: Path, llm_url: str | None = None) -> list[Check]:
         _self_test(),
         _secret(home),
         _audit(home),
+        _memory(home),
         _model(home, llm_url),
         _display(),
         _tray(),

@@ -9,10 +9,19 @@ from broker.settings import SettingsError
 
 def user_message(exc: BaseException) -> str | None:
     """A plain message for a failure we expect; None for a bug (let it show its traceback)."""
-    from broker.keys import KeyFileError
+    from broker.keys import KeyFileError, MemoryKeyUnavailable
     from broker.permissions import PermissionStoreError
+    from memory.db import MemoryStoreError
 
-    expected = SettingsError | PolicyError | SelfTestError | PermissionStoreError | KeyFileError
+    expected = (
+        SettingsError
+        | PolicyError
+        | SelfTestError
+        | PermissionStoreError
+        | KeyFileError
+        | MemoryKeyUnavailable
+        | MemoryStoreError
+    )
     if isinstance(exc, expected):
         return str(exc)
     if isinstance(exc, PermissionError):

@@ -18,7 +18,7 @@ from broker.audit import AuditEvent, AuditLog
 from broker.llm.base import ChatModel, ModelError, ModelUnavailable
 from broker.runner import ToolRunner, TurnScope
 from broker.settings import ExecutorSettings
-from broker.types import Action, Intent, PolicyDecision, RouterOutput, ToolCallRecord
+from broker.types import Action, PolicyDecision, RouterOutput, ToolCallRecord
 from tools.registry import ToolRegistry
 
 log = logging.getLogger("chamberlain.broker.executor")
@@ -44,13 +44,6 @@ PHRASE_PROMPT = (
     "You are Chamberlain, a local desktop assistant. A tool already ran for the user's request; "
     "its result is below as JSON. Answer the user's request from it, briefly and exactly. Do "
     "not invent anything that is not in the result."
-)
-
-# Until the memory store exists, the model must not pretend to remember (or to recall).
-NO_MEMORY_NOTE = (
-    "This build of Chamberlain cannot store or recall memories yet. If the user asks you to "
-    "remember something or asks what you remember, say plainly that memory is not available "
-    "yet; do not claim to have stored or to know anything from earlier conversations."
 )
 
 NO_MODEL_HELP = (
@@ -177,8 +170,6 @@ class Executor:
         system = SYSTEM_PROMPT
         if context:
             system += "\n\n" + "\n".join(context)
-        if router.intent in (Intent.MEMORY_READ, Intent.MEMORY_WRITE):
-            system += "\n\n" + NO_MEMORY_NOTE
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
             {"role": "user", "content": router.text},

@@ -1,8 +1,12 @@
-"""The per-install secret that signs permission tokens.
+"""Chamberlain's two keys: the secret that signs permission tokens, and the memory database key.
 
-It lives in the system keyring. Where no keyring works (a headless box, a test run), it falls back
-to a file under the home directory readable only by the user, and says so: `doctor` reports which
-one is in use. It is never logged, never sent to a model, never written to the audit log.
+Both live in the system keyring. Where no keyring works (a headless box, a test run):
+- the token secret falls back to a file under the home directory readable only by the user, and
+  says so (`doctor` reports which one is in use) — it only signs tokens that last one session;
+- the memory key is never written to a file: the user gives a passphrase instead (an environment
+  variable or a terminal prompt), or explicitly opts out of encryption. Never silently plaintext.
+
+Keys are never logged, never sent to a model, never written to the audit log.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import hashlib
 import logging
 import os
 import secrets
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,13 +40,15 @@ class InstallSecret:
         return self.source.startswith("keyring")
 
 
-def _keyring_user(home: Path) -> str:
+def _keyring_user(home: Path, purpose: str) -> str:
     # One secret per home directory, so test homes and real homes never share a key.
     digest = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:16]
-    return f"token-secret-{digest}"
+    return f"{purpose}-{digest}"
 
 
-def _from_keyring(home: Path) -> tuple[bytes | None, str]:
+def _from_keyring(
+    home: Path, purpose: str = "token-secret", *, create: bool = True
+) -> tuple[bytes | None, str]:
     try:
         import keyring
         from keyring.errors import KeyringError
@@ -52,9 +59,11 @@ def _from_keyring(home: Path) -> tuple[bytes | None, str]:
     name = type(backend).__module__ + "." + type(backend).__name__
     if priority is None or priority <= 0 or "fail" in name:
         return None, f"no usable keyring backend ({name})"
-    user = _keyring_user(home)
+    user = _keyring_user(home, purpose)
     try:
         stored = keyring.get_password(SERVICE, user)
+        if stored is None and not create:
+            return None, f"the keyring ({name}) holds no {purpose}"
         if stored is None:
             stored = secrets.token_hex(KEY_BYTES)
             keyring.set_password(SERVICE, user, stored)
@@ -92,3 +101,83 @@ def load_install_secret(home: Path) -> InstallSecret:
     path = home / "token.key"
     log.info("token secret kept in %s: %s", path, why)
     return InstallSecret(_from_file(path), f"file {path} (no system keyring: {why})")
+
+
+# --- the memory key --------------------------------------------------------------------------
+
+PASSPHRASE_ENV = "CHAMBERLAIN_MEMORY_PASSPHRASE"
+KEYING_FILE = "memory.keying"
+
+
+class MemoryKeyUnavailable(Exception):
+    """Memory is encrypted and no key can be had here; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class MemoryKey:
+    # Exactly one of key / passphrase for an encrypted store; neither when unencrypted.
+    key: bytes | None
+    passphrase: str | None
+    keyed_by: str  # "keyring", "passphrase" or "none"
+    source: str
+
+    @property
+    def encrypted(self) -> bool:
+        return self.keyed_by != "none"
+
+    def __repr__(self) -> str:  # never show the key material, even in a traceback
+        return f"MemoryKey(keyed_by={self.keyed_by!r}, source={self.source!r})"
+
+
+def recorded_keying(home: Path) -> str | None:
+    """How the existing memory database was keyed ("keyring", "passphrase", "none"), if known."""
+    try:
+        value = (home / KEYING_FILE).read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return value if value in {"keyring", "passphrase", "none"} else None
+
+
+def record_keying(home: Path, keyed_by: str) -> None:
+    """Remember how the memory database was keyed (not the key): the next run asks the same way."""
+    path = home / KEYING_FILE
+    if recorded_keying(home) != keyed_by:
+        path.write_text(keyed_by + "\n", "ascii")
+
+
+def load_memory_key(
+    home: Path,
+    mode: str,
+    *,
+    ask_passphrase: Callable[[str], str | None] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> MemoryKey:
+    """The key for the memory database, chosen by the settings' `mode` and how it was made.
+
+    An existing database is opened the way it was created, whatever the setting says now.
+    """
+    env = os.environ if environ is None else environ
+    keyed_by = recorded_keying(home)
+    wanted = keyed_by or {"off": "none"}.get(mode, mode)
+    if wanted == "none":
+        return MemoryKey(None, None, "none", "unencrypted (memory.encryption = off)")
+    why = "chosen in settings" if keyed_by is None else "how this memory was created"
+    if wanted == "keyring":
+        key, why = _from_keyring(home, "memory-key", create=keyed_by is None)
+        if key is not None:
+            return MemoryKey(key, None, "keyring", why)
+        if keyed_by == "keyring":
+            raise MemoryKeyUnavailable(
+                f"the memory key is kept in the system keyring, which is not available now "
+                f"({why}); unlock or start the keyring and try again"
+            )
+    passphrase = env.get(PASSPHRASE_ENV) or None
+    if passphrase is None and ask_passphrase is not None:
+        passphrase = ask_passphrase("Memory passphrase: ") or None
+    if passphrase is None:
+        raise MemoryKeyUnavailable(
+            "memory is encrypted and there is no system keyring here: give a passphrase in "
+            f"{PASSPHRASE_ENV}, or run in a terminal to type one, or turn encryption off with "
+            'the setting memory.encryption = "off" (not recommended)'
+        )
+    return MemoryKey(None, passphrase, "passphrase", f"passphrase ({why})")

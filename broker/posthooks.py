@@ -1,7 +1,8 @@
 """Post-hooks: what happens after the reply — the turn's audit summary, one-shot grants revoked,
 and the memory hooks (the only place memory is ever written; the memory store plugs in here).
 
-Post-hooks never call tools and never change the reply.
+Post-hooks never call tools. The reply is not theirs to change, except that what memory did
+(each event's `notice`) is shown under it, so the user always sees what was remembered.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ log = logging.getLogger("chamberlain.broker.posthooks")
 class MemoryHook(Protocol):
     """Called once per finished turn; returns the memory events it produced (for TurnResult)."""
 
-    def after_turn(self, turn: TurnResult) -> list[dict[str, Any]]: ...
+    def after_turn(self, turn: TurnResult, turn_id: str) -> list[dict[str, Any]]: ...
 
 
 def run_posthooks(
@@ -40,7 +41,7 @@ def run_posthooks(
         permissions.revoke(grant_id, "one-shot grant ends with its turn", turn_id)
 
     for hook in memory_hooks:
-        events = hook.after_turn(turn)
+        events = hook.after_turn(turn, turn_id)
         turn.memory.extend(events)
         audit.append(AuditEvent.POSTHOOK_MEMORY, turn_id=turn_id, events=len(events))
 

@@ -15,9 +15,16 @@ from pathlib import Path
 
 from broker.audit import AuditEvent, AuditLog, digest
 from broker.clock import Clock, SystemClock
-from broker.executor import DIRECT_CONFIDENCE, Executor
+from broker.executor import DIRECT_CONFIDENCE, ExecutionResult, Executor
 from broker.keys import InstallSecret, load_install_secret
 from broker.llm.base import ChatModel, ModelError
+from broker.memory_hooks import (
+    MemoryWriter,
+    Recollection,
+    answer_from_memory,
+    egress_limit,
+    recollect,
+)
 from broker.permissions import (
     DenyPrompter,
     GrantStore,
@@ -30,7 +37,8 @@ from broker.posthooks import MemoryHook, run_posthooks
 from broker.router import refine_with_model, route_heuristic
 from broker.runner import ToolRunner, TurnScope, self_test
 from broker.settings import Settings, load_settings
-from broker.types import PolicyDecision, RouterOutput, TurnResult
+from broker.types import Intent, PolicyDecision, RouterOutput, TurnResult
+from memory.store import MemoryStore
 from tools.registry import ToolRegistry, builtin_registry
 
 log = logging.getLogger("chamberlain.broker.session")
@@ -81,16 +89,24 @@ class Session:
     model_problem: str | None = None
     prompter: Prompter = field(default_factory=DenyPrompter)
     clock: Clock = field(default_factory=SystemClock)
-    registry: ToolRegistry = field(default_factory=builtin_registry)
+    registry: ToolRegistry | None = None
     policy_table: PolicyTable = field(default_factory=load_policy_table)
     memory_hooks: list[MemoryHook] = field(default_factory=list)
+    # The fact store, when it could be opened; `memory_problem` says why not, otherwise.
+    memory: MemoryStore | None = None
+    memory_problem: str | None = None
+    # A temporary chat: nothing recalled, nothing remembered (anchors still apply).
+    temporary: bool = False
     # Called with each stage's output when the user asked to see the pipeline.
     trace: Callable[[str, object], None] | None = None
 
     def __post_init__(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
+        self.tools: ToolRegistry = self.registry or builtin_registry(
+            file_read_max_bytes=self.settings.tools.file_read_max_bytes
+        )
         self.audit = AuditLog(self.home / "audit.jsonl", self.clock)
-        self_test(self.registry, self.policy_table)
+        self_test(self.tools, self.policy_table)
         self.secret: InstallSecret = load_install_secret(self.home)
         self.permissions = PermissionBroker(
             grants=GrantStore(self.home / "grants.json", self.clock),
@@ -102,19 +118,29 @@ class Session:
             timed_default_s=self.settings.permissions.timed_default_minutes * 60,
         )
         self.runner = ToolRunner(
-            self.registry,
+            self.tools,
             self.permissions,
             self.audit,
             max_argument_bytes=self.settings.executor.max_argument_bytes,
         )
         self.executor = Executor(
             self.runner,
-            self.registry,
+            self.tools,
             self.model,
             self.settings.executor,
             self.audit,
             self.model_problem,
         )
+        if self.memory is not None:
+            self.memory_hooks.append(
+                MemoryWriter(
+                    self.memory,
+                    self.settings.memory,
+                    self.audit,
+                    self.model,
+                    temporary=self.temporary,
+                )
+            )
 
     @classmethod
     def open(cls, home: Path, **kwargs: object) -> Session:
@@ -139,7 +165,7 @@ class Session:
         )
 
     def decide(self, router: RouterOutput) -> PolicyDecision:
-        tools = {tool.name: tool.capability for tool in self.registry}
+        tools = {tool.name: tool.capability for tool in self.tools}
         return decide(router, self.policy_table, tools, self.settings.policy)
 
     def ask(self, text: str) -> TurnResult:
@@ -163,7 +189,8 @@ class Session:
         scope = TurnScope(
             turn_id=turn_id, allowed=policy.allowed_tools, user_scopes=router.arguments.paths
         )
-        result = self.executor.run(router, policy, scope)
+        recollection = self._recollect(router, turn_id)
+        result = self._execute(router, policy, scope, recollection)
         self.audit.append(
             AuditEvent.EXECUTOR_RESPONSE,
             turn_id=turn_id,
@@ -191,7 +218,51 @@ class Session:
             audit=self.audit,
             memory_hooks=self.memory_hooks,
         )
+        notices = [str(event["notice"]) for event in turn.memory if event.get("notice")]
+        if notices:
+            turn.reply = "\n\n".join(part for part in (turn.reply, *notices) if part)
+        if router.intent is Intent.MEMORY_WRITE:
+            if self.memory is None:
+                why = self.memory_problem or "not configured"
+                turn.reply = f"Memory is not available: {why}"
+            # Asked to remember, and nothing was kept (refused, paused, temporary, empty).
+            turn.failed = not any(e.get("fact_id") for e in turn.memory)
         return turn
+
+    def _recollect(self, router: RouterOutput, turn_id: str) -> Recollection:
+        if self.memory is None:
+            return Recollection()
+        limit = egress_limit(self.model, self.settings.memory)
+        found = recollect(
+            self.memory, router.text, self.settings.memory, limit, temporary=self.temporary
+        )
+        self.audit.append(
+            AuditEvent.MEMORY_RECALL,
+            turn_id=turn_id,
+            fact_ids=[f.id for f in found.facts],
+            held_back=found.held_back,
+            anchors_chars=len(found.anchors),
+            temporary=self.temporary,
+        )
+        return found
+
+    def _execute(
+        self,
+        router: RouterOutput,
+        policy: PolicyDecision,
+        scope: TurnScope,
+        recollection: Recollection,
+    ) -> ExecutionResult:
+        if router.intent is Intent.MEMORY_WRITE:
+            # Written by the post-hook, which also says what happened: no model round trip.
+            return ExecutionResult(reply="")
+        if router.intent is Intent.MEMORY_READ:
+            if self.memory is None:
+                why = self.memory_problem or "not configured"
+                return ExecutionResult(reply=f"Memory is not available: {why}", failed=True)
+            if self.model is None:
+                return ExecutionResult(reply=answer_from_memory(recollection))
+        return self.executor.run(router, policy, scope, recollection.context_lines())
 
     def _trace(self, stage: str, value: object) -> None:
         if self.trace is not None:

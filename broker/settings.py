@@ -10,7 +10,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -82,8 +82,24 @@ class PolicyOverrides(BaseModel):
 class ToolSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    file_read_max_bytes: int = Field(default=256 * 1024, ge=1024)
-    file_search_max_results: int = Field(default=200, ge=1)
+    file_read_max_bytes: int = Field(default=256 * 1024, ge=1024, le=16 * 1024 * 1024)
+
+
+class MemorySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # "keyring": a random key in the system keyring (else a passphrase); "passphrase": always a
+    # passphrase; "off": plaintext, an explicit opt-in that Chamberlain warns about.
+    encryption: Literal["keyring", "passphrase", "off"] = "keyring"
+    # Pause: nothing new is remembered (recall and anchors still work).
+    paused: bool = False
+    # Ask the model for facts worth remembering from each message (None: on for external
+    # servers, off for the embedded model).
+    extract: bool | None = None
+    recall_limit: int = Field(default=5, ge=0, le=50)
+    anchor_budget_chars: int = Field(default=1500, ge=0, le=20000)
+    # Model endpoints (base URLs) outside loopback that may see facts above `low`.
+    allow_remote: list[str] = Field(default_factory=list)
 
 
 class Settings(BaseSettings):
@@ -96,6 +112,7 @@ class Settings(BaseSettings):
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
     policy: PolicyOverrides = Field(default_factory=PolicyOverrides)
     tools: ToolSettings = Field(default_factory=ToolSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
 
     @classmethod
     def settings_customise_sources(

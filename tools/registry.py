@@ -39,9 +39,10 @@ class ToolRegistry:
         return [self._tools[n].manual for n in wanted if n in self._tools]
 
 
-def builtin_registry() -> ToolRegistry:
+def builtin_registry(*, file_read_max_bytes: int | None = None) -> ToolRegistry:
     """Every builtin tool. Imported lazily so a broken optional tool cannot break start-up."""
-    from tools.files import FILE_TOOLS
+    from tools.files import FILE_TOOLS, make_file_tools
     from tools.system_info import SYSTEM_INFO_TOOLS
 
-    return ToolRegistry([*FILE_TOOLS, *SYSTEM_INFO_TOOLS])
+    files = FILE_TOOLS if file_read_max_bytes is None else make_file_tools(file_read_max_bytes)
+    return ToolRegistry([*files, *SYSTEM_INFO_TOOLS])

@@ -147,7 +147,7 @@ def test_memory_hook_events_are_added_to_the_turn_and_counted_in_the_audit(tmp_p
         def __init__(self) -> None:
             self.seen: list[str] = []
 
-        def after_turn(self, turn: TurnResult) -> list[dict[str, Any]]:
+        def after_turn(self, turn: TurnResult, turn_id: str) -> list[dict[str, Any]]:
             self.seen.append(turn.reply)
             return [{"kind": "stored"}, {"kind": "pending"}]
 

@@ -72,7 +72,7 @@ class RecordingHook:
     def __init__(self) -> None:
         self.turns: list[TurnResult] = []
 
-    def after_turn(self, turn: TurnResult) -> list[dict[str, Any]]:
+    def after_turn(self, turn: TurnResult, turn_id: str) -> list[dict[str, Any]]:
         self.turns.append(turn.model_copy(deep=True))
         return [{"kind": "proposed", "turn": len(self.turns)}]
 

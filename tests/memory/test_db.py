@@ -1,0 +1,352 @@
+"""Opening the memory database: keys, pragmas, migrations, and never harming a file it cannot open.
+
+Real SQLite/SQLCipher files in tmp_path, encrypted and plaintext. Every failed open is checked
+against the file's bytes before and after: the promise is that nothing was changed.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import sqlcipher3  # type: ignore[import-untyped]
+
+from memory import db as memory_db
+from memory.db import (
+    MemoryCorruptError,
+    MemoryDatabase,
+    MemoryLockedError,
+    MemorySchemaError,
+    MemoryStoreError,
+    open_database,
+    schema_version,
+)
+from memory.store import MemoryStore
+from memory.types import Sensitivity
+
+KEY = bytes(range(32))
+OTHER_KEY = bytes(range(1, 33))
+PASSPHRASE = "correct horse 'battery' staple"
+
+
+class ManualClock:
+    def __init__(self, t: float = 1_700_000_000.0) -> None:
+        self.t = t
+
+    def now(self) -> float:
+        return self.t
+
+
+def _snapshot(directory: Path, *, ignore_shm: bool = False) -> dict[str, bytes]:
+    """Every file in the directory, by name, with its bytes. The -shm file is only an index
+    of the WAL that any reader may rebuild; with ignore_shm its bytes are not compared."""
+    return {
+        p.name: b"" if ignore_shm and p.name.endswith("-shm") else p.read_bytes()
+        for p in sorted(directory.iterdir())
+        if p.is_file()
+    }
+
+
+def _make(
+    path: Path, *, encrypted: bool, facts: tuple[str, ...] = ("my dog is called Rex",)
+) -> None:
+    database = open_database(path, key=KEY if encrypted else None, encrypted=encrypted)
+    store = MemoryStore(database, ManualClock())
+    for text in facts:
+        store.add(text, sensitivity=Sensitivity.LOW)
+    store.close()
+
+
+def _assert_refused_unchanged(
+    path: Path,
+    opener: Callable[[], object],
+    error: type[MemoryStoreError],
+    *,
+    ignore_shm: bool = False,
+) -> MemoryStoreError:
+    before = _snapshot(path.parent, ignore_shm=ignore_shm)
+    with pytest.raises(error) as caught:
+        opener()
+    after = _snapshot(path.parent, ignore_shm=ignore_shm)
+    assert after == before, "a failed open changed or created files"
+    assert "nothing was changed" in str(caught.value)
+    return caught.value
+
+
+@pytest.fixture(params=[True, False], ids=["encrypted", "plaintext"])
+def encrypted(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
+
+
+def _open(path: Path, encrypted: bool) -> MemoryDatabase:
+    return open_database(path, key=KEY if encrypted else None, encrypted=encrypted)
+
+
+# --- a fresh database -----------------------------------------------------------------------
+
+
+def test_new_database_has_the_schema_and_the_pragmas(tmp_path, encrypted):
+    database = _open(tmp_path / "memory.db", encrypted)
+    try:
+        conn = database.conn
+        assert database.version == schema_version() >= 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == schema_version()
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
+        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        tables = set(database.db.table_names())
+        assert {"facts", "anchors", "events", "facts_fts"} <= tables
+        fts_sql = database.db["facts_fts"].schema
+        assert "porter unicode61" in fts_sql
+        assert database.integrity_check() == "ok"
+        assert database.encrypted is encrypted
+    finally:
+        database.close()
+
+
+def test_new_file_is_private_to_the_user(tmp_path, encrypted):
+    path = tmp_path / "memory.db"
+    _open(path, encrypted).close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_reopening_keeps_the_data_and_does_not_migrate_again(tmp_path, encrypted):
+    path = tmp_path / "memory.db"
+    _make(path, encrypted=encrypted)
+    database = _open(path, encrypted)
+    try:
+        assert database.conn.execute("SELECT text FROM facts").fetchall() == [
+            ("my dog is called Rex",)
+        ]
+    finally:
+        database.close()
+
+
+def test_a_missing_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(MemoryStoreError, match="cannot be created"):
+        open_database(tmp_path / "nowhere" / "memory.db", key=KEY)
+
+
+# --- migrations ---------------------------------------------------------------------------------
+
+
+def _add_notes_table(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    conn.execute("INSERT INTO notes (body) SELECT 'from ' || id FROM facts")
+
+
+def test_a_new_migration_step_upgrades_an_old_file_in_place(tmp_path, encrypted, monkeypatch):
+    path = tmp_path / "memory.db"
+    _make(path, encrypted=encrypted)
+    monkeypatch.setattr(memory_db, "MIGRATIONS", [*memory_db.MIGRATIONS, _add_notes_table])
+
+    database = _open(path, encrypted)
+    try:
+        assert database.version == 2
+        assert database.conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert database.conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 1
+        assert database.conn.execute("SELECT count(*) FROM facts").fetchone()[0] == 1
+    finally:
+        database.close()
+
+
+def test_a_failing_migration_leaves_the_old_schema_whole(tmp_path, encrypted, monkeypatch):
+    path = tmp_path / "memory.db"
+    _make(path, encrypted=encrypted)
+
+    def half_done(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE half (x)")
+        conn.execute("INSERT INTO no_such_table VALUES (1)")
+
+    monkeypatch.setattr(memory_db, "MIGRATIONS", [*memory_db.MIGRATIONS, half_done])
+    with pytest.raises(MemorySchemaError, match="left at schema 1"):
+        _open(path, encrypted)
+
+    monkeypatch.undo()
+    database = _open(path, encrypted)
+    try:
+        assert database.version == 1
+        assert "half" not in database.db.table_names()
+        assert database.conn.execute("SELECT count(*) FROM facts").fetchone()[0] == 1
+    finally:
+        database.close()
+
+
+@pytest.mark.parametrize("wal_left", [False, True], ids=["closed-cleanly", "died-with-a-wal"])
+def test_a_newer_schema_is_refused_and_the_file_untouched(tmp_path, encrypted, wal_left):
+    written = tmp_path / "written"
+    written.mkdir()
+    _make(written / "memory.db", encrypted=encrypted)
+    newer = sqlcipher3.connect(str(written / "memory.db"), isolation_level=None)
+    if encrypted:
+        newer.execute(f"PRAGMA key = \"x'{KEY.hex()}'\"")
+    newer.execute(f"PRAGMA user_version = {schema_version() + 5}")
+    newer.execute("CREATE TABLE from_the_future (x)")
+    if not wal_left:
+        newer.close()
+    # What the newer version left on disk (copied while it is still open, if it "died").
+    path = _copy_files(written, tmp_path / "found") / "memory.db"
+    newer.close()
+    assert Path(f"{path}-wal").exists() is wal_left
+
+    error = _assert_refused_unchanged(
+        path, lambda: _open(path, encrypted), MemorySchemaError, ignore_shm=wal_left
+    )
+    assert "newer version of Chamberlain" in str(error)
+
+
+def _copy_files(source: Path, target: Path) -> Path:
+    target.mkdir()
+    for file in source.iterdir():
+        (target / file.name).write_bytes(file.read_bytes())
+    return target
+
+
+# --- keys --------------------------------------------------------------------------------------
+
+
+def test_wrong_key_is_refused_and_the_file_untouched(tmp_path, capfd):
+    path = tmp_path / "memory.db"
+    _make(path, encrypted=True)
+    capfd.readouterr()
+    error = _assert_refused_unchanged(
+        path, lambda: open_database(path, key=OTHER_KEY), MemoryLockedError
+    )
+    assert "wrong key or passphrase" in str(error)
+    # The message is ours alone: SQLCipher's own diagnostics do not reach the terminal.
+    assert capfd.readouterr().err == ""
+
+
+def test_passphrase_opens_what_it_made_and_a_wrong_one_is_refused(tmp_path):
+    path = tmp_path / "memory.db"
+    database = open_database(path, passphrase=PASSPHRASE)
+    MemoryStore(database, ManualClock()).add("my cat is Tom", sensitivity=Sensitivity.LOW)
+    database.close()
+
+    _assert_refused_unchanged(
+        path, lambda: open_database(path, passphrase="correct horse"), MemoryLockedError
+    )
+    # The raw key is not the passphrase either.
+    _assert_refused_unchanged(path, lambda: open_database(path, key=KEY), MemoryLockedError)
+
+    database = open_database(path, passphrase=PASSPHRASE)
+    try:
+        assert database.conn.execute("SELECT text FROM facts").fetchall() == [("my cat is Tom",)]
+    finally:
+        database.close()
+
+
+def test_encrypted_file_opened_as_plaintext_is_refused(tmp_path):
+    path = tmp_path / "memory.db"
+    _make(path, encrypted=True)
+    error = _assert_refused_unchanged(
+        path, lambda: open_database(path, encrypted=False), MemoryLockedError
+    )
+    assert "encrypted" in str(error)
+
+
+def test_plaintext_file_opened_with_a_key_is_refused(tmp_path):
+    path = tmp_path / "memory.db"
+    _make(path, encrypted=False)
+    error = _assert_refused_unchanged(path, lambda: open_database(path, key=KEY), MemoryLockedError)
+    assert "not encrypted" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({}, "neither a key nor a passphrase"),
+        ({"key": KEY, "passphrase": "x"}, "not both"),
+        ({"key": b"short"}, "must be 32 bytes"),
+        ({"passphrase": ""}, "empty"),
+        ({"key": KEY, "encrypted": False}, "takes no key"),
+        ({"passphrase": "x", "encrypted": False}, "takes no key"),
+    ],
+)
+def test_unusable_key_arguments_are_refused_before_touching_anything(tmp_path, kwargs, message):
+    path = tmp_path / "memory.db"
+    with pytest.raises(MemoryLockedError, match=message):
+        open_database(path, **kwargs)
+    assert not path.exists()
+
+
+# --- damaged files --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("encrypted", [True, False], ids=["encrypted", "plaintext"])
+@pytest.mark.parametrize("size", [1000, 8192], ids=["odd-size", "page-sized"])
+def test_garbage_is_refused_and_left_as_it_was(tmp_path, encrypted, size):
+    path = tmp_path / "memory.db"
+    path.write_bytes(os.urandom(size))
+    before = path.read_bytes()
+
+    with pytest.raises(MemoryStoreError) as caught:
+        _open(path, encrypted)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.db"]
+    assert "nothing was changed" in str(caught.value)
+    if size % 512:
+        # Not a whole number of pages: certainly not a database, whatever the key.
+        assert isinstance(caught.value, MemoryCorruptError)
+
+
+def test_damaged_plaintext_file_is_called_damaged(tmp_path):
+    path = tmp_path / "memory.db"
+    _make(path, encrypted=False)
+    data = bytearray(path.read_bytes())
+    data[16:100] = os.urandom(84)  # the header after the magic string: page size, counts
+    path.write_bytes(bytes(data))
+
+    _assert_refused_unchanged(
+        path, lambda: open_database(path, encrypted=False), MemoryCorruptError
+    )
+
+
+# --- what the bytes on disk hold --------------------------------------------------------------
+
+
+def test_encrypted_file_does_not_hold_the_text_and_plaintext_does(tmp_path):
+    marker = "zanzibarquokka"
+    for encrypted in (True, False):
+        path = tmp_path / f"memory-{encrypted}.db"
+        _make(path, encrypted=encrypted, facts=(f"my favourite animal is the {marker}",))
+        raw = path.read_bytes()
+        assert (marker.encode() in raw) is (not encrypted)
+        assert raw.startswith(b"SQLite format 3\x00") is (not encrypted)
+
+
+@pytest.mark.parametrize("encrypted", [True, False], ids=["encrypted", "plaintext"])
+def test_refused_open_leaves_an_unfinished_wal_alone(tmp_path, encrypted):
+    """A store that died with committed pages still in its WAL, opened with the wrong key:
+    neither the main file nor the WAL is touched, and the right key later recovers it all."""
+    live = tmp_path / "live"
+    live.mkdir()
+    database = _open(live / "memory.db", encrypted)
+    store = MemoryStore(database, ManualClock())
+    store.add("my dog is called Rex", sensitivity=Sensitivity.LOW)
+    store.add("my cat is called Tom", sensitivity=Sensitivity.LOW)
+    crashed = _copy_files(live, tmp_path / "crashed")  # as a killed process would leave it
+    store.close()
+    path = crashed / "memory.db"
+    assert (crashed / "memory.db-wal").stat().st_size > 0
+
+    wrong: Callable[[], object] = (
+        (lambda: open_database(path, key=OTHER_KEY))
+        if encrypted
+        else (lambda: open_database(path, key=KEY))
+    )
+    _assert_refused_unchanged(path, wrong, MemoryLockedError, ignore_shm=True)
+    assert (crashed / "memory.db-wal").stat().st_size > 0
+
+    recovered = _open(path, encrypted)
+    try:
+        assert recovered.conn.execute("SELECT count(*) FROM facts").fetchone()[0] == 2
+        assert recovered.integrity_check() == "ok"
+    finally:
+        recovered.close()
