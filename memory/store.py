@@ -48,6 +48,7 @@ from memory.db import (
     scratch_connection,
 )
 from memory.export import ImportFormatError, build_export, parse_import, render_markdown
+from memory.slots import normalise
 from memory.types import (
     SENSITIVITY_ORDER,
     Anchor,
@@ -152,19 +153,7 @@ class AnchorsPrompt:
 # --- text helpers -------------------------------------------------------------------------------
 
 
-def _is_edge_noise(char: str) -> bool:
-    return char.isspace() or unicodedata.category(char)[0] in "PS"
-
-
-def normalise(text: str) -> str:
-    """The dedupe form: casefolded, whitespace collapsed, surrounding punctuation stripped."""
-    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-    start, end = 0, len(folded)
-    while start < end and _is_edge_noise(folded[start]):
-        start += 1
-    while end > start and _is_edge_noise(folded[end - 1]):
-        end -= 1
-    return folded[start:end]
+USED_EVENTS_KEEP_S = 365 * 86400
 
 
 def text_digest(text: str) -> str:
@@ -862,9 +851,17 @@ class MemoryStore:
         return facts
 
     def expire(self, now: float | None = None) -> int:
-        """Hard-delete the facts whose expiry has passed (EXPIRE). Returns how many."""
+        """Hard-delete the facts whose expiry has passed (EXPIRE). Returns how many.
+
+        Also drops USED events older than USED_EVENTS_KEEP_S: every recall adds one, and the
+        fact's own use count and last-used time already say what they summed up.
+        """
         at = self._now(now)
         with self._write() as conn:
+            conn.execute(
+                "DELETE FROM events WHERE kind = ? AND at < ?",
+                (EventKind.USED.value, at - USED_EVENTS_KEEP_S),
+            )
             ids = [
                 r[0]
                 for r in conn.execute(

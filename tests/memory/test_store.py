@@ -935,3 +935,27 @@ def test_one_store_from_many_worker_threads(tmp_path, clock):
         assert store.integrity_check() == "ok"
     finally:
         store.close()
+
+
+def test_expire_drops_used_events_older_than_a_year(tmp_path):
+    from memory.store import USED_EVENTS_KEEP_S
+
+    clock = _RetentionClock()
+    store = MemoryStore(open_database(tmp_path / "m.db", encrypted=False), clock)
+    fact = store.add("my dog is called Rex", sensitivity=Sensitivity.LOW).fact
+    assert store.recall("dog Rex")
+    clock.t += USED_EVENTS_KEEP_S + 1
+    assert store.recall("dog Rex")
+    store.expire()
+    used = [e for e in store.events(fact_id=fact.id) if e.kind is EventKind.USED]
+    assert len(used) == 1
+    assert store.get(fact.id).use_count == 2
+    store.close()
+
+
+class _RetentionClock:
+    def __init__(self) -> None:
+        self.t = 1_800_000_000.0
+
+    def now(self) -> float:
+        return self.t
