@@ -82,8 +82,9 @@ class FlagPrompter:
         return self.terminal is None
 
     def ask(self, request: Any) -> Any:
-        from broker.permissions import PromptDecision, scope_covers
+        from broker.permissions import PromptDecision
         from broker.types import GrantMode
+        from tools.scopes import scope_covers
 
         for rule in self.rules:
             if rule.capability != request.capability.value:

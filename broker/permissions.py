@@ -17,7 +17,6 @@ import logging
 import os
 import secrets
 import threading
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -28,11 +27,12 @@ from broker.audit import AuditEvent, AuditLog
 from broker.clock import Clock
 from broker.types import Grant, GrantMode
 from tools.manual import PATH_SCOPED, Capability, Reversibility, Risk
-from tools.paths import is_within, resolve_path
+from tools.paths import resolve_path
+from tools.scopes import ANY, READONLY, UNSCOPED_CAPS, natural_scope, scope_covers
 
 log = logging.getLogger("chamberlain.broker.permissions")
 
-ANY_SCOPE = "*"
+ANY_SCOPE = ANY
 ONCE_LIFETIME_S = 300.0
 TOKEN_LIFETIME_S = 120.0
 # How long an expired token is still recognised (and refused as "expired", not "unknown").
@@ -43,26 +43,6 @@ def args_digest(arguments: dict[str, Any]) -> str:
     """A stable digest of a tool call's arguments (sorted keys, compact JSON)."""
     canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def scope_covers(
-    capability: Capability, scope: str, targets: Iterable[str], *, resolve_scope: bool = True
-) -> bool:
-    """Whether every target lies inside the scope.
-
-    Targets are already normalised by the tool (resolved absolute paths). A scope the user typed
-    is resolved here; a grant's scope was resolved when it was granted, and is not re-resolved
-    (`resolve_scope=False`): a symlink changed later must not move what was granted.
-    """
-    if capability not in PATH_SCOPED:
-        return scope == ANY_SCOPE
-    if scope == ANY_SCOPE:
-        return False  # a path capability is never granted for "everywhere"
-    try:
-        prefix = resolve_path(scope) if resolve_scope else Path(scope)
-        return all(is_within(Path(t), prefix) for t in targets)
-    except ValueError:
-        return False
 
 
 # --- prompts ---------------------------------------------------------------------------------
@@ -460,13 +440,20 @@ class PermissionBroker:
         self, capability: Capability, targets: list[str], user_scopes: list[str]
     ) -> tuple[str, bool]:
         """The scope to ask about, and whether the user's own message implied it."""
-        if capability not in PATH_SCOPED:
+        if capability in UNSCOPED_CAPS or not targets:
             return ANY_SCOPE, True
+        natural = sorted({natural_scope(capability, t) for t in targets})
         for scope in user_scopes:
-            if targets and scope_covers(capability, scope, targets):
-                return str(resolve_path(scope)), True
+            if scope_covers(capability, scope, targets):
+                if capability in PATH_SCOPED:
+                    return str(resolve_path(scope)), True
+                # A read-only command the user typed is asked about as the read-only class,
+                # so a session grant covers the next `ls` too; anything else as they named it.
+                return (READONLY if natural == [READONLY] else scope), True
         # The model asked for something the user did not name: ask about exactly that.
-        return (targets[0] if len(targets) == 1 else os.path.commonpath(targets)), False
+        if capability in PATH_SCOPED:
+            return (targets[0] if len(targets) == 1 else os.path.commonpath(targets)), False
+        return natural[0], False
 
     def authorize(
         self,

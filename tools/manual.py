@@ -24,6 +24,8 @@ class Capability(StrEnum):
     SYSTEM_READ = "system_read"
     SYSTEM_EXECUTE = "system_execute"
     WEB_ACCESS = "web_access"
+    # Handing a path or URL to the desktop's default application (outside our sandbox).
+    OPEN_EXTERNAL = "open_external"
     MEMORY_WRITE = "memory_write"
 
 
