@@ -32,7 +32,7 @@ from broker.permissions import (
 )
 from broker.policy import PolicyTable, coverage_problems
 from broker.types import ToolCallRecord, ToolStatus
-from tools.manual import Tool, ToolError, ToolResult
+from tools.manual import Tool, ToolError, ToolRefused, ToolResult
 from tools.registry import ToolRegistry
 
 log = logging.getLogger("chamberlain.broker.runner")
@@ -157,6 +157,8 @@ class ToolRunner:
             return self._finish(turn, call_id, name, raw_arguments, "error", problem, tool)
         try:
             targets = tool.targets(arguments)
+        except ToolRefused as exc:
+            return self._finish(turn, call_id, name, arguments, "refused", str(exc), tool)
         except (ValueError, ToolError) as exc:
             return self._finish(turn, call_id, name, arguments, "error", str(exc), tool)
 

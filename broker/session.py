@@ -39,7 +39,7 @@ from broker.runner import ToolRunner, TurnScope, self_test
 from broker.settings import Settings, load_settings
 from broker.types import Intent, PolicyDecision, RouterOutput, TurnResult
 from memory.store import MemoryStore
-from tools.registry import ToolRegistry, builtin_registry
+from tools.registry import ToolConfig, ToolRegistry, builtin_registry
 
 log = logging.getLogger("chamberlain.broker.session")
 
@@ -103,7 +103,7 @@ class Session:
     def __post_init__(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         self.tools: ToolRegistry = self.registry or builtin_registry(
-            file_read_max_bytes=self.settings.tools.file_read_max_bytes
+            tool_config(self.home, self.settings)
         )
         self.audit = AuditLog(self.home / "audit.jsonl", self.clock)
         self_test(self.tools, self.policy_table)
@@ -267,6 +267,17 @@ class Session:
     def _trace(self, stage: str, value: object) -> None:
         if self.trace is not None:
             self.trace(stage, value)
+
+
+def tool_config(home: Path, settings: Settings) -> ToolConfig:
+    """The tools' configuration from the user's settings."""
+    return ToolConfig(
+        file_read_max_bytes=settings.tools.file_read_max_bytes,
+        screenshot_dir=home / "screenshots",
+        protected_paths=tuple(
+            home / name for name in ("grants.json", "settings.json", "audit.jsonl", "memory.db")
+        ),
+    )
 
 
 def _auditable_arguments(router: RouterOutput) -> dict[str, object]:

@@ -71,6 +71,11 @@ class ToolError(Exception):
     """A tool failed in a way the user (and the model) should be told about, in plain words."""
 
 
+class ToolRefused(ToolError):
+    """The call is never allowed, whatever the grants (a hard-denied command, a forbidden
+    address): raised from `targets()`, it is refused before anyone is asked, with the reason."""
+
+
 @dataclass(frozen=True)
 class ToolResult:
     """What a tool returns: structured data for the model, and a readable rendering."""

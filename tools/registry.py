@@ -6,7 +6,10 @@ the runner).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import importlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from tools.manual import Tool, ToolManual
 
@@ -39,10 +42,58 @@ class ToolRegistry:
         return [self._tools[n].manual for n in wanted if n in self._tools]
 
 
-def builtin_registry(*, file_read_max_bytes: int | None = None) -> ToolRegistry:
-    """Every builtin tool. Imported lazily so a broken optional tool cannot break start-up."""
-    from tools.files import FILE_TOOLS, make_file_tools
+@dataclass(frozen=True)
+class ToolConfig:
+    """What the user's settings say about the tools (the broker fills it from Settings).
+
+    Tools never read settings themselves: they are built from this.
+    """
+
+    file_read_max_bytes: int = 256 * 1024
+    # Where screenshots are kept, and for how long (None: the tools' own temp dir, no retention).
+    screenshot_dir: Path | None = None
+    screenshot_retention_days: float = 7.0
+    # Attach the image itself for models that accept images, besides the OCR text.
+    attach_images: bool = False
+    command_timeout_s: float = 30.0
+    command_output_cap: int = 64 * 1024
+    # Folders a command may run in (resolved); None: the user's home directory.
+    command_roots: tuple[Path, ...] | None = None
+    # Files a command must never write: the app's own grants, settings and audit files.
+    protected_paths: tuple[Path, ...] = ()
+    web_max_bytes: int = 2 * 1024 * 1024
+    web_timeout_s: float = 15.0
+    # Hosts (or "*") that may be on loopback or private addresses; by default none may.
+    web_allow_private: tuple[str, ...] = ()
+    searxng_url: str | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def builtin_registry(config: ToolConfig | None = None) -> ToolRegistry:
+    """Every builtin tool, built from `config`."""
+    from tools.files import make_file_tools
     from tools.system_info import SYSTEM_INFO_TOOLS
 
-    files = FILE_TOOLS if file_read_max_bytes is None else make_file_tools(file_read_max_bytes)
-    return ToolRegistry([*files, *SYSTEM_INFO_TOOLS])
+    config = config or ToolConfig()
+    tools: list[Tool] = [*make_file_tools(config.file_read_max_bytes), *SYSTEM_INFO_TOOLS]
+    for factory in _optional_factories():
+        tools.extend(factory(config))
+    return ToolRegistry(tools)
+
+
+def _optional_factories() -> list[Callable[[ToolConfig], list[Tool]]]:
+    """Tool groups added by later modules (screen, commands, web), each `make_*_tools(config)`."""
+    found: list[Callable[[ToolConfig], list[Tool]]] = []
+    for module, name in (
+        ("tools.screen", "make_screen_tools"),
+        ("tools.system", "make_system_tools"),
+        ("tools.web", "make_web_tools"),
+    ):
+        try:
+            imported = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise  # a real missing dependency inside the module: fail loudly
+            continue
+        found.append(getattr(imported, name))
+    return found
