@@ -31,6 +31,11 @@ ACTION_TOOLS: dict[Action, str] = {
     "read_file": "file_read",
     "search_files": "file_search",
     "system_info": "system_info",
+    "run_command": "system_execute",
+    "screenshot": "screen_capture",
+    "active_window": "get_active_window",
+    "fetch_url": "web_fetch",
+    "web_search": "web_search",
 }
 
 SYSTEM_PROMPT = (
@@ -82,6 +87,16 @@ def direct_arguments(router: RouterOutput) -> tuple[str, dict[str, Any]] | None:
         if args.query:
             found["content"] = args.query
         return tool, found
+    if args.action == "run_command":
+        return (tool, {"command": args.command}) if args.command else None
+    if args.action == "screenshot":
+        return tool, {"target": "all"}
+    if args.action == "active_window":
+        return tool, {}
+    if args.action == "fetch_url":
+        return (tool, {"url": args.url}) if args.url else None
+    if args.action == "web_search":
+        return (tool, {"query": args.query}) if args.query else None
     topics = [t for t in args.topics if t]
     return tool, ({"topics": topics} if topics else {})
 

@@ -212,6 +212,22 @@ _SCREEN_RE = re.compile(
     _I,
 )
 
+# Clear screen requests a direct action answers without the model choosing a tool.
+_ACTIVE_WINDOW_RE = re.compile(
+    r"^(?:please\s+)?(?:which|what)(?:'s| is)?\s+(?:the\s+)?(?:window|app|application|program)\s+"
+    r"(?:is\s+)?(?:active|focused|in\s+front|in\s+focus|on\s+top)\b|"
+    r"^(?:please\s+)?(?:what|which)(?:'s| is)\s+(?:the\s+)?(?:active|focused|current|foreground)\s+"
+    r"(?:window|app|application)\b",
+    _I,
+)
+_SCREENSHOT_RE = re.compile(
+    r"^(?:please\s+|can\s+you\s+|could\s+you\s+)?(?:take|grab|make|capture)\s+"
+    r"(?:a\s+|me\s+a\s+)?(?:screen\s?shot|screen\s?grab|screencap|(?:a\s+)?capture)\b|"
+    r"^(?:please\s+)?(?:capture|read)\s+(?:my|the)\s+screen\b|"
+    r"^(?:what'?s|what\s+is)\s+on\s+(?:my|the)\s+screen\b",
+    _I,
+)
+
 _HOWTO_RE = re.compile(
     r"^(?:so\s+|and\s+|but\s+)?(?:how\s+(?:do|can|should|would|could|does|to)\b|how\s+to\b)", _I
 )
@@ -610,7 +626,7 @@ def _command(view: _View) -> _Guess | None:
         return _Guess(Intent.SYSTEM_TASK, 0.75, RouterArguments(paths=view.paths), execute=True)
     if view.command is None:
         return None
-    args = RouterArguments(command=view.command, paths=view.paths)
+    args = RouterArguments(command=view.command, paths=view.paths, action="run_command")
     return _Guess(Intent.SYSTEM_TASK, 0.95, args, execute=True)
 
 
@@ -619,15 +635,23 @@ def _browse(view: _View) -> _Guess | None:
         return None
     rest = _blank(view.text, *view.url_span) if view.url_span else view.text
     confidence = 0.9 if _BROWSE_VERB_RE.search(rest) or not rest.strip() else 0.8
-    return _Guess(Intent.BROWSE_ONCE, confidence, RouterArguments(url=view.url))
+    args = RouterArguments(url=view.url)
+    if confidence >= DIRECT_ACTION_CONFIDENCE:
+        args.action = "fetch_url"
+    return _Guess(Intent.BROWSE_ONCE, confidence, args)
 
 
 def _screen(view: _View) -> _Guess | None:
-    if not _SCREEN_RE.search(view.text):
+    if not (_SCREEN_RE.search(view.text) or _ACTIVE_WINDOW_RE.search(view.text)):
         return None
     if _HOWTO_RE.match(view.text):
         return None
-    return _Guess(Intent.SCREEN_OBSERVE, 0.9)
+    args = RouterArguments()
+    if _ACTIVE_WINDOW_RE.search(view.text):
+        args.action = "active_window"
+    elif _SCREENSHOT_RE.search(view.text):
+        args.action = "screenshot"
+    return _Guess(Intent.SCREEN_OBSERVE, 0.9, args)
 
 
 def _discovery(view: _View) -> _Guess | None:
@@ -762,7 +786,10 @@ def _lookup(view: _View) -> _Guess | None:
         return None
     query = _SEARCH_TAIL_RE.sub("", _SEARCH_LEAD_RE.sub("", text, count=1)).strip()
     query = query.rstrip("?!. ") or text
-    return _Guess(Intent.LOOKUP_SEARCH, confidence, RouterArguments(query=query))
+    args = RouterArguments(query=query)
+    if confidence >= DIRECT_ACTION_CONFIDENCE and query != text:
+        args.action = "web_search"
+    return _Guess(Intent.LOOKUP_SEARCH, confidence, args)
 
 
 _RULES = (
@@ -843,7 +870,9 @@ def _route_prefix(name: str, rest: str) -> RouterOutput:
     if intent is Intent.SYSTEM_TASK:
         # After /run the whole message is the command, exactly as typed.
         command = rest.strip()
-        guess.arguments = RouterArguments(command=command or None)
+        guess.arguments = RouterArguments(
+            command=command or None, action="run_command" if command else None
+        )
         guess.execute = bool(command)
         return RouterOutput(
             intent=intent,
@@ -860,9 +889,13 @@ def _route_prefix(name: str, rest: str) -> RouterOutput:
     elif intent is Intent.MEMORY_WRITE:
         guess.arguments = RouterArguments(fact=rest.strip() or None)
     elif intent is Intent.LOOKUP_SEARCH:
-        guess.arguments = RouterArguments(query=rest.strip() or None)
+        query = rest.strip() or None
+        guess.arguments = RouterArguments(query=query, action="web_search" if query else None)
     elif intent is Intent.BROWSE_ONCE:
-        guess.arguments = RouterArguments(url=view.url)
+        guess.arguments = RouterArguments(url=view.url, action="fetch_url" if view.url else None)
+    elif intent is Intent.SCREEN_OBSERVE:
+        active = _ACTIVE_WINDOW_RE.search(rest)
+        guess.arguments = RouterArguments(action="active_window" if active else "screenshot")
     return _build(guess, view, rest, source="prefix")
 
 

@@ -30,7 +30,17 @@ RiskLevel = Literal["low", "medium", "high"]
 RISK_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
 
 # What a direct action does; the executor maps each to one tool.
-Action = Literal["list_files", "read_file", "search_files", "system_info"]
+Action = Literal[
+    "list_files",
+    "read_file",
+    "search_files",
+    "system_info",
+    "run_command",
+    "screenshot",
+    "active_window",
+    "fetch_url",
+    "web_search",
+]
 
 
 class RouterArguments(BaseModel):

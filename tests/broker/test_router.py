@@ -84,6 +84,19 @@ def test_expected_arguments(text: str) -> None:
         assert got[key] == value, f"{key}: expected {value!r}, got {got[key]!r}"
 
 
+ACTION_INTENT = {
+    "list_files": Intent.FILE_TASK,
+    "read_file": Intent.FILE_TASK,
+    "search_files": Intent.FILE_TASK,
+    "system_info": Intent.SYSTEM_TASK,
+    "run_command": Intent.SYSTEM_TASK,
+    "screenshot": Intent.SCREEN_OBSERVE,
+    "active_window": Intent.SCREEN_OBSERVE,
+    "fetch_url": Intent.BROWSE_ONCE,
+    "web_search": Intent.LOOKUP_SEARCH,
+}
+
+
 @pytest.mark.parametrize(("text", "expected"), CORPUS)
 def test_every_corpus_route_is_self_consistent(text: str, expected: Intent) -> None:
     """Whatever the intent, flags, action and confidence must agree with each other."""
@@ -101,7 +114,7 @@ def test_every_corpus_route_is_self_consistent(text: str, expected: Intent) -> N
     assert out.source == "heuristic"
     if out.arguments.action is not None:
         assert out.confidence >= DIRECT_ACTION_CONFIDENCE
-        assert out.intent in (Intent.FILE_TASK, Intent.SYSTEM_TASK)
+        assert out.intent is ACTION_INTENT[out.arguments.action]
     if out.arguments.action == "system_info":
         assert out.arguments.topics
         assert not out.needs_system_execute
@@ -656,3 +669,39 @@ def test_model_sees_only_a_capped_message() -> None:
     route("hiking " * 20_000, model, refine=True)
     messages = model.calls[0][0]
     assert len(messages[-1]["content"]) <= 2000
+
+
+@pytest.mark.parametrize(
+    ("text", "intent", "action", "argument"),
+    [
+        ("take a screenshot", Intent.SCREEN_OBSERVE, "screenshot", None),
+        ("what's on my screen?", Intent.SCREEN_OBSERVE, "screenshot", None),
+        ("/screen", Intent.SCREEN_OBSERVE, "screenshot", None),
+        ("which window is active", Intent.SCREEN_OBSERVE, "active_window", None),
+        ("what is the active window", Intent.SCREEN_OBSERVE, "active_window", None),
+        ("run `df -h`", Intent.SYSTEM_TASK, "run_command", ("command", "df -h")),
+        ("/run uptime", Intent.SYSTEM_TASK, "run_command", ("command", "uptime")),
+        ("what's my battery", Intent.SYSTEM_TASK, "system_info", ("topics", ["battery"])),
+        ("search for the PNG spec", Intent.LOOKUP_SEARCH, "web_search", ("query", "the PNG spec")),
+        ("/search rust lifetimes", Intent.LOOKUP_SEARCH, "web_search", None),
+        (
+            "open https://example.com",
+            Intent.BROWSE_ONCE,
+            "fetch_url",
+            ("url", "https://example.com"),
+        ),
+    ],
+)
+def test_clear_requests_become_direct_actions(text, intent, action, argument) -> None:
+    out = route(text)
+    assert out.intent is intent
+    assert out.arguments.action == action
+    if argument is not None:
+        key, value = argument
+        assert getattr(out.arguments, key) == value
+
+
+def test_unclear_screen_requests_leave_the_tool_choice_to_the_model() -> None:
+    out = route("is there an error dialog on my screen and what does it say")
+    assert out.intent is Intent.SCREEN_OBSERVE
+    assert out.arguments.action is None
