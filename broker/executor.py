@@ -294,4 +294,6 @@ def describe_failure(record: ToolCallRecord) -> str:
         )
     if record.status == "timeout" and cap and "prompt" in record.reason:
         return f"I did not run {record.tool}: {record.reason}."
+    if record.status == "error":
+        return f"{record.tool} failed: {record.reason}"
     return f"{record.tool} did not run ({record.status}): {record.reason}"

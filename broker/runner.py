@@ -170,7 +170,7 @@ class ToolRunner:
             call_id=call_id,
             user_scopes=turn.user_scopes,
             risk=tool.manual.risk,
-            reversibility=tool.manual.reversibility,
+            reversibility=tool.reversibility(arguments),
             turn_id=turn.turn_id,
         )
         if isinstance(grant, Denial):
@@ -258,6 +258,7 @@ class ToolRunner:
             token_id=token_id,
             arguments=arguments,
             targets=targets,
+            reversibility=tool.reversibility(arguments),
         )
         finished, value = self._worker.call(lambda: tool.run(arguments), tool.manual.timeout_s)
         if not finished:

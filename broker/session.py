@@ -39,6 +39,7 @@ from broker.runner import ToolRunner, TurnScope, self_test
 from broker.settings import Settings, load_settings
 from broker.types import Intent, PolicyDecision, RouterOutput, TurnResult
 from memory.store import MemoryStore
+from tools.manual import ToolError
 from tools.registry import ToolConfig, ToolRegistry, builtin_registry
 
 log = logging.getLogger("chamberlain.broker.session")
@@ -102,9 +103,8 @@ class Session:
 
     def __post_init__(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
-        self.tools: ToolRegistry = self.registry or builtin_registry(
-            tool_config(self.home, self.settings)
-        )
+        self.tool_config = tool_config(self.home, self.settings)
+        self.tools: ToolRegistry = self.registry or builtin_registry(self.tool_config)
         self.audit = AuditLog(self.home / "audit.jsonl", self.clock)
         self_test(self.tools, self.policy_table)
         self.secret: InstallSecret = load_install_secret(self.home)
@@ -187,7 +187,9 @@ class Session:
         self._trace("policy", policy)
 
         scope = TurnScope(
-            turn_id=turn_id, allowed=policy.allowed_tools, user_scopes=router.arguments.paths
+            turn_id=turn_id,
+            allowed=policy.allowed_tools,
+            user_scopes=user_scopes(router, self.tool_config),
         )
         recollection = self._recollect(router, turn_id)
         result = self._execute(router, policy, scope, recollection)
@@ -269,14 +271,52 @@ class Session:
             self.trace(stage, value)
 
 
+def user_scopes(router: RouterOutput, config: ToolConfig | None = None) -> list[str]:
+    """The scopes the user's own words name: their paths, the URL's site, the command typed.
+
+    A permission prompt for one of these is "the user's scope"; anything else the model asks
+    for mid-turn is a separate prompt (see PermissionBroker.proposed_scope).
+    """
+    args = router.arguments
+    scopes = list(args.paths)
+    if args.url:
+        try:
+            from tools.web import url_target
+
+            scopes.append(url_target(args.url))
+        except (ImportError, ToolError, ValueError):
+            pass  # a URL the rules refuse implies no scope; the runner says why
+    if args.command:
+        try:
+            from tools.system import command_target
+
+            protected = config.protected_paths if config else ()
+            scopes.append(command_target(args.command, protected=protected))
+        except (ImportError, ToolError, ValueError):
+            pass
+    return scopes
+
+
 def tool_config(home: Path, settings: Settings) -> ToolConfig:
     """The tools' configuration from the user's settings."""
+    tools, web = settings.tools, settings.web
+    roots = [Path.home(), *(Path(r).expanduser() for r in tools.command_roots)]
     return ToolConfig(
-        file_read_max_bytes=settings.tools.file_read_max_bytes,
+        file_read_max_bytes=tools.file_read_max_bytes,
         screenshot_dir=home / "screenshots",
+        screenshot_retention_days=tools.screenshot_retention_days,
+        attach_images=tools.attach_images,
+        command_timeout_s=tools.command_timeout_s,
+        command_output_cap=tools.command_output_cap,
+        command_roots=tuple(roots),
         protected_paths=tuple(
-            home / name for name in ("grants.json", "settings.json", "audit.jsonl", "memory.db")
+            home / name
+            for name in ("grants.json", "settings.json", "audit.jsonl", "memory.db", "token.key")
         ),
+        web_max_bytes=web.max_bytes,
+        web_timeout_s=web.timeout_s,
+        web_allow_private=tuple(web.allow_private),
+        searxng_url=web.searxng_url,
     )
 
 

@@ -83,6 +83,24 @@ class ToolSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     file_read_max_bytes: int = Field(default=256 * 1024, ge=1024, le=16 * 1024 * 1024)
+    screenshot_retention_days: float = Field(default=7.0, ge=0)
+    # Send the screenshot itself to models that accept images (besides its OCR text).
+    attach_images: bool = False
+    command_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    command_output_cap: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
+    # Extra folders commands may run in (the home directory always may).
+    command_roots: list[str] = Field(default_factory=list)
+
+
+class WebSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # A SearXNG instance with its JSON format enabled, e.g. "http://127.0.0.1:8888".
+    searxng_url: str | None = None
+    max_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    timeout_s: float = Field(default=15.0, gt=0, le=300)
+    # Hosts that may resolve to loopback or private addresses ("*" for any); none by default.
+    allow_private: list[str] = Field(default_factory=list)
 
 
 class MemorySettings(BaseModel):
@@ -113,6 +131,7 @@ class Settings(BaseSettings):
     policy: PolicyOverrides = Field(default_factory=PolicyOverrides)
     tools: ToolSettings = Field(default_factory=ToolSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    web: WebSettings = Field(default_factory=WebSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -14,6 +14,29 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
+# The screen tools and their tests, on Debian-like Linux: Xvfb runs a real X server for the
+# tests, xmessage (x11-utils) shows a window with known text in a large core font
+# (xfonts-100dpi; xfonts-base has the default "fixed"), evilwm is a tiny EWMH window manager,
+# and OpenCV under the OCR engine needs libGL and GLib. Installed only when missing, and only
+# when we may (root, or sudo without a password); otherwise the screen tests say what is missing.
+screen_apt=()
+if [ "$(uname -s)" = Linux ] && command -v dpkg-query >/dev/null && command -v apt-get >/dev/null
+then
+  for pkg in xvfb x11-utils xfonts-base xfonts-100dpi evilwm libgl1 libglib2.0-0; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || screen_apt+=("$pkg")
+  done
+fi
+if [ ${#screen_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null && sudo -n true 2>/dev/null
+  then SUDO="sudo -n"; else SUDO=none; fi
+  if [ "$SUDO" = none ]; then
+    echo "setup: the screen tests need: ${screen_apt[*]} (apt-get install them)" >&2
+  else
+    $SUDO apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${screen_apt[@]}" >/dev/null
+  fi
+fi
+
 stamp=.venv/.installed
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv

@@ -98,6 +98,17 @@ class Tool:
     manual: ToolManual
     run: Callable[[dict[str, Any]], ToolResult]
     targets: Callable[[dict[str, Any]], list[str]] = field(default=lambda _args: [])
+    # How undoable this particular call is, when it depends on the arguments (a command);
+    # None: the manual's own value. Shown in the permission prompt and the audit.
+    reversibility_of: Callable[[dict[str, Any]], Reversibility] | None = None
+
+    def reversibility(self, args: dict[str, Any]) -> Reversibility:
+        if self.reversibility_of is None:
+            return self.manual.reversibility
+        try:
+            return self.reversibility_of(args)
+        except (ToolError, ValueError):
+            return self.manual.reversibility
 
     @property
     def name(self) -> str:

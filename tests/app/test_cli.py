@@ -109,7 +109,7 @@ def test_model_sees_only_the_tools_policy_allows(user, scripted_server):
         user, "ask", "search my Documents for invoices", "--llm", server.base_url, "--no-refine"
     )
     sent = sorted(t["function"]["name"] for t in server.requests[0]["tools"])
-    assert sent == ["file_list", "file_read", "file_search"]
+    assert sent == ["file_list", "file_read", "file_search", "open_path"]
 
 
 def test_chat_sends_no_tools_at_all(user, scripted_server):
@@ -333,9 +333,10 @@ def test_route_json_has_the_contract_keys(user):
 
 def test_policy_json(user):
     data = json.loads(run_cli(user, "policy", "file_task", "--json").stdout)
-    assert data["allowed_tools"] == ["file_list", "file_read", "file_search"]
+    assert data["allowed_tools"] == ["file_list", "file_read", "file_search", "open_path"]
     assert "system_info" in data["forbidden_tools"]
-    assert data["required_capabilities"] == ["file_read"]
+    assert "system_execute" in data["forbidden_tools"]
+    assert data["required_capabilities"] == ["file_read", "open_external"]
 
 
 def test_always_grant_is_listed_and_revoked(user):

@@ -103,7 +103,7 @@ def test_ask_lists_a_folder_under_a_granted_permission(tmp_path, docs):
 
     assert turn.router.intent is Intent.FILE_TASK
     assert turn.router.source == "heuristic"
-    assert turn.policy.allowed_tools == ["file_list", "file_read", "file_search"]
+    assert turn.policy.allowed_tools == ["file_list", "file_read", "file_search", "open_path"]
     assert turn.direct is True
     assert turn.failed is False
     assert turn.model is None
@@ -181,10 +181,10 @@ def test_an_unsure_heuristic_is_refined_by_the_model_which_may_change_the_intent
     assert text in model.json_requests[0][-1]["content"]
     assert turn.router.source == "model"
     assert turn.router.intent is Intent.SYSTEM_TASK
-    assert turn.policy.allowed_tools == ["system_info"]
+    assert turn.policy.allowed_tools == ["system_execute", "system_info"]
     # The loop then showed the model exactly the tools of the refined intent.
     shown = [t["function"]["name"] for t in model.chat_requests[0]["tools"]]
-    assert shown == ["system_info"]
+    assert shown == ["system_execute", "system_info"]
     assert turn.reply == "fake reply"
 
 

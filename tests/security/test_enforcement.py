@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,7 @@ class Rig:
 
 
 @pytest.fixture
-def rig(tmp_path: Path) -> Rig:
+def rig(tmp_path: Path) -> Iterator[Rig]:
     home = tmp_path / "home"
     docs = home / "Documents"
     docs.mkdir(parents=True)
@@ -91,7 +92,8 @@ def rig(tmp_path: Path) -> Rig:
     registry = ToolRegistry(make_file_tools(home=home))
     runner = ToolRunner(registry, broker, audit)
     turn = TurnScope("t-sec", ["file_list", "file_read", "file_search"], [str(docs)])
-    return Rig(home, docs, runner, broker, clock, audit_path, turn)
+    yield Rig(home, docs, runner, broker, clock, audit_path, turn)
+    audit.close()
 
 
 def assert_blocked(rig: Rig, outcome, statuses=("refused", "denied", "error")) -> None:

@@ -1,0 +1,900 @@
+"""The system tools: run a command (`system_execute`), open a file or a link (`open_path`,
+`open_url`) with the desktop's default application.
+
+`system_execute` runs programs with arguments, never through a shell. The command line is read
+by `tools.commands` (the bash grammar, then the rules): one command or a pipeline of commands,
+each a real process; pipes between them are OS pipes made here. Every process starts in its own
+session and process group, with no standard input and no controlling terminal (so nothing can
+prompt for a password), in a working folder inside the granted roots, with an environment
+scrubbed of secret-looking variables and of variables that change what a program loads. A time
+limit kills every process group of the command (SIGTERM, then SIGKILL); when the command's own
+processes have exited, anything they left running in their groups is killed too. Output is
+capped per stream and the truncation is marked.
+
+`targets()` reports `readonly:<argv>` or `command:<argv>` (see `tools.scopes`), and refuses what
+the rules never allow before anyone is asked. `run()` checks the line again and runs exactly the
+argv that was checked; if the verdict changed in between (a symlink swapped while the user read
+the prompt), it does not run.
+
+This module must never run anything through a shell, never run a command the rules did not pass,
+never give a command standard input or a terminal, and never log command output (lengths and
+exit codes only, at debug level).
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import logging
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from tools.commands import (
+    MAX_COMMAND_CHARS,
+    CommandCheck,
+    argv_text,
+    assess_command,
+    command_target,
+    parse_command,
+)
+from tools.manual import Capability, Tool, ToolError, ToolManual, ToolRefused, ToolResult
+from tools.paths import MAX_PATH_CHARS, is_within, resolve_path
+from tools.registry import ToolConfig
+
+log = logging.getLogger("chamberlain.tools.system")
+
+__all__ = [
+    "KILL_GRACE_S",
+    "CommandOutcome",
+    "Opener",
+    "command_target",
+    "make_system_tools",
+    "normalise_url",
+    "parse_command",
+    "run_argv",
+    "scrub_environment",
+    "system_opener",
+]
+
+# After SIGTERM, how long the command's processes get to exit before SIGKILL.
+KILL_GRACE_S = 1.0
+# How long the opener waits for xdg-open / open to report a failure before assuming success.
+OPENER_WAIT_S = 5.0
+MAX_URL_CHARS = 2048
+_READ_CHUNK = 64 * 1024
+
+# --- environment --------------------------------------------------------------------------------
+
+_SECRET_WORDS = (
+    "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "AUTH", "COOKIE",
+    "SESSION", "PRIVATE",
+)  # fmt: skip
+_SECRET_PREFIXES = (
+    "AWS_", "GITHUB_", "GH_", "GITLAB_", "OPENAI_", "ANTHROPIC_", "AZURE_", "CHAMBERLAIN_",
+    "HF_", "HUGGING_FACE_",
+)  # fmt: skip
+# Variables that change what a program loads or runs without appearing in the command line.
+_LOADER_NAMES = frozenset(
+    {
+        "BASH_ENV", "ENV", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "GLOBIGNORE", "IFS",
+        "CDPATH", "POSIXLY_CORRECT", "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME",
+        "PYTHONINSPECT", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB",
+        "NODE_OPTIONS", "NODE_PATH", "LESSOPEN", "LESSCLOSE", "SSH_ASKPASS", "SUDO_ASKPASS",
+        "GIT_ASKPASS", "EDITOR_COMMAND",
+    }
+)  # fmt: skip
+_LOADER_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_")
+# What a desktop application needs to reach the user's session (open_path / open_url only).
+_DESKTOP_NAMES = frozenset(
+    {
+        "DBUS_SESSION_BUS_ADDRESS", "XDG_SESSION_TYPE", "XDG_SESSION_DESKTOP", "XDG_SESSION_ID",
+        "DESKTOP_SESSION", "XDG_CURRENT_DESKTOP", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY",
+        "XDG_RUNTIME_DIR",
+    }
+)  # fmt: skip
+_URL_WITH_PASSWORD = re.compile(r"://[^/@\s:]+:[^/@\s]+@")
+
+
+def _secret_looking(name: str, value: str) -> bool:
+    upper = name.upper()
+    return (
+        any(word in upper for word in _SECRET_WORDS)
+        or upper.startswith(_SECRET_PREFIXES)
+        or bool(_URL_WITH_PASSWORD.search(value))
+    )
+
+
+def scrub_environment(
+    environ: Mapping[str, str],
+    *,
+    home: Path,
+    cwd: Path | None = None,
+    keep: frozenset[str] = frozenset(),
+) -> dict[str, str]:
+    """The environment a command gets: the user's, less secrets and loader variables.
+
+    Dropped: names containing KEY, TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL,
+    AUTH, COOKIE, SESSION or PRIVATE; names starting AWS_, GITHUB_, GH_, GITLAB_, OPENAI_,
+    ANTHROPIC_, AZURE_, CHAMBERLAIN_, HF_; values holding a URL with a password; and variables
+    that change what programs load (LD_*, DYLD_*, BASH_ENV, BASH_FUNC_*, GIT_*, PYTHONPATH, …).
+    `keep` names survive anyway (the desktop-session variables for the opener). PATH keeps only
+    absolute folders (an empty or relative entry would run programs from the working folder).
+    """
+    env: dict[str, str] = {}
+    for name, value in environ.items():
+        if name not in keep:
+            upper = name.upper()
+            if _secret_looking(name, value):
+                continue
+            if upper in _LOADER_NAMES or upper.startswith(_LOADER_PREFIXES):
+                continue
+        env[name] = value
+    path_entries = env.get("PATH", os.defpath).split(os.pathsep)
+    env["PATH"] = os.pathsep.join(
+        dict.fromkeys(p for p in path_entries if p and os.path.isabs(p))
+    ) or os.pathsep.join(p for p in os.defpath.split(os.pathsep) if p)
+    env["HOME"] = os.fspath(home)
+    if cwd is not None:
+        env["PWD"] = os.fspath(cwd)
+    return env
+
+
+# --- running a pipeline -------------------------------------------------------------------------
+
+
+@dataclass
+class _Stream:
+    cap: int
+    data: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.cap - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.cap
+
+    def text(self) -> str:
+        # An incremental decoder drops a character the cap cut in half instead of mangling it.
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        text = decoder.decode(bytes(self.data), final=not self.truncated)
+        if self.truncated:
+            text += f"\n… [truncated: {self.total:,} bytes, first {self.cap:,} shown]"
+        return text
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    """What running a command produced."""
+
+    exit_codes: tuple[int | None, ...]
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    timed_out: bool
+    duration_s: float
+
+    @property
+    def exit_code(self) -> int | None:
+        """The last stage's exit code, as a shell reports a pipeline's (negative: a signal)."""
+        return self.exit_codes[-1] if self.exit_codes else None
+
+    @property
+    def truncated(self) -> bool:
+        return self.stdout_truncated or self.stderr_truncated
+
+
+def _signal_groups(procs: Sequence[subprocess.Popen[bytes]], sig: int) -> None:
+    # Each stage leads its own process group (pgid == pid). It is signalled only while its
+    # leader is unreaped, so the group id cannot have been reused by an unrelated process.
+    for proc in procs:
+        if proc.returncode is not None:
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+
+
+class _ExitWatch:
+    """Knows which stage leaders have exited, without reaping them (pidfd where there is one)."""
+
+    def __init__(self, procs: Sequence[subprocess.Popen[bytes]], sel: selectors.BaseSelector):
+        self.procs = list(procs)
+        self.exited: set[int] = set()
+        self.pidfds: dict[int, int] = {}
+        self._sel = sel
+        pidfd_open = getattr(os, "pidfd_open", None)
+        for proc in procs:
+            if pidfd_open is None:
+                break
+            try:
+                fd = pidfd_open(proc.pid)
+            except OSError:
+                break
+            self.pidfds[proc.pid] = fd
+            sel.register(fd, selectors.EVENT_READ, ("pid", proc.pid))
+        if len(self.pidfds) != len(self.procs):
+            self.close()
+
+    @property
+    def polling(self) -> bool:
+        return not self.pidfds
+
+    def mark(self, pid: int) -> None:
+        self.exited.add(pid)
+        fd = self.pidfds.pop(pid, None)
+        if fd is not None:
+            self._sel.unregister(fd)
+            os.close(fd)
+
+    def poll(self) -> None:
+        """Without pidfds: ask the kernel, still without reaping where waitid allows it."""
+        for proc in self.procs:
+            if proc.pid in self.exited:
+                continue
+            waitid = getattr(os, "waitid", None)
+            if waitid is not None:
+                try:
+                    info = waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                except ChildProcessError:
+                    info = True
+                if info is not None:
+                    self.exited.add(proc.pid)
+            elif proc.poll() is not None:
+                self.exited.add(proc.pid)
+
+    @property
+    def all_exited(self) -> bool:
+        return len(self.exited) == len(self.procs)
+
+    def close(self) -> None:
+        for pid in list(self.pidfds):
+            fd = self.pidfds.pop(pid)
+            self._sel.unregister(fd)
+            os.close(fd)
+
+
+def _spawn(
+    stages: Sequence[Sequence[str]],
+    executables: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+) -> tuple[list[subprocess.Popen[bytes]], int, int]:
+    """Start every stage, connected by OS pipes; returns the processes and the read ends."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    procs: list[subprocess.Popen[bytes]] = []
+    previous: int | None = None
+    starting = stages[0][0]
+    try:
+        for index, (argv, executable) in enumerate(zip(stages, executables, strict=True)):
+            starting = argv[0]
+            last = index == len(stages) - 1
+            if last:
+                pipe_r, pipe_w = -1, out_w
+            else:
+                pipe_r, pipe_w = os.pipe()
+            try:
+                proc = subprocess.Popen(
+                    list(argv),
+                    executable=executable,
+                    stdin=previous if previous is not None else subprocess.DEVNULL,
+                    stdout=pipe_w,
+                    stderr=err_w,
+                    cwd=cwd,
+                    env=dict(env),
+                    shell=False,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            finally:
+                if previous is not None:
+                    os.close(previous)
+                    previous = None
+                if not last:
+                    os.close(pipe_w)
+            procs.append(proc)
+            previous = pipe_r if not last else None
+    except OSError as exc:
+        if previous is not None:
+            os.close(previous)
+        _signal_groups(procs, signal.SIGKILL)
+        for proc in procs:
+            proc.wait()
+        os.close(out_r)
+        os.close(err_r)
+        raise ToolError(f"Could not start {starting}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    return procs, out_r, err_r
+
+
+def run_argv(
+    stages: Sequence[Sequence[str]],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    output_cap: int,
+    executables: Sequence[str] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> CommandOutcome:
+    """Run a pipeline of argv lists (no shell) and collect its output, within `timeout_s`."""
+    if sys.platform == "win32":
+        raise ToolError("Running commands is not supported on Windows yet")
+    exes = list(executables) if executables is not None else [s[0] for s in stages]
+    started = clock()
+    procs, out_r, err_r = _spawn(stages, exes, cwd, env)
+    streams = {out_r: _Stream(output_cap), err_r: _Stream(output_cap)}
+    sel = selectors.DefaultSelector()
+    for fd in streams:
+        sel.register(fd, selectors.EVENT_READ, ("stream", fd))
+    watch = _ExitWatch(procs, sel)
+    open_fds = set(streams)
+    deadline = started + timeout_s
+    timed_out = False
+    stragglers_killed = False
+
+    def pump(wait: float) -> None:
+        for key, _ in sel.select(wait):
+            kind, value = key.data
+            if kind == "pid":
+                watch.mark(value)
+                continue
+            chunk = os.read(value, _READ_CHUNK)
+            if chunk:
+                streams[value].feed(chunk)
+            else:
+                sel.unregister(value)
+                os.close(value)
+                open_fds.discard(value)
+
+    try:
+        while open_fds or not watch.all_exited:
+            if watch.polling:
+                watch.poll()
+            if watch.all_exited and not stragglers_killed:
+                # The leaders are gone; whatever they left in their groups would hold the pipes
+                # open (and outlive the command): end it. Something that escaped to a session
+                # of its own may still hold them: stop reading shortly after.
+                _signal_groups(procs, signal.SIGKILL)
+                stragglers_killed = True
+                deadline = min(deadline, clock() + KILL_GRACE_S)
+            remaining = deadline - clock()
+            if remaining <= 0:
+                timed_out = not watch.all_exited
+                break
+            pump(min(remaining, 0.01) if watch.polling else remaining)
+        if timed_out:
+            log.debug("command timed out after %.1f s; ending its process groups", timeout_s)
+            _signal_groups(procs, signal.SIGTERM)
+            grace_end = clock() + KILL_GRACE_S
+            while not watch.all_exited and clock() < grace_end:
+                if watch.polling:
+                    watch.poll()
+                pump(0.01 if watch.polling else max(0.0, grace_end - clock()))
+            _signal_groups(procs, signal.SIGKILL)
+            drain_end = clock() + 0.5
+            while open_fds and clock() < drain_end:
+                pump(max(0.0, drain_end - clock()))
+    finally:
+        watch.close()
+        for fd in list(open_fds):
+            sel.unregister(fd)
+            os.close(fd)
+        sel.close()
+        codes: list[int | None] = []
+        for proc in procs:
+            try:
+                codes.append(proc.wait(timeout=5.0))
+            except subprocess.TimeoutExpired:
+                log.warning("a command process (pid %d) did not end after SIGKILL", proc.pid)
+                codes.append(None)
+    out, err = streams[out_r], streams[err_r]
+    duration = clock() - started
+    log.debug(
+        "command ended: exit %s, %d stdout bytes, %d stderr bytes, %.3f s",
+        codes[-1] if codes else None,
+        out.total,
+        err.total,
+        duration,
+    )
+    return CommandOutcome(
+        exit_codes=tuple(codes),
+        stdout=out.text(),
+        stderr=err.text(),
+        stdout_truncated=out.truncated,
+        stderr_truncated=err.truncated,
+        timed_out=timed_out,
+        duration_s=round(duration, 4),
+    )
+
+
+def _find_program(word: str, env: Mapping[str, str], cwd: Path) -> str:
+    if "/" in word:
+        path = Path(word) if os.path.isabs(word) else cwd / word
+        if not path.is_file():
+            raise ToolError(f"The program {word!r} was not found ({path} is not a file)")
+        if not os.access(path, os.X_OK):
+            raise ToolError(f"{path} is not executable")
+        return os.fspath(path)
+    found = shutil.which(word, path=env.get("PATH", ""))
+    if found is None:
+        raise ToolError(
+            f"The program {word!r} was not found on this machine (not in any folder of PATH)"
+        )
+    return found
+
+
+# --- arguments ----------------------------------------------------------------------------------
+
+
+def _str_arg(args: Mapping[str, Any], key: str, *, max_len: int) -> str | None:
+    value = args.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ToolError(f"'{key}' must be text")
+    if len(value) > max_len:
+        raise ToolError(f"'{key}' is longer than {max_len} characters")
+    return value
+
+
+def _required_str(args: Mapping[str, Any], key: str, *, max_len: int) -> str:
+    value = _str_arg(args, key, max_len=max_len)
+    if value is None or not value.strip():
+        raise ToolError(f"'{key}' is required")
+    return value
+
+
+# --- system_execute -----------------------------------------------------------------------------
+
+
+def _render(check: CommandCheck, outcome: CommandOutcome, timeout_s: float) -> str:
+    lines = [f"$ {argv_text(check.stages)}"]
+    if outcome.stdout:
+        lines.append(outcome.stdout.rstrip("\n"))
+    if outcome.stderr:
+        lines.append("--- error output ---")
+        lines.append(outcome.stderr.rstrip("\n"))
+    code = outcome.exit_code
+    if code is not None and code < 0:
+        try:
+            status = f"ended by signal {signal.Signals(-code).name}"
+        except ValueError:
+            status = f"ended by signal {-code}"
+    else:
+        status = f"exit code {code}"
+    footer = f"[{status} · {outcome.duration_s:.2f} s"
+    if outcome.timed_out:
+        footer += f" · stopped at the {timeout_s:g} s time limit"
+    if outcome.truncated:
+        footer += " · output truncated"
+    lines.append(footer + "]")
+    return "\n".join(lines)
+
+
+class _CommandTool:
+    """system_execute: the checks `targets()` made are the checks `run()` holds the line to."""
+
+    _MAX_REMEMBERED = 128
+
+    def __init__(
+        self,
+        config: ToolConfig,
+        home: Path | None,
+        environ: Mapping[str, str] | None,
+    ) -> None:
+        self.config = config
+        self._home = home
+        self._environ = environ
+        self._checked: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def home(self) -> Path:
+        return resolve_path(os.fspath(self._home)) if self._home is not None else Path.home()
+
+    def roots(self) -> list[Path]:
+        if self.config.command_roots is None:
+            return [self.home]
+        return [resolve_path(os.fspath(r)) for r in self.config.command_roots]
+
+    def cwd(self, args: Mapping[str, Any]) -> Path:
+        raw = _str_arg(args, "cwd", max_len=MAX_PATH_CHARS)
+        roots = self.roots()
+        if raw is None or not raw.strip():
+            home = self.home
+            default = home if any(is_within(home, r) for r in roots) else roots[0]
+            return default
+        try:
+            path = resolve_path(raw, home=self.home, cwd=self.home)
+        except ValueError as exc:
+            raise ToolError(f"Cannot use the folder {raw.strip()[:200]!r}: {exc}") from exc
+        if not any(is_within(path, root) for root in roots):
+            shown = ", ".join(os.fspath(r) for r in roots)
+            raise ToolRefused(
+                f"refused: commands may only run in {shown} (or a folder inside); {path} is not"
+            )
+        if not path.is_dir():
+            raise ToolError(f"{path} is not an existing folder")
+        return path
+
+    def assess(self, args: Mapping[str, Any]) -> tuple[CommandCheck, Path, dict[str, str]]:
+        """The rules' verdict, the working folder, and the environment the command gets."""
+        line = _required_str(args, "command", max_len=MAX_COMMAND_CHARS)
+        cwd = self.cwd(args)
+        env = self.environment(cwd)
+        check = assess_command(
+            line,
+            cwd=cwd,
+            home=self.home,
+            protected=self.config.protected_paths,
+            search_path=env["PATH"],
+        )
+        return check, cwd, env
+
+    def targets(self, args: dict[str, Any]) -> list[str]:
+        check, cwd, env = self.assess(args)
+        for stage in check.stages:
+            _find_program(stage[0], env, cwd)  # a missing program is an error, not a question
+        key = (str(args.get("command")), os.fspath(cwd))
+        with self._lock:
+            self._checked[key] = check.target
+            self._checked.move_to_end(key)
+            while len(self._checked) > self._MAX_REMEMBERED:
+                self._checked.popitem(last=False)
+        return [check.target]
+
+    def environment(self, cwd: Path) -> dict[str, str]:
+        source = self._environ if self._environ is not None else os.environ
+        return scrub_environment(source, home=self.home, cwd=cwd)
+
+    def run(self, args: dict[str, Any]) -> ToolResult:
+        check, cwd, env = self.assess(args)
+        key = (str(args.get("command")), os.fspath(cwd))
+        with self._lock:
+            checked = self._checked.pop(key, None)
+        if checked is not None and checked != check.target:
+            raise ToolError(
+                "The command means something else now than when it was checked (a file or link "
+                "it names changed); it was not run. Ask again to check it anew."
+            )
+        executables = [_find_program(stage[0], env, cwd) for stage in check.stages]
+        log.debug("running a %d-stage command in %s", len(check.stages), cwd)
+        outcome = run_argv(
+            check.stages,
+            cwd=cwd,
+            env=env,
+            timeout_s=self.config.command_timeout_s,
+            output_cap=self.config.command_output_cap,
+            executables=executables,
+        )
+        data = {
+            "argv": check.argv,
+            "exit_code": outcome.exit_code,
+            "exit_codes": list(outcome.exit_codes),
+            "stdout": outcome.stdout,
+            "stderr": outcome.stderr,
+            "truncated": outcome.truncated,
+            "timed_out": outcome.timed_out,
+            "duration_s": outcome.duration_s,
+            "reversibility": check.reversibility,
+            "cwd": os.fspath(cwd),
+        }
+        return ToolResult(
+            data=data,
+            text=_render(check, outcome, self.config.command_timeout_s),
+            truncated=outcome.truncated,
+            meta={
+                "target": check.target,
+                "readonly": check.readonly,
+                "reversibility": check.reversibility,
+                "reason": check.reason,
+            },
+        )
+
+
+# --- open_path / open_url -----------------------------------------------------------------------
+
+Opener = Callable[[str], None]
+
+# Kinds of file whose default "open" action runs them (a program, a script, an installer, a
+# launcher), on one desktop or another. open_path opens documents and folders, not programs.
+_LAUNCHABLE_SUFFIXES = frozenset(
+    {
+        ".desktop", ".app", ".command", ".tool", ".workflow", ".action", ".terminal", ".exe",
+        ".msi", ".msp", ".bat", ".cmd", ".com", ".scr", ".pif", ".cpl", ".msc", ".ps1", ".psm1",
+        ".vbs", ".vbe", ".js", ".jse", ".wsf", ".wsh", ".hta", ".lnk", ".url", ".webloc",
+        ".inetloc", ".fileloc", ".jar", ".sh", ".bash", ".zsh", ".csh", ".fish", ".run", ".bin",
+        ".appimage", ".deb", ".rpm", ".pkg", ".mpkg", ".dmg", ".apk", ".flatpakref", ".snap",
+        ".py", ".pyw", ".pl", ".rb", ".reg", ".inf", ".scpt", ".applescript", ".library-ms",
+        ".settingcontent-ms", ".appref-ms",
+    }
+)  # fmt: skip
+
+
+def system_opener(environ: Mapping[str, str] | None = None, *, home: Path | None = None) -> Opener:
+    """Hand a path or URL to the desktop's default handler: xdg-open, `open`, os.startfile."""
+
+    def open_with_default(target: str) -> None:
+        if sys.platform == "win32":
+            try:
+                os.startfile(target)
+            except OSError as exc:
+                raise ToolError(f"Windows could not open {target}: {exc.strerror or exc}") from exc
+            return
+        source = environ if environ is not None else os.environ
+        env = scrub_environment(
+            source, home=home or Path.home(), keep=frozenset(_DESKTOP_NAMES & set(source))
+        )
+        name = "open" if sys.platform == "darwin" else "xdg-open"
+        program = shutil.which(name, path=env.get("PATH", ""))
+        if program is None:
+            hint = "" if sys.platform == "darwin" else " (install the xdg-utils package)"
+            raise ToolError(
+                f"No program to open files and links was found: {name} is missing{hint}"
+            )
+        proc = subprocess.Popen(
+            [program, target],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+        try:
+            _, err = proc.communicate(timeout=OPENER_WAIT_S)
+        except subprocess.TimeoutExpired:
+            # Still starting the application: that is success; reap it when it ends.
+            threading.Thread(target=proc.communicate, name="opener-reaper", daemon=True).start()
+            return
+        if proc.returncode != 0:
+            first = err.decode("utf-8", "replace").strip().splitlines()[:1]
+            detail = f": {first[0][:200]}" if first else ""
+            if proc.returncode == 3:
+                raise ToolError(f"No application is set up to open {target}{detail}")
+            raise ToolError(f"{name} could not open {target} (exit {proc.returncode}){detail}")
+
+    return open_with_default
+
+
+def normalise_url(raw: str) -> str:
+    """The URL open_url hands on: http, https or mailto only, host lower-case IDNA, no userinfo."""
+    text = raw.strip()
+    if not text:
+        raise ToolError("'url' is required")
+    if len(text) > MAX_URL_CHARS:
+        raise ToolError(f"the link is longer than {MAX_URL_CHARS} characters")
+    for ch in text:
+        if ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs", "Cn"):
+            raise ToolRefused(
+                f"refused: the link contains a space, control or invisible character "
+                f"(U+{ord(ch):04X})"
+            )
+    try:
+        parts = urlsplit(text)
+    except ValueError as exc:
+        raise ToolError(f"not a valid link: {exc}") from exc
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https", "mailto"):
+        shown = f"{scheme}:" if scheme else "a link without http:// or https://"
+        raise ToolRefused(f"refused: only http, https and mailto links are opened, not {shown}")
+    if scheme == "mailto":
+        if not parts.path:
+            raise ToolError("a mailto link needs an address")
+        return urlunsplit((scheme, "", parts.path, parts.query, parts.fragment))
+    if "@" in parts.netloc:
+        raise ToolRefused(
+            "refused: a link with a user name or password before the host (user@host) can "
+            "disguise where it really goes"
+        )
+    host = parts.hostname
+    if not host:
+        raise ToolError("the link has no host name")
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise ToolError(f"the link's port is not valid: {exc}") from exc
+    if ":" in host:
+        netloc = f"[{host.lower()}]"
+    else:
+        try:
+            netloc = host.rstrip(".").encode("idna").decode("ascii").lower()
+        except UnicodeError as exc:
+            raise ToolError(f"the host name {host!r} is not valid") from exc
+    default_port = 80 if scheme == "http" else 443
+    if port is not None and port != default_port:
+        netloc += f":{port}"
+    return urlunsplit((scheme, netloc, parts.path or "/", parts.query, parts.fragment))
+
+
+class _OpenTools:
+    def __init__(self, home: Path | None, opener: Opener) -> None:
+        self._home = home
+        self.opener = opener
+
+    def resolve(self, args: Mapping[str, Any]) -> Path:
+        raw = _required_str(args, "path", max_len=MAX_PATH_CHARS)
+        home = resolve_path(os.fspath(self._home)) if self._home is not None else None
+        try:
+            path = resolve_path(raw, home=home, cwd=home)
+        except ValueError as exc:
+            raise ToolError(f"Cannot use the path {raw.strip()[:200]!r}: {exc}") from exc
+        if not path.exists():
+            raise ToolError(f"{path} does not exist")
+        suffix = path.suffix.lower()
+        if suffix in _LAUNCHABLE_SUFFIXES:
+            raise ToolRefused(
+                f"refused: {path.name} is a program, script, installer or launcher ({suffix}); "
+                "open_path opens documents and folders, not programs"
+            )
+        if path.is_file() and os.access(path, os.X_OK) and sys.platform != "win32":
+            raise ToolRefused(
+                f"refused: {path.name} is executable, and opening it could run it; open_path "
+                "opens documents and folders, not programs"
+            )
+        return path
+
+    def path_targets(self, args: dict[str, Any]) -> list[str]:
+        return [f"path:{self.resolve(args)}"]
+
+    def open_path(self, args: dict[str, Any]) -> ToolResult:
+        path = self.resolve(args)
+        self.opener(os.fspath(path))
+        kind = "folder" if path.is_dir() else "file"
+        return ToolResult(
+            data={"opened": os.fspath(path), "kind": kind},
+            text=f"Opened the {kind} {path} with its default application.",
+        )
+
+    def url_targets(self, args: dict[str, Any]) -> list[str]:
+        raw = _required_str(args, "url", max_len=MAX_URL_CHARS)
+        return [f"url:{normalise_url(raw)}"]
+
+    def open_url(self, args: dict[str, Any]) -> ToolResult:
+        url = normalise_url(_required_str(args, "url", max_len=MAX_URL_CHARS))
+        self.opener(url)
+        return ToolResult(data={"opened": url}, text=f"Opened {url} in the default application.")
+
+
+# --- the tools ----------------------------------------------------------------------------------
+
+
+def make_system_tools(
+    config: ToolConfig,
+    *,
+    home: Path | None = None,
+    opener: Opener | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[Tool]:
+    """system_execute, open_path and open_url, built from the user's tool settings.
+
+    `home` is the user's home (default: the real one); `opener` hands a path or URL to the
+    desktop (default: `system_opener`); `environ` is the environment commands start from, before
+    scrubbing (default: this process's). Tests inject all three.
+    """
+    command = _CommandTool(config, home, environ)
+    cap = config.command_output_cap
+    execute = Tool(
+        manual=ToolManual(
+            name="system_execute",
+            description=(
+                "Run one program with arguments, or a pipeline of programs joined by |, on the "
+                "user's machine. No shell: no ;, &&, ||, redirections, $variables, globs or "
+                "$( ). Quote arguments as in bash. Read-only commands (ls, cat, df, ps, grep, "
+                "…) are covered by a session grant; anything else asks the user first. cwd "
+                "(optional) is the working folder, default the home folder. Returns stdout, "
+                "stderr and the exit code."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "command": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": MAX_COMMAND_CHARS,
+                        "description": "The command line, e.g. `df -h` or `ps aux | grep x`.",
+                    },
+                    "cwd": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": MAX_PATH_CHARS,
+                        "description": "Working folder, absolute or starting with ~.",
+                    },
+                },
+                "required": ["command"],
+                "additionalProperties": False,
+            },
+            capability=Capability.SYSTEM_EXECUTE,
+            category="system",
+            risk="dangerous",
+            mutating=True,
+            # The worst case; each call's own reversibility is in its result and its reason.
+            reversibility="irreversible",
+            # Longer than the command's own limit plus the kill grace: the tool does the
+            # killing, and reports what the command printed before it was stopped.
+            timeout_s=config.command_timeout_s + KILL_GRACE_S + 5.0,
+            output_cap=2 * cap + 32 * 1024,
+        ),
+        run=command.run,
+        targets=command.targets,
+        reversibility_of=lambda args: command.assess(args)[0].reversibility,
+    )
+    openers = _OpenTools(home, opener or system_opener(environ, home=home))
+    open_path = Tool(
+        manual=ToolManual(
+            name="open_path",
+            description=(
+                "Open a file or folder in the user's default application (a document in its "
+                "viewer, a folder in the file manager). Programs and scripts are not opened."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "path": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": MAX_PATH_CHARS,
+                        "description": "The file or folder, absolute or starting with ~.",
+                    }
+                },
+                "required": ["path"],
+                "additionalProperties": False,
+            },
+            capability=Capability.OPEN_EXTERNAL,
+            category="system",
+            risk="moderate",
+            timeout_s=OPENER_WAIT_S + 5.0,
+        ),
+        run=openers.open_path,
+        targets=openers.path_targets,
+    )
+    open_url = Tool(
+        manual=ToolManual(
+            name="open_url",
+            description=(
+                "Open an http, https or mailto link in the user's default browser or mail program."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "url": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": MAX_URL_CHARS,
+                        "description": "The link, e.g. https://example.org/page.",
+                    }
+                },
+                "required": ["url"],
+                "additionalProperties": False,
+            },
+            capability=Capability.OPEN_EXTERNAL,
+            category="system",
+            risk="moderate",
+            timeout_s=OPENER_WAIT_S + 5.0,
+        ),
+        run=openers.open_url,
+        targets=openers.url_targets,
+    )
+    return [execute, open_path, open_url]
