@@ -119,8 +119,11 @@ class FlagPrompter:
 def ask_on_terminal(request: Any, stdin: IO[str], stderr: IO[str]) -> Any:
     from broker.permissions import PromptDecision
     from broker.types import GrantMode
+    from tools.scopes import describe_scope
 
-    where = "" if request.scope == "*" else f" on {request.scope}"
+    where = (
+        "" if request.scope == "*" else f" for {describe_scope(request.capability, request.scope)}"
+    )
     origin = "" if request.user_scope else " (the model asked for this; you did not name it)"
     stderr.write(
         f"\nChamberlain wants {request.capability.value}{where}{origin}\n"

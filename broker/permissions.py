@@ -28,7 +28,14 @@ from broker.clock import Clock
 from broker.types import Grant, GrantMode
 from tools.manual import PATH_SCOPED, Capability, Reversibility, Risk
 from tools.paths import resolve_path
-from tools.scopes import ANY, READONLY, UNSCOPED_CAPS, natural_scope, scope_covers
+from tools.scopes import (
+    ANY,
+    READONLY,
+    UNSCOPED_CAPS,
+    describe_scope,
+    natural_scope,
+    scope_covers,
+)
 
 log = logging.getLogger("chamberlain.broker.permissions")
 
@@ -539,12 +546,13 @@ class PermissionBroker:
         call_id: str,
         turn_id: str | None,
     ) -> Denial:
+        what = describe_scope(capability, scope)
         reason = {
             "timeout": f"nobody answered the {capability.value} prompt within "
             f"{self.prompt_timeout_s:g} s, so it was denied",
-            "headless": f"{capability.value} for {scope} was not granted (no one to ask here)",
+            "headless": f"{capability.value} for {what} was not granted (no one to ask here)",
             "error": f"the {capability.value} prompt failed, so it was denied",
-        }.get(decision.reason, f"you denied {capability.value} for {scope}")
+        }.get(decision.reason, f"you denied {capability.value} for {what}")
         self.audit.append(
             AuditEvent.PERMISSION_TIMEOUT
             if decision.reason == "timeout"

@@ -56,6 +56,8 @@ def covers_one(capability: Capability, scope: str, target: str, *, resolve_scope
         if scope.startswith("command:"):
             argv = scope[len("command:") :]
             return target in (scope, f"readonly:{argv}")
+        if scope.startswith("readonly:"):
+            return target == scope
         return False
     if capability is Capability.WEB_ACCESS:
         granted, wanted = _host_of(scope), _host_of(target)
@@ -92,3 +94,19 @@ def natural_scope(capability: Capability, target: str) -> str:
     if capability is Capability.SYSTEM_EXECUTE and target.startswith("readonly:"):
         return READONLY
     return target
+
+
+def describe_scope(capability: Capability, scope: str) -> str:
+    """The scope in words for a prompt or a message: "read-only commands", "`df -h`", …"""
+    if scope == ANY:
+        return "anything" if capability in UNSCOPED_CAPS else "any display"
+    if capability is Capability.SYSTEM_EXECUTE:
+        if scope == READONLY:
+            return "read-only commands"
+        for prefix in ("command:", "readonly:"):
+            if scope.startswith(prefix):
+                return f"`{scope[len(prefix) :]}`"
+    for prefix in ("domain:", "display:", "path:", "url:"):
+        if scope.startswith(prefix):
+            return scope[len(prefix) :]
+    return scope

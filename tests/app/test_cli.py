@@ -414,3 +414,27 @@ def test_damaged_token_key_is_a_clear_error_and_is_kept(user):
     assert "token.key is damaged" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert (home / "token.key").read_text() == "not a key"
+
+
+# --- commands (issue 4: "done when") -----------------------------------------------------
+
+
+def test_a_command_chained_with_rm_is_refused_with_the_reason(user):
+    proc = run_cli(user, "ask", "run ls; rm -rf ~", "--llm", "none", "--approve-all", "once")
+    assert proc.returncode == 1
+    assert "refused" in proc.stdout
+    assert "`;`" in proc.stdout
+    assert (user / "Documents" / "plan.txt").exists()
+
+
+def test_df_asks_once_and_then_runs(user):
+    denied = run_cli(user, "ask", "run `df -h`", "--llm", "none")
+    assert denied.returncode == 1
+    assert "read-only commands" in denied.stdout
+    proc, turn = ask_json(user, "run `df -h`", "--llm", "none", "--approve", "system_execute=once")
+    assert proc.returncode == 0, proc.stderr
+    assert turn["tool_calls"][0]["status"] == "ok"
+    assert "Filesystem" in turn["reply"]
+    asks = [e for e in audit_events(user) if e["event"] == "PERMISSION_CHECK"]
+    assert asks[-1]["data"]["outcome"] == "ask"
+    assert asks[-1]["data"]["reversibility"] == "easy"
