@@ -497,6 +497,11 @@ class AuditLog:
         with self._thread_lock:
             self._close_fds()
 
+    def __del__(self) -> None:
+        # A log dropped without close() must not keep its three descriptors open.
+        with contextlib.suppress(AttributeError, OSError):
+            self._close_fds()
+
     def _close_fds(self) -> None:
         for fd in (self._fd, self._lock_fd, self._head_fd):
             if fd is not None:

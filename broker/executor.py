@@ -16,7 +16,7 @@ from typing import Any
 
 from broker.audit import AuditEvent, AuditLog
 from broker.llm.base import ChatModel, ModelError, ModelUnavailable
-from broker.runner import ToolRunner, TurnScope
+from broker.runner import CallOutcome, ToolRunner, TurnScope
 from broker.settings import ExecutorSettings
 from broker.types import Action, PolicyDecision, RouterOutput, ToolCallRecord
 from tools.registry import ToolRegistry
@@ -149,13 +149,15 @@ class Executor:
             rendered += "\n(The result was cut short at its size limit.)"
         if self.model is not None:
             try:
-                answer = self.model.chat(
-                    [
-                        {"role": "system", "content": PHRASE_PROMPT},
-                        {"role": "user", "content": router.text},
-                        {"role": "user", "content": "Tool result (JSON):\n" + outcome.model_text},
-                    ]
-                )
+                messages: list[dict[str, Any]] = [
+                    {"role": "system", "content": PHRASE_PROMPT},
+                    {"role": "user", "content": router.text},
+                    {"role": "user", "content": "Tool result (JSON):\n" + outcome.model_text},
+                ]
+                image = _image_of(outcome)
+                if image is not None:
+                    messages.append({"role": "user", "content": [image]})
+                answer = self.model.chat(messages)
                 result.iterations = 1
                 if answer.content.strip():
                     result.reply = answer.content.strip()[:MAX_REPLY_CHARS]
@@ -222,6 +224,7 @@ class Executor:
                 }
             )
             stalled = False
+            images: list[dict[str, Any]] = []
             for n, call in enumerate(answer.tool_calls):
                 key = json.dumps([call.name, _normalised(call.arguments)])
                 seen[key] = seen.get(key, 0) + 1
@@ -240,12 +243,19 @@ class Executor:
                         "content": outcome.model_text,
                     }
                 )
+                image = _image_of(outcome)
+                if image is not None:
+                    images.append(image)
                 # One answer can hold any number of calls: the limits apply call by call, or a
                 # model repeating itself inside a single answer would run (and prompt) each one.
                 if stalled or errors >= self.settings.max_tool_errors:
                     break
                 if len(result.tool_calls) >= self.settings.max_tool_calls:
                     break
+            if images:
+                # Tool messages carry text only; a screenshot goes to the model as a user image,
+                # for models that accept images (only when the user turned attach_images on).
+                messages.append({"role": "user", "content": images[-1:]})
             if stalled:
                 result.reply = self._stopped(
                     result, "the model kept asking for the same tool call with the same arguments"
@@ -275,6 +285,16 @@ class Executor:
             if record.status != "ok":
                 lines.append(f"- {record.tool}: {record.status} — {record.reason}")
         return "\n".join(lines)
+
+
+def _image_of(outcome: CallOutcome) -> dict[str, Any] | None:
+    """The image part of a tool's result (a screenshot), as OpenAI image content, if any."""
+    if outcome.result is None:
+        return None
+    encoded = outcome.result.meta.get("image_png_b64")
+    if not isinstance(encoded, str) or not encoded:
+        return None
+    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + encoded}}
 
 
 def _normalised(arguments: str) -> Any:

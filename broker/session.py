@@ -286,6 +286,13 @@ def user_scopes(router: RouterOutput, config: ToolConfig | None = None) -> list[
             scopes.append(url_target(args.url))
         except (ImportError, ToolError, ValueError):
             pass  # a URL the rules refuse implies no scope; the runner says why
+    if router.needs_screen_read:
+        try:
+            from tools.screen import find_screen
+
+            scopes.append(find_screen().target)
+        except (ImportError, ToolError):
+            pass  # no display: the screen tools say so themselves
     if args.command:
         try:
             from tools.system import command_target

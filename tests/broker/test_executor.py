@@ -515,3 +515,29 @@ def test_one_turn_makes_at_most_max_tool_calls(tmp_path):
     assert len(result.tool_calls) == 7
     assert len(rig.bodies["probe"].calls) == 7
     assert "7 tool calls" in result.reply
+
+
+def test_a_screenshot_image_reaches_the_model_as_image_content(tmp_path):
+    """A tool result carrying an image (screen_capture with attach_images) is shown to the
+    model as OpenAI image content after the tool message."""
+
+    def shot(arguments):
+        return ToolResult({"ocr_text": "hello"}, "hello", meta={"image_png_b64": "iVBORw0KGgo="})
+
+    rig = Rig(
+        tmp_path,
+        ScriptedModel([calls(("probe", {"n": 1})), say("I see hello.")]),
+        tools={"probe": shot, "hidden": Body()},
+    )
+    result = rig.run()
+    assert result.reply == "I see hello."
+    second = rig.model.requests[1]["messages"]
+    image_parts = [
+        part
+        for message in second
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+    ]
+    assert image_parts == [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    ]

@@ -1,0 +1,681 @@
+"""The screen tools: capture the screen (all monitors, one monitor or the active window) with OCR,
+and say which window is active.
+
+Capture uses mss; text comes from rapidocr-onnxruntime, whose models ship inside its wheel (it
+never downloads anything). Loading the OCR engine takes about half a second, so it is made once,
+on first use, and shared; it runs on the runner's worker thread, never on the caller's.
+Screenshots are kept as PNG files (0600) in a folder only the user can open (0700), and files
+older than the retention setting are deleted on every capture.
+
+Both tools name the display they read as their target (`display::99`, `display:main`), so a
+grant can be scoped to one display. They must never capture or read anything when no display
+can be found (a clear error instead of a traceback), never log or audit OCR text or pixels
+(sizes, timings and counts only), never delete a file in the screenshot folder that they did
+not name, and never put the image itself into the data sent to the model as text.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+import os
+import re
+import stat
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from PIL import Image
+
+from tools.manual import Capability, Tool, ToolError, ToolManual, ToolResult
+from tools.registry import ToolConfig
+from tools.windows import (
+    Geometry,
+    WindowInfo,
+    macos_active_window,
+    win32_active_window,
+    x11_active_window,
+    x11_refused_message,
+)
+
+log = logging.getLogger("chamberlain.tools.screen")
+
+TARGETS = ("all", "monitor", "active_window")
+# OCR lines the engine is less sure of than this are left out.
+OCR_MIN_CONFIDENCE = 0.6
+MAX_OCR_LINES = 400
+MAX_OCR_CHARS = 16_000
+# rapidocr's text detector input: the short side is scaled to at least this (its config.yaml).
+OCR_MIN_SIDE = 736
+# An attached image is scaled down to at most this width (models downscale larger ones anyway).
+ATTACH_MAX_WIDTH = 1280
+# zlib level for saved screenshots: on a text desktop, level 6 makes files half the size of
+# level 1's for about 20 ms more at 1920×1080 (bench/screen_capture.py), next to seconds of OCR.
+PNG_COMPRESS_LEVEL = 6
+SCREENSHOT_PREFIX = "screenshot-"
+_SCREENSHOT_NAME = re.compile(r"^screenshot-\d{8}-\d{6}-\d{6}(?:-[a-z0-9]+)?(?:-\d+)?\.png$")
+_DISPLAY_NAME = re.compile(r"^(?P<host>[^\s]*):(?P<number>\d+)(?:\.\d+)?$")
+
+NO_DISPLAY_CAPTURE = "Screen capture needs a display; none was found ($DISPLAY is unset)"
+NO_DISPLAY_WINDOW = "Reading the active window needs a display; none was found ($DISPLAY is unset)"
+WAYLAND_CAPTURE = "Wayland does not let apps read the screen without a portal; not supported yet"
+WAYLAND_WINDOW = "Wayland does not let apps read other windows without a portal; not supported yet"
+XWAYLAND_NOTE = (
+    "This is XWayland inside a Wayland session: only X11 windows are visible to it; "
+    "native Wayland windows show as empty or black"
+)
+
+Platform = Literal["x11", "windows", "macos"]
+
+
+# --- which display -------------------------------------------------------------------------------
+
+
+def normalise_display(raw: str) -> str:
+    """':99.0' -> ':99', 'localhost:10.0' -> 'localhost:10': the display, without the screen."""
+    match = _DISPLAY_NAME.match(raw.strip())
+    if match is None:
+        raise ToolError(f"$DISPLAY is set to {raw[:100]!r}, which is not an X display name")
+    return f"{match['host']}:{int(match['number'])}"
+
+
+@dataclass(frozen=True)
+class ScreenSession:
+    """The display the screen tools would read, as found in the environment."""
+
+    platform: Platform
+    # What the platform's API is given: $DISPLAY as it is set on X11, "main" elsewhere.
+    name: str
+    # The display without its screen number: what a grant's scope names.
+    scope_name: str
+    xwayland: bool = False
+
+    @property
+    def target(self) -> str:
+        return f"display:{self.scope_name}"
+
+
+def find_screen(
+    *,
+    missing: str = NO_DISPLAY_CAPTURE,
+    wayland: str = WAYLAND_CAPTURE,
+    environ: Mapping[str, str] | None = None,
+    platform: str | None = None,
+) -> ScreenSession:
+    """The display to use, or a ToolError that says why there is none."""
+    env = os.environ if environ is None else environ
+    system = sys.platform if platform is None else platform
+    if system == "win32":
+        return ScreenSession("windows", "main", "main")
+    if system == "darwin":
+        return ScreenSession("macos", "main", "main")
+    raw = env.get("DISPLAY", "").strip()
+    has_wayland = bool(env.get("WAYLAND_DISPLAY", "").strip())
+    if not raw:
+        raise ToolError(wayland if has_wayland else missing)
+    return ScreenSession("x11", raw, normalise_display(raw), xwayland=has_wayland)
+
+
+# --- capture -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Capture:
+    image: Image.Image
+    region: Geometry
+    monitors: list[dict[str, Any]]
+    monitor: dict[str, Any] | None = None
+    window: WindowInfo | None = None
+
+
+def _monitor_dict(index: int, raw: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "index": index,
+        "left": int(raw["left"]),
+        "top": int(raw["top"]),
+        "width": int(raw["width"]),
+        "height": int(raw["height"]),
+        "primary": bool(raw.get("is_primary", index == 1)),
+    }
+
+
+def active_window(session: ScreenSession) -> WindowInfo:
+    if session.platform == "windows":
+        return win32_active_window()
+    if session.platform == "macos":
+        return macos_active_window()
+    return x11_active_window(session.name)
+
+
+def _clip(region: Geometry, bounds: Geometry) -> Geometry | None:
+    left, top = max(region.left, bounds.left), max(region.top, bounds.top)
+    right = min(region.left + region.width, bounds.left + bounds.width)
+    bottom = min(region.top + region.height, bounds.top + bounds.height)
+    if right <= left or bottom <= top:
+        return None
+    return Geometry(left, top, right - left, bottom - top)
+
+
+def grab(session: ScreenSession, target: str, monitor: int | None = None) -> Capture:
+    """Capture `target` ("all", "monitor" or "active_window") on the session's display."""
+    import mss
+
+    window = active_window(session) if target == "active_window" else None
+    kwargs: dict[str, Any] = {"display": session.name} if session.platform == "x11" else {}
+    try:
+        with mss.MSS(**kwargs) as shooter:
+            raw_monitors = shooter.monitors
+            monitors = [_monitor_dict(i, m) for i, m in enumerate(raw_monitors) if i > 0]
+            everything = raw_monitors[0]
+            bounds = Geometry(
+                everything["left"], everything["top"], everything["width"], everything["height"]
+            )
+            chosen = None
+            if target == "monitor":
+                index = 1 if monitor is None else monitor
+                if not 1 <= index <= len(monitors):
+                    count = len(monitors)
+                    raise ToolError(
+                        f"There is no monitor {index}: this display has {count} "
+                        f"monitor{'s' if count != 1 else ''} (numbered from 1)"
+                    )
+                chosen = monitors[index - 1]
+                region = Geometry(chosen["left"], chosen["top"], chosen["width"], chosen["height"])
+            elif window is not None:
+                clipped = _clip(window.frame or window.geometry, bounds)
+                if clipped is None:
+                    raise ToolError(
+                        f"The active window ({window.title[:80]!r}) is not on the screen "
+                        "(minimised or moved off it); nothing to capture"
+                    )
+                region = clipped
+            else:
+                region = bounds
+            shot = shooter.grab(region.as_dict())
+    except mss.ScreenShotError as exc:
+        if "connect" in str(exc).lower():
+            raise ToolError(x11_refused_message(session.name)) from exc
+        raise ToolError(f"Screen capture failed: {exc}") from exc
+    # BGRA from the X server (and GDI, and Quartz) straight into an RGB image, one pass.
+    image = Image.frombuffer("RGB", shot.size, shot.bgra, "raw", "BGRX", 0, 1)
+    return Capture(image, region, monitors, chosen, window)
+
+
+# --- OCR -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class OcrLine:
+    text: str
+    confidence: float
+    # left, top, width, height in screen coordinates.
+    box: tuple[int, int, int, int]
+
+
+@dataclass
+class OcrResult:
+    lines: list[OcrLine]
+    seconds: float
+    # Set when this call had to load the engine first: how long that took.
+    engine_load_s: float | None = None
+
+
+class OcrEngine:
+    """rapidocr-onnxruntime, loaded on first use and then shared.
+
+    One recognition at a time: RapidOCR keeps per-call settings on the object, and two images in
+    parallel on a small machine would only make both slower.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._engine: Any = None
+        self.load_seconds: float | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._engine is not None
+
+    def _load(self) -> float | None:
+        if self._engine is not None:
+            return None
+        start = time.perf_counter()
+        try:
+            from rapidocr_onnxruntime import RapidOCR
+        except ImportError as exc:
+            raise ToolError(
+                f"OCR is not available: rapidocr-onnxruntime cannot be loaded ({exc})"
+            ) from exc
+        try:
+            self._engine = RapidOCR()
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ToolError(f"OCR is not available: its models failed to load ({exc})") from exc
+        self.load_seconds = time.perf_counter() - start
+        log.info("OCR engine loaded in %.2f s", self.load_seconds)
+        return self.load_seconds
+
+    def load(self) -> float | None:
+        """Load the engine now; the seconds it took, or None if it was already loaded."""
+        with self._lock:
+            return self._load()
+
+    def read(self, image: Image.Image, origin: tuple[int, int] = (0, 0)) -> OcrResult:
+        with self._lock:
+            loaded_now = self._load()
+            start = time.perf_counter()
+            raw, _elapsed = self._engine(_pad_small(image))
+            seconds = time.perf_counter() - start
+        lines: list[OcrLine] = []
+        for points, text, score in raw or ():
+            confidence = float(score)
+            if confidence < OCR_MIN_CONFIDENCE or not str(text).strip():
+                continue
+            xs = [float(p[0]) for p in points]
+            ys = [float(p[1]) for p in points]
+            left, top = round(min(xs)) + origin[0], round(min(ys)) + origin[1]
+            box = (left, top, round(max(xs) - min(xs)), round(max(ys) - min(ys)))
+            lines.append(OcrLine(str(text).strip(), confidence, box))
+        return OcrResult(reading_order(lines), seconds, loaded_now)
+
+
+OCR = OcrEngine()
+
+
+def _pad_small(image: Image.Image) -> Image.Image:
+    """A small capture (one window) on a canvas of at least the detector's input size.
+
+    The text detector scales an image up until its short side is OCR_MIN_SIDE pixels; a 100-pixel
+    high window scaled 7× splits its words apart. Padding with the corner's colour instead keeps
+    the text at its real size and the boxes at the same coordinates.
+    """
+    if image.width >= OCR_MIN_SIDE and image.height >= OCR_MIN_SIDE:
+        return image
+    size = (max(image.width, OCR_MIN_SIDE), max(image.height, OCR_MIN_SIDE))
+    canvas = Image.new("RGB", size, image.getpixel((0, 0)))
+    canvas.paste(image, (0, 0))
+    return canvas
+
+
+def reading_order(lines: list[OcrLine]) -> list[OcrLine]:
+    """Top to bottom, and left to right within a row.
+
+    Boxes whose vertical extents overlap by at least half the smaller height share a row, so a
+    slightly taller word or a box a few pixels lower does not jump ahead of its neighbours.
+    """
+    rows: list[tuple[float, float, list[OcrLine]]] = []
+    for line in sorted(lines, key=lambda item: (item.box[1] + item.box[3] / 2, item.box[0])):
+        top, bottom = line.box[1], line.box[1] + line.box[3]
+        for index, (row_top, row_bottom, members) in enumerate(rows):
+            overlap = min(bottom, row_bottom) - max(top, row_top)
+            if overlap >= 0.5 * min(line.box[3], row_bottom - row_top):
+                members.append(line)
+                rows[index] = (min(top, row_top), max(bottom, row_bottom), members)
+                break
+        else:
+            rows.append((top, bottom, [line]))
+    ordered: list[OcrLine] = []
+    for _, _, members in sorted(rows, key=lambda row: row[0]):
+        ordered.extend(sorted(members, key=lambda item: item.box[0]))
+    return ordered
+
+
+def ocr_text(lines: list[OcrLine]) -> str:
+    """Rows on separate lines; separate boxes on one row kept apart by two spaces."""
+    out: list[str] = []
+    row: list[OcrLine] = []
+    for line in lines:
+        if row and not _same_row(row[-1], line):
+            out.append("  ".join(item.text for item in row))
+            row = []
+        row.append(line)
+    if row:
+        out.append("  ".join(item.text for item in row))
+    return "\n".join(out)
+
+
+def _same_row(a: OcrLine, b: OcrLine) -> bool:
+    overlap = min(a.box[1] + a.box[3], b.box[1] + b.box[3]) - max(a.box[1], b.box[1])
+    return overlap >= 0.5 * min(a.box[3], b.box[3]) and b.box[0] >= a.box[0]
+
+
+# --- where screenshots are kept ------------------------------------------------------------------
+
+
+class ScreenshotFolder:
+    """The folder screenshots are written to, private to the user, pruned on every capture."""
+
+    def __init__(
+        self, directory: Path | None, retention_days: float, clock: Callable[[], float]
+    ) -> None:
+        self._directory = directory
+        self.retention_days = max(0.0, retention_days)
+        self._clock = clock
+
+    @property
+    def path(self) -> Path:
+        if self._directory is not None:
+            return self._directory
+        uid = os.getuid() if hasattr(os, "getuid") else os.getpid()
+        return Path(tempfile.gettempdir()) / f"chamberlain-screenshots-{uid}"
+
+    def ensure(self) -> Path:
+        """The folder, created 0700; refused if it is a symlink or someone else's."""
+        path = self.path
+        try:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = os.lstat(path)
+        except OSError as exc:
+            raise ToolError(f"Cannot create the screenshot folder {path}: {exc}") from exc
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            raise ToolError(f"The screenshot folder {path} is not a folder (or is a symlink)")
+        if hasattr(os, "getuid"):
+            if st.st_uid != os.getuid():
+                raise ToolError(f"The screenshot folder {path} belongs to another user")
+            if stat.S_IMODE(st.st_mode) & 0o077:
+                try:
+                    os.chmod(path, 0o700)
+                except OSError as exc:
+                    raise ToolError(f"Cannot make {path} private to this user: {exc}") from exc
+        return path
+
+    def save(self, png: bytes, label: str, when: float) -> Path:
+        folder = self.ensure()
+        now = datetime.fromtimestamp(when)
+        stem = f"{SCREENSHOT_PREFIX}{now:%Y%m%d-%H%M%S-%f}-{label}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        flags |= getattr(os, "O_BINARY", 0)
+        for attempt in range(100):
+            path = folder / (f"{stem}.png" if attempt == 0 else f"{stem}-{attempt}.png")
+            try:
+                fd = os.open(path, flags, 0o600)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise ToolError(f"Cannot save the screenshot in {folder}: {exc}") from exc
+            try:
+                if hasattr(os, "fchmod"):
+                    os.fchmod(fd, 0o600)  # exactly 0600, whatever the umask
+                view = memoryview(png)
+                while view:
+                    view = view[os.write(fd, view) :]
+            except OSError as exc:
+                os.close(fd)
+                path.unlink(missing_ok=True)
+                raise ToolError(f"Cannot save the screenshot in {folder}: {exc}") from exc
+            os.close(fd)
+            return path
+        raise ToolError(f"Cannot find a free screenshot name in {folder}")
+
+    def prune(self, keep: Path | None = None) -> int:
+        """Delete our screenshots older than the retention period; how many went."""
+        folder = self.path
+        cutoff = self._clock() - self.retention_days * 86400
+        removed = 0
+        try:
+            entries = list(os.scandir(folder))
+        except FileNotFoundError:
+            return 0
+        except OSError as exc:
+            log.warning("cannot list the screenshot folder for pruning: %s", exc.strerror)
+            return 0
+        for entry in entries:
+            if not _SCREENSHOT_NAME.match(entry.name) or (keep and entry.path == str(keep)):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                log.warning("cannot delete an old screenshot: %s", exc.strerror)
+        if removed:
+            log.debug("deleted %d screenshots older than %g days", removed, self.retention_days)
+        return removed
+
+
+def encode_png(image: Image.Image, level: int = PNG_COMPRESS_LEVEL) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=level)
+    return buffer.getvalue()
+
+
+def attachment(image: Image.Image, max_width: int = ATTACH_MAX_WIDTH) -> tuple[str, list[int]]:
+    """The image as base64 PNG, scaled down to at most `max_width` pixels wide."""
+    if image.width > max_width:
+        height = max(1, round(image.height * max_width / image.width))
+        image = image.resize((max_width, height), Image.Resampling.LANCZOS)
+    return base64.b64encode(encode_png(image)).decode("ascii"), [image.width, image.height]
+
+
+# --- the tools -----------------------------------------------------------------------------------
+
+
+def _arguments(args: dict[str, Any]) -> tuple[str, int | None, bool]:
+    target = args.get("target")
+    monitor = args.get("monitor")
+    if target is None:
+        target = "monitor" if monitor is not None else "all"
+    if target not in TARGETS:
+        raise ToolError(f"'target' must be one of {', '.join(TARGETS)}")
+    if monitor is not None and (isinstance(monitor, bool) or not isinstance(monitor, int)):
+        raise ToolError("'monitor' must be a whole number (1 is the first monitor)")
+    if monitor is not None and target != "monitor":
+        raise ToolError("'monitor' is only used with target 'monitor'")
+    ocr = args.get("ocr", True)
+    if not isinstance(ocr, bool):
+        raise ToolError("'ocr' must be true or false")
+    return target, monitor, ocr
+
+
+def _label(target: str, capture: Capture) -> str:
+    if capture.monitor is not None:
+        return f"monitor{capture.monitor['index']}"
+    return "window" if target == "active_window" else "all"
+
+
+def _describe(data: dict[str, Any]) -> str:
+    what = {
+        "all": "all monitors",
+        "monitor": f"monitor {data['monitor']['index'] if data.get('monitor') else ''}".strip(),
+        "active_window": "the active window",
+    }[data["target"]]
+    parts = [f"Screenshot of {what} on display {data['display']}, {data['size']}: {data['path']}"]
+    if data.get("window"):
+        parts.append(f"Window: {data['window']['title']!r}")
+    ocr = data.get("ocr")
+    if ocr is None:
+        parts.append("Text recognition was not asked for.")
+    elif "error" in ocr:
+        parts.append(f"Text recognition failed: {ocr['error']}")
+    elif ocr["text"]:
+        parts.append(f"Text on the screen ({len(ocr['lines'])} lines):\n{ocr['text']}")
+    else:
+        parts.append("No text was recognised.")
+    if data.get("note"):
+        parts.append(data["note"])
+    return "\n".join(parts)
+
+
+@dataclass
+class _ScreenTools:
+    config: ToolConfig
+    clock: Callable[[], float] = time.time
+    ocr: OcrEngine = field(default_factory=lambda: OCR)
+
+    def __post_init__(self) -> None:
+        self.folder = ScreenshotFolder(
+            self.config.screenshot_dir, self.config.screenshot_retention_days, self.clock
+        )
+
+    # targets() runs before the grant check: it checks the arguments and reads the environment,
+    # and touches nothing else.
+    def capture_targets(self, args: dict[str, Any]) -> list[str]:
+        _arguments(args)
+        return [find_screen().target]
+
+    def window_targets(self, _args: dict[str, Any]) -> list[str]:
+        return [find_screen(missing=NO_DISPLAY_WINDOW, wayland=WAYLAND_WINDOW).target]
+
+    def capture(self, args: dict[str, Any]) -> ToolResult:
+        target, monitor, want_ocr = _arguments(args)
+        session = find_screen()
+        started = time.perf_counter()
+        capture = grab(session, target, monitor)
+        grab_s = time.perf_counter() - started
+        taken = self.clock()
+        png = encode_png(capture.image)
+        path = self.folder.save(png, _label(target, capture), taken)
+        deleted = self.folder.prune(keep=path)
+        width, height = capture.image.size
+        data: dict[str, Any] = {
+            "display": session.scope_name,
+            "target": target,
+            "size": f"{width}×{height}",
+            "width": width,
+            "height": height,
+            "region": capture.region.as_dict(),
+            "monitor": capture.monitor,
+            "monitors": capture.monitors,
+            "path": str(path),
+            "bytes": len(png),
+            "captured_at": datetime.fromtimestamp(taken).astimezone().isoformat(timespec="seconds"),
+        }
+        if capture.window is not None:
+            data["window"] = capture.window.as_dict()
+        truncated = False
+        if want_ocr:
+            data["ocr"], truncated = self._ocr(capture)
+        else:
+            data["ocr"] = None
+        if deleted:
+            data["old_screenshots_deleted"] = deleted
+        if session.xwayland:
+            data["note"] = XWAYLAND_NOTE
+        meta: dict[str, Any] = {"grab_s": grab_s}
+        if self.config.attach_images:
+            meta["image_png_b64"], meta["image_size"] = attachment(capture.image)
+            meta["image_mime"] = "image/png"
+        data["image_attached"] = self.config.attach_images
+        log.debug("captured %s %dx%d in %.3f s (%d bytes)", target, width, height, grab_s, len(png))
+        return ToolResult(data=data, text=_describe(data), truncated=truncated, meta=meta)
+
+    def _ocr(self, capture: Capture) -> tuple[dict[str, Any], bool]:
+        try:
+            result = self.ocr.read(capture.image, (capture.region.left, capture.region.top))
+        except ToolError as exc:
+            return {"error": str(exc)}, False
+        lines = result.lines
+        truncated = len(lines) > MAX_OCR_LINES
+        lines = lines[:MAX_OCR_LINES]
+        text = ocr_text(lines)
+        if len(text) > MAX_OCR_CHARS:
+            text = text[:MAX_OCR_CHARS] + "…"
+            truncated = True
+        found: dict[str, Any] = {
+            "text": text,
+            "lines": [
+                {"text": line.text, "confidence": round(line.confidence, 3), "box": list(line.box)}
+                for line in lines
+            ],
+            "min_confidence": OCR_MIN_CONFIDENCE,
+            "seconds": round(result.seconds, 3),
+            "truncated": truncated,
+        }
+        if result.engine_load_s is not None:
+            found["engine_load_s"] = round(result.engine_load_s, 3)
+        log.debug("OCR found %d lines in %.2f s", len(lines), result.seconds)
+        return found, truncated
+
+    def window(self, _args: dict[str, Any]) -> ToolResult:
+        session = find_screen(missing=NO_DISPLAY_WINDOW, wayland=WAYLAND_WINDOW)
+        info = active_window(session)
+        data = {"display": session.scope_name, **info.as_dict()}
+        if session.xwayland:
+            data["note"] = XWAYLAND_NOTE
+        g = info.geometry
+        who = ", ".join(
+            part
+            for part in (
+                info.application,
+                f"process {info.process}" if info.process else None,
+                f"pid {info.pid}" if info.pid else None,
+            )
+            if part
+        )
+        text = (
+            f"The active window is {info.title or '(untitled)'!r}"
+            + (f" ({who})" if who else "")
+            + f", at {g.left},{g.top}, {g.width}×{g.height}."
+        )
+        return ToolResult(data=data, text=text)
+
+
+CAPTURE_MANUAL = ToolManual(
+    name="screen_capture",
+    description=(
+        "Take a screenshot of all monitors, one monitor, or the active window, save it as a "
+        "PNG, and return its size, path and the text on it (OCR), in reading order."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "target": {
+                "type": "string",
+                "enum": list(TARGETS),
+                "description": "what to capture (default: all)",
+            },
+            "monitor": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 64,
+                "description": "which monitor, from 1, for target 'monitor' (default 1)",
+            },
+            "ocr": {
+                "type": "boolean",
+                "description": "recognise the text on the screenshot (default true)",
+            },
+        },
+        "additionalProperties": False,
+    },
+    capability=Capability.SCREEN_READ,
+    category="screen",
+    risk="moderate",
+    mutating=False,
+    reversibility="easy",
+    timeout_s=60.0,
+)
+
+WINDOW_MANUAL = ToolManual(
+    name="get_active_window",
+    description=(
+        "Which window is active: its title, application and process, and where it is on the screen."
+    ),
+    parameters={"type": "object", "properties": {}, "additionalProperties": False},
+    capability=Capability.SCREEN_READ,
+    category="screen",
+    risk="safe",
+    mutating=False,
+    reversibility="easy",
+    timeout_s=10.0,
+)
+
+
+def make_screen_tools(
+    config: ToolConfig, *, clock: Callable[[], float] = time.time, ocr: OcrEngine | None = None
+) -> list[Tool]:
+    """screen_capture and get_active_window, built from the user's tool settings."""
+    tools = _ScreenTools(config, clock, ocr or OCR)
+    return [
+        Tool(CAPTURE_MANUAL, tools.capture, tools.capture_targets),
+        Tool(WINDOW_MANUAL, tools.window, tools.window_targets),
+    ]
