@@ -8,9 +8,7 @@ endpoint probe on loopback (or the URL the user configured).
 from __future__ import annotations
 
 import importlib.util
-import os
 import platform
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,19 +124,42 @@ def _memory(home: Path) -> Check:
 
 
 def _display() -> Check:
-    if sys.platform.startswith("linux"):
-        if os.environ.get("WAYLAND_DISPLAY"):
-            return Check("display", True, f"Wayland ({os.environ['WAYLAND_DISPLAY']})", False)
-        if os.environ.get("DISPLAY"):
-            return Check("display", True, f"X11 ({os.environ['DISPLAY']})", False)
+    from tools.manual import ToolError
+    from tools.screen import find_screen
+
+    try:
+        screen = find_screen()
+    except ToolError as exc:
+        return Check("screen capture", False, f"{exc}; the CLI works without", required=False)
+    return Check(
+        "screen capture", True, f"display {screen.target.removeprefix('display:')}", required=False
+    )
+
+
+def _commands() -> Check:
+    from tools.commands import parse_command
+    from tools.manual import ToolError
+
+    try:
+        parse_command("echo ok")
+    except ToolError as exc:  # the grammar failed to load: commands cannot be judged, so none run
+        return Check("commands", False, f"the command parser does not work here: {exc}")
+    return Check("commands", True, "bash grammar loaded; commands run without a shell")
+
+
+def _web(home: Path) -> Check:
+    try:
+        url = load_settings(home).web.searxng_url
+    except SettingsError:
+        url = None
+    if not url:
         return Check(
-            "display",
+            "web search",
             False,
-            "none ($DISPLAY and $WAYLAND_DISPLAY are unset): the tray app and "
-            "screen capture need one; the CLI works without",
+            "no SearXNG set (setting web.searxng_url); page fetches work",
             required=False,
         )
-    return Check("display", True, platform.system(), required=False)
+    return Check("web search", True, f"SearXNG at {url}", required=False)
 
 
 def _tray() -> Check:
@@ -158,5 +179,7 @@ def run_checks(home: Path, llm_url: str | None = None) -> list[Check]:
         _memory(home),
         _model(home, llm_url),
         _display(),
+        _commands(),
+        _web(home),
         _tray(),
     ]

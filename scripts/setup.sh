@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Set up Chamberlain's virtualenv in .venv (idempotent). Installs the system packages it needs
 # when they are missing and we may (root or sudo), then the project with its dev tools,
-# pinned by requirements.lock.
+# pinned by requirements.lock. `--test` also installs what the test suite needs (a virtual X
+# server with a window to read, for the screen tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+for_tests=false
+[ "${1:-}" = "--test" ] && for_tests=true
 
 PY=${PYTHON:-python3}
 need_apt=()
@@ -14,15 +17,17 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
-# The screen tools and their tests, on Debian-like Linux: Xvfb runs a real X server for the
-# tests, xmessage (x11-utils) shows a window with known text in a large core font
-# (xfonts-100dpi; xfonts-base has the default "fixed"), evilwm is a tiny EWMH window manager,
-# and OpenCV under the OCR engine needs libGL and GLib. Installed only when missing, and only
-# when we may (root, or sudo without a password); otherwise the screen tests say what is missing.
+# On Debian-like Linux: OpenCV under the OCR engine needs libGL and GLib (always). For the tests
+# (--test): Xvfb runs a real X server, xmessage (x11-utils) shows a window with known text in a
+# large core font (xfonts-100dpi; xfonts-base has the default "fixed"), and evilwm is a tiny
+# EWMH window manager. Installed only when missing, and only when we may (root, or sudo without
+# a password); otherwise setup says what is missing.
 screen_apt=()
+wanted=(libgl1 libglib2.0-0)
+$for_tests && wanted+=(xvfb x11-utils xfonts-base xfonts-100dpi evilwm)
 if [ "$(uname -s)" = Linux ] && command -v dpkg-query >/dev/null && command -v apt-get >/dev/null
 then
-  for pkg in xvfb x11-utils xfonts-base xfonts-100dpi evilwm libgl1 libglib2.0-0; do
+  for pkg in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || screen_apt+=("$pkg")
   done
 fi
@@ -30,7 +35,7 @@ if [ ${#screen_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null && sudo -n true 2>/dev/null
   then SUDO="sudo -n"; else SUDO=none; fi
   if [ "$SUDO" = none ]; then
-    echo "setup: the screen tests need: ${screen_apt[*]} (apt-get install them)" >&2
+    echo "setup: screen capture and its tests need: ${screen_apt[*]} (apt-get install them)" >&2
   else
     $SUDO apt-get update -qq
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${screen_apt[@]}" >/dev/null
