@@ -29,6 +29,7 @@ from typing import Any
 
 import charset_normalizer
 
+from tools.arguments import bool_arg, int_arg, required_str, str_arg
 from tools.manual import Capability, Tool, ToolError, ToolManual, ToolResult
 from tools.paths import MAX_PATH_CHARS, is_within, resolve_path
 from tools.units import human_size
@@ -78,40 +79,6 @@ _CHAOS_TIE = 0.01
 
 
 # --- arguments -----------------------------------------------------------------------------------
-
-
-def _str_arg(args: dict[str, Any], key: str, *, max_len: int) -> str | None:
-    value = args.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ToolError(f"'{key}' must be text")
-    if len(value) > max_len:
-        raise ToolError(f"'{key}' is longer than {max_len} characters")
-    return value
-
-
-def _required_str(args: dict[str, Any], key: str, *, max_len: int) -> str:
-    value = _str_arg(args, key, max_len=max_len)
-    if value is None:
-        raise ToolError(f"'{key}' is required")
-    return value
-
-
-def _int_arg(args: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
-    value = args.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ToolError(f"'{key}' must be a whole number")
-    if not lo <= value <= hi:
-        raise ToolError(f"'{key}' must be between {lo} and {hi}")
-    return value
-
-
-def _bool_arg(args: dict[str, Any], key: str, default: bool) -> bool:
-    value = args.get(key, default)
-    if not isinstance(value, bool):
-        raise ToolError(f"'{key}' must be true or false")
-    return value
 
 
 # --- paths: resolve once, open without following links -----------------------------------------
@@ -317,9 +284,9 @@ def _entry_type(mode: int) -> str:
 
 
 def _list_folder(book: _PathBook, args: dict[str, Any]) -> ToolResult:
-    path = book.for_run("file_list", _required_str(args, "path", max_len=MAX_PATH_CHARS))
-    show_hidden = _bool_arg(args, "show_hidden", False)
-    max_entries = _int_arg(args, "max_entries", 500, 1, MAX_LIST_ENTRIES)
+    path = book.for_run("file_list", required_str(args, "path", max_len=MAX_PATH_CHARS))
+    show_hidden = bool_arg(args, "show_hidden", False)
+    max_entries = int_arg(args, "max_entries", 500, 1, MAX_LIST_ENTRIES)
 
     try:
         fd = _open_no_symlinks(path, _DIR_FLAGS)
@@ -433,8 +400,8 @@ def _render_listing(data: dict[str, Any]) -> str:
 
 
 def _read_file(book: _PathBook, read_cap: int, args: dict[str, Any]) -> ToolResult:
-    path = book.for_run("file_read", _required_str(args, "path", max_len=MAX_PATH_CHARS))
-    limit = _int_arg(args, "max_bytes", read_cap, 1, read_cap)
+    path = book.for_run("file_read", required_str(args, "path", max_len=MAX_PATH_CHARS))
+    limit = int_arg(args, "max_bytes", read_cap, 1, read_cap)
 
     try:
         fd = _open_no_symlinks(path, _READ_FLAGS)
@@ -518,15 +485,15 @@ def _search(
     args: dict[str, Any],
 ) -> ToolResult:
     max_entries, content_limit, time_limit = limits
-    root = book.for_run("file_search", _required_str(args, "root", max_len=MAX_PATH_CHARS))
-    name_glob = _str_arg(args, "name_glob", max_len=255) or None
-    content = _str_arg(args, "content", max_len=200) or None
+    root = book.for_run("file_search", required_str(args, "root", max_len=MAX_PATH_CHARS))
+    name_glob = str_arg(args, "name_glob", max_len=255) or None
+    content = str_arg(args, "content", max_len=200) or None
     state = _SearchState(
         root=root,
         name_glob=name_glob.casefold() if name_glob else None,
         needle=content.casefold() if content else None,
-        max_results=_int_arg(args, "max_results", 200, 1, MAX_SEARCH_RESULTS),
-        show_hidden=_bool_arg(args, "show_hidden", False),
+        max_results=int_arg(args, "max_results", 200, 1, MAX_SEARCH_RESULTS),
+        show_hidden=bool_arg(args, "show_hidden", False),
         max_entries=max_entries,
         content_limit=content_limit,
         deadline=clock() + time_limit,
@@ -824,7 +791,7 @@ def make_file_tools(
 
     def path_targets(tool: str, key: str) -> Callable[[dict[str, Any]], list[str]]:
         def targets(args: dict[str, Any]) -> list[str]:
-            raw = _required_str(args, key, max_len=MAX_PATH_CHARS)
+            raw = required_str(args, key, max_len=MAX_PATH_CHARS)
             return [str(book.for_targets(tool, raw))]
 
         return targets

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from tools.arguments import required_str, str_arg
 from tools.commands import (
     MAX_COMMAND_CHARS,
     CommandCheck,
@@ -448,24 +449,6 @@ def _find_program(word: str, env: Mapping[str, str], cwd: Path) -> str:
 # --- arguments ----------------------------------------------------------------------------------
 
 
-def _str_arg(args: Mapping[str, Any], key: str, *, max_len: int) -> str | None:
-    value = args.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ToolError(f"'{key}' must be text")
-    if len(value) > max_len:
-        raise ToolError(f"'{key}' is longer than {max_len} characters")
-    return value
-
-
-def _required_str(args: Mapping[str, Any], key: str, *, max_len: int) -> str:
-    value = _str_arg(args, key, max_len=max_len)
-    if value is None or not value.strip():
-        raise ToolError(f"'{key}' is required")
-    return value
-
-
 # --- system_execute -----------------------------------------------------------------------------
 
 
@@ -520,7 +503,7 @@ class _CommandTool:
         return [resolve_path(os.fspath(r)) for r in self.config.command_roots]
 
     def cwd(self, args: Mapping[str, Any]) -> Path:
-        raw = _str_arg(args, "cwd", max_len=MAX_PATH_CHARS)
+        raw = str_arg(args, "cwd", max_len=MAX_PATH_CHARS)
         roots = self.roots()
         if raw is None or not raw.strip():
             home = self.home
@@ -541,7 +524,7 @@ class _CommandTool:
 
     def assess(self, args: Mapping[str, Any]) -> tuple[CommandCheck, Path, dict[str, str]]:
         """The rules' verdict, the working folder, and the environment the command gets."""
-        line = _required_str(args, "command", max_len=MAX_COMMAND_CHARS)
+        line = required_str(args, "command", max_len=MAX_COMMAND_CHARS)
         cwd = self.cwd(args)
         env = self.environment(cwd)
         check = assess_command(
@@ -735,7 +718,7 @@ class _OpenTools:
         self.opener = opener
 
     def resolve(self, args: Mapping[str, Any]) -> Path:
-        raw = _required_str(args, "path", max_len=MAX_PATH_CHARS)
+        raw = required_str(args, "path", max_len=MAX_PATH_CHARS)
         home = resolve_path(os.fspath(self._home)) if self._home is not None else None
         try:
             path = resolve_path(raw, home=home, cwd=home)
@@ -769,11 +752,11 @@ class _OpenTools:
         )
 
     def url_targets(self, args: dict[str, Any]) -> list[str]:
-        raw = _required_str(args, "url", max_len=MAX_URL_CHARS)
+        raw = required_str(args, "url", max_len=MAX_URL_CHARS)
         return [f"url:{normalise_url(raw)}"]
 
     def open_url(self, args: dict[str, Any]) -> ToolResult:
-        url = normalise_url(_required_str(args, "url", max_len=MAX_URL_CHARS))
+        url = normalise_url(required_str(args, "url", max_len=MAX_URL_CHARS))
         self.opener(url)
         return ToolResult(data={"opened": url}, text=f"Opened {url} in the default application.")
 
