@@ -32,7 +32,7 @@ from broker.permissions import (
 )
 from broker.policy import PolicyTable, coverage_problems
 from broker.types import ToolCallRecord, ToolStatus
-from tools.manual import Tool, ToolError, ToolRefused, ToolResult
+from tools.manual import Reversibility, Tool, ToolError, ToolRefused, ToolResult
 from tools.registry import ToolRegistry
 
 log = logging.getLogger("chamberlain.broker.runner")
@@ -162,6 +162,7 @@ class ToolRunner:
         except (ValueError, ToolError) as exc:
             return self._finish(turn, call_id, name, arguments, "error", str(exc), tool)
 
+        reversibility = tool.reversibility(arguments)
         grant = self.permissions.authorize(
             tool=name,
             capability=tool.capability,
@@ -170,12 +171,14 @@ class ToolRunner:
             call_id=call_id,
             user_scopes=turn.user_scopes,
             risk=tool.manual.risk,
-            reversibility=tool.reversibility(arguments),
+            reversibility=reversibility,
             turn_id=turn.turn_id,
         )
         if isinstance(grant, Denial):
             return self._finish(turn, call_id, name, arguments, grant.status, grant.reason, tool)
-        return self.run_with_token(turn, tool, call_id, arguments, targets, grant)
+        return self.run_with_token(
+            turn, tool, call_id, arguments, targets, grant, reversibility=reversibility
+        )
 
     def _parse_arguments(
         self, tool: Tool, raw: str | dict[str, Any]
@@ -215,6 +218,8 @@ class ToolRunner:
         arguments: dict[str, Any],
         targets: list[str],
         token: PermissionToken | None,
+        *,
+        reversibility: Reversibility | None = None,
     ) -> CallOutcome:
         """Check the token against exactly this call, then run the tool under its limits."""
         if tool.name not in turn.allowed:
@@ -258,7 +263,7 @@ class ToolRunner:
             token_id=token_id,
             arguments=arguments,
             targets=targets,
-            reversibility=tool.reversibility(arguments),
+            reversibility=reversibility or tool.reversibility(arguments),
         )
         finished, value = self._worker.call(lambda: tool.run(arguments), tool.manual.timeout_s)
         if not finished:
