@@ -546,13 +546,15 @@ class PermissionBroker:
         call_id: str,
         turn_id: str | None,
     ) -> Denial:
-        what = describe_scope(capability, scope)
+        what = capability.value
+        if scope != ANY_SCOPE:
+            what += " for " + describe_scope(capability, scope)
         reason = {
             "timeout": f"nobody answered the {capability.value} prompt within "
             f"{self.prompt_timeout_s:g} s, so it was denied",
-            "headless": f"{capability.value} for {what} was not granted (no one to ask here)",
+            "headless": f"{what} was not granted (no one to ask here)",
             "error": f"the {capability.value} prompt failed, so it was denied",
-        }.get(decision.reason, f"you denied {capability.value} for {what}")
+        }.get(decision.reason, f"you denied {what}")
         self.audit.append(
             AuditEvent.PERMISSION_TIMEOUT
             if decision.reason == "timeout"
