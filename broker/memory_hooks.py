@@ -92,6 +92,13 @@ class Recollection:
                 "Facts the user told you before (from Chamberlain's memory; use them only if "
                 "relevant):\n" + "\n".join(f"- {f.text}" for f in self.facts)
             )
+        if self.held_back:
+            lines.append(
+                f"{self.held_back} more remembered fact(s) matched, but are personal and this "
+                "model runs outside the user's machine, so they were held back. If they would "
+                "help, say so: the user can allow this endpoint with the setting "
+                "memory.allow_remote."
+            )
         return lines
 
 

@@ -192,3 +192,16 @@ def test_no_extraction_in_temporary_or_paused(store, audit):
     ):
         assert writer.after_turn(turn_for("I love hiking"), "t1") == []
     assert model.seen == []
+
+
+def test_the_model_is_told_when_facts_were_held_back(store):
+    store.add(
+        "my dog's vet is Dr Nandi", sensitivity=Sensitivity.PERSONAL, status=FactStatus.ACTIVE
+    )
+    found = recollect(
+        store, "who is my dog's vet", MemorySettings(), Sensitivity.LOW, temporary=False
+    )
+    lines = "\n".join(found.context_lines())
+    assert "Dr Nandi" not in lines
+    assert "1 more remembered fact(s)" in lines
+    assert "memory.allow_remote" in lines
