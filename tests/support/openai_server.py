@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeAlias
 
+from tests.support.served import ServedInThread
+
 
 @dataclass(frozen=True)
 class Text:
@@ -304,7 +306,7 @@ def _chunks(
         yield final
 
 
-class ScriptedOpenAIServer:
+class ScriptedOpenAIServer(ServedInThread):
     """An OpenAI-compatible chat-completions server on 127.0.0.1 that answers from a script.
 
     `requests` holds every chat-completions request body, in order; `hits` every request.
@@ -321,6 +323,7 @@ class ScriptedOpenAIServer:
         reject_response_formats: Sequence[str] = (),
         models_answer: Raw | None = None,
     ) -> None:
+        super().__init__()
         self.script: list[Turn] = list(script)
         self.models: list[str] = [model] if models is None else list(models)
         self.repeat_last = repeat_last
@@ -336,54 +339,18 @@ class ScriptedOpenAIServer:
         self._lock = threading.Lock()
         self._position = 0
         self._numbers = itertools.count(1)
-        self._stopping = threading.Event()
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> ScriptedOpenAIServer:
-        if self._httpd is not None:
+        if self.running:
             return self
-        self._stopping.clear()
         httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
         httpd.scripted = self
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=f"scripted-openai-{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
+        self._serve(httpd, f"scripted-openai-{httpd.server_address[1]}")
         return self
 
-    def stop(self) -> None:
-        """Stop serving, close the listening socket and join the serving thread. Idempotent."""
-        httpd, thread = self._httpd, self._thread
-        if httpd is None:
-            return
-        self._stopping.set()
-        httpd.shutdown()
-        httpd.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
-        self._httpd = None
-        self._thread = None
-
-    def __enter__(self) -> ScriptedOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
     # -- what tests look at --------------------------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        if self._httpd is None:
-            raise RuntimeError("the scripted server is not running; call start() first")
-        return int(self._httpd.server_address[1])
 
     @property
     def url(self) -> str:
@@ -447,7 +414,7 @@ class ScriptedOpenAIServer:
             if isinstance(turn, Text | ToolCalls | Raw):
                 return turn
             if isinstance(turn, Stall):
-                self._stopping.wait(turn.seconds)
+                self.stopping.wait(turn.seconds)
                 turn = turn.then
                 continue
             turn = turn(body)

@@ -43,6 +43,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support.served import ServedInThread
+
 ARTICLE_TITLE = "Lighthouses of the Northern Coast"
 ARTICLE_SENTENCE = "The keeper climbed the spiral stair every evening at dusk to light the lamp."
 NOISE = ("MENU-NOISE-HOME", "FOOTER-NOISE-COPYRIGHT")
@@ -288,7 +290,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, json.dumps(payload).encode(), "application/json")
 
 
-class WebServer:
+class WebServer(ServedInThread):
     """A test web server on one loopback address (127.0.0.0/8 or ::1), plain or TLS."""
 
     def __init__(
@@ -299,6 +301,7 @@ class WebServer:
         searx_json: bool = True,
         searx_redirect: str | None = None,
     ) -> None:
+        super().__init__()
         address = ipaddress.ip_address(bind)
         if not address.is_loopback:
             raise ValueError(f"the test web server binds only to loopback, not {bind}")
@@ -311,13 +314,10 @@ class WebServer:
         self.sent: dict[str, int] = {}
         # TLS server names (SNI) clients asked for.
         self.server_names: list[str | None] = []
-        self.stopping = threading.Event()
         self._lock = threading.Lock()
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     def start(self) -> WebServer:
-        if self._httpd is not None:
+        if self.running:
             return self
         cls = _IPv6HTTPServer if ":" in self.bind else _HTTPServer
         httpd = cls((self.bind, 0), _Handler)
@@ -327,39 +327,8 @@ class WebServer:
             httpd.socket = self.tls.wrap_socket(
                 httpd.socket, server_side=True, do_handshake_on_connect=False
             )
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=f"web-server-{self.bind}",
-            daemon=True,
-        )
-        self._thread.start()
+        self._serve(httpd, f"web-server-{self.bind}")
         return self
-
-    def stop(self) -> None:
-        httpd, thread = self._httpd, self._thread
-        if httpd is None:
-            return
-        self.stopping.set()
-        httpd.shutdown()
-        httpd.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
-        self._httpd = None
-        self._thread = None
-
-    def __enter__(self) -> WebServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._httpd is None:
-            raise RuntimeError("the web server is not running; call start() first")
-        return int(self._httpd.server_address[1])
 
     def url(self, path: str = "/", *, host: str | None = None) -> str:
         """An address of this server, reached through `host` (a name or the bound address)."""
