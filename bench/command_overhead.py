@@ -19,18 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.machine import machine_details
 from tools.commands import assess_command
 from tools.registry import ToolConfig
 from tools.system import make_system_tools
@@ -90,12 +87,7 @@ def measure(runs: int, warmup: int) -> dict[str, Any]:
         for kind in ("true", "echo")
     }
     return {
-        "machine": {
-            "uname": " ".join(platform.uname()[:3]),
-            "nproc": os.cpu_count(),
-            "python": sys.version.split()[0],
-            "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        },
+        "machine": machine_details(),
         "runs": runs,
         "warmup": warmup,
         "ms": ms,

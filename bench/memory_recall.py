@@ -29,17 +29,16 @@ import argparse
 import contextlib
 import json
 import os
-import platform
 import random
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.machine import filesystem_of, machine_details
 from memory.db import open_database, schema_version
 from memory.store import MemoryStore
 from memory.types import EventKind, Fact, FactSource, FactStatus, Sensitivity
@@ -286,27 +285,6 @@ def measure_adds(directory: Path, n: int, texts: list[str]) -> dict[str, Any]:
 
 
 def machine(directory: Path) -> dict[str, Any]:
-    cpu = platform.processor() or "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    ram = None
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                ram = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
-    filesystem = None
-    with contextlib.suppress(OSError):
-        best = ""
-        for line in Path("/proc/mounts").read_text().splitlines():
-            _dev, mount, fstype, *_ = line.split()
-            if str(directory).startswith(mount) and len(mount) >= len(best):
-                best, filesystem = mount, fstype
-    load = None
-    with contextlib.suppress(OSError, AttributeError):
-        load = [round(x, 2) for x in os.getloadavg()]
     import sqlcipher3  # type: ignore[import-untyped]
 
     conn = sqlcipher3.connect(":memory:")
@@ -314,17 +292,11 @@ def machine(directory: Path) -> dict[str, Any]:
     cipher_version = conn.execute("PRAGMA cipher_version").fetchone()[0]
     conn.close()
     return {
-        "uname": " ".join(platform.uname()),
-        "cpu": cpu,
-        "nproc": os.cpu_count(),
-        "ram": ram,
-        "python": platform.python_version(),
+        **machine_details(),
         "sqlite": sqlite_version,
         "sqlcipher": cipher_version,
         "schema": schema_version(),
-        "dir_filesystem": filesystem,
-        "load_average": load,
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "dir_filesystem": filesystem_of(directory),
     }
 
 

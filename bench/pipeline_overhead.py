@@ -38,17 +38,16 @@ import cProfile
 import io
 import json
 import os
-import platform
 import pstats
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.machine import machine_details
 from broker.audit import AuditEvent, AuditLog, digest
 from broker.llm.base import AssistantMessage, ModelToolCall
 from broker.permissions import PermissionRequest, PromptDecision
@@ -460,33 +459,6 @@ def measure_stages(root: Path, data: Path, n: int, warmup: int) -> dict[str, dic
     return stages
 
 
-def machine() -> dict[str, Any]:
-    cpu = platform.processor() or "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    ram = None
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                ram = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
-    load = None
-    with contextlib.suppress(OSError, AttributeError):
-        load = [round(x, 2) for x in os.getloadavg()]
-    return {
-        "uname": " ".join(platform.uname()),
-        "cpu": cpu,
-        "nproc": os.cpu_count(),
-        "ram": ram,
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "load_average": load,
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-    }
-
-
 def run(root: Path, turns: int, warmup: int, shapes: list[str] | None = None) -> dict[str, Any]:
     data = root / "data"
     make_data(data)
@@ -497,7 +469,7 @@ def run(root: Path, turns: int, warmup: int, shapes: list[str] | None = None) ->
         results[shape.name] = measure_shape(shape, root / f"home-{shape.name}", turns, warmup)
     stage_n = max(turns, 10)
     return {
-        "machine": machine(),
+        "machine": machine_details(),
         "directory": str(root),
         "turns": turns,
         "warmup": warmup,

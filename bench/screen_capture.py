@@ -30,7 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.pipeline_overhead import machine, percentile
+from bench.machine import machine_details
+from bench.pipeline_overhead import percentile
 from tests.support.xvfb import MEDIUM_FONT, Xvfb, running_xvfb
 from tools.registry import ToolConfig
 from tools.screen import OCR, encode_png, find_screen, grab, make_screen_tools
@@ -143,7 +144,7 @@ def run(n: int, warmup: int, sizes: list[tuple[int, int]]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="chamberlain-bench-screen-") as tmp:
         results = [measure_size(w, h, n, warmup, Path(tmp) / f"{w}x{h}") for w, h in sizes]
     return {
-        "machine": machine(),
+        "machine": machine_details(),
         "n": n,
         "warmup": warmup,
         "ocr_engine_load_s": {
