@@ -52,7 +52,15 @@ from tools.commands import (
     command_target,
     parse_command,
 )
-from tools.manual import Capability, Tool, ToolError, ToolManual, ToolRefused, ToolResult
+from tools.manual import (
+    Capability,
+    Reversibility,
+    Tool,
+    ToolError,
+    ToolManual,
+    ToolRefused,
+    ToolResult,
+)
 from tools.paths import MAX_PATH_CHARS, is_within, resolve_path
 from tools.registry import ToolConfig
 
@@ -490,7 +498,7 @@ class _CommandTool:
         self.config = config
         self._home = home
         self._environ = environ
-        self._checked: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._checked: OrderedDict[tuple[str, str], CommandCheck] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -542,11 +550,18 @@ class _CommandTool:
             _find_program(stage[0], env, cwd)  # a missing program is an error, not a question
         key = (str(args.get("command")), os.fspath(cwd))
         with self._lock:
-            self._checked[key] = check.target
+            self._checked[key] = check
             self._checked.move_to_end(key)
             while len(self._checked) > self._MAX_REMEMBERED:
                 self._checked.popitem(last=False)
         return [check.target]
+
+    def reversibility(self, args: dict[str, Any]) -> Reversibility:
+        """How undoable the call is: from the check `targets()` just made, else a fresh one."""
+        key = (str(args.get("command")), os.fspath(self.cwd(args)))
+        with self._lock:
+            check = self._checked.get(key)
+        return check.reversibility if check is not None else self.assess(args)[0].reversibility
 
     def environment(self, cwd: Path) -> dict[str, str]:
         source = self._environ if self._environ is not None else os.environ
@@ -557,7 +572,7 @@ class _CommandTool:
         key = (str(args.get("command")), os.fspath(cwd))
         with self._lock:
             checked = self._checked.pop(key, None)
-        if checked is not None and checked != check.target:
+        if checked is not None and checked.target != check.target:
             raise ToolError(
                 "The command means something else now than when it was checked (a file or link "
                 "it names changed); it was not run. Ask again to check it anew."
@@ -822,7 +837,7 @@ def make_system_tools(
         ),
         run=command.run,
         targets=command.targets,
-        reversibility_of=lambda args: command.assess(args)[0].reversibility,
+        reversibility_of=command.reversibility,
     )
     openers = _OpenTools(home, opener or system_opener(environ, home=home))
     open_path = Tool(
