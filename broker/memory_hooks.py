@@ -6,8 +6,10 @@
 - After the reply (post-hook, the only place memory is written): an explicit "remember that …"
   is assessed — credentials refused, `low` stored at once with a visible undo, `personal` and
   `secret` left pending for the user's approval. With a model configured, the model may propose
-  facts from the user's own words; a proposal whose evidence is not a quote of the message is
-  dropped, and the same rules apply.
+  facts from the user's own words, and the same rules apply. A proposal is untrusted: it is
+  dropped (and the drop audited with its reason) unless its evidence quotes the message, no
+  credential is in the message, the evidence or the text, the text is not an instruction to the
+  assistant, and every content word of the text is one the user used in that message.
 
 The model never writes memory mid-loop, never writes anchors, and can only raise a fact's
 sensitivity. The audit log gets ids, levels and digests — never a fact's text.
@@ -30,7 +32,7 @@ from broker.llm.base import ChatModel, ModelError
 from broker.settings import MemorySettings
 from broker.types import Intent, RouterOutput, TurnResult
 from memory.db import open_database
-from memory.sensitivity import assess, combine
+from memory.sensitivity import assess, combine, refuse_credentials
 from memory.slots import detect_slot, fact_from_request
 from memory.store import CredentialRefused, MemoryStore
 from memory.types import Fact, FactSource, FactStatus, Sensitivity
@@ -50,8 +52,6 @@ def open_memory(
     ask_passphrase: Any = None,
 ) -> MemoryStore:
     """Open (or create) the memory store under `home`, keyed as settings and history say."""
-    from memory.sensitivity import refuse_credentials
-
     home.mkdir(parents=True, exist_ok=True)
     key: MemoryKey = load_memory_key(home, settings.encryption, ask_passphrase=ask_passphrase)
     if not key.encrypted:
@@ -176,10 +176,11 @@ PROPOSAL_PROMPT = (
     "You help a desktop assistant decide what to remember about its user. From the user's "
     "message below, list at most 3 durable facts the user stated about themselves or their "
     "life (preferences, people, plans, circumstances) that would help in later conversations. "
-    "Do not list questions, requests, small talk, or anything about the assistant. For each "
-    "fact give: text (a short third-person-free statement such as 'my dog is called Rex'), "
-    "evidence (an exact quote from the message), category, and sensitivity (low, personal, or "
-    "secret for health, beliefs, ids, finances). Never include passwords, keys or codes. "
+    "Do not list questions, requests, small talk, instructions, or anything about the "
+    "assistant. For each fact give: text (a short statement in the user's own words, such as "
+    "'my dog is called Rex'), evidence (an exact quote from the message), category, and "
+    "sensitivity (low, personal, or secret for health, beliefs, ids, finances). Never include "
+    "passwords, keys or codes. "
     'Answer with JSON only: {"facts": [...]}; {"facts": []} when there is nothing.'
 )
 
@@ -347,11 +348,17 @@ class MemoryWriter:
 
     def _proposals(self, message: str, turn_id: str) -> list[dict[str, Any]]:
         assert self.model is not None
+        if refuse_credentials(message) is not None:
+            # A model asked to restate a message that holds a credential may reword it past
+            # the detectors ("my pin is 4821" → "the user's PIN is 4 8 2 1"): ask nothing.
+            self._drop(turn_id, "credential", "the message holds a credential; nothing is taken")
+            return []
+        shown = message[:4000]
         try:
             raw = self.model.chat_json(
                 [
                     {"role": "system", "content": PROPOSAL_PROMPT},
-                    {"role": "user", "content": message[:4000]},
+                    {"role": "user", "content": shown},
                 ],
                 PROPOSAL_SCHEMA,
                 "memory_proposals",
@@ -361,18 +368,16 @@ class MemoryWriter:
             log.info("no memory proposals this turn: %s", exc)
             return []
         said = _squash(message)
+        own_words = _variants_of(_words_of(shown))
         events: list[dict[str, Any]] = []
         for proposal in proposals.facts[:MAX_PROPOSALS]:
-            if _squash(proposal.evidence) not in said:
-                self.audit.append(
-                    AuditEvent.MEMORY_WRITE,
-                    turn_id=turn_id,
-                    action="dropped",
-                    why="evidence is not a quote of the user's message",
-                )
+            text = proposal.text.strip()
+            problem = _rejection(text, proposal.evidence, said, own_words)
+            if problem is not None:
+                self._drop(turn_id, *problem)
                 continue
             event = self._store(
-                proposal.text.strip(),
+                text,
                 evidence=proposal.evidence,
                 source=FactSource.EXTRACTED,
                 model_label=proposal.sensitivity,
@@ -382,6 +387,157 @@ class MemoryWriter:
                 continue  # nobody asked to store it: drop it without a notice
             events.append(event)
         return events
+
+    def _drop(self, turn_id: str, reason: str, why: str) -> None:
+        """Audit a proposal that was not kept: the reason, never its text (nor a digest of a
+        short text, which could be reversed by trying every PIN)."""
+        self.audit.append(
+            AuditEvent.MEMORY_WRITE,
+            turn_id=turn_id,
+            action="dropped",
+            source=FactSource.EXTRACTED.value,
+            reason=reason,
+            why=why,
+        )
+
+
+# --- judging a model's proposal --------------------------------------------------------------
+#
+# The model's proposal is untrusted input, and whatever is kept is later put in front of a model
+# as "facts the user told you": a planted instruction there is a standing prompt injection, and
+# a reworded credential is a leak. So a proposal must be the user's own words, say nothing to
+# the assistant, and hold no credential.
+
+
+def _rejection(
+    text: str, evidence: str, said: str, own_words: frozenset[str]
+) -> tuple[str, str] | None:
+    """Why a proposal must be dropped, as (reason, why), or None when it may be stored."""
+    if len(text) > MAX_FACT_CHARS:
+        return "too_long", f"the fact is over {MAX_FACT_CHARS} characters"
+    if _squash(evidence) not in said:
+        return "not_quoted", "evidence is not a quote of the user's message"
+    if refuse_credentials(text) is not None or refuse_credentials(evidence) is not None:
+        return "credential", "the proposal holds a credential"
+    if instruction_to_assistant(text):
+        return "instruction", "an instruction to the assistant, not a fact about the user"
+    if not supported_by(text, own_words):
+        return "unsupported", "the fact's words are not the user's own words in this message"
+    return None
+
+
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "`": "'"})
+_WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+# "don't" → do not; these three do not just lose their n.
+_NEGATED = {"can": "can", "won": "will", "shan": "shall"}
+_CONTRACTED = {"m": "am", "re": "are", "ve": "have", "ll": "will", "d": "would"}
+
+
+def _words_of(text: str) -> list[str]:
+    """Lower-case words, possessives dropped ("user's" → user) and contractions opened
+    ("don't" → do not, "I'm" → i am). Nothing else after an apostrophe is dropped: it is a
+    word of its own ("s'appelle" → s appelle), so it is checked like any other."""
+    words: list[str] = []
+    for token in _WORD_RE.findall(text.translate(_APOSTROPHES).casefold()):
+        base, *rest = token.split("'")
+        if rest == ["t"] and base.endswith("n"):
+            words += [_NEGATED.get(base, base[:-1]), "not"]
+        elif base == "cannot" and not rest:
+            words += ["can", "not"]
+        else:
+            words.append(base)
+            words += [_CONTRACTED.get(part, part) for part in rest if part != "s"]
+    return words
+
+
+def _variants(word: str) -> set[str]:
+    """The word and what it is with a simple plural or third-person -s taken off."""
+    found = {word}
+    for ending, replacement, shortest in (("ies", "y", 3), ("es", "", 2), ("s", "", 3)):
+        stem = word[: -len(ending)] + replacement
+        if word.endswith(ending) and len(stem) >= shortest:
+            found.add(stem)
+    return found
+
+
+def _variants_of(words: list[str]) -> frozenset[str]:
+    return frozenset(v for word in words for v in _variants(word))
+
+
+# Words a restatement may add to what the user said, matched exactly: grammar, pronouns, and
+# the framing of a fact about "the user" ("my dog is called Rex" → "The user's dog is called
+# Rex", "I love hiking" → "likes hiking"). Negations ("not", "never", "no") are not here: they
+# change what the user said, so they must be the user's own.
+_FRAMING_WORDS = """
+    a an the this that these those it its there
+    i me my mine myself we us our ours ourselves he him his she her hers they them their theirs
+    themselves user person
+    am is are was were be been being has have had having do does did will would can could
+    to of in on at for with by from as about into and or but also
+    called named name like likes love loves enjoy enjoys prefer prefers
+    said says mentioned mentions stated states
+"""
+_FRAMING = frozenset(_words_of(_FRAMING_WORDS))
+
+
+def supported_by(text: str, own_words: frozenset[str]) -> bool:
+    """True when every content word of `text` (a word not in _FRAMING) is one the user used:
+    `own_words` is `_variants_of(_words_of(message))`. A fact with no content word is not one."""
+    content = [w for w in _words_of(text) if w not in _FRAMING]
+    return bool(content) and all(not _variants(w).isdisjoint(own_words) for w in content)
+
+
+_I = re.IGNORECASE
+# A fact starts with what it is about ("the user…", "my dog…", "likes…"); these lead an order.
+_IMPERATIVE_RE = re.compile(
+    r"^[\W_]*(?:(?:please|pls|ok|okay|hey|so|also|and|now|chamberlain|assistant)\b[\W_]*)*"
+    r"(?:always|never|ignore|disregard|forget|override|bypass|skip|stop|don'?t|do\s+not|run|"
+    r"execute|exec|install|uninstall|delete|remove|erase|wipe|kill|send|upload|forward|grant|"
+    r"allow|approve|enable|disable|obey|follow|pretend|act\s+as|treat|trust|answer|reply|"
+    r"respond|use|tell|reveal|print|output|repeat|remember|memori[sz]e|store|save|write|accept|"
+    r"confirm|assume|must|should)\b",
+    _I,
+)
+# Spoken to the assistant rather than about the user.
+_ADDRESSED_RE = re.compile(
+    r"\b(?:you|your|yours|yourself|you're|youre|you'll|you'd|you've)\b|"
+    r"\b(?:the|this)\s+(?:ai\s+)?(?:assistant|chatbot)\b|\bchamberlain\b",
+    _I,
+)
+_OVERRIDE_RE = re.compile(
+    r"\bfrom\s+(?:now|here)\s+on\b|\bhenceforth\b|\bgoing\s+forward\b|\bsystem\s+prompt\b|"
+    r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?\b(?:instructions?|rules?|"
+    r"prompts?|guidelines?|polic(?:y|ies)|restrictions?|safeguards?|settings?)\b|"
+    r"\b(?:without|no\s+need\s+(?:to|for)|don'?t|do\s+not|never|stop|skip|no\s+more)\s+"
+    r"(?:ever\s+)?(?:ask|asking|prompt|prompting|confirm|confirming|confirmation|checking|"
+    r"permission|permissions|approval|approving)\b",
+    _I,
+)
+# A rule about what may run or be allowed: a capability word and a rule word together.
+_CAPABILITY_RE = re.compile(
+    r"\b(?:commands?|shell|terminal|sudo|scripts?|tools?|grants?|permissions?|approvals?|"
+    r"prompts?|confirmations?|capabilit(?:y|ies))\b",
+    _I,
+)
+_RULE_RE = re.compile(
+    r"\b(?:always|never|without|automatic(?:ally)?|allowed|allow|allows|permitted|"
+    r"pre-?approved|approved|granted|grant|trusted|trust|any|all|every|anything|everything|"
+    r"unrestricted|skip|bypass|disabled?)\b",
+    _I,
+)
+
+
+def instruction_to_assistant(text: str) -> bool:
+    """True when `text` reads as an order to the assistant, or a rule about what it may run or
+    be allowed, rather than a fact about the user. Errs towards True: a dropped proposal costs
+    the user nothing they cannot say again with "remember that …"."""
+    text = text.translate(_APOSTROPHES)
+    return bool(
+        _IMPERATIVE_RE.search(text)
+        or _ADDRESSED_RE.search(text)
+        or _OVERRIDE_RE.search(text)
+        or (_CAPABILITY_RE.search(text) and _RULE_RE.search(text))
+    )
 
 
 def _strip_fence(raw: str) -> str:

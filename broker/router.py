@@ -4,7 +4,8 @@ Deterministic first. A fast-path prefix (`/run df -h`) decides outright; otherwi
 regex heuristics pick the intent and pull out the arguments a direct action needs (paths, a
 command, a URL, a fact, a glob). A language model may then refine the intent, but its answer is
 untrusted input: it is validated against a small schema, it can only raise risk, it never sets a
-direct action, and any failure falls back to the heuristic answer.
+direct action, it cannot add commands, files, the screen or memory writes to a message that shows
+no sign of them, and any failure falls back to the heuristic answer.
 
 This module must never execute anything, touch the filesystem or the network (except through
 the `ChatModel` it is handed), log the user's text, or let the model lower risk. Every regex is
@@ -998,14 +999,103 @@ def _parse_verdict(raw: object) -> _ModelVerdict | None:
         return None
 
 
+# What refinement may not add on the model's word alone: the capabilities that run or touch
+# something on this machine. Each needs a sign in the user's own words, as the heuristics read
+# them; web lookups and plain chat need none (that is most of what refinement is for).
+_SCREEN_WORD_RE = re.compile(
+    r"\b(?:screens?|screenshots?|windows?|dialog(?:ue)?s?|pop-?ups?|display|monitor|desktop)\b",
+    _I,
+)
+_MEMORY_WORD_RE = re.compile(
+    r"\b(?:remember|memori[sz]e|don'?t\s+forget|keep\s+in\s+mind|note\s+(?:that|down))\b",
+    _I,
+)
+# A verb that runs something, anywhere in the message ("could you maybe restart the audio
+# service"); the word after it rules out "run me through", "run errands".
+_COMMAND_WORD_RE = re.compile(
+    r"\b(?:run|execute|exec|restart|reboot|kill|killall|pkill|install|uninstall|upgrade|launch|"
+    r"mount|unmount|umount|shut\s*down)\s+(?P<next>\S+)",
+    _I,
+)
+
+
+def _system_signal(base: RouterOutput, view: _View) -> bool:
+    """The heuristics saw a command or a question about this machine."""
+    if base.intent is Intent.SYSTEM_TASK or base.needs_system_execute:
+        return True
+    if view.command is not None or view.run_task or _system_verb(view) is not None:
+        return True
+    if any(
+        m.group("next").lower() not in _NOT_A_COMMAND for m in _COMMAND_WORD_RE.finditer(view.text)
+    ):
+        return True
+    if _topics(view.text) or _MACHINE_FACT_RE.search(view.text):
+        return True
+    return _discovery(view) is not None and _SYSTEM_DOMAIN_RE.search(view.text) is not None
+
+
+def _file_signal(base: RouterOutput, view: _View) -> bool:
+    """The heuristics saw a path, a folder, or the user's files."""
+    if base.intent is Intent.FILE_TASK or base.needs_file_access:
+        return True
+    return bool(
+        view.paths
+        or view.folder_paths
+        or _FILE_DOMAIN_RE.search(view.text)
+        or _FILE_NOUN_RE.search(view.text)
+        or _PERSONAL_DOC_RE.match(view.text)
+        or _pattern(view.text)
+    )
+
+
+def _screen_signal(base: RouterOutput, view: _View) -> bool:
+    if base.intent is Intent.SCREEN_OBSERVE or base.needs_screen_read:
+        return True
+    return bool(_SCREEN_RE.search(view.text) or _SCREEN_WORD_RE.search(view.text))
+
+
+def _memory_signal(base: RouterOutput, view: _View) -> bool:
+    if base.intent is Intent.MEMORY_WRITE or base.needs_memory_write:
+        return True
+    return _memory_write(view) is not None or _MEMORY_WORD_RE.search(view.text) is not None
+
+
+def _unseen_reach(base: RouterOutput, text: str, verdict: _ModelVerdict) -> str | None:
+    """What the verdict reaches for that the message gives no sign of, or None."""
+    view = _make_view(text)
+    intent = verdict.intent
+    if (intent is Intent.SYSTEM_TASK or verdict.needs_system_execute) and not _system_signal(
+        base, view
+    ):
+        return "command execution"
+    if (intent is Intent.FILE_TASK or verdict.needs_file_access) and not _file_signal(base, view):
+        return "file access"
+    if intent is Intent.ONE_SHOT_DISCOVERY and not (
+        _file_signal(base, view) or _system_signal(base, view)
+    ):
+        return "looking around this machine"
+    if (intent is Intent.SCREEN_OBSERVE or verdict.needs_screen_read) and not _screen_signal(
+        base, view
+    ):
+        return "screen reading"
+    if (intent is Intent.MEMORY_WRITE or verdict.needs_memory_write) and not _memory_signal(
+        base, view
+    ):
+        return "memory writing"
+    return None
+
+
 def refine_with_model(
     base: RouterOutput, text: str, model: ChatModel, threshold: float
 ) -> RouterOutput:
     """Ask the model for a second opinion; return `base` unchanged unless the answer is valid.
 
-    The model may change the intent and the needs flags (never below what its intent implies).
-    Risk is the higher of the two. Heuristic arguments stay; a direct action is dropped when the
-    model's intent differs, so a direct action is only ever one the heuristics were sure of.
+    The model may change the intent and the needs flags (never below what its intent implies),
+    but not towards running commands, touching files, looking at the screen or writing memory
+    when the message shows no sign of it (see `_unseen_reach`): then the heuristic reading
+    stands. Risk is the higher of the two either way. Heuristic arguments stay; a direct action
+    is dropped when the model's intent differs, so a direct action is only ever one the
+    heuristics were sure of.
     """
     if base.source == "prefix":
         return base
@@ -1025,10 +1115,22 @@ def refine_with_model(
             "router model confidence %.2f < %.2f; keeping heuristics", verdict.confidence, threshold
         )
         return base
+    risk = max(base.risk_level, verdict.risk_level, key=RISK_ORDER.__getitem__)
+    unseen = _unseen_reach(base, text, verdict)
+    if unseen is not None:
+        # The model may not hand a message tools the user's words never asked for: one saved
+        # command grant would otherwise be in reach of every turn the model calls a system task.
+        log.info(
+            "router model proposed %s, which the message gives no sign of (%s); keeping the "
+            "heuristic intent %s",
+            verdict.intent.value,
+            unseen,
+            base.intent.value,
+        )
+        return base.model_copy(update={"risk_level": risk}, deep=True)
     needs = {name: bool(getattr(verdict, name)) for name in NEEDS_FIELDS}
     for name in _INTENT_NEEDS[verdict.intent]:
         needs[name] = True
-    risk = max(base.risk_level, verdict.risk_level, key=RISK_ORDER.__getitem__)
     arguments = base.arguments.model_copy(deep=True)
     if verdict.intent != base.intent:
         arguments.action = None

@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
+from broker.clock import ManualClock
 from broker.llm.base import AssistantMessage, ModelError, ModelUnavailable
+from broker.llm.openai_client import OpenAIChatModel
+from broker.policy import decide, load_policy_table
 from broker.router import (
     DIRECT_ACTION_CONFIDENCE,
     SCAN_LIMIT,
@@ -18,8 +21,12 @@ from broker.router import (
     route_heuristic,
     router_schema,
 )
+from broker.session import Session
+from broker.settings import Settings
 from broker.types import Intent, RouterOutput
 from tests.broker.router_corpus import CORPUS, EXPECTED_ARGUMENTS, HOLDOUT
+from tests.support.openai_server import Text
+from tools.manual import Capability
 
 NEEDS = (
     "needs_web",
@@ -669,6 +676,130 @@ def test_model_sees_only_a_capped_message() -> None:
     route("hiking " * 20_000, model, refine=True)
     messages = model.calls[0][0]
     assert len(messages[-1]["content"]) <= 2000
+
+
+# --- refinement may not reach for what the message never asked for ---------------------------
+
+# The tools the bundled policy table names, as installed: enough for `decide` to show which an
+# intent would put in front of the model.
+TOOLS = {
+    "system_execute": Capability.SYSTEM_EXECUTE,
+    "system_info": Capability.SYSTEM_READ,
+    "file_list": Capability.FILE_READ,
+    "file_read": Capability.FILE_READ,
+    "screen_capture": Capability.SCREEN_READ,
+    "web_search": Capability.WEB_ACCESS,
+}
+
+
+def only(intent: str, risk_level: str = "low", **flags: bool) -> str:
+    """A verdict for `intent` with exactly the needs flags given."""
+    needs: dict[str, Any] = dict.fromkeys(NEEDS, False)
+    needs.update(flags)
+    return verdict(intent=intent, risk_level=risk_level, **needs)
+
+
+def shown_tools(out: RouterOutput) -> list[str]:
+    return decide(out, load_policy_table(), TOOLS).allowed_tools
+
+
+def test_the_model_cannot_turn_a_joke_into_a_system_task_with_a_command_tool() -> None:
+    text = "tell me a joke about penguins"
+    model = FakeModel(only("system_task", "medium", needs_system_execute=True))
+    out = route(text, model, refine=True)
+    assert len(model.calls) == 1
+    assert out.intent is Intent.CHAT_ONLY
+    assert not out.needs_system_execute
+    assert "system_execute" not in shown_tools(out)
+    assert out.risk_level == "medium"  # raising risk is still the model's to do
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        only("chat_only", needs_system_execute=True),
+        only("file_task", needs_file_access=True),
+        only("one_shot_discovery"),
+        only("screen_observe", needs_screen_read=True),
+        only("memory_write", needs_memory_write=True),
+        only("lookup_search", needs_web=True, needs_file_access=True),
+    ],
+    ids=["execute-flag", "files", "discovery", "screen", "memory", "search-with-files"],
+)
+def test_the_model_cannot_add_what_runs_or_touches_things_to_a_message_with_no_sign_of_it(
+    reply: str,
+) -> None:
+    text = "what do you think about penguins in winter"
+    base = route(text)
+    out = route(text, FakeModel(reply), refine=True)
+    assert out == base
+    assert shown_tools(out) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "run the backup script",
+        "could you maybe restart the audio service",
+        "I need to run the tests in my project",
+        "my laptop keeps freezing since the update",
+        "how long since the last reboot, and what's been running",
+    ],
+)
+def test_a_message_with_a_command_or_system_signal_still_refines_to_a_system_task(
+    text: str,
+) -> None:
+    out = route(
+        text, FakeModel(only("system_task", "medium", needs_system_execute=True)), refine=True
+    )
+    assert (out.source, out.intent) == ("model", Intent.SYSTEM_TASK)
+    assert out.needs_system_execute
+    assert "system_execute" in shown_tools(out)
+
+
+@pytest.mark.parametrize(
+    ("text", "reply", "intent"),
+    [
+        ("is the report I wrote last week in my documents", only("file_task"), Intent.FILE_TASK),
+        ("there's an odd popup on my screen", only("screen_observe"), Intent.SCREEN_OBSERVE),
+        ("please keep in mind that I'm vegan", only("memory_write"), Intent.MEMORY_WRITE),
+        ("any good hiking trails near seattle", only("lookup_search"), Intent.LOOKUP_SEARCH),
+    ],
+)
+def test_other_refinements_with_a_sign_in_the_message_still_go_through(
+    text: str, reply: str, intent: Intent
+) -> None:
+    out = route(text, FakeModel(reply), refine=True)
+    assert (out.source, out.intent) == ("model", intent)
+
+
+def test_through_a_session_a_refining_model_gets_no_command_tool_for_small_talk(
+    tmp_path, scripted_server
+) -> None:
+    """A real session and a real OpenAI-protocol server: what the model is shown is the proof."""
+
+    def model(request: dict[str, Any]) -> Text:
+        if "response_format" in request:  # the routing request
+            return Text(only("system_task", needs_system_execute=True))
+        return Text("Penguins huddle together.")
+
+    server = scripted_server([model])
+    session = Session(
+        home=tmp_path / "home",
+        settings=Settings(),
+        clock=ManualClock(),
+        model=OpenAIChatModel(server.base_url, model="scripted-model", timeout_s=10.0),
+    )
+    chat = session.ask("what do you think about penguins in winter")
+    assert chat.router.intent is Intent.CHAT_ONLY
+    assert "system_execute" not in chat.policy.allowed_tools
+    [routing, reply] = server.requests
+    assert "response_format" in routing
+    assert "system_execute" not in json.dumps(reply.get("tools") or [])
+
+    command = session.ask("run the backup script")
+    assert (command.router.source, command.router.intent) == ("model", Intent.SYSTEM_TASK)
+    assert "system_execute" in command.policy.allowed_tools
 
 
 @pytest.mark.parametrize(
