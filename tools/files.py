@@ -7,14 +7,19 @@ symlink in any component, so a link swapped in after the check fails instead of 
 
 These tools must never write, rename or delete anything, never follow a symlink out of the folder
 they were pointed at, never load a file whole when only its head is wanted, and never log file
-contents (names and sizes at most, at debug level).
+contents (names and sizes at most, at debug level). They never open anything in a private place
+(tools.private: credential stores and Chamberlain's own folder), whatever the grants say: a call
+aimed at one is refused before anyone is asked, and a listing or search that meets one leaves it
+out, saying only how many entries it withheld.
 """
 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import errno
 import fnmatch
+import functools
 import logging
 import os
 import stat
@@ -30,8 +35,9 @@ from typing import Any
 import charset_normalizer
 
 from tools.arguments import bool_arg, int_arg, required_str, str_arg
-from tools.manual import Capability, Tool, ToolError, ToolManual, ToolResult
+from tools.manual import Capability, Tool, ToolError, ToolManual, ToolRefused, ToolResult
 from tools.paths import MAX_PATH_CHARS, is_within, resolve_path
+from tools.private import PrivateHit, PrivatePlaces, private_places
 from tools.units import human_size
 
 log = logging.getLogger("chamberlain.tools.files")
@@ -46,6 +52,9 @@ LIST_SCAN_CAP = 100_000
 MAX_LIST_ENTRIES = 5_000
 MAX_SEARCH_RESULTS = 1_000
 SNIPPET_CHARS = 200
+# Chamberlain's own folders are walked (for hard links to their files) up to this many entries,
+# nearest first: the keys, grants and logs sit at the top.
+OWN_FILES_SCAN_CAP = 10_000
 
 _O_PATH = getattr(os, "O_PATH", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -94,9 +103,10 @@ class _PathBook:
 
     _MAX_REMEMBERED = 128
 
-    def __init__(self, home: Path | None, cwd: Path | None) -> None:
+    def __init__(self, home: Path | None, cwd: Path | None, private: PrivatePlaces) -> None:
         self._home = home
         self._cwd = cwd
+        self.private = private
         self._checked: OrderedDict[tuple[str, str], Path] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -108,6 +118,7 @@ class _PathBook:
 
     def for_targets(self, tool: str, raw: str) -> Path:
         path = self.resolve(raw)
+        _refuse_private_path(path, _PrivateCheck(self.private))
         with self._lock:
             self._checked[(tool, raw)] = path
             self._checked.move_to_end((tool, raw))
@@ -115,10 +126,178 @@ class _PathBook:
                 self._checked.popitem(last=False)
         return path
 
-    def for_run(self, tool: str, raw: str) -> Path:
+    def for_run(self, tool: str, raw: str) -> tuple[Path, _PrivateCheck]:
+        """The path `targets()` checked (resolved afresh if it was not called), checked again:
+        Chamberlain's folder may have gained a hard link since. With the check for the run."""
         with self._lock:
             path = self._checked.pop((tool, raw), None)
-        return path if path is not None else self.resolve(raw)
+        if path is None:
+            path = self.resolve(raw)
+        check = _PrivateCheck(self.private)
+        _refuse_private_path(path, check)
+        return path, check
+
+
+# --- private places: never opened, never listed ---------------------------------------------
+
+
+_PRIVATE_WORDS = {"credentials": "credentials", "chamberlain": "Chamberlain's own files"}
+
+
+class _PrivateCheck:
+    """Answers "is this private" for one tool call (tools.private decides what is).
+
+    By path: the resolved path lies in a private place. By name, while walking: an entry of a
+    folder is itself one of the places (looked up by parent, so a search costs one dict lookup
+    per entry). By identity: a file or folder that is one of Chamberlain's own under another
+    name (a hard link, a bind mount), which only its (device, inode) can tell. Chamberlain's
+    folders are small and change (memory.db-wal, rotated logs), so each call walks them afresh,
+    and only when something could be such an alias.
+    """
+
+    def __init__(self, places: PrivatePlaces) -> None:
+        self.places = places
+        self._own: dict[tuple[int, int], Path] | None = None
+        self._own_inodes: frozenset[int] | None = None
+
+    def path(self, path: Path) -> PrivateHit | None:
+        return self.places.hit(path)
+
+    def child(self, folder: Path, name: str) -> PrivateHit | None:
+        """The private place `folder / name` is (`folder` resolved and not itself private)."""
+        names = _private_children(self.places).get(folder)
+        return names.get(name) if names else None
+
+    def own(self, st: os.stat_result) -> PrivateHit | None:
+        """The Chamberlain folder holding the file or folder `st` describes, or None."""
+        if not self.places.app_dirs:
+            return None
+        if stat.S_ISREG(st.st_mode):
+            if st.st_nlink < 2:
+                return None  # its only name is the path, which `path()` judges
+        elif not stat.S_ISDIR(st.st_mode):
+            return None
+        place = self._own_files().get((st.st_dev, st.st_ino))
+        return PrivateHit(place, "chamberlain") if place is not None else None
+
+    def own_inodes(self) -> frozenset[int]:
+        """Inode numbers of Chamberlain's own files (a cheap first test on a DirEntry)."""
+        if self._own_inodes is None:
+            owned = self._own_files() if self.places.app_dirs else {}
+            self._own_inodes = frozenset(ino for _, ino in owned)
+        return self._own_inodes
+
+    def _own_files(self) -> dict[tuple[int, int], Path]:
+        if self._own is None:
+            self._own = _own_identities(self.places.app_dirs)
+        return self._own
+
+
+@functools.lru_cache(maxsize=8)
+def _private_children(places: PrivatePlaces) -> dict[Path, dict[str, PrivateHit]]:
+    """The private places by parent folder, then by name (Chamberlain's folders first)."""
+    children: dict[Path, dict[str, PrivateHit]] = {}
+    kinds = [(place, "chamberlain") for place in places.app_dirs]
+    kinds += [(place, "credentials") for place in places.credentials]
+    for place, kind in kinds:
+        children.setdefault(place.parent, {}).setdefault(place.name, PrivateHit(place, kind))
+    return children
+
+
+def _own_identities(app_dirs: tuple[Path, ...]) -> dict[tuple[int, int], Path]:
+    """(device, inode) of every file and folder in Chamberlain's folders -> the folder."""
+    found: dict[tuple[int, int], Path] = {}
+    for place in app_dirs:
+        try:
+            st = os.stat(place)
+        except OSError:
+            continue
+        found[(st.st_dev, st.st_ino)] = place
+        queue = [place]
+        seen = 0
+        while queue and seen < OWN_FILES_SCAN_CAP:
+            folder = queue.pop(0)
+            try:
+                with os.scandir(folder) as it:
+                    for entry in it:
+                        seen += 1
+                        st = entry.stat(follow_symlinks=False)
+                        found[(st.st_dev, st.st_ino)] = place
+                        if stat.S_ISDIR(st.st_mode):
+                            queue.append(Path(entry.path))
+                        if seen >= OWN_FILES_SCAN_CAP:
+                            log.warning(
+                                "%s has over %d entries; not all were checked for hard links",
+                                place,
+                                OWN_FILES_SCAN_CAP,
+                            )
+                            break
+            except OSError as exc:
+                log.debug("could not walk a Chamberlain folder (%s)", exc.strerror)
+    return found
+
+
+def _refusal(path: Path, hit: PrivateHit) -> ToolRefused:
+    why = f"{hit.describe()}; Chamberlain's tools never read it"
+    try:
+        inside = is_within(path, hit.place)
+    except ValueError:
+        inside = False
+    if inside:
+        return ToolRefused(f"refused: {why}")
+    alias = "a bind mount" if path.is_dir() else "a hard link"
+    return ToolRefused(f"refused: {path} is another name ({alias}) for something in {why}")
+
+
+def _refuse_private_path(path: Path, check: _PrivateCheck) -> None:
+    """Raise ToolRefused when the resolved `path` is, or is an alias of, something private."""
+    hit = check.path(path)
+    if hit is None and check.places.app_dirs:
+        # A path that does not exist (yet) is no alias: opening it will say it is missing.
+        with contextlib.suppress(OSError, ValueError):
+            hit = check.own(os.stat(path))
+    if hit is not None:
+        raise _refusal(path, hit)
+
+
+def _refuse_opened(path: Path, st: os.stat_result, check: _PrivateCheck) -> None:
+    """Raise ToolRefused when what was opened as `path` turns out to be Chamberlain's own."""
+    hit = check.own(st)
+    if hit is not None:
+        raise _refusal(path, hit)
+
+
+def _entry_private(
+    folder: Path, entry: os.DirEntry[str], check: _PrivateCheck
+) -> PrivateHit | None:
+    """Whether a folder entry, already past the by-name test, leads somewhere private: a
+    symlink into a private place, or another name for one of Chamberlain's files or folders."""
+    try:
+        if entry.is_symlink():
+            real = Path(os.path.realpath(folder / entry.name))
+            hit = check.path(real)
+            if hit is None and check.places.app_dirs:
+                try:
+                    hit = check.own(os.stat(real))
+                except OSError:
+                    return None  # a dangling link leads nowhere
+            return hit
+        if not check.places.app_dirs:
+            return None
+        if entry.is_dir(follow_symlinks=False) or entry.inode() in check.own_inodes():
+            return check.own(entry.stat(follow_symlinks=False))
+    except OSError:
+        return None
+    return None
+
+
+def _withheld_note(count: int, kinds: list[str]) -> str:
+    words = ", ".join(_PRIVATE_WORDS.get(k, k) for k in kinds)
+    return f"{_plural(count, 'private entry', 'private entries')} not shown ({words})"
+
+
+def _kinds(hits: list[str]) -> list[str]:
+    return [k for k in _PRIVATE_WORDS if k in hits]
 
 
 def _open_no_symlinks(path: Path, flags: int) -> int:
@@ -284,7 +463,7 @@ def _entry_type(mode: int) -> str:
 
 
 def _list_folder(book: _PathBook, args: dict[str, Any]) -> ToolResult:
-    path = book.for_run("file_list", required_str(args, "path", max_len=MAX_PATH_CHARS))
+    path, check = book.for_run("file_list", required_str(args, "path", max_len=MAX_PATH_CHARS))
     show_hidden = bool_arg(args, "show_hidden", False)
     max_entries = int_arg(args, "max_entries", 500, 1, MAX_LIST_ENTRIES)
 
@@ -294,18 +473,30 @@ def _list_folder(book: _PathBook, args: dict[str, Any]) -> ToolResult:
         raise _open_error(exc, path, want_dir=True) from exc
 
     hidden_skipped = 0
+    withheld: list[str] = []  # the kinds of the private entries left out
     scan_capped = False
     entries: list[dict[str, Any]] = []
     try:
+        _refuse_opened(path, os.fstat(fd), check)
         # (is not a dir, folded name, name, entry); DirEntry.stat() below still needs `fd` open.
         keyed: list[tuple[bool, str, str, os.DirEntry[str]]] = []
         with os.scandir(fd) as it:
             for entry in it:
-                if len(keyed) + hidden_skipped >= LIST_SCAN_CAP:
+                if len(keyed) + hidden_skipped + len(withheld) >= LIST_SCAN_CAP:
                     scan_capped = True
                     break
+                # Private before hidden, so the count says the same whether or not hidden
+                # entries are shown; the name of a private entry is never shown either way.
+                hit = check.child(path, entry.name)
+                if hit is not None:
+                    withheld.append(hit.kind)
+                    continue
                 if entry.name.startswith(".") and not show_hidden:
                     hidden_skipped += 1
+                    continue
+                hit = _entry_private(path, entry, check)
+                if hit is not None:
+                    withheld.append(hit.kind)
                     continue
                 try:
                     is_dir = entry.is_dir(follow_symlinks=False)
@@ -330,6 +521,8 @@ def _list_folder(book: _PathBook, args: dict[str, Any]) -> ToolResult:
         "total": total,
         "shown": len(entries),
         "hidden_skipped": hidden_skipped,
+        "private_withheld": len(withheld),
+        "private_kinds": _kinds(withheld),
         "truncated": truncated,
     }
     if scan_capped:
@@ -393,6 +586,8 @@ def _render_listing(data: dict[str, Any]) -> str:
         notes.append(f"{hidden} not shown")
     if notes:
         lines.append("(" + "; ".join(notes) + ")")
+    if data["private_withheld"]:
+        lines.append(_withheld_note(data["private_withheld"], data["private_kinds"]))
     return "\n".join(lines)
 
 
@@ -400,7 +595,7 @@ def _render_listing(data: dict[str, Any]) -> str:
 
 
 def _read_file(book: _PathBook, read_cap: int, args: dict[str, Any]) -> ToolResult:
-    path = book.for_run("file_read", required_str(args, "path", max_len=MAX_PATH_CHARS))
+    path, check = book.for_run("file_read", required_str(args, "path", max_len=MAX_PATH_CHARS))
     limit = int_arg(args, "max_bytes", read_cap, 1, read_cap)
 
     try:
@@ -409,6 +604,7 @@ def _read_file(book: _PathBook, read_cap: int, args: dict[str, Any]) -> ToolResu
         raise _open_error(exc, path, want_dir=False) from exc
     try:
         st = os.fstat(fd)
+        _refuse_opened(path, st, check)
         if stat.S_ISDIR(st.st_mode):
             raise ToolError(f"{path} is a folder; use file_list to see what is in it")
         if not stat.S_ISREG(st.st_mode):
@@ -466,6 +662,7 @@ class _SearchState:
     max_entries: int
     content_limit: int
     deadline: float
+    private: _PrivateCheck
     hits: list[dict[str, Any]] = field(default_factory=list)
     entries_scanned: int = 0
     files_content_checked: int = 0
@@ -475,6 +672,7 @@ class _SearchState:
     content_skipped_large: int = 0
     content_skipped_binary: int = 0
     content_skipped_unreadable: int = 0
+    withheld: list[str] = field(default_factory=list)  # the kinds of private entries left out
     stopped: str | None = None  # why the walk ended early, if it did
 
 
@@ -485,7 +683,7 @@ def _search(
     args: dict[str, Any],
 ) -> ToolResult:
     max_entries, content_limit, time_limit = limits
-    root = book.for_run("file_search", required_str(args, "root", max_len=MAX_PATH_CHARS))
+    root, check = book.for_run("file_search", required_str(args, "root", max_len=MAX_PATH_CHARS))
     name_glob = str_arg(args, "name_glob", max_len=255) or None
     content = str_arg(args, "content", max_len=200) or None
     state = _SearchState(
@@ -497,6 +695,7 @@ def _search(
         max_entries=max_entries,
         content_limit=content_limit,
         deadline=clock() + time_limit,
+        private=check,
     )
 
     try:
@@ -505,6 +704,7 @@ def _search(
         raise _open_error(exc, root, want_dir=True) from exc
     try:
         st = os.fstat(fd)
+        _refuse_opened(root, st, check)
     finally:
         os.close(fd)
 
@@ -530,6 +730,8 @@ def _search(
         "content_skipped_large": state.content_skipped_large,
         "content_skipped_binary": state.content_skipped_binary,
         "content_skipped_unreadable": state.content_skipped_unreadable,
+        "private_withheld": len(state.withheld),
+        "private_kinds": _kinds(state.withheld),
         "truncated": truncated,
         "stopped_because": state.stopped,
     }
@@ -575,6 +777,11 @@ def _search_folder(
                 state.stopped = "ran out of time"
                 break
             state.entries_scanned += 1
+            # Private before hidden, as file_list does; a private folder is never walked into.
+            hit = state.private.child(folder, entry.name)
+            if hit is not None:
+                state.withheld.append(hit.kind)
+                continue
             if entry.name.startswith(".") and not state.show_hidden:
                 state.hidden_skipped += 1
                 continue
@@ -600,6 +807,11 @@ def _search_entry(
         st = entry.stat(follow_symlinks=False)
     except OSError:
         return None  # gone since the listing
+
+    private = _entry_private(folder, entry, state.private)
+    if private is not None:
+        state.withheld.append(private.kind)
+        return None
 
     if stat.S_ISLNK(st.st_mode):
         # A link is reported only if it leads somewhere inside the root, and never walked into.
@@ -675,6 +887,10 @@ def _content_hit(
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
+            return None
+        if state.private.own(st) is not None:
+            # Became a hard link to one of Chamberlain's files since the listing.
+            state.withheld.append("chamberlain")
             return None
         if st.st_size > state.content_limit:
             state.content_skipped_large += 1
@@ -753,6 +969,8 @@ def _render_search(data: dict[str, Any]) -> str:
         notes.append(f"{_plural(data['content_skipped_large'], 'file')} too large to search")
     if notes:
         lines.append("(" + "; ".join(notes) + ")")
+    if data["private_withheld"]:
+        lines.append(_withheld_note(data["private_withheld"], data["private_kinds"]))
     return "\n".join(lines)
 
 
@@ -777,17 +995,21 @@ def make_file_tools(
     search_content_limit: int = DEFAULT_SEARCH_CONTENT_LIMIT,
     search_time_limit_s: float = DEFAULT_SEARCH_TIME_LIMIT_S,
     clock: Callable[[], float] = time.monotonic,
+    private: PrivatePlaces | None = None,
 ) -> list[Tool]:
     """file_list, file_read and file_search.
 
     `read_cap` is the most file_read ever returns (a call may ask for less, never more); `home`
     is what `~` means; `cwd` is what relative paths are relative to (default: the process's).
     The search limits bound one file_search call: entries looked at, size of a file whose text
-    is searched, and wall time (measured with `clock`).
+    is searched, and wall time (measured with `clock`). `private` is what no call may reach
+    (default: the credential stores of `home`; the registry adds Chamberlain's own folder).
     """
     if read_cap < 1:
         raise ValueError("read_cap must be at least 1 byte")
-    book = _PathBook(home, cwd)
+    if private is None:
+        private = private_places(home if home is not None else Path.home())
+    book = _PathBook(home, cwd, private)
 
     def path_targets(tool: str, key: str) -> Callable[[dict[str, Any]], list[str]]:
         def targets(args: dict[str, Any]) -> list[str]:
@@ -802,7 +1024,8 @@ def make_file_tools(
             description=(
                 "List a folder: name, type (file, dir, symlink, other), size and modification "
                 "time of each entry, folders first. Hidden entries (names starting with '.') "
-                "are left out unless show_hidden is true."
+                "are left out unless show_hidden is true. Credential stores (~/.ssh, keyrings, "
+                "browser profiles) and Chamberlain's own files are always left out."
             ),
             parameters={
                 "type": "object",
@@ -832,7 +1055,8 @@ def make_file_tools(
             description=(
                 f"Read a text file. Returns at most {human_size(read_cap)} (max_bytes can ask "
                 "for less); a longer file comes back cut, marked truncated, with its full size. "
-                "Binary files are refused."
+                "Binary files are refused, and so is anything in a credential store (~/.ssh, "
+                "keyrings, browser profiles) or among Chamberlain's own files."
             ),
             parameters={
                 "type": "object",
@@ -866,7 +1090,7 @@ def make_file_tools(
                 "case-insensitively ('*.pdf', 'report*'); content finds text files containing "
                 "that text, case-insensitively, and gives the first matching line. Give either "
                 "or both. Symlinked folders are not entered; hidden entries are skipped unless "
-                "show_hidden is true."
+                "show_hidden is true; credential stores and Chamberlain's own files always are."
             ),
             parameters={
                 "type": "object",

@@ -59,8 +59,13 @@ class ToolConfig:
     command_output_cap: int = 64 * 1024
     # Folders a command may run in (resolved); None: the user's home directory.
     command_roots: tuple[Path, ...] | None = None
+    # Run commands without a sandbox where none can be had (an explicit, warned opt-in).
+    unsandboxed_commands: bool = False
     # Files a command must never write: the app's own grants, settings and audit files.
     protected_paths: tuple[Path, ...] = ()
+    # Chamberlain's own folders (its data home): no tool reads, lists or writes inside them,
+    # and the command sandbox never mounts them (tools.private).
+    app_dirs: tuple[Path, ...] = ()
     web_max_bytes: int = 2 * 1024 * 1024
     web_timeout_s: float = 15.0
     # Hosts (or "*") that may be on loopback or private addresses; by default none may.
@@ -72,10 +77,16 @@ class ToolConfig:
 def builtin_registry(config: ToolConfig | None = None) -> ToolRegistry:
     """Every builtin tool, built from `config`."""
     from tools.files import make_file_tools
+    from tools.private import private_places
     from tools.system_info import SYSTEM_INFO_TOOLS
 
     config = config or ToolConfig()
-    tools: list[Tool] = [*make_file_tools(config.file_read_max_bytes), *SYSTEM_INFO_TOOLS]
+    # What no file tool may reach, whatever is granted: credentials and Chamberlain's own files.
+    private = private_places(Path.home(), app_dirs=config.app_dirs)
+    tools: list[Tool] = [
+        *make_file_tools(config.file_read_max_bytes, private=private),
+        *SYSTEM_INFO_TOOLS,
+    ]
     for factory in _optional_factories():
         tools.extend(factory(config))
     return ToolRegistry(tools)

@@ -246,16 +246,35 @@ def test_model_asking_for_ssh_key_under_a_documents_grant_is_denied(user, script
         "file_read=session",
         "--no-refine",
     )
-    assert [c["status"] for c in turn["tool_calls"]] == ["denied", "denied"]
+    # Credentials are out of every tool's reach: refused before anyone is asked.
+    assert [c["status"] for c in turn["tool_calls"]] == ["refused", "refused"]
+    assert all("credentials" in c["reason"] for c in turn["tool_calls"])
     assert turn["reply"] == "I wasn't allowed to read that."
     sent = json.dumps(server.requests)
     assert "secretkey" not in sent
-    denials = [e for e in audit_events(user) if e["event"] == "PERMISSION_DENIED"]
-    assert len(denials) == 2
-    assert all(e["data"]["scope"].endswith(".ssh/id_rsa") for e in denials)
+    asked = [e for e in audit_events(user) if e["event"] == "PERMISSION_CHECK"]
+    assert not any(".ssh" in json.dumps(e["data"]) for e in asked)
 
 
 def test_approve_with_a_scope_answers_prompts_inside_it(user, scripted_server):
+    (user / "Projects").mkdir()
+    (user / "Projects" / "todo.txt").write_text("ship it\n")
+    server = scripted_server(
+        [ToolCalls([("file_read", {"path": "~/Projects/todo.txt"})]), Text("done")]
+    )
+    _proc, turn = ask_json(
+        user,
+        "summarise ~/Documents",
+        "--llm",
+        server.base_url,
+        "--approve",
+        f"file_read=once:{user / 'Projects'}",
+        "--no-refine",
+    )
+    assert [c["status"] for c in turn["tool_calls"]] == ["ok"]
+
+
+def test_no_approval_scope_reaches_a_credential(user, scripted_server):
     server = scripted_server([ToolCalls([("file_read", {"path": "~/.ssh/id_rsa"})]), Text("done")])
     _proc, turn = ask_json(
         user,
@@ -266,7 +285,7 @@ def test_approve_with_a_scope_answers_prompts_inside_it(user, scripted_server):
         f"file_read=once:{user / '.ssh'}",
         "--no-refine",
     )
-    assert [c["status"] for c in turn["tool_calls"]] == ["ok"]
+    assert [c["status"] for c in turn["tool_calls"]] == ["refused"]
 
 
 def test_model_server_errors_end_the_turn_with_a_clear_reply(user, scripted_server):

@@ -255,7 +255,7 @@ def test_replayed_token(rig: Rig) -> None:
 
 def test_arguments_changed_after_a_once_grant(rig: Rig) -> None:
     tool, _arguments, _targets, token = _authorised(rig, "~/Documents/notes.txt")
-    swapped = {"path": str(rig.home / ".ssh" / "id_rsa")}
+    swapped = {"path": str(rig.home / "Documents2" / "other.txt")}
     outcome = _run(rig, tool, swapped, tool.targets(swapped), token)
     assert_blocked(rig, outcome, ("denied",))
 

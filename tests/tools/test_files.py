@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from tools.files import FILE_TOOLS, make_file_tools
-from tools.manual import Capability, Tool, ToolError
+from tools.manual import Capability, Tool, ToolError, ToolRefused
+from tools.private import private_places
 
 KiB = 1024
 needs_non_root = pytest.mark.skipif(
@@ -518,3 +519,133 @@ def test_search_errors_say_what_happened(base: Path, tools: dict[str, Tool]) -> 
         call(tools["file_search"], root=str(base / "nope"), name_glob="*")
     with pytest.raises(ToolError, match="is not a folder"):
         call(tools["file_search"], root=str(base / "a.txt"), name_glob="*")
+
+
+# --- private places ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def private_home(base: Path) -> Path:
+    """A home with a key in ~/.ssh, a GitHub token under ~/.config, and a Chamberlain folder."""
+    (base / ".ssh").mkdir()
+    (base / ".ssh" / "id_ed25519").write_text("BEGIN OPENSSH ssh-secret\n")
+    (base / ".config" / "gh").mkdir(parents=True)
+    (base / ".config" / "gh" / "hosts.yml").write_text("oauth_token: gh-secret\n")
+    (base / ".config" / "editor.toml").write_text("theme = 'dark'\n")
+    (base / "chamberlain").mkdir()
+    (base / "chamberlain" / "token.key").write_text("app-secret\n")
+    (base / "notes.txt").write_text("an ordinary note\n")
+    return base
+
+
+def guarded(base: Path, **kwargs: Any) -> dict[str, Tool]:
+    return tools_for(base, private=private_places(base, [base / "chamberlain"]), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("tool", "key", "raw"),
+    [
+        ("file_read", "path", "~/.ssh/id_ed25519"),
+        ("file_read", "path", "~/notes.txt/../.ssh/id_ed25519"),
+        ("file_read", "path", "~/.config/gh/hosts.yml"),
+        ("file_read", "path", "/etc/shadow"),
+        ("file_list", "path", "~/.ssh"),
+        ("file_search", "root", "~/.config/gh"),
+    ],
+)
+def test_by_default_the_credential_stores_of_the_home_are_refused_before_anything_opens(
+    private_home: Path, tool: str, key: str, raw: str
+) -> None:
+    files = tools_for(private_home)  # no `private` given: the home's credentials
+    with pytest.raises(ToolRefused, match=r"holds credentials or private data; .* never read it"):
+        files[tool].targets({key: raw})
+    with pytest.raises(ToolRefused):  # a run without targets() is refused just the same
+        files[tool].run({key: raw})
+
+
+def test_chamberlains_own_folder_is_refused_by_path_and_by_any_other_name(
+    private_home: Path,
+) -> None:
+    files = guarded(private_home)
+    app = private_home / "chamberlain"
+    (private_home / "docs").mkdir()
+    (private_home / "docs" / "app").symlink_to(app)
+    os.link(app / "token.key", private_home / "docs" / "copy.key")
+    for raw in ("~/chamberlain/token.key", "~/docs/app/token.key", "~/docs/copy.key"):
+        with pytest.raises(ToolRefused, match="Chamberlain's own files"):
+            files["file_read"].targets({"path": raw})
+    with pytest.raises(ToolRefused, match="hard link"):
+        files["file_read"].targets({"path": "~/docs/copy.key"})
+    with pytest.raises(ToolRefused):
+        files["file_list"].targets({"path": "~/docs/app"})
+
+
+def test_a_file_that_becomes_a_hard_link_to_chamberlains_key_after_the_check_is_not_read(
+    private_home: Path,
+) -> None:
+    files = guarded(private_home)
+    args = {"path": str(private_home / "notes.txt")}
+    files["file_read"].targets(args)
+    (private_home / "notes.txt").unlink()
+    os.link(private_home / "chamberlain" / "token.key", private_home / "notes.txt")
+    with pytest.raises(ToolRefused, match="hard link"):
+        files["file_read"].run(args)
+
+
+def test_a_listing_leaves_private_entries_out_and_says_how_many_hidden_or_not(
+    private_home: Path,
+) -> None:
+    files = guarded(private_home)
+    plain = call(files["file_list"], path=str(private_home))
+    assert [e["name"] for e in plain.data["entries"]] == ["notes.txt"]
+    assert plain.data["hidden_skipped"] == 1  # .config; .ssh is counted as private
+    assert plain.data["private_withheld"] == 2
+    assert "2 private entries not shown (credentials, Chamberlain's own files)" in plain.text
+
+    everything = call(files["file_list"], path=str(private_home), show_hidden=True)
+    assert [e["name"] for e in everything.data["entries"]] == [".config", "notes.txt"]
+    assert everything.data["private_withheld"] == 2
+
+    config = call(files["file_list"], path=str(private_home / ".config"))
+    assert [e["name"] for e in config.data["entries"]] == ["editor.toml"]
+    assert config.data["private_kinds"] == ["credentials"]
+    assert "1 private entry not shown (credentials)" in config.text
+
+
+def test_a_listing_leaves_out_links_into_private_places_and_hard_links_to_chamberlains_files(
+    private_home: Path,
+) -> None:
+    files = guarded(private_home)
+    docs = private_home / "docs"
+    docs.mkdir()
+    (docs / "key").symlink_to(private_home / ".ssh" / "id_ed25519")
+    (docs / "ssh").symlink_to(private_home / ".ssh")
+    os.link(private_home / "chamberlain" / "token.key", docs / "copy.key")
+    (docs / "readme.txt").symlink_to(private_home / "notes.txt")
+    result = call(files["file_list"], path=str(docs))
+    assert [e["name"] for e in result.data["entries"]] == ["readme.txt"]
+    assert result.data["private_withheld"] == 3
+    assert "id_ed25519" not in json.dumps(result.data)
+
+
+def test_a_search_never_enters_or_names_a_private_place(private_home: Path) -> None:
+    files = guarded(private_home)
+    docs = private_home / "docs"
+    docs.mkdir()
+    (docs / "ssh").symlink_to(private_home / ".ssh")
+    (docs / "key.txt").symlink_to(private_home / ".ssh" / "id_ed25519")
+    os.link(private_home / "chamberlain" / "token.key", docs / "copy.key")
+
+    names = call(files["file_search"], root=str(private_home), name_glob="*", show_hidden=True)
+    assert sorted(hits(names, private_home)) == [
+        ".config", ".config/editor.toml", "docs", "notes.txt",
+    ]  # fmt: skip
+    assert names.data["private_withheld"] == 6  # .ssh, chamberlain, gh, and three in docs
+    assert "6 private entries not shown (credentials, Chamberlain's own files)" in names.text
+
+    for needle in ("BEGIN OPENSSH", "secret", "oauth_token"):
+        found = call(files["file_search"], root=str(private_home), content=needle, show_hidden=True)
+        assert found.data["hits"] == []
+        assert "-secret" not in json.dumps(found.data)
+    ordinary = call(files["file_search"], root=str(private_home), content="ordinary")
+    assert hits(ordinary, private_home) == ["notes.txt"]
