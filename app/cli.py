@@ -125,11 +125,18 @@ def ask_on_terminal(request: Any, stdin: IO[str], stderr: IO[str]) -> Any:
         "" if request.scope == "*" else f" for {describe_scope(request.capability, request.scope)}"
     )
     origin = "" if request.user_scope else " (the model asked for this; you did not name it)"
+    what = f"  {request.reason}\n" if request.reason else ""
+    choices = (
+        "Allow? [o]nce, [N]o: "
+        if request.once_only
+        else "Allow? [o]nce, [t]imed (5 min), [s]ession, [a]lways, [N]o: "
+    )
     stderr.write(
         f"\nChamberlain wants {request.capability.value}{where}{origin}\n"
         f"  tool: {request.tool}  arguments: {json.dumps(request.arguments)[:300]}\n"
+        f"{what}"
         f"  risk: {request.risk}, reversibility: {request.reversibility}\n"
-        "Allow? [o]nce, [t]imed (5 min), [s]ession, [a]lways, [N]o: "
+        f"{choices}"
     )
     stderr.flush()
     answer = stdin.readline().strip().lower()[:1]
@@ -139,7 +146,7 @@ def ask_on_terminal(request: Any, stdin: IO[str], stderr: IO[str]) -> Any:
         "s": GrantMode.SESSION,
         "a": GrantMode.ALWAYS,
     }
-    if answer in modes:
+    if answer in modes and not (request.once_only and answer != "o"):
         return PromptDecision(allow=True, mode=modes[answer], reason="user")
     return PromptDecision(allow=False, reason="user")
 
@@ -277,17 +284,24 @@ def _open_grants(args: argparse.Namespace) -> Any:
 
     home = home_from(args)
     clock = SystemClock()
+    secret = load_install_secret(home)
     return PermissionBroker(
-        grants=GrantStore(home / "grants.json", clock),
-        tokens=TokenAuthority(load_install_secret(home).key, clock),
+        grants=GrantStore(home / "grants.json", clock, key=secret.grants_key),
+        tokens=TokenAuthority(secret.key, clock),
         prompter=DenyPrompter(),
-        audit=AuditLog(home / "audit.jsonl", clock),
+        audit=AuditLog(home / "audit.jsonl", clock, key=secret.audit_key),
         clock=clock,
     )
 
 
 def cmd_grants(args: argparse.Namespace) -> int:
     broker = _open_grants(args)
+    for problem in broker.grants.problems:
+        # Said on every grants command, JSON or not: the entry is ignored, and the user should
+        # know someone or something wrote it.
+        sys.stderr.write(
+            f"warning: {problem}. Look at it, then remove it with `chamberlain grants revoke ID`.\n"
+        )
     if args.grants_cmd == "list":
         grants = broker.grants.live()
         data = [g.model_dump(mode="json") for g in grants]
@@ -298,6 +312,16 @@ def cmd_grants(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.grants_cmd == "revoke":
         grant = broker.revoke(args.id, "revoked by the user")
+        if grant is None and broker.grants.discard_untrusted(args.id):
+            from broker.audit import AuditEvent
+
+            broker.audit.append(
+                AuditEvent.PERMISSION_REVOKED,
+                grant_id=args.id,
+                why="an entry Chamberlain did not write, removed by the user",
+            )
+            emit({"removed": args.id}, args.json, f"Removed {args.id} from grants.json.")
+            return EXIT_OK
         if grant is None:
             sys.stderr.write(f"no live grant with id {args.id!r}\n")
             return EXIT_FAILED
@@ -310,10 +334,13 @@ def cmd_grants(args: argparse.Namespace) -> int:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     from broker.audit import tail, verify
+    from broker.keys import load_install_secret
 
-    path = home_from(args) / "audit.jsonl"
+    home = home_from(args)
+    path = home / "audit.jsonl"
     if args.audit_cmd == "verify":
-        result = verify(path)
+        # The same key the session signs the head with; without it a rewritten head would pass.
+        result = verify(path, key=load_install_secret(home).audit_key)
         data = {
             "ok": result.ok,
             "lines": result.lines,
@@ -321,11 +348,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
             "reason": result.reason,
         }
         if result.ok:
-            emit(data, args.json, f"audit log OK: {result.lines} lines, chain intact ({path})")
+            note = "" if result.reason == "ok" else f"\n{result.reason.removeprefix('ok; ')}"
+            text = f"audit log OK: {result.lines} lines, chain intact ({path}){note}"
+            emit(data, args.json, text)
             return EXIT_OK
-        emit(data, args.json, f"audit log FAILED at line {result.first_bad_line}: {result.reason}")
+        where = "" if result.first_bad_line is None else f" at line {result.first_bad_line}"
+        failed = f"audit log FAILED{where}: {result.reason}"
+        emit(data, args.json, failed)
         if args.json:
-            sys.stderr.write(f"audit log FAILED at line {result.first_bad_line}: {result.reason}\n")
+            sys.stderr.write(failed + "\n")
         return EXIT_FAILED
     events = tail(path, args.n)
     lines = [

@@ -10,9 +10,16 @@ In one run, interleaved so that a busy moment on the machine hits both sides ali
   ``targets()`` then ``run()``: parse with tree-sitter-bash, the rules, PATH look-up, the
   scrubbed environment, a process in its own session, the pidfd/selector loop, output capture;
 - ``check_only``: parse + rules alone (``assess_command``) for ``echo hi`` and for a three-stage
-  pipeline.
+  pipeline;
+- ``sandbox_true``: ``true`` inside the bubblewrap sandbox a command gets (the same walls:
+  read-only root, hidden homes, private /tmp, own PID and network namespaces), started with
+  ``subprocess.run``: the sandbox's own cost, to set against ``bare_true``;
+- ``tool_true_unconfined``: the tool with the sandbox switched off (the settings' opt-in), to set
+  against ``tool_true``.
 
-The ratio is tool / bare (median and p95). A benchmark reports figures; it asserts nothing.
+Ratios are tool / bare (median and p95); ``sandbox_added_ms`` is what the sandbox adds to one
+command (sandbox − bare, and tool − unconfined tool). A benchmark reports figures; it asserts
+nothing.
 """
 
 from __future__ import annotations
@@ -29,7 +36,10 @@ from typing import Any
 
 from bench.machine import machine_details
 from tools.commands import assess_command
+from tools.manual import Tool
+from tools.private import private_places
 from tools.registry import ToolConfig
+from tools.sandbox import SandboxPlan, SandboxStatus, bwrap_args, sandbox_status
 from tools.system import make_system_tools
 
 PIPELINE = "ps aux | grep -i python | sort -k 2"
@@ -58,10 +68,25 @@ def measure(runs: int, warmup: int) -> dict[str, Any]:
             t for t in make_system_tools(ToolConfig(), home=home) if t.name == "system_execute"
         )
 
-        def through_tool(command: str) -> None:
+        unconfined = next(
+            t
+            for t in make_system_tools(
+                ToolConfig(unsandboxed_commands=True),
+                home=home,
+                sandbox=SandboxStatus(False, None, "switched off for the benchmark"),
+            )
+            if t.name == "system_execute"
+        )
+        status = sandbox_status()
+        if not status.available or status.program is None:
+            raise SystemExit(f"no sandbox to measure: {status.why}")
+        plan = SandboxPlan(cwd=home, home=home, read=(home,), private=private_places(home))
+        sandboxed = [status.program, *bwrap_args(plan, ["/bin/true"])]
+
+        def through_tool(command: str, which: Tool = tool) -> None:
             args = {"command": command}
-            tool.targets(args)
-            result = tool.run(args)
+            which.targets(args)
+            result = which.run(args)
             assert result.data["exit_code"] == 0
 
         cases: dict[str, Callable[[], object]] = {
@@ -71,6 +96,8 @@ def measure(runs: int, warmup: int) -> dict[str, Any]:
             "tool_echo": lambda: through_tool("echo hi"),
             "check_only": lambda: assess_command("echo hi", home=home),
             "check_pipeline": lambda: assess_command(PIPELINE, home=home),
+            "sandbox_true": lambda: subprocess.run(sandboxed, check=True),
+            "tool_true_unconfined": lambda: through_tool("true", unconfined),
         }
         samples: dict[str, list[float]] = {name: [] for name in cases}
         for index in range(warmup + runs):
@@ -86,12 +113,23 @@ def measure(runs: int, warmup: int) -> dict[str, Any]:
         }
         for kind in ("true", "echo")
     }
+    ratio["sandbox"] = {
+        "median": round(ms["sandbox_true"]["median"] / ms["bare_true"]["median"], 3),
+        "p95": round(ms["sandbox_true"]["p95"] / ms["bare_true"]["p95"], 3),
+    }
+    added = {
+        "sandbox_vs_bare": round(ms["sandbox_true"]["median"] - ms["bare_true"]["median"], 3),
+        "tool_vs_unconfined_tool": round(
+            ms["tool_true"]["median"] - ms["tool_true_unconfined"]["median"], 3
+        ),
+    }
     return {
         "machine": machine_details(),
         "runs": runs,
         "warmup": warmup,
         "ms": ms,
         "ratio": ratio,
+        "sandbox_added_ms": added,
         "pipeline_checked": PIPELINE,
     }
 
@@ -108,6 +146,11 @@ def render(report: dict[str, Any]) -> str:
         lines.append(
             f"ratio tool/bare ({kind}): median {row['median']:.2f}x, p95 {row['p95']:.2f}x"
         )
+    added = report["sandbox_added_ms"]
+    lines.append(
+        f"added by the sandbox (median): {added['sandbox_vs_bare']:.2f} ms over a bare "
+        f"subprocess.run, {added['tool_vs_unconfined_tool']:.2f} ms over the unconfined tool"
+    )
     lines.append(f"check_pipeline = parse + rules for: {report['pipeline_checked']}")
     return "\n".join(lines)
 

@@ -10,12 +10,32 @@ and a small head file (``audit.jsonl.head``) records the last sequence number an
 What it must never do: hold secrets, file contents, tool outputs or OCR text. Callers pass
 ``digest(content)`` (a SHA-256 and a length) for anything read from disk, the screen or a tool;
 every value goes through ``redact`` before it is written, which blanks secret-looking keys and
-values, caps long strings and turns anything that is not JSON into a string. Redaction is a
-safety net, not a licence to pass raw content.
+values (passwords typed into command lines included), caps long strings and turns anything that
+is not JSON into a string. Redaction is a safety net, not a licence to pass raw content.
 
-The chain is not keyed: it proves that nothing was changed by anyone who did not also recompute
-every later hash and the head file. It is a tamper-evident record for the user, not a defence
-against someone who can rewrite the whole file.
+The chain itself is not keyed; the head is. A writer given a key (the install secret's audit
+key, as every Session's is) signs the head with HMAC-SHA256 and anchors the log: when it starts
+a log it picks a random genesis id, writes it with its own MAC to ``audit.jsonl.anchor``, and
+every head commits to that id. So, for anyone without the key:
+- cutting lines off the end and rewriting the head fails (the head's MAC does not check);
+- deleting the log and its head fails (the anchor says this home had a log);
+- deleting or editing the anchor fails (a signed head needs its anchor).
+A signing writer that finds any of these does not sign over the evidence: it records what it
+found in the head's ``broken`` field, which every later head carries, so verify keeps failing
+however many turns follow. A torn last line (a crash mid-append) and a head one line behind (a
+crash between the line and the head) are still told apart from edits, as before.
+
+Limits, by design:
+- Deleting the log, its head and the anchor together leaves a home that looks new: nothing
+  outside the home remembers that there was a log.
+- A head copied earlier can be put back with the log cut to the same line: the MAC proves a
+  head was written here, not that it is the newest.
+- A log from before heads were signed has an unsigned head and no anchor; so does one whose
+  anchor was deleted and head rewritten unsigned. The writer adopts such a log and verify says
+  which lines came before signing, so the adoption stays visible.
+- Whoever can read the install secret (the system keyring, or ``token.key`` when there is none)
+  can sign anything. The MACs stop edits by whatever cannot: a hand edit, a stray program, a
+  file restored or copied from another home.
 """
 
 from __future__ import annotations
@@ -25,11 +45,13 @@ import dataclasses
 import errno
 import functools
 import hashlib
+import hmac
 import json
 import logging
 import math
 import os
 import re
+import secrets
 import sys
 import threading
 from collections import Counter
@@ -161,6 +183,205 @@ def _blank_explicit(match: re.Match[str]) -> str:
     return REDACTED if name is None else name + REDACTED
 
 
+# --- secrets typed into command lines ---
+#
+# A password given on a command line is a secret in plain text wherever the line is audited
+# (the router's arguments, a tool call's arguments and targets, a grant's scope). Two passes:
+#
+# 1. Shapes that mean a secret whatever the program: an option whose name ends in a secret word
+#    (`--password X`, `--token=X`, `--api-key X`, `--client-secret X`, `--authToken X`,
+#    `-storepass X`), never `--no-password` or `--password-file F`; an environment assignment
+#    (`PGPASSWORD=X psql`, `SSHPASS=X`); openssl's `pass:X`.
+# 2. Short options that mean a password only for some programs: `-p` is a password for
+#    `mysql -pX` (attached only: `mysql -p db` prompts and names a database) and `sshpass -p X`,
+#    but a process id for `ps -p 123` and a port for `ssh -p 22`. So these are applied only to
+#    the arguments of the program they belong to, up to the end of its command (`|`, `;`, `&`).
+_SECRET_WORDS = (
+    r"password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|auth[_-]?key|bearer"
+)
+_SECRET_OPTION = re.compile(
+    # The option: one or two dashes, not a "--no-..." switch; the secret word either is the
+    # whole name, or ends it after a "-"/"_" or a camelCase boundary; then "=" or blanks.
+    r"(?P<opt>(?<![\w-])--?(?!no-)"
+    r"(?:[A-Za-z0-9][\w-]*[_-]|[A-Za-z0-9][\w-]*[a-z](?=[A-Z]))?"
+    rf"(?:(?i:{_SECRET_WORDS}|pass)|(?:src|dest)?(?:store|key)pass|pass(?:in|out))"
+    r"(?:[ \t]*=[ \t]*|[ \t]+))"
+    # The value: quoted, or a word that is not the next option.
+    r"(?P<val>\"[^\"]*\"|'[^']*'|(?!-)[^\s\"']\S*)"
+    # An environment assignment: NAME=value where NAME ends in a secret word.
+    r"|(?P<env>(?<![\w-])[A-Z0-9_]*(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|"
+    r"SSHPASS|_PASS|_PWD)=)(?P<envval>\"[^\"]*\"|'[^']*'|\S+)"
+    # openssl's pass phrase argument: -passin pass:X.
+    r"|(?P<pass>(?<![\w:-])pass:)(?P<passval>\S+)"
+)
+
+
+def _blank_option(match: re.Match[str]) -> str:
+    for prefix in ("opt", "env", "pass"):
+        if match.group(prefix) is not None:
+            return match.group(prefix) + REDACTED
+    return REDACTED  # pragma: no cover - the alternation always sets one
+
+
+# How an option's value is blanked: all of it, the part after "user:" or after "user%", or
+# (attached) all of it, but only when written against the option, as in `-pSECRET`.
+_ValueRule: TypeAlias = str
+_ALL, _AFTER_COLON, _AFTER_PERCENT, _ATTACHED = "all", "after:", "after%", "attached"
+
+
+@dataclasses.dataclass(frozen=True)
+class _ProgramOptions:
+    options: Mapping[str, _ValueRule | None]
+    # Short options may be bundled (`curl -su user:pass`): the last letter takes the value.
+    bundles: bool = False
+    # A wrapper whose first operand starts another command (`sshpass -p X ssh -p 22 host`):
+    # its own options end there. Options listed with None take a value that is not secret.
+    stops_at_operand: bool = False
+
+
+_PROGRAM_OPTIONS: dict[str, _ProgramOptions] = {
+    "curl": _ProgramOptions(
+        dict.fromkeys(("-u", "--user", "-U", "--proxy-user"), _AFTER_COLON), bundles=True
+    ),
+    **dict.fromkeys(
+        [
+            "mysql",
+            "mysqldump",
+            "mysqladmin",
+            "mysqlimport",
+            "mysqlshow",
+            "mysqlcheck",
+            "mysqlpump",
+            "mysqlslap",
+            "mysqlbinlog",
+            "mariadb",
+            "mariadb-dump",
+            "mariadb-admin",
+            "mariadb-import",
+            "mariadb-show",
+            "mariadb-check",
+        ],
+        _ProgramOptions({"-p": _ATTACHED}),
+    ),
+    "sshpass": _ProgramOptions(
+        {"-p": _ALL, "-f": None, "-d": None, "-P": None}, stops_at_operand=True
+    ),
+    "redis-cli": _ProgramOptions({"-a": _ALL}),
+    **dict.fromkeys(
+        ["mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport"],
+        _ProgramOptions({"-p": _ALL}),
+    ),
+    "smbclient": _ProgramOptions({"-U": _AFTER_PERCENT, "--user": _AFTER_PERCENT}),
+    **dict.fromkeys(("sqlcmd", "bcp"), _ProgramOptions({"-P": _ALL})),
+    **dict.fromkeys(
+        [
+            "ldapsearch",
+            "ldapadd",
+            "ldapmodify",
+            "ldapdelete",
+            "ldapwhoami",
+            "ldappasswd",
+            "ldapcompare",
+            "ldapmodrdn",
+            "ldapexop",
+        ],
+        _ProgramOptions({"-w": _ALL}),
+    ),
+    **dict.fromkeys(("zip", "unzip", "zipcloak"), _ProgramOptions({"-P": _ALL})),
+    **dict.fromkeys(("7z", "7za", "7zr"), _ProgramOptions({"-p": _ATTACHED})),
+    "ssh-keygen": _ProgramOptions({"-N": _ALL, "-P": _ALL}),
+}
+_PROGRAM = re.compile(
+    r"(?<![\w.\-])(?P<prog>"
+    + "|".join(re.escape(name) for name in sorted(_PROGRAM_OPTIONS, key=len, reverse=True))
+    + r")(?=\s)"
+)
+# One shell word, quotes and escapes included; `|`, `;`, `&`, `(`, `)`, a backquote or a line
+# break end the command (but not `2>&1`).
+_SHELL_WORD = re.compile(r"""[ \t]*((?:"[^"]*"?|'[^']*'?|\\.|[<>]&|[^\s"'\\|;&()`])+)""")
+
+
+def _blank_value(word: str, rule: _ValueRule) -> str:
+    """``word`` with its secret part blanked; outer quotes are kept so the line stays a line."""
+    quote = word[0] if len(word) >= 2 and word[0] == word[-1] and word[0] in "\"'" else ""
+    inner = word[1:-1] if quote else word
+    if rule in (_AFTER_COLON, _AFTER_PERCENT):
+        sep = ":" if rule == _AFTER_COLON else "%"
+        user, found, secret = inner.partition(sep)
+        if not found or not secret:
+            return word  # only a user name: the program asks for the password itself
+        inner = f"{user}{sep}{REDACTED}"
+    else:
+        inner = REDACTED
+    return f"{quote}{inner}{quote}"
+
+
+def _program_arguments(
+    s: str, start: int, spec: _ProgramOptions
+) -> tuple[list[tuple[int, int, str]], int]:
+    """(start, end, replacement) for each secret among one program's arguments, and where the
+    arguments end."""
+    edits: list[tuple[int, int, str]] = []
+    pos = start
+    pending: _ValueRule | None = None  # the previous word was an option whose value is next
+    takes_value = False
+    while (word_match := _SHELL_WORD.match(s, pos)) is not None:
+        pos = word_match.end()
+        whole, begin = word_match.group(1), word_match.start(1)
+        if takes_value:
+            takes_value = False
+            if pending is not None:
+                edits.append((begin, pos, _blank_value(whole, pending)))
+            continue
+        # A word quoted as a whole (`'-pS3cret!'`, as shlex.quote writes it) is read inside.
+        quoted = len(whole) >= 2 and whole[0] == whole[-1] and whole[0] in "\"'"
+        q = 1 if quoted and whole[0] not in whole[1:-1] else 0
+        word, begin, end = whole[q : len(whole) - q], begin + q, pos - q
+        if word == "--":
+            break
+        if word.startswith("--"):
+            name, eq, value = word.partition("=")
+            if name in spec.options:
+                rule = spec.options[name]
+                if eq and rule is not None and rule != _ATTACHED:
+                    edits.append((begin + len(name) + 1, end, _blank_value(value, rule)))
+                elif not eq and rule != _ATTACHED:
+                    pending, takes_value = rule, True
+            continue
+        if word.startswith("-") and len(word) > 1:
+            letters = word[1:]
+            for i, letter in enumerate(letters if spec.bundles else letters[:1]):
+                if f"-{letter}" not in spec.options:
+                    continue
+                rule = spec.options[f"-{letter}"]
+                attached = letters[i + 1 :]
+                if attached and rule is not None:
+                    edits.append((begin + 2 + i, end, _blank_value(attached, rule)))
+                elif not attached and rule != _ATTACHED:
+                    pending, takes_value = rule, True
+                break
+            continue
+        if spec.stops_at_operand:
+            return edits, begin - q
+    return edits, pos
+
+
+def _blank_command_secrets(s: str) -> str:
+    s = _SECRET_OPTION.sub(_blank_option, s)
+    edits: list[tuple[int, int, str]] = []
+    pos = 0
+    while (found := _PROGRAM.search(s, pos)) is not None:
+        spec = _PROGRAM_OPTIONS[found.group("prog")]
+        found_edits, pos = _program_arguments(s, found.end(), spec)
+        edits.extend(found_edits)
+        # The search goes on after the arguments (a wrapper's: at its command), so each word is
+        # read once: "curl curl curl ..." costs no more than its length.
+        pos = max(pos, found.end())
+    for begin, end, replacement in reversed(edits):  # from the end: positions stay valid
+        s = s[:begin] + replacement + s[end:]
+    return s
+
+
 # Generic high-entropy runs: candidates are base64/base64url/hex runs of 32 characters or more.
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
 _ALL_HEX = re.compile(r"[0-9a-fA-F]{32,}")
@@ -245,6 +466,7 @@ def _scan_string(s: str, *, generic: bool) -> str:
         # Drop the word the cut fell in, so no partial secret (too short for its pattern) can
         # survive and slide into the kept prefix once earlier secrets shrink to "[redacted]".
         s = _TRAILING_TOKEN.sub("", s[:_SCAN_LIMIT])
+    s = _blank_command_secrets(s)
     s = _EXPLICIT_SECRETS.sub(_blank_explicit, s)
     if generic:
         s = _CANDIDATE.sub(_blank_random, s)
@@ -313,8 +535,10 @@ def redact(value: object) -> JSONValue:
     private_key, credential and the like; case, "-" and "_" ignored) have their value replaced
     by "[redacted]", except the key ``token_id`` exactly, which holds an opaque permission-token
     id. String values are scanned for secret formats (PEM private keys, ``Bearer ...``,
-    ``sk-...``, AWS ``AKIA...``, GitHub ``ghp_...``, URL passwords, ``password=...``) and for long
-    random-looking hex/base64 runs; each match becomes "[redacted]". Values under id and digest
+    ``sk-...``, AWS ``AKIA...``, GitHub ``ghp_...``, URL passwords, ``password=...``), for
+    passwords on command lines (``--token X``, ``PGPASSWORD=X``, ``curl -u user:X``,
+    ``mysql -pX``, ``sshpass -p X``: see ``_blank_command_secrets``) and for long random-looking
+    hex/base64 runs; each match becomes "[redacted]". Values under id and digest
     keys (``*_id``, ``sha256``, ``*_digest``, ``*_hash``) skip only the random-run rule. Bytes
     become a ``digest``; other non-JSON values become ``str(value)``, then are scanned like any
     string. Strings are capped at MAX_STRING characters, containers at MAX_ITEMS entries and
@@ -358,24 +582,162 @@ def _lock_path(path: Path) -> Path:
     return path.with_name(path.name + ".lock")
 
 
-def _head_bytes(seq: int, hash_: str) -> bytes:
-    return (_canonical({"hash": hash_, "seq": seq}) + "\n").encode("ascii")
+def _anchor_path(path: Path) -> Path:
+    return path.with_name(path.name + ".anchor")
 
 
-def _parse_head(raw: bytes) -> tuple[int, str] | None:
-    """(seq, hash) from a head file, or None unless it is exactly what the writer writes."""
+# The MACs' inputs start with what they are for, so a head MAC can never pass as an anchor's.
+_HEAD_MAC_CONTEXT = b"chamberlain audit head\n"
+_ANCHOR_MAC_CONTEXT = b"chamberlain audit anchor\n"
+_GENESIS_ID = re.compile(r"[0-9a-f]{32}")
+_SIGNED_HEAD_KEYS = frozenset({"genesis", "hash", "mac", "seq"})
+_OPTIONAL_HEAD_KEYS = frozenset({"broken", "unsigned_until"})
+
+
+@dataclasses.dataclass(frozen=True)
+class _Head:
+    """The head file: the last seq and hash, and, when signed, what the MAC vouches for."""
+
+    seq: int
+    hash: str
+    # None for an unsigned head (a writer with no key, or one from before heads were signed).
+    genesis: str | None = None
+    mac: str | None = None
+    # What a signing writer found wrong with the files; carried into every later head.
+    broken: str | None = None
+    # Lines 1..N were written before this log's heads were signed.
+    unsigned_until: int | None = None
+
+    def fields(self) -> dict[str, object]:
+        """Everything the MAC covers."""
+        out: dict[str, object] = {"hash": self.hash, "seq": self.seq}
+        if self.genesis is not None:
+            out["genesis"] = self.genesis
+            if self.broken is not None:
+                out["broken"] = self.broken
+            if self.unsigned_until is not None:
+                out["unsigned_until"] = self.unsigned_until
+        return out
+
+    def to_bytes(self) -> bytes:
+        out = self.fields()
+        if self.mac is not None:
+            out["mac"] = self.mac
+        return (_canonical(out) + "\n").encode("ascii")
+
+    def signed(self, key: bytes) -> _Head:
+        return dataclasses.replace(self, mac=_head_mac(self, key))
+
+
+def _head_mac(head: _Head, key: bytes) -> str:
+    body = _HEAD_MAC_CONTEXT + _canonical(head.fields()).encode("ascii")
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
+
+
+def _head_mac_ok(head: _Head, key: bytes) -> bool:
+    return head.mac is not None and hmac.compare_digest(_head_mac(head, key), head.mac)
+
+
+def _parse_head(raw: bytes) -> _Head | None:
+    """The head file's content, or None unless it is exactly what a writer writes.
+
+    Only the form is checked here; whether a signed head's MAC is right is for the caller.
+    """
     try:
         obj = json.loads(raw)
     except (ValueError, RecursionError):  # RecursionError: an edit nested it absurdly deep
         return None
-    if not isinstance(obj, dict) or set(obj) != {"seq", "hash"}:
+    if not isinstance(obj, dict):
         return None
-    seq, hash_ = obj["seq"], obj["hash"]
-    if type(seq) is not int or seq < 1 or not isinstance(hash_, str) or not _HEX64.fullmatch(hash_):
+    seq, hash_ = obj.get("seq"), obj.get("hash")
+    if type(seq) is not int or not isinstance(hash_, str) or not _HEX64.fullmatch(hash_):
         return None
-    if _head_bytes(seq, hash_) != raw:
+    keys = set(obj)
+    if keys == {"seq", "hash"}:
+        head = _Head(seq, hash_) if seq >= 1 else None
+    elif _SIGNED_HEAD_KEYS <= keys <= _SIGNED_HEAD_KEYS | _OPTIONAL_HEAD_KEYS:
+        genesis, mac = obj["genesis"], obj["mac"]
+        broken, until = obj.get("broken"), obj.get("unsigned_until")
+        if (
+            seq < 0
+            or (seq == 0 and hash_ != GENESIS)
+            or not isinstance(genesis, str)
+            or not _GENESIS_ID.fullmatch(genesis)
+            or not isinstance(mac, str)
+            or not _HEX64.fullmatch(mac)
+            or ("broken" in obj and not isinstance(broken, str))
+            or ("unsigned_until" in obj and (type(until) is not int or until < 0))
+        ):
+            return None
+        head = _Head(seq, hash_, genesis, mac, broken, until)
+    else:
         return None
-    return seq, hash_
+    if head is None or head.to_bytes() != raw:
+        return None
+    return head
+
+
+def _anchor_mac(genesis: str, key: bytes) -> str:
+    return hmac.new(key, _ANCHOR_MAC_CONTEXT + genesis.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def _anchor_bytes(genesis: str, key: bytes) -> bytes:
+    return (_canonical({"genesis": genesis, "mac": _anchor_mac(genesis, key)}) + "\n").encode()
+
+
+def _parse_anchor(raw: bytes, key: bytes | None) -> str | None:
+    """The genesis id an anchor file records, or None if it is not one (or, given the key, its
+    MAC does not match)."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict) or set(obj) != {"genesis", "mac"}:
+        return None
+    genesis, mac = obj["genesis"], obj["mac"]
+    if not isinstance(genesis, str) or not _GENESIS_ID.fullmatch(genesis):
+        return None
+    if not isinstance(mac, str) or not _HEX64.fullmatch(mac):
+        return None
+    if _canonical(obj).encode() + b"\n" != raw:
+        return None
+    if key is not None and not hmac.compare_digest(_anchor_mac(genesis, key), mac):
+        return None
+    return genesis
+
+
+def _head_problem(
+    head: _Head, anchor_raw: bytes | None, key: bytes | None, size: int
+) -> str | None:
+    """What is wrong with a well-formed head and the anchor beside it, or None.
+
+    Without a key the MACs cannot be checked; everything else is.
+    """
+    if anchor_raw is not None and _parse_anchor(anchor_raw, key) is None:
+        return "the anchor file was edited, or signed with another install secret"
+    if head.genesis is None:
+        if anchor_raw is not None:
+            return "the head file is not signed, but this log's heads are: it was replaced"
+        if key is not None:
+            return (
+                "the head file is not signed: it was written by a Chamberlain from before "
+                "signed heads (the next turn signs it) or by hand"
+            )
+        return None
+    if key is not None and not _head_mac_ok(head, key):
+        return (
+            "the head file's MAC does not match: it was edited, or signed with another "
+            "install secret"
+        )
+    if anchor_raw is None:
+        if head.seq == 0 and not size:
+            return None  # a writer stopped between the first head and the anchor
+        return "the anchor file is missing: it was deleted"
+    if head.genesis != _parse_anchor(anchor_raw, None):
+        return "the head file belongs to another audit log (its genesis is not the anchor's)"
+    if head.broken is not None:
+        return f"the audit files were tampered with: {head.broken}"
+    return None
 
 
 def _parse_record(raw: bytes) -> dict[str, Any] | None:
@@ -460,6 +822,9 @@ class AuditLog:
     writer has appended (or the file was replaced) does it re-read the end of the log and the
     head file. Each line is written with one os.write in O_APPEND mode.
 
+    ``key`` (the install secret's audit key, ``InstallSecret.audit_key``) signs the head and
+    anchors the log; without one the head is plain, as tests and tools with no secret write it.
+
     ``durable=True`` fsyncs the log and the head after every append. The default does not:
     os.write hands the line to the kernel before append returns, so it survives a crash of
     Chamberlain itself; only a power cut or kernel crash can lose the last events, and then the
@@ -467,10 +832,22 @@ class AuditLog:
     many disks, paid on every tool call, which the user would feel.
     """
 
-    def __init__(self, path: Path, clock: Clock | None = None, *, durable: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        clock: Clock | None = None,
+        *,
+        durable: bool = False,
+        key: bytes | None = None,
+    ) -> None:
         self.path = Path(path)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.durable = durable
+        # With a key the head is signed and the log anchored (see the module docstring).
+        self._key = key
+        self._genesis: str | None = None
+        self._broken: str | None = None
+        self._unsigned_until: int | None = None
         self._thread_lock = threading.Lock()
         self._fd: int | None = None
         self._lock_fd: int | None = None
@@ -598,9 +975,10 @@ class AuditLog:
         """Overwrite the head file in place.
 
         Not write-to-temp-and-rename: that costs a couple of hundred microseconds per append
-        on ext4. The head is under 100 bytes, written at offset 0 in one write, so it does not
-        tear in practice; if it ever did, verify reports the head as unreadable and the next
-        append rewrites it.
+        on ext4. The head is a few hundred bytes, written at offset 0 in one write, so it does
+        not tear in practice; if it ever did, verify reports the head as unreadable and the next
+        append rewrites it (a signing writer also marks the log as tampered with: it cannot tell
+        a torn head from an edited one).
         """
         head = _head_path(self.path)
         try:
@@ -614,7 +992,17 @@ class AuditLog:
                 self._head_fd = None
         if self._head_fd is None:
             self._head_fd = os.open(head, os.O_RDWR | os.O_CREAT | _O_BINARY, 0o600)
-        data = _head_bytes(self._seq, self._prev)
+        content = _Head(self._seq, self._prev)
+        if self._key is not None:
+            assert self._genesis is not None
+            content = _Head(
+                self._seq,
+                self._prev,
+                self._genesis,
+                broken=self._broken,
+                unsigned_until=self._unsigned_until,
+            ).signed(self._key)
+        data = content.to_bytes()
         os.lseek(self._head_fd, 0, os.SEEK_SET)
         os.write(self._head_fd, data)
         os.ftruncate(self._head_fd, len(data))
@@ -676,9 +1064,10 @@ class AuditLog:
             head_raw: bytes | None = _head_path(self.path).read_bytes()
         except FileNotFoundError:
             head_raw = None
-        head = _parse_head(head_raw) if head_raw is not None else None
-        if head_raw is not None and head is None:
+        parsed = _parse_head(head_raw) if head_raw is not None else None
+        if head_raw is not None and parsed is None:
             log.error("audit head file %s is unreadable or edited", _head_path(self.path))
+        head = (parsed.seq, parsed.hash) if parsed is not None else None
 
         if head is None or head == tail:
             chosen = tail
@@ -697,13 +1086,88 @@ class AuditLog:
             )
             chosen = head
         self._seq, self._prev = chosen if chosen is not None else (0, GENESIS)
+        if self._key is not None:
+            self._load_signing_state(size, head_raw, parsed, self._key)
+
+    def _load_signing_state(
+        self, size: int, head_raw: bytes | None, head: _Head | None, key: bytes
+    ) -> None:
+        """Take the genesis id and flags over from the files, or find out they were tampered with.
+
+        A signing writer never signs over evidence: when the head or the anchor is missing,
+        unsigned, edited or from another log, the problem goes into the head's ``broken`` field,
+        which every later head carries, so verify keeps failing however many turns follow.
+        """
+        anchor = _anchor_path(self.path)
+        try:
+            anchor_raw: bytes | None = anchor.read_bytes()
+        except FileNotFoundError:
+            anchor_raw = None
+        adopted = False
+        problem: str | None
+        if head_raw is None:
+            if anchor_raw is None and size == 0:
+                problem = None  # a new log
+            elif size == 0:
+                problem = "the log and its head file were gone"
+            else:
+                problem = "the head file was missing"
+        elif head is None:
+            problem = "the head file was unreadable or edited"
+        elif head.genesis is None and anchor_raw is None:
+            # A log from before heads were signed: nothing tells it from one whose anchor was
+            # deleted and head replaced by an unsigned one, so verify names the lines it adopts.
+            problem, adopted = None, True
+        else:
+            problem = _head_problem(head, anchor_raw, key, size)
+        trusted = head if head is not None and head.genesis and _head_mac_ok(head, key) else None
+        recorded = _parse_anchor(anchor_raw, key) if anchor_raw is not None else None
+        if recorded is not None:
+            self._genesis = recorded
+        elif trusted is not None:
+            self._genesis = trusted.genesis
+        else:
+            self._genesis = secrets.token_hex(16)
+        if problem is not None:
+            if trusted is not None and trusted.broken is not None:
+                self._broken = trusted.broken  # the first finding stays
+            else:
+                self._broken = f"before line {self._seq + 1} was written, {problem}"
+                log.error("audit log %s was tampered with: %s", self.path, problem)
+        else:
+            self._broken = trusted.broken if trusted is not None else None
+        if adopted:
+            self._unsigned_until = self._seq
+            log.warning("signing the head of %s, written before heads were signed", self.path)
+        else:
+            self._unsigned_until = trusted.unsigned_until if trusted is not None else None
+        if anchor_raw is None:
+            # The head first, then the anchor: a crash between them leaves a signed empty head
+            # and no anchor, which the next writer completes (see _head_problem).
+            if head_raw is None and size == 0:
+                self._write_head()
+            self._write_anchor(anchor)
+
+    def _write_anchor(self, anchor: Path) -> None:
+        assert self._key is not None
+        assert self._genesis is not None
+        try:
+            fd = os.open(anchor, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o600)
+        except FileExistsError:
+            return  # only under our lock, so only a file put there by hand: verify judges it
+        try:
+            os.write(fd, _anchor_bytes(self._genesis, self._key))
+            if self.durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 # --- readers -------------------------------------------------------------------------------------
 
 
-def _snapshot(path: Path) -> tuple[int | None, bytes | None]:
-    """The log's size and the head file's bytes, read together under the writers' lock."""
+def _snapshot(path: Path) -> tuple[int | None, bytes | None, bytes | None]:
+    """The log's size and the head and anchor files' bytes, read together under the lock."""
     lock_fd: int | None = None
     with contextlib.suppress(FileNotFoundError):  # no writer has ever opened this log
         lock_fd = os.open(_lock_path(path), os.O_RDONLY | _O_BINARY)
@@ -718,11 +1182,15 @@ def _snapshot(path: Path) -> tuple[int | None, bytes | None]:
             head: bytes | None = _head_path(path).read_bytes()
         except FileNotFoundError:
             head = None
+        try:
+            anchor: bytes | None = _anchor_path(path).read_bytes()
+        except FileNotFoundError:
+            anchor = None
     finally:
         if lock_fd is not None:
             _unlock(lock_fd)
             os.close(lock_fd)
-    return size, head
+    return size, head, anchor
 
 
 def _check_line(raw: bytes, lineno: int, seq: int, prev: str) -> tuple[str | None, str]:
@@ -763,27 +1231,41 @@ def _check_line(raw: bytes, lineno: int, seq: int, prev: str) -> tuple[str | Non
     return None, hash_
 
 
-def verify(path: Path) -> VerifyResult:
-    """Check the whole chain and the head file. Reads the log once, line by line.
+def verify(path: Path, key: bytes | None = None) -> VerifyResult:
+    """Check the whole chain, the head file and the anchor. Reads the log once, line by line.
 
     Fails on an edited line (hash mismatch, invalid JSON, or any byte that differs from the
     canonical form the writer produces), a removed, reordered or duplicated line (seq/prev),
     a line appended without the chain, a partial last line, and a log cut short at the end
     (the head file records a later line). A missing head file beside a non-empty log is a
-    failure. An absent or empty log with no head file is fine (0 lines); an empty log whose
-    head file records lines was emptied, and fails.
+    failure. An absent or empty log with no head file is fine (0 lines) unless an anchor file
+    says this home had a log; an empty log whose head file records lines was emptied, and fails.
+
+    With ``key`` (``InstallSecret.audit_key``) the head must be signed with it and match the
+    anchor, and a head that a writer marked as tampered with fails. Without it the MACs cannot
+    be checked; everything else still is.
     """
     path = Path(path)
-    size, head_raw = _snapshot(path)
+    size, head_raw, anchor_raw = _snapshot(path)
     head = _parse_head(head_raw) if head_raw is not None else None
     if not size:
         if head_raw is None:
+            if anchor_raw is not None:
+                return VerifyResult(
+                    False,
+                    0,
+                    None,
+                    "the audit log and its head file are gone, but the anchor file records that "
+                    "this home had one: they were deleted",
+                )
             return VerifyResult(True, 0, None, "ok")
         if head is None:
             return VerifyResult(False, 0, None, "head file unreadable or edited")
-        return VerifyResult(
-            False, 0, 1, f"log truncated: the head file records seq {head[0]}, the log is empty"
-        )
+        if head.seq > 0:
+            why = f"log truncated: the head file records seq {head.seq}, the log is empty"
+            return VerifyResult(False, 0, 1, why)
+        problem = _head_problem(head, anchor_raw, key, 0)
+        return VerifyResult(problem is None, 0, None, problem or "ok")
 
     seq, prev, good = 1, GENESIS, 0
     consumed = 0
@@ -812,7 +1294,10 @@ def verify(path: Path) -> VerifyResult:
         return VerifyResult(False, good, None, "head file missing")
     if head is None:
         return VerifyResult(False, good, None, "head file unreadable or edited")
-    head_seq, head_hash = head
+    problem = _head_problem(head, anchor_raw, key, size)
+    if problem is not None:
+        return VerifyResult(False, good, None, problem)
+    head_seq, head_hash = head.seq, head.hash
     if head_seq > last_seq:
         return VerifyResult(
             False,
@@ -834,6 +1319,14 @@ def verify(path: Path) -> VerifyResult:
             good,
             good,
             f"the head file does not match line {good} (the line or the head was edited)",
+        )
+    if head.unsigned_until:
+        return VerifyResult(
+            True,
+            good,
+            None,
+            f"ok; lines 1-{head.unsigned_until} were written before the audit head was signed, "
+            "so the head cannot vouch that none was cut from their end",
         )
     return VerifyResult(True, good, None, "ok")
 

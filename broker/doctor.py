@@ -91,10 +91,30 @@ def _model(home: Path, url: str | None) -> Check:
 
 
 def _audit(home: Path) -> Check:
-    result = verify(home / "audit.jsonl")
+    try:
+        key: bytes | None = load_install_secret(home).audit_key
+    except (OSError, ValueError):
+        key = None  # the secret check above says what is wrong with it
+    result = verify(home / "audit.jsonl", key=key)
     if result.ok:
-        return Check("audit log", True, f"{result.lines} lines, chain intact")
-    return Check("audit log", False, f"line {result.first_bad_line}: {result.reason}")
+        signed = ", head signed" if key is not None and result.lines else ""
+        return Check("audit log", True, f"{result.lines} lines, chain intact{signed}")
+    where = f"line {result.first_bad_line}: " if result.first_bad_line is not None else ""
+    return Check("audit log", False, f"{where}{result.reason}")
+
+
+def _grants(home: Path) -> Check:
+    from broker.clock import SystemClock
+    from broker.permissions import GrantStore, PermissionStoreError
+
+    try:
+        key = load_install_secret(home).grants_key
+        store = GrantStore(home / "grants.json", SystemClock(), key=key)
+    except (OSError, ValueError, PermissionStoreError) as exc:
+        return Check("saved grants", False, str(exc))
+    if store.problems:
+        return Check("saved grants", False, "; ".join(store.problems))
+    return Check("saved grants", True, f"{len(store)} saved, each signed by this install")
 
 
 def _memory(home: Path) -> Check:
@@ -147,6 +167,36 @@ def _commands() -> Check:
     return Check("commands", True, "bash grammar loaded; commands run without a shell")
 
 
+def _sandbox(home: Path) -> Check:
+    from tools.sandbox import sandbox_status
+
+    status = sandbox_status()
+    if status.available:
+        return Check(
+            "command sandbox",
+            True,
+            f"{status.why}: commands see only the folders they name, never credentials or "
+            "Chamberlain's files, and no network unless they need it",
+        )
+    try:
+        unconfined = load_settings(home).tools.unsandboxed_commands
+    except SettingsError:
+        unconfined = False
+    if unconfined:
+        return Check(
+            "command sandbox",
+            False,
+            f"{status.why}. WARNING: tools.unsandboxed_commands is on, so commands run "
+            "unconfined and can read or change anything you can",
+        )
+    return Check(
+        "command sandbox",
+        False,
+        f"{status.why}; commands are refused until a sandbox works (or you turn on "
+        "tools.unsandboxed_commands, not recommended)",
+    )
+
+
 def _web(home: Path) -> Check:
     try:
         url = load_settings(home).web.searxng_url
@@ -176,10 +226,12 @@ def run_checks(home: Path, llm_url: str | None = None) -> list[Check]:
         _self_test(),
         _secret(home),
         _audit(home),
+        _grants(home),
         _memory(home),
         _model(home, llm_url),
         _display(),
         _commands(),
+        _sandbox(home),
         _web(home),
         _tray(),
     ]

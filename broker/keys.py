@@ -1,8 +1,10 @@
 """Chamberlain's two keys: the secret that signs permission tokens, and the memory database key.
 
 Both live in the system keyring. Where no keyring works (a headless box, a test run):
-- the token secret falls back to a file under the home directory readable only by the user, and
-  says so (`doctor` reports which one is in use) — it only signs tokens that last one session;
+- the install secret falls back to a file under the home directory readable only by the user,
+  and says so (`doctor` reports which one is in use). It signs tokens that last one session, and
+  keys (through `derive_key`) the MACs on saved grants and on the audit head: a new secret
+  makes saved grants untrusted and the audit head unverifiable, which both report plainly;
 - the memory key is never written to a file: the user gives a passphrase instead (an environment
   variable or a terminal prompt), or explicitly opts out of encryption. Never silently plaintext.
 
@@ -12,6 +14,7 @@ Keys are never logged, never sent to a model, never written to the audit log.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import logging
 import os
 import secrets
@@ -38,6 +41,32 @@ class InstallSecret:
     @property
     def in_keyring(self) -> bool:
         return self.source.startswith("keyring")
+
+    @property
+    def grants_key(self) -> bytes:
+        """The key of the MACs on saved grants (`grants.json`)."""
+        return derive_key(self.key, GRANTS_KEY_PURPOSE)
+
+    @property
+    def audit_key(self) -> bytes:
+        """The key of the MACs on the audit head and its anchor."""
+        return derive_key(self.key, AUDIT_KEY_PURPOSE)
+
+    def __repr__(self) -> str:  # never show the key material, even in a traceback
+        return f"InstallSecret(source={self.source!r})"
+
+
+GRANTS_KEY_PURPOSE = "grants v1"
+AUDIT_KEY_PURPOSE = "audit head v1"
+
+
+def derive_key(secret: bytes, purpose: str) -> bytes:
+    """A key for one purpose only: HMAC-SHA256(secret, "chamberlain " + purpose).
+
+    The raw secret signs permission tokens; each file MAC gets its own derived key, so a MAC
+    made for one purpose can never pass as another's, nor as a token signature.
+    """
+    return hmac.new(secret, f"chamberlain {purpose}".encode(), hashlib.sha256).digest()
 
 
 def _keyring_user(home: Path, purpose: str) -> str:
@@ -80,11 +109,13 @@ def _from_file(path: Path) -> bytes:
         except ValueError:  # UnicodeDecodeError included: not hex text at all
             data = b""
         if len(data) != KEY_BYTES:
-            # The secret only signs permission tokens, which last one session: a new one
-            # loses nothing, but replacing the file silently would hide whatever damaged it.
+            # Replacing the file silently would hide whatever damaged it. A new secret loses
+            # the saved grants (their MACs no longer check) and the audit head's MAC.
             raise KeyFileError(
                 f"{path} is damaged: it should hold a {KEY_BYTES}-byte key as hex text. "
-                "Remove the file and Chamberlain will create a new one"
+                "Remove the file and Chamberlain will create a new one (saved `always` grants "
+                "will then be ignored until granted again, and the audit check will report "
+                "that its head was signed with another key)"
             )
         return data
     key = secrets.token_bytes(KEY_BYTES)

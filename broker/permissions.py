@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from broker.audit import AuditEvent, AuditLog
 from broker.clock import Clock
@@ -30,9 +30,10 @@ from tools.manual import PATH_SCOPED, Capability, Reversibility, Risk
 from tools.paths import resolve_path
 from tools.scopes import (
     ANY,
-    READONLY,
     UNSCOPED_CAPS,
+    describe_command_call,
     describe_scope,
+    natural_command_scope,
     natural_scope,
     scope_covers,
 )
@@ -40,6 +41,8 @@ from tools.scopes import (
 log = logging.getLogger("chamberlain.broker.permissions")
 
 ANY_SCOPE = ANY
+# A command target of this class runs code the line does not show (tools.command_kinds).
+CODE_TARGET = "code:"
 ONCE_LIFETIME_S = 300.0
 TOKEN_LIFETIME_S = 120.0
 # How long an expired token is still recognised (and refused as "expired", not "unknown").
@@ -69,6 +72,9 @@ class PermissionRequest(BaseModel):
     risk: Risk = "safe"
     reversibility: Reversibility = "easy"
     reason: str = ""
+    # Only "once" may be offered: the call runs code that cannot be shown (a sed script, a
+    # build file, a program's install scripts), so no grant may outlive this one call.
+    once_only: bool = False
 
 
 DecisionReason = Literal["user", "rule", "timeout", "headless", "error"]
@@ -133,41 +139,145 @@ def ask_within(prompter: Prompter, request: PermissionRequest, timeout_s: float)
 # --- grants ----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class UntrustedGrant:
+    """An entry of `grants.json` that was not honoured: its id (as the file says) and why."""
+
+    id: str
+    why: str
+
+
 class GrantStore:
-    """Live grants. `always` grants persist in `grants.json` (apart from settings)."""
+    """Live grants. `always` grants persist in `grants.json` (apart from settings).
 
-    _persisted = TypeAdapter(list[Grant])
+    Every saved grant carries a MAC: HMAC-SHA256, under the install secret's grants key
+    (`InstallSecret.grants_key`, derived from the secret, never the raw secret), over the grant's
+    canonical JSON. On load an entry whose MAC is missing or wrong is not honoured: it stays out
+    of the live grants, is logged, and is listed in `untrusted` (`problems` words it for the
+    front ends). The file keeps it: every later save writes it back verbatim, so the evidence
+    stays until the user removes it (`discard_untrusted`). Files from before grants carried MACs
+    hold only unsigned entries, which cannot be told from planted ones: they are ignored and
+    reported the same way, and the user grants again.
 
-    def __init__(self, path: Path | None, clock: Clock) -> None:
+    Without a key (`key=None`: tests and tools that have no install secret) nothing in the file
+    is honoured and what is saved carries no MAC.
+
+    Limits: the MAC proves an entry was written with this home's secret, so whoever can read the
+    secret (the system keyring, or `token.key` when there is none) can forge one. It does not
+    stop a rollback: an older copy of `grants.json` brings back grants revoked since.
+    """
+
+    def __init__(self, path: Path | None, clock: Clock, key: bytes | None = None) -> None:
         self._path = path
         self._clock = clock
+        self._key = key
         self._lock = threading.Lock()
         self._grants: dict[str, Grant] = {}
+        # Entries that were not honoured, exactly as the file held them; saved back unchanged.
+        self._untrusted_raw: list[object] = []
+        self.untrusted: list[UntrustedGrant] = []
         if path is not None and path.exists():
             self._load(path)
 
+    def _mac(self, entry: dict[str, Any]) -> str:
+        assert self._key is not None
+        body = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return hmac.new(self._key, body.encode("ascii"), hashlib.sha256).hexdigest()
+
+    def _why_untrusted(self, entry: object) -> str | None:
+        """None when the entry carries this store's MAC; else why it is not honoured."""
+        if not isinstance(entry, dict):
+            return "not a grant"
+        mac = entry.get("mac")
+        if mac is None:
+            return "it carries no MAC"
+        if self._key is None:
+            return "there is no key to check its MAC with"
+        unsigned = {k: v for k, v in entry.items() if k != "mac"}
+        if not isinstance(mac, str) or not hmac.compare_digest(
+            self._mac(unsigned).encode(), mac.encode("utf-8", "surrogatepass")
+        ):
+            return "its MAC does not match"
+        return None
+
     def _load(self, path: Path) -> None:
         try:
-            grants = self._persisted.validate_json(path.read_bytes())
-        except (OSError, ValidationError) as exc:
+            entries = json.loads(path.read_bytes())
+        except (OSError, ValueError, RecursionError) as exc:
             # A damaged rules file must not grant anything, and must not be overwritten.
             raise PermissionStoreError(
                 f"cannot read the saved permissions in {path}: {exc}. Nothing was granted; "
                 "fix or remove the file to continue"
             ) from exc
-        for grant in grants:
+        if not isinstance(entries, list):
+            raise PermissionStoreError(
+                f"cannot read the saved permissions in {path}: it should hold a list of "
+                "grants. Nothing was granted; fix or remove the file to continue"
+            )
+        for entry in entries:
+            why = self._why_untrusted(entry)
+            if why is not None:
+                raw_id = entry.get("id") if isinstance(entry, dict) else None
+                found = UntrustedGrant(raw_id if isinstance(raw_id, str) else "no id", why)
+                log.error(
+                    "ignored an entry of %s that Chamberlain did not write (%s: %s)",
+                    path,
+                    found.id,
+                    why,
+                )
+                self.untrusted.append(found)
+                self._untrusted_raw.append(entry)
+                continue
+            assert isinstance(entry, dict)
+            try:
+                grant = Grant.model_validate({k: v for k, v in entry.items() if k != "mac"})
+            except ValidationError as exc:
+                raise PermissionStoreError(
+                    f"cannot read the saved permissions in {path}: {exc}. Nothing was granted; "
+                    "fix or remove the file to continue"
+                ) from exc
             if grant.mode is GrantMode.ALWAYS and not grant.revoked:
                 self._grants[grant.id] = grant
+
+    @property
+    def problems(self) -> list[str]:
+        """What the front ends tell the user about entries that were not honoured."""
+        name = self._path.name if self._path is not None else "grants.json"
+        return [
+            f"{name} holds a grant Chamberlain did not write ({u.id}): it was ignored ({u.why})"
+            for u in self.untrusted
+        ]
+
+    def discard_untrusted(self, grant_id: str) -> bool:
+        """Remove the unhonoured entries with this id from the file (the user looked at them)."""
+        with self._lock:
+            keep = [
+                (u, raw)
+                for u, raw in zip(self.untrusted, self._untrusted_raw, strict=True)
+                if u.id != grant_id
+            ]
+            if len(keep) == len(self.untrusted):
+                return False
+            self.untrusted = [u for u, _ in keep]
+            self._untrusted_raw = [raw for _, raw in keep]
+            self._save()
+            return True
 
     def _save(self) -> None:
         if self._path is None:
             return
         always = [g for g in self._grants.values() if g.mode is GrantMode.ALWAYS and not g.revoked]
+        entries: list[object] = []
+        for grant in always:
+            entry: dict[str, Any] = grant.model_dump(mode="json")
+            if self._key is not None:
+                entry["mac"] = self._mac(entry)
+            entries.append(entry)
         self._path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(self._persisted.dump_json(always, indent=2))
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump([*entries, *self._untrusted_raw], handle, indent=2)
         os.replace(tmp, self._path)
 
     def add(self, grant: Grant) -> None:
@@ -387,7 +497,7 @@ class TokenAuthority:
 
 @dataclass(frozen=True)
 class Denial:
-    status: Literal["denied", "timeout"]
+    status: Literal["denied", "timeout", "refused"]
     reason: str
     capability: Capability
     scope: str
@@ -449,14 +559,18 @@ class PermissionBroker:
         """The scope to ask about, and whether the user's own message implied it."""
         if capability in UNSCOPED_CAPS or not targets:
             return ANY_SCOPE, True
+        if capability is Capability.SYSTEM_EXECUTE:
+            # Read-only commands are asked about as the class, in their folder; anything else
+            # as exactly that line in exactly that folder. The user's words only say whose it is.
+            natural_command = natural_command_scope(targets)
+            typed = any(scope_covers(capability, s, targets) for s in user_scopes)
+            return natural_command, typed
         natural = sorted({natural_scope(capability, t) for t in targets})
         for scope in user_scopes:
             if scope_covers(capability, scope, targets):
                 if capability in PATH_SCOPED:
                     return str(resolve_path(scope)), True
-                # A read-only command the user typed is asked about as the read-only class,
-                # so a session grant covers the next `ls` too; anything else as they named it.
-                return (READONLY if natural == [READONLY] else scope), True
+                return scope, True
         # The model asked for something the user did not name: ask about exactly that.
         if capability in PATH_SCOPED:
             return (targets[0] if len(targets) == 1 else os.path.commonpath(targets)), False
@@ -494,6 +608,23 @@ class PermissionBroker:
             )
             return token
         scope, from_user = self.proposed_scope(capability, targets, user_scopes)
+        runs_code = any(t.startswith(CODE_TARGET) for t in targets)
+        if runs_code and not from_user:
+            why = (
+                f"{tool} would run code that cannot be shown here "
+                f"({describe_scope(capability, scope)}); Chamberlain runs such commands only "
+                "when you type them yourself"
+            )
+            self.audit.append(
+                AuditEvent.PERMISSION_DENIED,
+                turn_id=turn_id,
+                tool=tool,
+                call_id=call_id,
+                capability=capability.value,
+                scope=scope,
+                why="runs_code",
+            )
+            return Denial(status="refused", reason=why, capability=capability, scope=scope)
         request = PermissionRequest(
             capability=capability,
             scope=scope,
@@ -503,6 +634,10 @@ class PermissionBroker:
             user_scope=from_user,
             risk=risk,
             reversibility=reversibility,
+            once_only=runs_code,
+            reason=(
+                describe_command_call(targets) if capability is Capability.SYSTEM_EXECUTE else ""
+            ),
         )
         self.audit.append(
             AuditEvent.PERMISSION_CHECK,
@@ -581,6 +716,8 @@ class PermissionBroker:
         if request.capability in PATH_SCOPED and scope != ANY_SCOPE:
             scope = str(resolve_path(scope))
         mode = decision.mode or GrantMode.ONCE
+        if request.once_only:
+            mode = GrantMode.ONCE
         expires: float | None = None
         if mode is GrantMode.ONCE:
             expires = now + ONCE_LIFETIME_S

@@ -161,6 +161,11 @@ class ToolRunner:
             return self._finish(turn, call_id, name, arguments, "refused", str(exc), tool)
         except (ValueError, ToolError) as exc:
             return self._finish(turn, call_id, name, arguments, "error", str(exc), tool)
+        except OSError as exc:
+            # A path the tool could not look at (`ls /proc/1/root/` as a user): an error for
+            # this call, never a turn that ends half-audited.
+            why = f"{name} could not check what it would touch: {exc.strerror or exc}"
+            return self._finish(turn, call_id, name, arguments, "error", why, tool)
 
         reversibility = tool.reversibility(arguments)
         grant = self.permissions.authorize(

@@ -105,11 +105,12 @@ class Session:
         self.home.mkdir(parents=True, exist_ok=True)
         self.tool_config = tool_config(self.home, self.settings)
         self.tools: ToolRegistry = self.registry or builtin_registry(self.tool_config)
-        self.audit = AuditLog(self.home / "audit.jsonl", self.clock)
-        self_test(self.tools, self.policy_table)
+        # The secret first: it keys the audit head's MAC and the saved grants' MACs.
         self.secret: InstallSecret = load_install_secret(self.home)
+        self.audit = AuditLog(self.home / "audit.jsonl", self.clock, key=self.secret.audit_key)
+        self_test(self.tools, self.policy_table)
         self.permissions = PermissionBroker(
-            grants=GrantStore(self.home / "grants.json", self.clock),
+            grants=GrantStore(self.home / "grants.json", self.clock, key=self.secret.grants_key),
             tokens=TokenAuthority(self.secret.key, self.clock),
             prompter=self.prompter,
             audit=self.audit,
@@ -316,10 +317,12 @@ def tool_config(home: Path, settings: Settings) -> ToolConfig:
         command_timeout_s=tools.command_timeout_s,
         command_output_cap=tools.command_output_cap,
         command_roots=tuple(roots),
+        unsandboxed_commands=tools.unsandboxed_commands,
         protected_paths=tuple(
             home / name
             for name in ("grants.json", "settings.json", "audit.jsonl", "memory.db", "token.key")
         ),
+        app_dirs=(home,),
         web_max_bytes=web.max_bytes,
         web_timeout_s=web.timeout_s,
         web_allow_private=tuple(web.allow_private),

@@ -90,6 +90,9 @@ class ToolSettings(BaseModel):
     command_output_cap: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
     # Extra folders commands may run in (the home directory always may).
     command_roots: list[str] = Field(default_factory=list)
+    # Where no sandbox can be had (no bubblewrap, no user namespaces, macOS, Windows): run
+    # commands anyway, unconfined. Off by default; doctor and the README warn about it.
+    unsandboxed_commands: bool = False
 
 
 class WebSettings(BaseModel):

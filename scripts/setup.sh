@@ -17,13 +17,14 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
-# On Debian-like Linux: OpenCV under the OCR engine needs libGL and GLib (always). For the tests
+# On Debian-like Linux: OpenCV under the OCR engine needs libGL and GLib, and every command runs
+# inside bubblewrap (always). For the tests
 # (--test): Xvfb runs a real X server, xmessage (x11-utils) shows a window with known text in a
 # large core font (xfonts-100dpi; xfonts-base has the default "fixed"), and evilwm is a tiny
 # EWMH window manager. Installed only when missing, and only when we may (root, or sudo without
 # a password); otherwise setup says what is missing.
 screen_apt=()
-wanted=(libgl1 libglib2.0-0)
+wanted=(libgl1 libglib2.0-0 bubblewrap)
 $for_tests && wanted+=(xvfb x11-utils xfonts-base xfonts-100dpi evilwm)
 if [ "$(uname -s)" = Linux ] && command -v dpkg-query >/dev/null && command -v apt-get >/dev/null
 then
@@ -35,7 +36,7 @@ if [ ${#screen_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null && sudo -n true 2>/dev/null
   then SUDO="sudo -n"; else SUDO=none; fi
   if [ "$SUDO" = none ]; then
-    echo "setup: screen capture and its tests need: ${screen_apt[*]} (apt-get install them)" >&2
+    echo "setup: Chamberlain and its tests need: ${screen_apt[*]} (apt-get install them)" >&2
   else
     $SUDO apt-get update -qq
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${screen_apt[@]}" >/dev/null

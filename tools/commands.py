@@ -32,7 +32,6 @@ command as one that asks: never as read-only.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import re
@@ -48,8 +47,16 @@ from pathlib import Path
 import tree_sitter
 import tree_sitter_bash
 
+from tools.command_kinds import runs_code, runs_piped_commands, uses_network
 from tools.manual import Reversibility, ToolError, ToolRefused
+from tools.options import has_flag as _has_flag
+from tools.options import long_matches as _long_matches
+from tools.options import options_and_operands as _options_and_operands
+from tools.options import program_name as _program_name
+from tools.options import short_cluster as _short_cluster
 from tools.paths import is_within, resolve_path
+from tools.private import PrivatePlaces, private_places
+from tools.scopes import exact_command_scope
 
 log = logging.getLogger("chamberlain.tools.commands")
 
@@ -58,6 +65,7 @@ MAX_WRAPPER_DEPTH = 8
 
 READONLY_PREFIX = "readonly:"
 COMMAND_PREFIX = "command:"
+CODE_PREFIX = "code:"
 
 
 # --- characters ---------------------------------------------------------------------------------
@@ -515,6 +523,15 @@ def parse_command(command_line: str, *, home: Path | None = None) -> list[list[s
     pipeline of simple commands, and ToolError for an empty line. `~` alone or before `/` is
     the user's home (`home`, by default the real one). Nothing is expanded or run.
     """
+    return [
+        [decoded for _, decoded in stage] for stage in parse_command_words(command_line, home=home)
+    ]
+
+
+def parse_command_words(
+    command_line: str, *, home: Path | None = None
+) -> list[list[tuple[str, str]]]:
+    """Like `parse_command`, with each argument's spelling in the line beside its value."""
     if not isinstance(command_line, str):
         raise ToolError("the command must be text")
     if len(command_line) > MAX_COMMAND_CHARS:
@@ -528,31 +545,47 @@ def parse_command(command_line: str, *, home: Path | None = None) -> list[list[s
     tree = _parse_tree(source)
     stage_nodes = _stage_nodes(tree.root_node)
     spans: list[_Span] = []
-    stages: list[list[str]] = []
+    stages: list[list[tuple[str, str]]] = []
     pipe_tokens = [c for c in tree.root_node.named_children[0].children if c.type == "|"]
     spans.extend(_Span(t.start_byte, t.end_byte) for t in pipe_tokens)
     for node in stage_nodes:
-        argv: list[str] = []
+        words: list[tuple[str, str]] = []
         for word in _stage_words(node):
             spans.append(_Span(word.start_byte, word.end_byte))
             text = source[word.start_byte : word.end_byte].decode("utf-8")
-            argv.append(_decode_word(text, home_text))
-        stages.append(argv)
+            words.append((text, _decode_word(text, home_text)))
+        stages.append(words)
     _check_coverage(source, spans)
 
-    result: list[list[str]] = []
-    for argv in stages:
-        argv = _strip_stage_prefix(argv)
+    result: list[list[tuple[str, str]]] = []
+    for words in stages:
+        argv = _strip_stage_prefix([decoded for _, decoded in words])
+        words = words[len(words) - len(argv) :]
         for index, arg in enumerate(argv):
             _check_argument_characters(arg, index)
         _check_program(argv[0])
+        _check_spelling(words[0][0], argv[0])
         if argv[0] in _SHELL_ONLY:
             raise _refuse(
                 f"`{argv[0]}` is a shell builtin or keyword; Chamberlain runs programs without a "
                 "shell"
             )
-        result.append(argv)
+        result.append(words)
     return result
+
+
+def _check_spelling(spelled: str, program: str) -> None:
+    """The program must be written as it runs: no quotes or escapes that a reader must decode.
+
+    `$'\\x74ouch' FILE` runs `touch`, and `'r''m'` runs `rm`: the prompt shows the decoded name,
+    but the line the user or the model wrote hid it.
+    """
+    if spelled == program or (spelled.startswith("~/") and program.endswith(spelled[1:])):
+        return
+    raise _refuse(
+        f"the program name is written as {spelled!r}, with quotes or escapes that hide what "
+        f"it runs ({program!r}); write the program name plainly"
+    )
 
 
 def argv_text(stages: Sequence[Sequence[str]]) -> str:
@@ -560,57 +593,7 @@ def argv_text(stages: Sequence[Sequence[str]]) -> str:
     return " | ".join(shlex.join(stage) for stage in stages)
 
 
-# --- option reading (GNU getopt, conservatively) ------------------------------------------------
-
-
-def _program_name(word: str) -> str:
-    """`/usr/bin/RM.exe` -> `rm`: what the rules match on."""
-    name = word.rsplit("/", 1)[-1].lower()
-    if name.endswith(".exe"):
-        name = name[:-4]
-    return name
-
-
-def _long_matches(arg: str, names: Iterable[str]) -> bool:
-    """`--rec`, `--recursive`, `--recursive=x` all name `recursive` (getopt takes prefixes)."""
-    if not arg.startswith("--") or arg == "--":
-        return False
-    given = arg[2:].split("=", 1)[0]
-    return bool(given) and any(name.startswith(given) for name in names)
-
-
-def _short_cluster(arg: str) -> str:
-    """The letters of a short-option cluster (`-rf` -> `rf`), or '' for anything else."""
-    if arg.startswith("-") and not arg.startswith("--") and len(arg) > 1:
-        return arg[1:]
-    return ""
-
-
-def _options_and_operands(args: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Options anywhere before `--` (GNU permutes), everything else an operand."""
-    options: list[str] = []
-    operands: list[str] = []
-    ended = False
-    for arg in args:
-        if ended:
-            operands.append(arg)
-        elif arg == "--":
-            ended = True
-        elif arg.startswith("-") and arg != "-":
-            options.append(arg)
-        else:
-            operands.append(arg)
-    return options, operands
-
-
-def _has_flag(options: Sequence[str], short: str, long: Sequence[str]) -> bool:
-    for option in options:
-        if _long_matches(option, long):
-            return True
-        cluster = _short_cluster(option)
-        if cluster and any(letter in cluster for letter in short):
-            return True
-    return False
+# Option reading (GNU getopt, conservatively) lives in tools.options.
 
 
 # --- paths --------------------------------------------------------------------------------------
@@ -624,7 +607,7 @@ class RuleContext:
     home: Path
     # Resolved: the app's own grants, settings, audit and memory files (or their folder).
     protected: tuple[Path, ...] = ()
-    sensitive: tuple[Path, ...] = ()
+    private: PrivatePlaces | None = None
     own_pids: frozenset[int] = frozenset()
 
 
@@ -741,37 +724,35 @@ def _protected_hit(path: Path, ctx: RuleContext) -> tuple[Path, str] | None:
     return None
 
 
-def _sensitive_hit(path: Path, ctx: RuleContext) -> str | None:
+def _sensitive_hit(path: Path) -> str | None:
     text = os.fspath(path)
     if re.match(r"/proc/(\d+|self|thread-self)(/|$)", text):
         return f"{path} (another process's memory, environment or files)"
     if text.startswith("/dev/") and text not in ("/dev/null", "/dev/zero"):
         return f"{path} (a device)"
-    for place in ctx.sensitive:
-        place_text = os.fspath(place)
-        if text == place_text or text.startswith(place_text.rstrip("/") + "/"):
-            return f"{path} (credentials or private data)"
     return None
 
 
-# Credentials and private data under the home folder, and a few system files: a read-only
-# command that names one asks instead of running under a session grant.
-SENSITIVE_HOME_PATHS = (
-    ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".pgpass",
-    ".password-store", ".git-credentials", ".npmrc", ".pypirc", ".vault-token",
-    ".config/gcloud", ".config/gh", ".local/share/keyrings", ".mozilla", ".config/google-chrome",
-    ".config/chromium", ".config/BraveSoftware", ".bash_history", ".zsh_history",
-    ".python_history",
-)  # fmt: skip
-SENSITIVE_SYSTEM_PATHS = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh")
+# /proc's links to other places: through them a path names what a process sees, not what the
+# line says (`/proc/self/cwd/.ssh` is the command's own working folder's .ssh).
+_PROC_LINK = re.compile(
+    r"/proc/(\d+|self|thread-self)(/task/\d+)?/(cwd|root|fd|fdinfo|exe|map_files)(/|$)"
+)
 
 
-@functools.lru_cache(maxsize=8)
-def default_sensitive(home: Path) -> tuple[Path, ...]:
-    homes = dict.fromkeys([home, Path(os.path.expanduser("~"))])
-    return tuple(h / p for h in homes for p in SENSITIVE_HOME_PATHS) + tuple(
-        Path(p) for p in SENSITIVE_SYSTEM_PATHS
-    )
+def _check_private(arg: str, path: Path, ctx: RuleContext) -> None:
+    """Refuse an argument that leads into a private place or through a /proc link."""
+    for candidate in _path_candidates(arg):
+        if candidate.startswith("/") and _PROC_LINK.match(os.path.normpath(candidate)):
+            raise _refuse(
+                f"{arg!r} reaches files through a /proc link ({candidate}), which hides where "
+                "they really are; name the file itself"
+            )
+    if ctx.private is None:
+        return
+    hit = ctx.private.hit(path)
+    if hit is not None:
+        raise _refuse(f"{arg!r}: {hit.describe()}; no command may read or change it")
 
 
 # --- wrappers -----------------------------------------------------------------------------------
@@ -1184,6 +1165,15 @@ _POWER_VERBS = frozenset(
     {"poweroff", "reboot", "halt", "kexec", "soft-reboot", "emergency", "rescue", "isolate",
      "default", "hibernate", "hybrid-sleep", "suspend-then-hibernate"}
 )  # fmt: skip
+_POWER_TARGETS = frozenset(
+    {"poweroff", "reboot", "halt", "kexec", "shutdown", "soft-reboot", "emergency", "rescue",
+     "ctrl-alt-del", "exit", "final", "hibernate", "hybrid-sleep", "suspend-then-hibernate"}
+)  # fmt: skip
+_POWER_METHODS = frozenset(
+    {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "hybridsleep",
+     "suspendthenhibernate", "rebootwithflags", "poweroffwithflags", "haltwithflags",
+     "setrebootparameter", "logout", "requestshutdown", "requestreboot", "shutdown"}
+)  # fmt: skip
 _PERMISSIONS = frozenset({"chmod", "chown", "chgrp", "chattr", "setfacl", "chcon"})
 _DELETERS = frozenset({"rm", "rmdir", "unlink", "shred", "srm", "wipe", "trash", "trash-put"})
 # Programs that act on whole folder trees: refused on any folder above a protected file.
@@ -1303,8 +1293,13 @@ def _deny_power(inv: Invocation, args: Sequence[str]) -> None:
     if inv.name in ("systemctl", "loginctl"):
         _, operands = _options_and_operands(args)
         for operand in operands:
-            if operand in _POWER_VERBS:
-                raise _refuse(f"`{inv.name} {operand}` is never run")
+            if operand in _POWER_VERBS or operand.removesuffix(".target") in _POWER_TARGETS:
+                raise _refuse(f"`{inv.name} {operand}` shuts down or restarts; it is never run")
+    if inv.name in ("busctl", "dbus-send", "gdbus", "qdbus", "qdbus6", "dbus-call"):
+        for arg in args:
+            method = arg.rsplit(".", 1)[-1].lower()
+            if method in _POWER_METHODS:
+                raise _refuse(f"`{inv.name}` calling {arg} shuts down or restarts; never run")
 
 
 def _deny_invocation(inv: Invocation, args: Sequence[str], ctx: RuleContext) -> None:
@@ -1321,7 +1316,11 @@ def _deny_invocation(inv: Invocation, args: Sequence[str], ctx: RuleContext) -> 
         _deny_dd(args, ctx)
     if inv.name == "find" and "-delete" in args:
         starts: list[str] = []
-        for arg in args:
+        rest = list(args)
+        while rest and (rest[0] in ("-H", "-L", "-P") or rest[0].startswith(("-D", "-O"))):
+            takes_value = rest[0] in ("-D", "-O")
+            rest = rest[2:] if takes_value else rest[1:]
+        for arg in rest:
             if arg.startswith("-") or arg in ("(", "!", ")"):
                 break
             starts.append(arg)
@@ -1331,8 +1330,9 @@ def _deny_invocation(inv: Invocation, args: Sequence[str], ctx: RuleContext) -> 
             if danger is not None:
                 raise _refuse(f"`find -delete` under {danger} is never run")
     if inv.name == "mv":
-        _, operands = _options_and_operands(args)
-        for operand in operands[:-1]:
+        options, operands = _options_and_operands(args)
+        target_dir = _has_flag(options, "t", ("target-directory",))
+        for operand in operands if target_dir else operands[:-1]:
             path = _resolve(operand, ctx)
             danger = _dangerous_path(path, ctx) if path is not None else None
             if danger is not None:
@@ -1514,10 +1514,24 @@ class CommandCheck:
     reversibility: Reversibility
     reason: str
     programs: tuple[str, ...] = field(default=())
+    # Why the command runs code the line does not show (None: it does not).
+    code: str | None = None
+    # Whether it needs the network (the sandbox has none otherwise).
+    network: bool = False
+    # Where it runs, and the resolved paths its arguments name (what the sandbox mounts).
+    cwd: Path | None = None
+    paths: tuple[Path, ...] = field(default=())
 
     @property
     def argv(self) -> list[list[str]]:
         return [list(stage) for stage in self.stages]
+
+    @property
+    def kind(self) -> str:
+        """ "code", "readonly" or "command": the class a grant is asked for."""
+        if self.code is not None:
+            return "code"
+        return "readonly" if self.readonly else "command"
 
 
 def _code_consumer(inv: Invocation) -> bool:
@@ -1556,7 +1570,7 @@ def _check_paths(
         if path == Path("/proc/sysrq-trigger") and not readonly:
             raise _refuse("/proc/sysrq-trigger can crash or restart the machine")
         if readonly:
-            sensitive = _sensitive_hit(path, ctx)
+            sensitive = _sensitive_hit(path)
             if sensitive is not None:
                 ask = ask or f"it reads {sensitive}"
     return ask
@@ -1568,7 +1582,7 @@ def assess_command(
     cwd: Path | None = None,
     home: Path | None = None,
     protected: Sequence[Path] = (),
-    sensitive: Sequence[Path] | None = None,
+    private: PrivatePlaces | None = None,
     own_pids: Iterable[int] | None = None,
     search_path: str | None = None,
 ) -> CommandCheck:
@@ -1576,9 +1590,10 @@ def assess_command(
 
     `cwd` is where relative paths lead (default: `home`); `home` is `~` (default: the real
     one). `protected` are files no command may write (the app's own grants, settings, audit and
-    memory), resolved here. `sensitive` (default: credentials under the home, /etc/shadow, …)
-    makes a read-only command ask instead. `search_path` is the PATH the command will run with
-    (default: this process's, absolute entries only): it decides which file a name runs.
+    memory), resolved here. `private` (default: the credential stores of `home`) are places no
+    command may name at all: the sandbox never mounts them. `search_path` is the PATH the
+    command will run with (default: this process's, absolute entries only): it decides which
+    file a name runs.
     """
     path = search_path if search_path is not None else default_search_path()
     home_path = resolve_path(os.fspath(home)) if home is not None else Path.home()
@@ -1594,12 +1609,19 @@ def assess_command(
         cwd=cwd_path,
         home=home_path,
         protected=tuple(protected_paths),
-        sensitive=tuple(sensitive) if sensitive is not None else default_sensitive(home_path),
+        private=private if private is not None else private_places(home_path),
         own_pids=frozenset(pids),
     )
-    stages = parse_command(command_line, home=home_path)
+    if ctx.private is not None and (hit := ctx.private.hit(cwd_path)) is not None:
+        raise _refuse(f"commands may not run in {cwd_path}: {hit.describe()}")
+    words = parse_command_words(command_line, home=home_path)
+    stages = [[decoded for _, decoded in stage] for stage in words]
 
     chains = [unwrap(stage) for stage in stages]
+    for stage_words, chain in zip(words, chains, strict=True):
+        for inv in chain[1:]:
+            index = len(stage_words) - len(inv.argv)
+            _check_spelling(stage_words[index][0], inv.written)
     for i, chain in enumerate(chains):
         for later in chains[i + 1 :]:
             fetcher = next((inv for inv in chain if inv.name in _FETCHERS), None)
@@ -1609,6 +1631,14 @@ def assess_command(
                     f"fetch-and-run: `{fetcher.name}` output piped into `{runner.name}` runs "
                     "downloaded code unseen; download it, read it, then run the file"
                 )
+    for i, chain in enumerate(chains):
+        fed = next((inv for inv in chain if runs_piped_commands(inv.name, inv.args)), None)
+        if i > 0 and fed is not None:
+            raise _refuse(
+                f"`{fed.name}` would run commands that arrive through the pipe, made only when "
+                "the command runs, so nobody can read them first; put them in a file you can read"
+            )
+    code: str | None = None
     for chain in chains:
         for inv in chain:
             checked = [inv]
@@ -1625,9 +1655,23 @@ def assess_command(
                 _deny_invocation(each, each.args, ctx)
                 if folded != list(each.args):
                     _deny_invocation(each, folded, ctx)
+                why = runs_code(each.name, each.args)
+                if why is None and _code_consumer(each):
+                    why = "runs a program file written in a programming language"
+                if why is not None and code is None:
+                    code = f"`{each.name}` {why}"
+    network = any(uses_network(inv.name, inv.args) for chain in chains for inv in chain)
 
-    readonly = True
+    named: list[Path] = []
+    for stage in stages:
+        for arg, resolved in _resolved_args(stage[1:], ctx):
+            _check_private(arg, resolved, ctx)
+            named.append(resolved)
+
+    readonly = not network
     reasons: list[str] = []
+    if network:
+        reasons.append("it uses the network")
     for stage, chain in zip(stages, chains, strict=True):
         problem = _readonly_problem(chain, lambda word: locate_program(word, path, cwd_path))
         stage_ro = problem is None
@@ -1638,6 +1682,9 @@ def assess_command(
         elif ask is not None:
             reasons.append(ask)
             readonly = False
+    if code is not None:
+        readonly = False
+        reasons.insert(0, f"it runs code that cannot be shown here: {code}")
 
     reversibility: Reversibility = "easy"
     if not readonly:
@@ -1650,21 +1697,27 @@ def assess_command(
                 inner.args, "dFTX", ("data", "form", "upload-file", "request", "post-data")
             ):
                 reversibility = "irreversible"
+        if code is not None:
+            reversibility = "irreversible"
     text = argv_text(stages)
-    prefix = READONLY_PREFIX if readonly else COMMAND_PREFIX
+    kind = "code" if code is not None else ("readonly" if readonly else "command")
     reason = (
-        "read-only: a session grant for read-only commands covers it"
+        "read-only: a session grant for read-only commands in its folder covers it"
         if readonly
         else "; ".join(dict.fromkeys(reasons)) + f" (reversibility: {reversibility})"
     )
-    log.debug("command classified %s (%d stage(s))", prefix.rstrip(":"), len(stages))
+    log.debug("command classified %s (%d stage(s))", kind, len(stages))
     return CommandCheck(
         stages=tuple(tuple(s) for s in stages),
-        target=prefix + text,
+        target=f"{kind}:{text}",
         readonly=readonly,
         reversibility=reversibility,
         reason=reason,
         programs=tuple(chain[-1].name for chain in chains),
+        code=code,
+        network=network,
+        cwd=cwd_path,
+        paths=tuple(dict.fromkeys(named)),
     )
 
 
@@ -1676,11 +1729,13 @@ def command_target(
     protected: Sequence[Path] = (),
     search_path: str | None = None,
 ) -> str:
-    """The target string (`readonly:<argv>` or `command:<argv>`) of a command line.
+    """The scope of exactly this command line in exactly this folder (default: the home).
 
-    Raises ToolRefused with the reason when the rules never allow it. The broker uses this to
-    compute the scope the user's own message implies.
+    Raises ToolRefused with the reason when the rules never allow it. The broker uses this as
+    the scope the user's own message names: a call of that line in that folder is the user's.
     """
-    return assess_command(
+    check = assess_command(
         command_line, cwd=cwd, home=home, protected=protected, search_path=search_path
-    ).target
+    )
+    where = check.cwd if check.cwd is not None else Path.home()
+    return exact_command_scope(argv_text(check.stages), os.fspath(where))

@@ -80,7 +80,14 @@ def resolve_path(raw: str, *, home: Path | None = None, cwd: Path | None = None)
         # Permission denied on a component, and the like: resolve as far as we can see. The
         # kernel will refuse the same component when the tool runs.
         log.debug("strict resolution of a path failed (%s); resolving leniently", exc.strerror)
-        resolved = os.path.realpath(text)
+        try:
+            resolved = os.path.realpath(text)
+        except OSError as again:
+            # Even the lenient walk is refused (`/proc/1/root` as a user, or in a container):
+            # the place cannot be known, so it cannot be checked; say so rather than crash.
+            raise ValueError(
+                f"{raw.strip()[:200]!r} cannot be looked at ({again.strerror or again})"
+            ) from again
     return Path(resolved)
 
 

@@ -5,8 +5,14 @@ Both are strings whose form depends on the capability:
 
 - file_read, file_write: the target is a resolved absolute path; the scope a resolved folder
   or file, which covers the target when the target is it or lies inside it.
-- system_execute: the target is `readonly:<argv>` or `command:<argv>`; the scope `readonly`
-  covers every `readonly:` target, and `command:X` covers exactly `command:X` / `readonly:X`.
+- system_execute: one call has several targets: its class and command line (`readonly:<argv>`,
+  `command:<argv>` or `code:<argv>`), where it runs (`cwd:<abs>`), each other place the sandbox
+  mounts for it (`dir:<abs>`), and `net:` when it gets the network. Scopes: `readonly-in:<abs>`
+  covers read-only commands whose folders all lie inside that folder (never the network);
+  `command:<argv>` + `\nin <abs>` covers exactly that command line run in exactly that folder,
+  with whatever it names and the network it needs (the prompt showed both); `readonly` (read-only
+  commands anywhere) and a bare `command:<argv>` (any folder) only come from an explicit rule.
+  Commands are refused before any of this when they name a private place (`tools.private`).
 - web_access: `domain:<host>` for both; covers the same host or a subdomain of it.
 - screen_read: `display:<name>` for both, or the scope `*` for any display.
 - open_external: `path:<abs>` or `url:<url>`; covers only exactly the same string.
@@ -19,6 +25,7 @@ that are already resolved, and never decides policy: it only answers "is this in
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -28,6 +35,9 @@ from tools.paths import is_within, resolve_path
 
 ANY = "*"
 READONLY = "readonly"
+READONLY_IN = "readonly-in:"
+_IN = "\nin "
+_CLASSES = ("readonly:", "command:", "code:")
 
 UNSCOPED_CAPS = frozenset({Capability.SYSTEM_READ, Capability.MEMORY_WRITE})
 
@@ -51,14 +61,7 @@ def covers_one(capability: Capability, scope: str, target: str, *, resolve_scope
         except ValueError:
             return False
     if capability is Capability.SYSTEM_EXECUTE:
-        if scope == READONLY:
-            return target.startswith("readonly:")
-        if scope.startswith("command:"):
-            argv = scope[len("command:") :]
-            return target in (scope, f"readonly:{argv}")
-        if scope.startswith("readonly:"):
-            return target == scope
-        return False
+        return _command_covers(scope, target)
     if capability is Capability.WEB_ACCESS:
         granted, wanted = _host_of(scope), _host_of(target)
         if granted is None or wanted is None:
@@ -67,6 +70,73 @@ def covers_one(capability: Capability, scope: str, target: str, *, resolve_scope
     if capability is Capability.SCREEN_READ:
         return scope in (ANY, target)
     return scope == target and scope != ANY
+
+
+def exact_command_scope(argv: str, cwd: str) -> str:
+    """The scope of exactly this command line run in exactly this folder."""
+    return f"command:{argv}{_IN}{cwd}"
+
+
+def _split_exact(scope: str) -> tuple[str | None, str | None]:
+    """(argv, cwd or None) of an exact command scope; (None, None) for any other scope."""
+    for prefix in ("command:", "readonly:"):
+        if scope.startswith(prefix):
+            argv, sep, cwd = scope[len(prefix) :].partition(_IN)
+            return argv, (cwd if sep else None)
+    return None, None
+
+
+def _inside(place: str, folder: str) -> bool:
+    try:
+        return is_within(Path(place), Path(folder))
+    except ValueError:
+        return False
+
+
+def _command_covers(scope: str, target: str) -> bool:
+    argv, cwd = _split_exact(scope)
+    if target.startswith(("cwd:", "dir:")):
+        place = target.split(":", 1)[1]
+        if scope == READONLY:
+            return True
+        if scope.startswith(READONLY_IN):
+            return _inside(place, scope[len(READONLY_IN) :])
+        if argv is None:
+            return False
+        # An exact command's other places follow from its line and its folder.
+        return cwd is None or target.startswith("dir:") or place == cwd
+    if target == "net:":
+        return scope.startswith("command:")
+    if target.startswith(READONLY_IN):  # a prompt's scope, matched against a rule's
+        return scope == READONLY or (
+            scope.startswith(READONLY_IN)
+            and _inside(target[len(READONLY_IN) :], scope[len(READONLY_IN) :])
+        )
+    kind, _, line = target.partition(":")
+    if target.startswith("command:") and _IN in target:  # an exact scope against a rule's
+        t_argv, t_cwd = _split_exact(target)
+        return argv == t_argv and cwd in (None, t_cwd) and scope.startswith("command:")
+    if kind + ":" not in _CLASSES:
+        return False
+    if scope == READONLY or scope.startswith(READONLY_IN):
+        return kind == "readonly"
+    if scope.startswith("command:"):
+        return line == argv
+    if scope.startswith("readonly:"):
+        return kind == "readonly" and line == argv
+    return False
+
+
+def natural_command_scope(targets: Iterable[str]) -> str:
+    """What to ask about for a command call: its folder for read-only ones, else exactly it."""
+    listed = list(targets)
+    line = next((t for t in listed if t.startswith(_CLASSES)), "command:")
+    kind, _, argv = line.partition(":")
+    cwd = next((t[4:] for t in listed if t.startswith("cwd:")), None)
+    if kind == "readonly" and cwd is not None:
+        places = [cwd, *(t[4:] for t in listed if t.startswith("dir:"))]
+        return READONLY_IN + os.path.commonpath(places)
+    return exact_command_scope(argv, cwd) if cwd is not None else f"command:{argv}"
 
 
 def scope_covers(
@@ -91,8 +161,8 @@ def natural_scope(capability: Capability, target: str) -> str:
     """
     if capability in UNSCOPED_CAPS:
         return ANY
-    if capability is Capability.SYSTEM_EXECUTE and target.startswith("readonly:"):
-        return READONLY
+    if capability is Capability.SYSTEM_EXECUTE:
+        return natural_command_scope([target])
     return target
 
 
@@ -102,11 +172,36 @@ def describe_scope(capability: Capability, scope: str) -> str:
         return "anything" if capability in UNSCOPED_CAPS else "any display"
     if capability is Capability.SYSTEM_EXECUTE:
         if scope == READONLY:
-            return "read-only commands"
-        for prefix in ("command:", "readonly:"):
+            return "read-only commands anywhere"
+        if scope.startswith(READONLY_IN):
+            return f"read-only commands in {scope[len(READONLY_IN) :]}"
+        argv, cwd = _split_exact(scope)
+        if argv is not None:
+            return f"`{argv}`" + (f" in {cwd}" if cwd else "")
+        for prefix in _CLASSES:
             if scope.startswith(prefix):
                 return f"`{scope[len(prefix) :]}`"
     for prefix in ("domain:", "display:", "path:", "url:"):
         if scope.startswith(prefix):
             return scope[len(prefix) :]
     return scope
+
+
+def describe_command_call(targets: Iterable[str]) -> str:
+    """What one command call will do, in words, from its targets: for the prompt.
+
+    "runs `ls -la` in /home/me/Documents; sees only that folder; changes nothing; no network".
+    """
+    listed = list(targets)
+    line = next((t for t in listed if t.startswith(_CLASSES)), "")
+    kind, _, argv = line.partition(":")
+    cwd = next((t[4:] for t in listed if t.startswith("cwd:")), None)
+    places = [p for p in [cwd, *(t[4:] for t in listed if t.startswith("dir:"))] if p]
+    parts = [f"runs `{argv}`" + (f" in {cwd}" if cwd else "")]
+    if kind == "code":
+        parts.append("it runs code that cannot be shown here, so it can only be allowed once")
+    seen = ", ".join(places) if places else "no folder of yours"
+    parts.append(f"sees only {seen} (never credentials or Chamberlain's files)")
+    parts.append("changes nothing" if kind == "readonly" else f"can change files in {seen}")
+    parts.append("uses the network" if "net:" in listed else "no network")
+    return "; ".join(parts)

@@ -1,20 +1,23 @@
 """The system tools: run a command (`system_execute`), open a file or a link (`open_path`,
 `open_url`) with the desktop's default application.
 
-`system_execute` runs programs with arguments, never through a shell. The command line is read
-by `tools.commands` (the bash grammar, then the rules): one command or a pipeline of commands,
-each a real process; pipes between them are OS pipes made here. Every process starts in its own
-session and process group, with no standard input and no controlling terminal (so nothing can
-prompt for a password), in a working folder inside the granted roots, with an environment
-scrubbed of secret-looking variables and of variables that change what a program loads. A time
-limit kills every process group of the command (SIGTERM, then SIGKILL); when the command's own
-processes have exited, anything they left running in their groups is killed too. Output is
-capped per stream and the truncation is marked.
+`system_execute` runs programs with arguments, never through a shell, and always inside the OS
+sandbox `tools.sandbox` builds from the call's plan (or, only where none works and the user
+opted in, unconfined and warned). The command line is read by `tools.commands` (the bash
+grammar, then the rules): one command or a pipeline of commands, each a real process in its own
+sandbox; pipes between them are OS pipes made here. Every process starts in its own session and
+process group, with no standard input and no controlling terminal (so nothing can prompt for a
+password), in a working folder inside the configured roots, with an environment built from an
+allowlist. A time limit kills every process group of the command (SIGTERM, then SIGKILL); the
+sandbox's PID namespace ends with it, so nothing the command started outlives it, even in a
+session of its own. Output is capped per stream and the truncation is marked.
 
-`targets()` reports `readonly:<argv>` or `command:<argv>` (see `tools.scopes`), and refuses what
-the rules never allow before anyone is asked. `run()` checks the line again and runs exactly the
-argv that was checked; if the verdict changed in between (a symlink swapped while the user read
-the prompt), it does not run.
+`targets()` reports the command's class and line (`readonly:`, `command:` or `code:<argv>`),
+its folder (`cwd:`), the other places the sandbox mounts for it (`dir:`) and `net:` when it gets
+the network (see `tools.scopes`), and refuses what the rules never allow before anyone is asked.
+`run()` checks the line again and runs exactly what was checked, in exactly that sandbox; if
+the verdict changed in between (a symlink swapped while the user read the prompt), it does not
+run.
 
 This module must never run anything through a shell, never run a command the rules did not pass,
 never give a command standard input or a terminal, and never log command output (lengths and
@@ -27,7 +30,6 @@ import codecs
 import contextlib
 import logging
 import os
-import re
 import selectors
 import shutil
 import signal
@@ -62,7 +64,16 @@ from tools.manual import (
     ToolResult,
 )
 from tools.paths import MAX_PATH_CHARS, is_within, resolve_path
+from tools.private import PrivatePlaces, private_places
 from tools.registry import ToolConfig
+from tools.sandbox import (
+    HIDDEN_TOP,
+    SandboxPlan,
+    SandboxStatus,
+    command_environment,
+    sandbox_status,
+    wrap_stage,
+)
 
 log = logging.getLogger("chamberlain.tools.system")
 
@@ -88,25 +99,6 @@ _READ_CHUNK = 64 * 1024
 
 # --- environment --------------------------------------------------------------------------------
 
-_SECRET_WORDS = (
-    "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "AUTH", "COOKIE",
-    "SESSION", "PRIVATE",
-)  # fmt: skip
-_SECRET_PREFIXES = (
-    "AWS_", "GITHUB_", "GH_", "GITLAB_", "OPENAI_", "ANTHROPIC_", "AZURE_", "CHAMBERLAIN_",
-    "HF_", "HUGGING_FACE_",
-)  # fmt: skip
-# Variables that change what a program loads or runs without appearing in the command line.
-_LOADER_NAMES = frozenset(
-    {
-        "BASH_ENV", "ENV", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "GLOBIGNORE", "IFS",
-        "CDPATH", "POSIXLY_CORRECT", "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME",
-        "PYTHONINSPECT", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB",
-        "NODE_OPTIONS", "NODE_PATH", "LESSOPEN", "LESSCLOSE", "SSH_ASKPASS", "SUDO_ASKPASS",
-        "GIT_ASKPASS", "EDITOR_COMMAND",
-    }
-)  # fmt: skip
-_LOADER_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_")
 # What a desktop application needs to reach the user's session (open_path / open_url only).
 _DESKTOP_NAMES = frozenset(
     {
@@ -115,16 +107,6 @@ _DESKTOP_NAMES = frozenset(
         "XDG_RUNTIME_DIR",
     }
 )  # fmt: skip
-_URL_WITH_PASSWORD = re.compile(r"://[^/@\s:]+:[^/@\s]+@")
-
-
-def _secret_looking(name: str, value: str) -> bool:
-    upper = name.upper()
-    return (
-        any(word in upper for word in _SECRET_WORDS)
-        or upper.startswith(_SECRET_PREFIXES)
-        or bool(_URL_WITH_PASSWORD.search(value))
-    )
 
 
 def scrub_environment(
@@ -134,32 +116,10 @@ def scrub_environment(
     cwd: Path | None = None,
     keep: frozenset[str] = frozenset(),
 ) -> dict[str, str]:
-    """The environment a command gets: the user's, less secrets and loader variables.
-
-    Dropped: names containing KEY, TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL,
-    AUTH, COOKIE, SESSION or PRIVATE; names starting AWS_, GITHUB_, GH_, GITLAB_, OPENAI_,
-    ANTHROPIC_, AZURE_, CHAMBERLAIN_, HF_; values holding a URL with a password; and variables
-    that change what programs load (LD_*, DYLD_*, BASH_ENV, BASH_FUNC_*, GIT_*, PYTHONPATH, …).
-    `keep` names survive anyway (the desktop-session variables for the opener). PATH keeps only
-    absolute folders (an empty or relative entry would run programs from the working folder).
-    """
-    env: dict[str, str] = {}
-    for name, value in environ.items():
-        if name not in keep:
-            upper = name.upper()
-            if _secret_looking(name, value):
-                continue
-            if upper in _LOADER_NAMES or upper.startswith(_LOADER_PREFIXES):
-                continue
-        env[name] = value
-    path_entries = env.get("PATH", os.defpath).split(os.pathsep)
-    env["PATH"] = os.pathsep.join(
-        dict.fromkeys(p for p in path_entries if p and os.path.isabs(p))
-    ) or os.pathsep.join(p for p in os.defpath.split(os.pathsep) if p)
-    env["HOME"] = os.fspath(home)
-    if cwd is not None:
-        env["PWD"] = os.fspath(cwd)
-    return env
+    """The environment a command gets: built from an allowlist (`tools.sandbox`), never the
+    user's whole environment less a denylist. `keep` names pass too (the desktop-session
+    variables for the opener)."""
+    return command_environment(environ, home=home, cwd=cwd, keep=keep)
 
 
 # --- running a pipeline -------------------------------------------------------------------------
@@ -484,6 +444,17 @@ def _render(check: CommandCheck, outcome: CommandOutcome, timeout_s: float) -> s
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """One command call, checked: the rules' verdict, where it runs, and its sandbox."""
+
+    check: CommandCheck
+    cwd: Path
+    env: dict[str, str]
+    targets: tuple[str, ...]
+    plan: SandboxPlan | None  # None: run without a sandbox (the user turned that on)
+
+
 class _CommandTool:
     """system_execute: the checks `targets()` made are the checks `run()` holds the line to."""
 
@@ -494,16 +465,25 @@ class _CommandTool:
         config: ToolConfig,
         home: Path | None,
         environ: Mapping[str, str] | None,
+        sandbox: SandboxStatus | None = None,
     ) -> None:
         self.config = config
         self._home = home
         self._environ = environ
-        self._checked: OrderedDict[tuple[str, str], CommandCheck] = OrderedDict()
+        self._sandbox = sandbox
+        self._checked: OrderedDict[tuple[str, str], _Checked] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
     def home(self) -> Path:
         return resolve_path(os.fspath(self._home)) if self._home is not None else Path.home()
+
+    @property
+    def sandbox(self) -> SandboxStatus:
+        return self._sandbox if self._sandbox is not None else sandbox_status()
+
+    def private(self) -> PrivatePlaces:
+        return private_places(self.home, self.config.app_dirs)
 
     def roots(self) -> list[Path]:
         if self.config.command_roots is None:
@@ -530,63 +510,101 @@ class _CommandTool:
             raise ToolError(f"{path} is not an existing folder")
         return path
 
-    def assess(self, args: Mapping[str, Any]) -> tuple[CommandCheck, Path, dict[str, str]]:
-        """The rules' verdict, the working folder, and the environment the command gets."""
+    def assess(self, args: Mapping[str, Any]) -> _Checked:
+        """The rules' verdict, the folder, the environment, the targets and the sandbox."""
         line = required_str(args, "command", max_len=MAX_COMMAND_CHARS)
+        status = self.sandbox
+        if not status.available and not self.config.unsandboxed_commands:
+            raise ToolRefused(
+                f"refused: commands run only inside a sandbox, and there is none here: "
+                f"{status.why}. To run commands without one (not recommended: a command could "
+                "then read or change anything you can), turn on the setting "
+                "tools.unsandboxed_commands"
+            )
         cwd = self.cwd(args)
+        private = self.private()
         env = self.environment(cwd)
         check = assess_command(
             line,
             cwd=cwd,
             home=self.home,
             protected=self.config.protected_paths,
+            private=private,
             search_path=env["PATH"],
         )
-        return check, cwd, env
+        executables = [_find_program(stage[0], env, cwd) for stage in check.stages]
+        places = _mounted_places(check.paths, cwd, self.home)
+        targets = [check.target, f"cwd:{cwd}", *(f"dir:{p}" for p in places)]
+        if check.network:
+            targets.append("net:")
+        plan: SandboxPlan | None = None
+        if status.available:
+            programs = _program_places(executables, self.home)
+            visible = (cwd, *places)
+            plan = SandboxPlan(
+                cwd=cwd,
+                home=self.home,
+                read=(*visible, *programs),
+                write=() if check.readonly else visible,
+                network=check.network,
+                private=private,
+                hide=tuple(self.config.app_dirs),
+            )
+        return _Checked(check, cwd, env, tuple(targets), plan)
 
     def targets(self, args: dict[str, Any]) -> list[str]:
-        check, cwd, env = self.assess(args)
-        for stage in check.stages:
-            _find_program(stage[0], env, cwd)  # a missing program is an error, not a question
-        key = (str(args.get("command")), os.fspath(cwd))
+        checked = self.assess(args)
+        key = (str(args.get("command")), os.fspath(checked.cwd))
         with self._lock:
-            self._checked[key] = check
+            self._checked[key] = checked
             self._checked.move_to_end(key)
             while len(self._checked) > self._MAX_REMEMBERED:
                 self._checked.popitem(last=False)
-        return [check.target]
+        return list(checked.targets)
 
     def reversibility(self, args: dict[str, Any]) -> Reversibility:
         """How undoable the call is: from the check `targets()` just made, else a fresh one."""
         key = (str(args.get("command")), os.fspath(self.cwd(args)))
         with self._lock:
-            check = self._checked.get(key)
-        return check.reversibility if check is not None else self.assess(args)[0].reversibility
+            checked = self._checked.get(key)
+        return (checked or self.assess(args)).check.reversibility
 
     def environment(self, cwd: Path) -> dict[str, str]:
         source = self._environ if self._environ is not None else os.environ
-        return scrub_environment(source, home=self.home, cwd=cwd)
+        return command_environment(source, home=self.home, cwd=cwd)
 
     def run(self, args: dict[str, Any]) -> ToolResult:
-        check, cwd, env = self.assess(args)
+        fresh = self.assess(args)
+        check, cwd = fresh.check, fresh.cwd
         key = (str(args.get("command")), os.fspath(cwd))
         with self._lock:
-            checked = self._checked.pop(key, None)
-        if checked is not None and checked.target != check.target:
+            before = self._checked.pop(key, None)
+        if before is not None and before.targets != fresh.targets:
             raise ToolError(
                 "The command means something else now than when it was checked (a file or link "
                 "it names changed); it was not run. Ask again to check it anew."
             )
-        executables = [_find_program(stage[0], env, cwd) for stage in check.stages]
-        log.debug("running a %d-stage command in %s", len(check.stages), cwd)
+        executables = [_find_program(stage[0], fresh.env, cwd) for stage in check.stages]
+        stages: list[list[str]] = [list(stage) for stage in check.stages]
+        if fresh.plan is not None:
+            wrapped = [
+                wrap_stage(fresh.plan, stage, exe)
+                for stage, exe in zip(stages, executables, strict=True)
+            ]
+            stages = [argv for argv, _ in wrapped]
+            executables = [exe for _, exe in wrapped]
+        else:
+            log.warning("running a command WITHOUT a sandbox (tools.unsandboxed_commands is on)")
+        log.debug("running a %d-stage command in %s", len(stages), cwd)
         outcome = run_argv(
-            check.stages,
+            stages,
             cwd=cwd,
-            env=env,
+            env=fresh.env,
             timeout_s=self.config.command_timeout_s,
             output_cap=self.config.command_output_cap,
             executables=executables,
         )
+        walls = fresh.plan.describe() if fresh.plan is not None else "no sandbox"
         data = {
             "argv": check.argv,
             "exit_code": outcome.exit_code,
@@ -598,6 +616,7 @@ class _CommandTool:
             "duration_s": outcome.duration_s,
             "reversibility": check.reversibility,
             "cwd": os.fspath(cwd),
+            "sandbox": walls,
         }
         return ToolResult(
             data=data,
@@ -608,8 +627,59 @@ class _CommandTool:
                 "readonly": check.readonly,
                 "reversibility": check.reversibility,
                 "reason": check.reason,
+                "sandbox": walls,
             },
         )
+
+
+def _hidden(path: Path, home: Path) -> bool:
+    """Whether the sandbox hides `path` unless it is mounted for the call."""
+    roots = [Path(p) for p in HIDDEN_TOP] + [home]
+    return any(is_within(path, root) for root in roots)
+
+
+def _program_places(executables: Sequence[str], home: Path) -> list[Path]:
+    """What the sandbox must show read-only for programs installed where it hides things.
+
+    A program under a home folder (`~/.local/bin/tool`, a pyenv or nvm install, a venv) needs
+    its whole installation, not just its file: the top folder it lies in under the hidden area
+    (`~/.pyenv`, `~/.local`). Private places inside stay covered.
+    """
+    tops = [Path(p) for p in HIDDEN_TOP] + [home]
+    places: list[Path] = []
+    for exe in executables:
+        for candidate in dict.fromkeys([Path(exe), Path(os.path.realpath(exe))]):
+            for top in sorted(tops, key=lambda t: len(t.parts), reverse=True):
+                if candidate != top and is_within(candidate, top):
+                    places.append(top / candidate.relative_to(top).parts[0])
+                    break
+    return list(dict.fromkeys(places))
+
+
+def _mounted_places(paths: Sequence[Path], cwd: Path, home: Path) -> list[Path]:
+    """The places besides `cwd` the sandbox must mount for the paths a command names.
+
+    Only what the sandbox would otherwise hide (the home, /tmp, /home, …): the rest of the
+    system is visible read-only anyway. A path that does not exist yet is mounted through its
+    nearest existing folder, unless that is a whole hidden area (/tmp, /home) itself.
+    """
+    tops = {Path(p) for p in HIDDEN_TOP}
+    found: list[Path] = []
+    for path in paths:
+        if not _hidden(path, home) or is_within(path, cwd):
+            continue
+        place = path
+        while not os.path.lexists(place) and place != place.parent:
+            place = place.parent
+        if place in tops or place == Path("/"):
+            continue
+        found.append(place)
+    unique = sorted(set(found), key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for place in unique:
+        if not any(is_within(place, k) for k in kept):
+            kept.append(place)
+    return kept
 
 
 # --- open_path / open_url -----------------------------------------------------------------------
@@ -785,6 +855,7 @@ def make_system_tools(
     home: Path | None = None,
     opener: Opener | None = None,
     environ: Mapping[str, str] | None = None,
+    sandbox: SandboxStatus | None = None,
 ) -> list[Tool]:
     """system_execute, open_path and open_url, built from the user's tool settings.
 
@@ -792,7 +863,7 @@ def make_system_tools(
     desktop (default: `system_opener`); `environ` is the environment commands start from, before
     scrubbing (default: this process's). Tests inject all three.
     """
-    command = _CommandTool(config, home, environ)
+    command = _CommandTool(config, home, environ, sandbox)
     cap = config.command_output_cap
     execute = Tool(
         manual=ToolManual(

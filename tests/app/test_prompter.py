@@ -91,3 +91,33 @@ def test_timed_approval_carries_the_chosen_duration(tmp_path):
     decision = prompter.ask(request(str(tmp_path), True))
     assert decision.mode is GrantMode.TIMED
     assert decision.duration_s == 600
+
+
+def _code_request(tmp_path) -> PermissionRequest:
+    from tools.scopes import describe_command_call
+
+    targets = ["code:sed -n 1p notes.txt", f"cwd:{tmp_path}"]
+    return PermissionRequest(
+        capability=Capability.SYSTEM_EXECUTE,
+        scope=f"command:sed -n 1p notes.txt\nin {tmp_path}",
+        tool="system_execute",
+        arguments={"command": "sed -n 1p notes.txt"},
+        call_id="c1",
+        user_scope=True,
+        once_only=True,
+        reason=describe_command_call(targets),
+    )
+
+
+def test_the_terminal_prompt_for_code_says_so_and_offers_only_once(tmp_path):
+    err = io.StringIO()
+    decision = ask_on_terminal(_code_request(tmp_path), io.StringIO("s\n"), err)
+    shown = err.getvalue()
+    assert "runs code that cannot be shown here" in shown
+    assert "no network" in shown
+    assert "[s]ession" not in shown
+    assert decision.allow is False  # "session" is not on offer: no lasting grant for code
+
+    decision = ask_on_terminal(_code_request(tmp_path), io.StringIO("o\n"), io.StringIO())
+    assert decision.allow is True
+    assert decision.mode is GrantMode.ONCE

@@ -25,7 +25,10 @@ from tests.support.xvfb import XVFB
 
 SCREEN_SIZE = "640x480"
 SCREEN_SUMMARY = {"median", "p95", "min", "max"}
-COMMAND_CASES = {"bare_true", "tool_true", "bare_echo", "tool_echo", "check_only", "check_pipeline"}
+COMMAND_CASES = {
+    "bare_true", "tool_true", "bare_echo", "tool_echo", "check_only", "check_pipeline",
+    "sandbox_true", "tool_true_unconfined",
+}  # fmt: skip
 
 
 def _require(binary: str | None, what: str) -> None:
@@ -119,7 +122,9 @@ def test_command_overhead_benchmark_reports_every_figure(
 ) -> None:
     report = _json_report(capsys, command_overhead.main, ["--runs", "1", "--warmup", "0"])
 
-    assert set(report) == {"machine", "runs", "warmup", "ms", "ratio", "pipeline_checked"}
+    assert set(report) == {
+        "machine", "runs", "warmup", "ms", "ratio", "sandbox_added_ms", "pipeline_checked",
+    }  # fmt: skip
     assert set(report["machine"]) >= {"uname", "nproc", "python", "date"}
     assert (report["runs"], report["warmup"]) == (1, 0)
     assert set(report["ms"]) == COMMAND_CASES
@@ -127,7 +132,8 @@ def test_command_overhead_benchmark_reports_every_figure(
         assert set(row) == {"median", "p95", "min"}, name
         assert row["median"] > 0, name
         assert row["min"] <= row["median"] <= row["p95"], name
-    assert set(report["ratio"]) == {"true", "echo"}
+    assert set(report["ratio"]) == {"true", "echo", "sandbox"}
+    assert set(report["sandbox_added_ms"]) == {"sandbox_vs_bare", "tool_vs_unconfined_tool"}
     for kind, row in report["ratio"].items():
         assert set(row) == {"median", "p95"}, kind
         assert row["median"] > 0, kind

@@ -30,6 +30,7 @@ from broker.types import GrantMode
 from tools.manual import Capability
 
 SECRET = b"k" * 32
+GRANTS_KEY = b"g" * 32
 
 
 class ScriptedPrompter:
@@ -48,7 +49,7 @@ def make_broker(tmp_path: Path, prompter, clock=None, timeout=5.0):
     clock = clock or ManualClock()
     audit = AuditLog(tmp_path / "audit.jsonl", clock)
     broker = PermissionBroker(
-        grants=GrantStore(tmp_path / "grants.json", clock),
+        grants=GrantStore(tmp_path / "grants.json", clock, key=GRANTS_KEY),
         tokens=TokenAuthority(SECRET, clock),
         prompter=prompter,
         audit=audit,
@@ -245,12 +246,23 @@ def test_always_grant_persists_and_is_revocable(tmp_path, docs):
     prompter = ScriptedPrompter(PromptDecision(allow=True, mode=GrantMode.ALWAYS))
     broker, clock = make_broker(tmp_path, prompter)
     token = authorize(broker, docs, docs / "a.txt")
-    reopened = GrantStore(tmp_path / "grants.json", clock)
+    reopened = GrantStore(tmp_path / "grants.json", clock, key=GRANTS_KEY)
     assert [g.id for g in reopened.live()] == [token.grant_id]
     assert reopened.find(Capability.FILE_READ, [str(docs / "x.txt")]) is not None
     assert reopened.find(Capability.FILE_READ, [str(tmp_path / "x.txt")]) is None
     reopened.revoke(token.grant_id)
-    assert GrantStore(tmp_path / "grants.json", clock).live() == []
+    assert GrantStore(tmp_path / "grants.json", clock, key=GRANTS_KEY).live() == []
+    assert reopened.problems == []
+
+
+def test_saved_grants_are_not_honoured_without_the_key_they_were_signed_with(tmp_path, docs):
+    prompter = ScriptedPrompter(PromptDecision(allow=True, mode=GrantMode.ALWAYS))
+    broker, clock = make_broker(tmp_path, prompter)
+    token = authorize(broker, docs, docs / "a.txt")
+    for other in (b"o" * 32, None):
+        store = GrantStore(tmp_path / "grants.json", clock, key=other)
+        assert store.live() == []
+        assert [u.id for u in store.untrusted] == [token.grant_id]
 
 
 def test_damaged_grants_file_grants_nothing_and_is_kept(tmp_path):

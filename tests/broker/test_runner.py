@@ -271,6 +271,22 @@ def test_targets_raising_value_error_is_an_error_and_the_tool_never_runs(tmp_pat
     assert rig.prompter.asked == []
 
 
+def test_a_path_the_tool_may_not_look_at_is_an_audited_error_not_a_crash(tmp_path):
+    """`ls /proc/1/root/` as a user: the check itself hits PermissionError."""
+
+    def targets(arguments: dict[str, Any]) -> list[str]:
+        raise PermissionError(13, "Permission denied", "/proc/1/root")
+
+    body = Body()
+    rig = make_rig(tmp_path, [make_tool("probe", body, targets=targets)])
+    outcome = rig.runner.execute(rig.turn, "probe", {"n": 1})
+    assert outcome.record.status == "error"
+    assert "Permission denied" in outcome.record.reason
+    assert body.calls == []
+    ends = rig.events("TOOL_CALL_END")
+    assert [e["data"]["status"] for e in ends] == ["error"]
+
+
 def test_good_arguments_run_the_tool_with_exactly_those_arguments(tmp_path):
     body = Body({"answer": 42})
     rig = make_rig(tmp_path, [make_tool("probe", body)])

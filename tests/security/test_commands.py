@@ -33,9 +33,10 @@ from broker.permissions import (
 )
 from broker.runner import ToolRunner, TurnScope
 from broker.types import GrantMode
-from tools.commands import assess_command
+from tools.commands import argv_text, assess_command
 from tools.manual import Tool, ToolRefused
 from tools.registry import ToolConfig, ToolRegistry
+from tools.scopes import exact_command_scope
 from tools.system import make_system_tools
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX command lines")
@@ -207,10 +208,10 @@ REFUSED: list[tuple[str, str, str]] = [
     ("rm-no-preserve", "rm -rf --no-preserve-root /", "no-preserve-root"),
     ("rm-no-preserve-abbrev", "rm -r --no-p /", "no-preserve-root"),
     ("rm-by-path", "/bin/rm -rf /", "root folder"),
-    ("rm-backslash", "\\rm -rf ~", "home folder"),
-    ("rm-split-quotes", "'r''m' -rf /", "root folder"),
-    ("rm-double-quoted", '"rm" -rf ~', "home folder"),
-    ("rm-escaped-letter", "r\\m -rf /", "root folder"),
+    ("rm-backslash", "\\rm -rf ~", "written as"),
+    ("rm-split-quotes", "'r''m' -rf /", "written as"),
+    ("rm-double-quoted", '"rm" -rf ~', "written as"),
+    ("rm-escaped-letter", "r\\m -rf /", "written as"),
     ("rm-uppercase", "RM -rf /", "root folder"),
     ("rm-busybox", "busybox rm -rf /", "root folder"),
     ("rm-env", "env rm -rf ~", "home folder"),
@@ -271,35 +272,36 @@ REFUSED: list[tuple[str, str, str]] = [
     ("killall5", "killall5 -9", "shuts down"),
     ("crontab-r", "crontab -r", "scheduled job"),
     # Chamberlain's own files
-    ("tee-grants", "tee <APP>/grants.json", "Chamberlain's own grants.json"),
-    ("cp-settings", "cp /etc/hostname <APP>/settings.json", "Chamberlain's own settings.json"),
-    ("touch-audit", "touch ~/.local/share/chamberlain/audit.jsonl", "own audit.jsonl"),
-    ("truncate-audit", "truncate -s 0 <APP>/audit.jsonl", "own audit.jsonl"),
-    ("rm-memory", "rm <APP>/memory.db", "own memory.db"),
-    ("mv-audit", "mv <APP>/audit.jsonl /tmp/x", "own audit.jsonl"),
-    ("sed-grants", "sed -i s/a/b/ <APP>/grants.json", "own grants.json"),
-    ("symlink-grants", "tee ~/innocent.txt", "own grants.json"),
-    ("hardlink-settings", "tee ~/hardlink.json", "own settings.json"),
+    ("tee-grants", "tee <APP>/grants.json", "Chamberlain's own"),
+    ("cp-settings", "cp /etc/hostname <APP>/settings.json", "Chamberlain's own"),
+    ("touch-audit", "touch ~/.local/share/chamberlain/audit.jsonl", "Chamberlain's own"),
+    ("truncate-audit", "truncate -s 0 <APP>/audit.jsonl", "Chamberlain's own"),
+    ("rm-memory", "rm <APP>/memory.db", "Chamberlain's own"),
+    ("mv-audit", "mv <APP>/audit.jsonl /tmp/x", "Chamberlain's own"),
+    ("sed-grants", "sed -i s/a/b/ <APP>/grants.json", "Chamberlain's own"),
+    ("symlink-grants", "tee ~/innocent.txt", "Chamberlain's own"),
+    ("hardlink-settings", "tee ~/hardlink.json", "Chamberlain's own"),
     ("dotdot-grants", "tee ~/Documents/../.local/share/chamberlain/grants.json", "grants.json"),
     ("folder-of-grants", "cp /etc/hostname ~/.local/share/chamberlain/", "Chamberlain's own"),
     ("rm-above-grants", "rm -r ~/.local/share", "Chamberlain's own"),
     ("chmod-above-grants", "chmod -R 777 ~/.local", "Chamberlain's own"),
-    ("dd-memory", "dd if=/dev/zero of=<APP>/memory.db", "own memory.db"),
-    ("sort-o-grants", "sort -o <APP>/grants.json /etc/hostname", "own grants.json"),
-    ("sort-o-attached", "sort -o<APP>/grants.json /etc/hostname", "own grants.json"),
-    ("ln-grants", "ln -sf /tmp/evil <APP>/grants.json", "own grants.json"),
-    ("python-script-grants", "python3 ~/script.py <APP>/grants.json", "own grants.json"),
-    ("curl-o-grants", "curl -o <APP>/grants.json https://example.invalid", "own grants.json"),
-    ("curl-output-eq", "curl --output=<APP>/grants.json https://x.invalid", "own grants.json"),
+    ("dd-memory", "dd if=/dev/zero of=<APP>/memory.db", "Chamberlain's own"),
+    ("sort-o-grants", "sort -o <APP>/grants.json /etc/hostname", "Chamberlain's own"),
+    ("sort-o-attached", "sort -o<APP>/grants.json /etc/hostname", "Chamberlain's own"),
+    ("ln-grants", "ln -sf /tmp/evil <APP>/grants.json", "Chamberlain's own"),
+    ("python-script-grants", "python3 ~/script.py <APP>/grants.json", "Chamberlain's own"),
+    ("curl-o-grants", "curl -o <APP>/grants.json https://example.invalid", "Chamberlain's own"),
+    ("curl-output-eq", "curl --output=<APP>/grants.json https://x.invalid", "Chamberlain's own"),
+    # private places: never named by any command, whatever it would do with them
+    ("cat-grants", "cat <APP>/grants.json", "Chamberlain's own files"),
+    ("cat-symlink-grants", "cat ~/innocent.txt", "Chamberlain's own files"),
+    ("cat-ssh-key", "cat ~/.ssh/id_ed25519", "credentials"),
+    ("ls-gnupg", "ls ~/.gnupg", "credentials"),
+    ("cat-shadow", "cat /etc/shadow", "credentials"),
 ]
 
 # Attacks that are not hard-denied: they must ask, showing the argv, never as read-only.
 ASKS: list[tuple[str, str, str]] = [
-    ("cat-grants", "cat <APP>/grants.json", "Chamberlain's own file"),
-    ("cat-symlink-grants", "cat ~/innocent.txt", "Chamberlain's own file"),
-    ("cat-ssh-key", "cat ~/.ssh/id_ed25519", "credentials"),
-    ("ls-gnupg", "ls ~/.gnupg", "credentials"),
-    ("cat-shadow", "cat /etc/shadow", "credentials"),
     ("proc-self-environ", "head /proc/self/environ", "another process"),
     ("proc-pid-environ", "cat /proc/<PID>/environ", "another process"),
     ("lsblk-device", "lsblk /dev/sda", "device"),
@@ -355,7 +357,9 @@ class Corpus:
         )
 
     def tools(self) -> dict[str, Tool]:
-        config = ToolConfig(protected_paths=self.protected, command_timeout_s=5.0)
+        config = ToolConfig(
+            protected_paths=self.protected, command_timeout_s=5.0, app_dirs=(self.app,)
+        )
         tools = make_system_tools(config, home=self.home, opener=_refuse_to_open)
         return {tool.name: tool for tool in tools}
 
@@ -515,13 +519,14 @@ def _program(line: str) -> str:
 def test_attack_asks_with_the_argv_and_is_never_read_only(corpus, name, template, why):
     line = corpus.line(template)
     check = assess_command(line, home=corpus.home, protected=corpus.protected)
-    assert check.target.startswith("command:")
+    assert check.target.startswith(("command:", "code:"))
     assert not check.readonly
     assert check.reversibility in ("effort", "irreversible")
     assert why.lower() in check.reason.lower(), check.reason
     program = _program(line)
     if "/" in program or shutil.which(program):
-        assert corpus.tools()["system_execute"].targets({"command": line}) == [check.target]
+        targets = corpus.tools()["system_execute"].targets({"command": line})
+        assert targets[:2] == [check.target, f"cwd:{corpus.home}"]
 
 
 @pytest.mark.parametrize(("name", "template", "why"), ASKS, ids=[c[0] for c in ASKS])
@@ -532,15 +537,20 @@ def test_asking_attack_denied_at_the_prompt_never_starts(corpus, make_rig, name,
         pytest.skip(f"{program} is not installed here (the rules are checked above)")
     rig = make_rig(False)
     outcome = rig.runner.execute(rig.turn, "system_execute", {"command": line})
+    check = assess_command(line, home=corpus.home, protected=corpus.protected)
 
+    assert rig.events("TOOL_CALL_START") == []
+    if check.code is not None:
+        # Code nobody can read, and only the model asked: refused, nobody is asked.
+        assert outcome.record.status == "refused"
+        assert "runs code" in outcome.record.reason or "run code" in outcome.record.reason
+        assert rig.prompter.asked == []
+        return
     assert outcome.record.status == "denied"
     assert len(rig.prompter.asked) == 1
     request = rig.prompter.asked[0]
-    assert request.scope.startswith("command:")  # the exact argv, not the read-only class
-    assert (
-        request.scope == assess_command(line, home=corpus.home, protected=corpus.protected).target
-    )
-    assert rig.events("TOOL_CALL_START") == []
+    # The exact argv in the exact folder, not the read-only class.
+    assert request.scope == exact_command_scope(argv_text(check.stages), str(corpus.home))
     assert [e["data"]["status"] for e in rig.events("TOOL_CALL_END")] == ["denied"]
 
 

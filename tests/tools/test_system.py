@@ -15,6 +15,7 @@ import stat
 import sys
 import textwrap
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,11 @@ def test_parse_command_removes_quotes_like_bash():
     ],
 )
 def test_command_target_is_readonly_only_for_the_allowlist(user_home, line, target):
-    assert command_target(line, home=user_home) == target
+    assert assess_command(line, home=user_home).target == target
+
+
+def test_the_users_own_command_is_scoped_to_exactly_that_line_in_that_folder(user_home):
+    assert command_target("  uname   -a  ", home=user_home) == f"command:uname -a\nin {user_home}"
 
 
 def test_command_target_refuses_with_the_reason(user_home):
@@ -159,12 +164,12 @@ def test_each_command_has_its_own_reversibility(user_home, line, reversibility):
     assert reversibility in check.reason or check.readonly
 
 
-def test_a_read_only_command_that_reads_a_credential_asks_instead(user_home):
+def test_a_command_that_names_a_credential_is_refused_whatever_it_does(user_home):
     (user_home / ".ssh").mkdir()
     (user_home / ".ssh" / "id_ed25519").write_text("not a real key")
-    check = assess_command("cat ~/.ssh/id_ed25519", home=user_home)
-    assert check.target.startswith("command:")
-    assert "credentials" in check.reason
+    for line in ("cat ~/.ssh/id_ed25519", "ls .ssh", "grep -r x .ssh", "cp x ~/.ssh/"):
+        with pytest.raises(ToolRefused, match="credentials"):
+            assess_command(line, home=user_home)
 
 
 def test_a_read_only_name_that_resolves_outside_the_system_folders_asks(user_home):
@@ -283,7 +288,8 @@ _SPAWNER = textwrap.dedent(
     child = subprocess.Popen([sys.executable, "-c",
         "import signal, sys, time\\n"
         "if sys.argv[1] == 'ignore-term': signal.signal(signal.SIGTERM, signal.SIG_IGN)\\n"
-        "time.sleep(100)", sys.argv[2]])
+        "time.sleep(100)", sys.argv[2], sys.argv[4]],
+        start_new_session=sys.argv[2] == "setsid")
     with open(sys.argv[1], "w") as f:
         f.write(f"{os.getpid()} {child.pid}")
     print("started", flush=True)
@@ -293,18 +299,39 @@ _SPAWNER = textwrap.dedent(
 )
 
 
-def _spawner(home: Path, mode: str, stay: str) -> tuple[str, Path]:
+def _spawner(home: Path, mode: str, stay: str) -> tuple[str, str]:
+    """The command line, and a word only its processes carry (the sandbox has its own PIDs,
+    so the host's process table is searched for that word instead)."""
     script = home / "spawner.py"
     script.write_text(_SPAWNER)
     pids = home / f"pids-{mode}-{stay}.txt"
-    return shlex.join([sys.executable, str(script), str(pids), mode, stay]), pids
+    mark = f"mark-{uuid.uuid4().hex}"
+    return shlex.join([sys.executable, str(script), str(pids), mode, stay, mark]), mark
+
+
+def _carrying(mark: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmdline = proc.info.get("cmdline") or []
+        if mark in cmdline and proc.info.get("status") != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    return found
+
+
+def _wait_none_carry(mark: str, within_s: float = 3.0) -> bool:
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        if not _carrying(mark):
+            return True
+        time.sleep(0.02)
+    return not _carrying(mark)
 
 
 @posix_only
-@pytest.mark.parametrize("mode", ["plain", "ignore-term"])
+@pytest.mark.parametrize("mode", ["plain", "ignore-term", "setsid"])
 def test_the_time_limit_kills_the_whole_process_group(user_home, mode):
     tool = build(user_home, command_timeout_s=1.5)["system_execute"]
-    command, pid_file = _spawner(user_home, mode, "stay")
+    command, mark = _spawner(user_home, mode, "stay")
     started = time.monotonic()
     data = execute(tool, command)
     elapsed = time.monotonic() - started
@@ -313,9 +340,9 @@ def test_the_time_limit_kills_the_whole_process_group(user_home, mode):
     assert data["stdout"] == "started\n"  # what it printed before it was stopped is kept
     assert data["exit_code"] is not None
     assert data["exit_code"] < 0
-    parent, child = (int(p) for p in pid_file.read_text().split())
-    assert _wait_gone(parent)
-    assert _wait_gone(child), "the child the command started outlived the time limit"
+    # A child in a session of its own (setsid) is no exception: the sandbox's PID namespace
+    # ends with the command.
+    assert _wait_none_carry(mark), "a process the command started outlived the time limit"
     # SIGTERM first; SIGKILL after the grace only when it is ignored.
     limit = 1.5 + (KILL_GRACE_S if mode == "ignore-term" else 0) + 3.0
     assert elapsed < limit
@@ -324,15 +351,14 @@ def test_the_time_limit_kills_the_whole_process_group(user_home, mode):
 @posix_only
 def test_processes_a_finished_command_left_behind_are_ended(user_home):
     tool = build(user_home, command_timeout_s=30)["system_execute"]
-    command, pid_file = _spawner(user_home, "plain", "leave")
+    command, mark = _spawner(user_home, "plain", "leave")
     started = time.monotonic()
     data = execute(tool, command)
 
     assert data["timed_out"] is False
     assert data["exit_code"] == 0
     assert time.monotonic() - started < 15  # not held until the time limit by the child
-    _, child = (int(p) for p in pid_file.read_text().split())
-    assert _wait_gone(child)
+    assert _wait_none_carry(mark)
 
 
 # --- output cap --------------------------------------------------------------------------------
@@ -374,7 +400,8 @@ def test_secret_looking_variables_never_reach_a_command(user_home, monkeypatch):
         assert secret not in output
     for name in ("FAKE_API_KEY", "MY_SESSION_COOKIE", "GITHUB_PAT", "DATABASE_URL", "LD_PRELOAD"):
         assert f"{name}=" not in output
-    assert "PLAIN_SETTING=visible-value" in output
+    # An allowlist, not a denylist: a variable with an innocent name does not pass either.
+    assert "PLAIN_SETTING" not in output
     assert f"HOME={user_home}" in output
     assert f"PWD={user_home}" in output
 
@@ -409,7 +436,7 @@ def test_a_program_in_the_working_folder_is_not_found_by_name(user_home):
     with pytest.raises(ToolError, match="was not found"):
         tool.targets({"command": "sneaky"})
     # By path it runs, and it is not read-only.
-    assert tool.targets({"command": "./sneaky"}) == ["command:./sneaky"]
+    assert tool.targets({"command": "./sneaky"}) == ["command:./sneaky", f"cwd:{user_home}"]
     assert tool.run({"command": "./sneaky"}).data["stdout"] == "ran-from-cwd\n"
 
 
@@ -467,7 +494,7 @@ def test_a_link_changed_after_the_check_is_not_followed(user_home, tmp_path):
     link.symlink_to(user_home / "notes.txt")
 
     args = {"command": "cat link"}
-    assert tool.targets(args) == ["readonly:cat link"]
+    assert tool.targets(args) == ["readonly:cat link", f"cwd:{user_home}"]
     link.unlink()
     link.symlink_to(grants)  # swapped while the user looked at the prompt
     with pytest.raises(ToolError, match="means something else now"):
@@ -476,7 +503,7 @@ def test_a_link_changed_after_the_check_is_not_followed(user_home, tmp_path):
     link.unlink()
     link.symlink_to(user_home / "notes.txt")
     args = {"command": "tee link"}
-    assert tool.targets(args) == ["command:tee link"]
+    assert tool.targets(args) == ["command:tee link", f"cwd:{user_home}"]
     link.unlink()
     link.symlink_to(grants)
     with pytest.raises(ToolRefused, match=r"Chamberlain's own grants\.json"):
