@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from broker.audit import AuditEvent, AuditLog
+from broker.audit import AuditEvent, AuditLog, redact
 from broker.clock import Clock
 from broker.types import Grant, GrantMode
 from tools.manual import PATH_SCOPED, Capability, Reversibility, Risk
@@ -718,6 +718,10 @@ class PermissionBroker:
         mode = decision.mode or GrantMode.ONCE
         if request.once_only:
             mode = GrantMode.ONCE
+        if mode is GrantMode.ALWAYS and redact(scope) != scope:
+            # A saved grant keeps its scope in grants.json; one that holds a password (an exact
+            # command line with `curl -u user:pw`) lasts the session instead, never on disk.
+            mode = GrantMode.SESSION
         expires: float | None = None
         if mode is GrantMode.ONCE:
             expires = now + ONCE_LIFETIME_S

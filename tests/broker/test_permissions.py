@@ -365,3 +365,46 @@ def test_missing_unknown_and_wrong_capability(tmp_path):
     assert AUTHORITY.check(token, capability=Capability.FILE_WRITE, **common) == "wrong_capability"
     outside = {**common, "targets": [str(tmp_path.parent / "x")]}
     assert AUTHORITY.check(token, capability=Capability.FILE_READ, **outside) == "out_of_scope"
+
+
+def test_an_always_grant_whose_scope_holds_a_password_is_never_written_to_disk(tmp_path):
+    """An exact command line with `curl -u user:pw` as the scope: kept for the session only."""
+    from broker.audit import AuditLog
+    from broker.clock import ManualClock
+    from broker.permissions import (
+        GrantStore,
+        PermissionBroker,
+        PromptDecision,
+        TokenAuthority,
+    )
+    from broker.types import GrantMode
+    from tools.manual import Capability
+
+    class Always:
+        answers_instantly = True
+
+        def ask(self, request: PermissionRequest) -> PromptDecision:
+            return PromptDecision(allow=True, mode=GrantMode.ALWAYS)
+
+    clock = ManualClock()
+    path = tmp_path / "grants.json"
+    line = "curl -u admin:Hunter2Secret https://example.invalid"
+    broker = PermissionBroker(
+        grants=GrantStore(path, clock, key=b"g" * 32),
+        tokens=TokenAuthority(b"k" * 32, clock),
+        prompter=Always(),
+        audit=AuditLog(tmp_path / "audit.jsonl", clock),
+        clock=clock,
+    )
+    token = broker.authorize(
+        tool="system_execute",
+        capability=Capability.SYSTEM_EXECUTE,
+        arguments={"command": line},
+        targets=[f"command:{line}", f"cwd:{tmp_path}", "net:"],
+        call_id="c1",
+        user_scopes=[f"command:{line}\nin {tmp_path}"],
+    )
+    assert not hasattr(token, "status")  # allowed
+    (grant,) = broker.grants.live()
+    assert grant.mode is GrantMode.SESSION
+    assert not path.exists() or "Hunter2Secret" not in path.read_text()

@@ -46,7 +46,7 @@ from broker.permissions import (
 )
 from broker.runner import CallOutcome, ToolRunner, TurnScope
 from broker.types import GrantMode
-from tools.commands import command_target
+from tools.commands import assess_command, command_target
 from tools.manual import ToolError
 from tools.private import private_places
 from tools.registry import ToolConfig, ToolRegistry
@@ -261,6 +261,40 @@ def test_code_the_model_asks_to_run_is_refused_and_nobody_is_asked(rig):
     outcome = rig.run("sed -n 'r .ssh/id_rsa' Documents/notes.txt", typed=False)
     assert outcome.record.status == "refused"
     assert "code that cannot be shown" in outcome.record.reason
+    assert rig.prompter.asked == []
+
+
+# Programs that run code given in their arguments, configuration or input (the review's list).
+CODE_RUNNERS = [
+    ("sed-e", "sed e Documents/notes.txt"),
+    ("awk", "awk '{print}' Documents/notes.txt"),
+    ("tar-to-command", "tar --to-command=cat -xf Documents/a.tar"),
+    ("tar-I", "tar -I gzip -xf Documents/a.tar"),
+    ("tar-checkpoint", "tar --checkpoint=1 --checkpoint-action=exec=id -cf x.tar Documents"),
+    ("git-alias", "git -c alias.x=!id x"),
+    ("git-fsmonitor", "git config core.fsmonitor id"),
+    ("zip-TT", "zip -T -TT id x.zip Documents/notes.txt"),
+    ("vim-c", "vim -c '!id' Documents/notes.txt"),
+    ("ed", "ed Documents/notes.txt"),
+    ("ssh-proxycommand", "ssh -o ProxyCommand=id host"),
+    ("python-m", "python3 -m http.server"),
+    ("perl-M", "perl -MPOSIX Documents/notes.txt"),
+    ("sqlite3-system", "sqlite3 x.db '.system id'"),
+    ("make-eval", "make '--eval=x: ; id'"),
+    ("npx-c", "npx -c id"),
+    ("ld-so", "/lib64/ld-linux-x86-64.so.2 /bin/id"),
+]
+
+
+@pytest.mark.parametrize(("name", "line"), CODE_RUNNERS, ids=[c[0] for c in CODE_RUNNERS])
+def test_a_program_that_runs_code_is_refused_when_only_the_model_asked(rig, name, line):
+    check = assess_command(line, home=rig.home.user)
+    assert check.code is not None
+    assert check.target.startswith("code:")
+    if shutil.which(line.split()[0]) is None and "/" not in line.split()[0]:
+        return  # the class is checked above; the program is not installed here to try
+    outcome = rig.run(line, typed=False)
+    assert outcome.record.status in ("refused", "error"), outcome.record.reason
     assert rig.prompter.asked == []
 
 
