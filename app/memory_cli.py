@@ -82,14 +82,24 @@ def cmd_memory(args: argparse.Namespace, home: Path) -> int:
 
 
 def _list(store: Any, args: argparse.Namespace, settings: Any) -> int:
-    facts = store.list(
+    page = store.listing(
         status=args.status,
         category=args.category,
         sensitivity=args.sensitivity,
         include_superseded=args.all,
     )
-    text = "\n".join(_fact_line(f) for f in facts) or "Memory is empty."
-    _emit(_dump(facts), args.json, text)
+    text = "\n".join(_fact_line(f) for f in page.facts) or "Memory is empty."
+    if page.more:
+        note = (
+            f"… and {page.total - len(page.facts)} more (showing the newest {len(page.facts)} "
+            f"of {page.total}); narrow it with --status, --category or --sensitivity, or use "
+            "`chamberlain memory export`"
+        )
+        if args.json:
+            sys.stderr.write(note + "\n")
+        else:
+            text += "\n" + note
+    _emit(_dump(page.facts), args.json, text)
     return EXIT_OK
 
 
@@ -102,9 +112,14 @@ def _search(store: Any, args: argparse.Namespace, settings: Any) -> int:
 def _add(store: Any, args: argparse.Namespace, settings: Any) -> int:
     from memory.sensitivity import assess, combine, normalise_category
     from memory.slots import detect_slot
+    from memory.store import InvalidInputError, check_text
     from memory.types import FactSource, FactStatus
 
-    text = " ".join(args.text).strip()
+    try:
+        # Length and encoding first: a megabyte is refused before any detector reads it.
+        text = check_text(" ".join(args.text))
+    except InvalidInputError as exc:
+        raise MemoryCommandError(str(exc)) from exc
     found = assess(text)
     if found.refused:
         raise MemoryCommandError(found.refused)
@@ -196,11 +211,13 @@ def _export(store: Any, args: argparse.Namespace, settings: Any) -> int:
 
 
 def _import(store: Any, args: argparse.Namespace, settings: Any) -> int:
+    from memory.export import ImportFormatError, read_import
+
     path = Path(args.file).expanduser()
     try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MemoryCommandError(f"cannot read {path}: {exc}") from exc
+        data = read_import(path)
+    except (OSError, ImportFormatError) as exc:
+        raise MemoryCommandError(str(exc)) from exc
     facts = store.import_json(data)
     _emit(
         _dump(facts),

@@ -13,6 +13,8 @@ Keys are never logged, never sent to a model, never written to the audit log.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import hmac
 import logging
@@ -101,28 +103,113 @@ def _from_keyring(
         return None, f"the keyring ({name}) failed: {exc}"
 
 
-def _from_file(path: Path) -> bytes:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
+def _damaged(path: Path, why: str) -> KeyFileError:
+    return KeyFileError(
+        f"cannot read the token secret in {path}: {why}; it should hold a {KEY_BYTES}-byte key "
+        "as hex text. Nothing was signed with it now; remove the file to continue and "
+        "Chamberlain will create a new one (saved `always` grants will then be ignored until "
+        "granted again, and the audit check will report that its head was signed with another "
+        "key)"
+    )
+
+
+def _publish(path: Path, key: bytes) -> bool:
+    """Write the key to ``path`` atomically: a private temporary file, written in full and
+    fsynced, then linked into place, which fails if the name exists. So a crash or a full disk
+    leaves no file or the whole key, never an empty or partial one, and when two processes
+    start at once exactly one key wins. False when another process's key was there first."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            data = bytes.fromhex(path.read_text("ascii").strip())
+            data = key.hex().encode("ascii")
+            while data:
+                data = data[os.write(fd, data) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+                raise
+            # A file system without hard links: rename, which could replace a key another
+            # process published a moment ago; the re-read in _from_file then settles on one.
+            if path.exists():
+                return False
+            os.replace(tmp, path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise KeyFileError(
+                f"the disk is full: the token secret could not be saved in {path}; free some "
+                "space and try again"
+            ) from exc
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)  # the new name itself survives a power cut
+        finally:
+            os.close(dir_fd)
+    return True
+
+
+def _set_aside_empty(path: Path) -> None:
+    """Remove an empty key file. It is renamed first, so of two processes that found it only
+    one removes it; a file that is no longer empty by then is put back and read as it is."""
+    aside = path.with_name(f".{path.name}.{secrets.token_hex(6)}.empty")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return  # another process got there first
+    if aside.stat().st_size:
+        try:
+            os.link(aside, path)
+        except OSError:
+            log.error("%s was written while it was being replaced; it was kept as %s", path, aside)
+            return
+    aside.unlink()
+
+
+def _from_file(path: Path) -> tuple[bytes, bool]:
+    """The key in ``path``, created when missing. Also whether an empty file was replaced.
+
+    An empty file is replaced. It is what the earlier non-atomic writer left when it crashed
+    or met a full disk between creating the file and writing the key; it never held a key, so
+    nothing (no token, no grant MAC, no audit head MAC) was ever signed with what it holds:
+    every reader refused it. Any other content that is not a key is kept and reported: it may
+    be the only copy of a key that did sign something.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    replaced = False
+    for _attempt in range(5):
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            key = secrets.token_bytes(KEY_BYTES)
+            if _publish(path, key):
+                return key, replaced
+            continue  # another process published first: read its key
+        if not raw:
+            log.warning("%s was empty (an interrupted first start); replacing it", path)
+            _set_aside_empty(path)
+            replaced = True
+            continue
+        try:
+            data = bytes.fromhex(raw.decode("ascii").strip())
         except ValueError:  # UnicodeDecodeError included: not hex text at all
-            data = b""
+            raise _damaged(path, "it is not hex text") from None
         if len(data) != KEY_BYTES:
             # Replacing the file silently would hide whatever damaged it. A new secret loses
             # the saved grants (their MACs no longer check) and the audit head's MAC.
-            raise KeyFileError(
-                f"{path} is damaged: it should hold a {KEY_BYTES}-byte key as hex text. "
-                "Remove the file and Chamberlain will create a new one (saved `always` grants "
-                "will then be ignored until granted again, and the audit check will report "
-                "that its head was signed with another key)"
-            )
-        return data
-    key = secrets.token_bytes(KEY_BYTES)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(key.hex())
-    return key
+            raise _damaged(path, f"it holds {len(data)} bytes")
+        return data, replaced
+    raise _damaged(path, "it kept changing while it was read (another program is writing it)")
 
 
 def load_install_secret(home: Path) -> InstallSecret:
@@ -131,7 +218,9 @@ def load_install_secret(home: Path) -> InstallSecret:
         return InstallSecret(key, why)
     path = home / "token.key"
     log.info("token secret kept in %s: %s", path, why)
-    return InstallSecret(_from_file(path), f"file {path} (no system keyring: {why})")
+    key, replaced = _from_file(path)
+    note = "; it replaced an empty file left by an interrupted first start" if replaced else ""
+    return InstallSecret(key, f"file {path} (no system keyring: {why}{note})")
 
 
 # --- the memory key --------------------------------------------------------------------------

@@ -35,6 +35,8 @@ class LLMSettings(BaseModel):
     url: str = "auto"
     model: str | None = None
     api_key_env: str = "CHAMBERLAIN_API_KEY"
+    # The deadline for one whole model call (connect, wait, stream), by the wall clock: a reply
+    # that trickles in or a stream of keep-alives is cut off when it passes.
     timeout_s: float = Field(default=120.0, gt=0)
     stream: bool = True
 
@@ -178,6 +180,12 @@ def load_settings(home: Path) -> Settings:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SettingsError(f"cannot read {path}: {exc}; fix or remove the file") from exc
+    except RecursionError:
+        # Python's JSON parser recurses once per level and gives up after a few thousand.
+        raise SettingsError(
+            f"cannot read {path}: its JSON is nested too deeply to be settings; fix or remove "
+            "the file"
+        ) from None
     if not isinstance(raw, dict):
         raise SettingsError(f"{path} must hold a JSON object")
     try:

@@ -8,13 +8,21 @@ use the same bundled SQLite build, so the two behave the same apart from the cip
 
 Every connection gets WAL mode (readers never block the writer), ``secure_delete`` (deleted
 content is overwritten with zeros), foreign keys, a busy timeout (a second writer waits instead
-of failing) and ``synchronous = FULL`` (a committed fact survives a crash or power loss). The
+of failing) and ``synchronous = FULL`` (a committed fact survives a crash or power loss; the
+store lowers it for recall's use-count bookkeeping alone). A connection that wrote nothing
+closes without the checkpoint that would wait for other writers. The
 schema is versioned with ``PRAGMA user_version``: each step in ``MIGRATIONS`` runs in order, all
 pending steps in one transaction.
 
 What it must never do: overwrite, truncate or re-create a file it could not open. A wrong key,
 a file that is not a database, a damaged file, or a file written by a newer Chamberlain raises a
 ``MemoryStoreError`` with a message the user can act on, and the file is left exactly as it was.
+Problems of the disk or the folder (a full disk, a read-only or foreign folder, an I/O error)
+are told apart from a wrong key or a damaged file by SQLite's error code, and never advise
+moving an intact file aside. One file is initialised in place: a zero-byte ``memory.db`` with no
+WAL. It holds no page, so nothing was ever committed to it; it is what an interrupted first start
+(a crash, a full disk) leaves behind, and refusing it would only make the user delete it by hand.
+A zero-byte file beside a WAL that holds data is refused as damaged: the WAL is all that is left.
 When a WAL is left over (a crash, or another process has the file open), the key and the
 version are first proved on a read-only connection, because closing a read-write connection
 checkpoints the WAL into the main file even after a failed read. The schema's tables are
@@ -24,6 +32,7 @@ created here, by the migration steps; what their rows mean is ``memory/store.py`
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import sqlite3
@@ -65,6 +74,75 @@ class MemoryCorruptError(MemoryStoreError):
 
 class MemorySchemaError(MemoryStoreError):
     """The file was written by a newer Chamberlain, or a migration failed."""
+
+
+class MemoryDiskError(MemoryStoreError):
+    """The disk or the folder failed us (read-only, not ours, an I/O error); the file is intact."""
+
+
+class MemoryDiskFullError(MemoryDiskError):
+    """The disk is full: what was being written was not saved, and nothing else was lost."""
+
+
+# SQLite's primary result codes for trouble with the disk or the folder, not with the file.
+_DISK_FULL_CODES = frozenset({"SQLITE_FULL"})
+_DISK_CODES = frozenset({"SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_PERM"})
+_DISK_FULL_TEXT = ("database or disk is full",)
+_DISK_TEXT = ("readonly database", "unable to open database", "disk i/o error", "access permission")
+
+
+def _error_name(exc: BaseException) -> str:
+    """SQLite's primary result code name ("SQLITE_IOERR" for SQLITE_IOERR_SHORT_READ), or ""."""
+    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    for primary in (*_DISK_FULL_CODES, *_DISK_CODES, "SQLITE_CORRUPT", "SQLITE_NOTADB"):
+        if name == primary or name.startswith(primary + "_"):
+            return primary
+    return name
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether a driver error (or an OSError) says the disk is full."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return _error_name(exc) in _DISK_FULL_CODES or any(
+        t in str(exc).lower() for t in _DISK_FULL_TEXT
+    )
+
+
+def is_disk_problem(exc: BaseException) -> bool:
+    """Whether a driver error says the folder or the disk failed (not the file's contents)."""
+    if isinstance(exc, OSError):
+        return True
+    return _error_name(exc) in _DISK_CODES or any(t in str(exc).lower() for t in _DISK_TEXT)
+
+
+def disk_error(path: Path, exc: BaseException, *, outcome: str) -> MemoryDiskError:
+    """The error for a disk or folder problem met at ``path``; ``outcome`` says what became of
+    the request ("nothing was changed", "the fact was not saved")."""
+    if is_disk_full(exc):
+        return MemoryDiskFullError(f"the disk is full: {outcome}; free some space and try again")
+    folder = path.parent
+    code = exc.errno if isinstance(exc, OSError) else None
+    try:
+        read_only_fs = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only_fs = False
+    if code == errno.EROFS or read_only_fs:
+        why = f"the file system holding {folder} is mounted read-only"
+        fix = "remount it read-write, or set CHAMBERLAIN_HOME to a writable folder"
+    elif code in (errno.EACCES, errno.EPERM) or "readonly" in str(exc).lower():
+        why = f"{path} or its folder {folder} is read-only or belongs to another user"
+        fix = f"make {folder} and the files in it writable by you"
+    elif isinstance(exc, OSError):
+        why = f"{exc.strerror or exc}"
+        fix = f"check {folder} and the disk it is on"
+    else:
+        why = f"SQLite could not read or write it ({exc})"
+        fix = f"check that {folder} is writable and the disk is healthy"
+    return MemoryDiskError(
+        f"The memory database {path} cannot be used: {why}; {outcome}, and the file is intact "
+        f"(do not move it aside). To fix: {fix}, then try again."
+    )
 
 
 # --- the schema -----------------------------------------------------------------------------
@@ -209,9 +287,12 @@ class MemoryDatabase:
         if self._closed:
             return
         self._closed = True
-        with contextlib.suppress(DatabaseError):
-            # Leaves the main file complete and the WAL empty for whoever opens it next.
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if self.conn.total_changes:
+            with contextlib.suppress(DatabaseError):
+                # Leaves the main file complete and the WAL empty for whoever opens it next.
+                # Only after a write: this checkpoint waits for (and holds off) any writer, and
+                # a session that only read has nothing of its own in the WAL.
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.conn.close()
 
 
@@ -233,8 +314,26 @@ def _locked_message(path: Path) -> str:
     )
 
 
-def _classify_unreadable(path: Path, *, encrypted: bool, size: int, header: bytes) -> Exception:
-    """The error for a file SQLite refused to read, from what its bytes say it is."""
+def _classify_unreadable(
+    path: Path, *, encrypted: bool, size: int, header: bytes, cause: BaseException | None = None
+) -> Exception:
+    """The error for a file SQLite refused to read, from SQLite's error code and what the
+    file's bytes say it is. A disk or folder problem is never called a wrong key; and a file
+    SQLite calls malformed (SQLITE_CORRUPT: its first page was read, so the key was right, but
+    the rest is cut short or damaged) is called damaged, never a wrong key."""
+    if cause is not None and (is_disk_full(cause) or is_disk_problem(cause)):
+        return disk_error(path, cause, outcome=_NOT_OPENED)
+    if size and size < _MIN_PAGE:
+        return MemoryCorruptError(
+            f"The memory database {path} is damaged: it is cut short ({size} bytes, less than "
+            f"one page); {_NOT_OPENED}. Restore it from a backup; keep this file until then."
+        )
+    if cause is not None and _error_name(cause) == "SQLITE_CORRUPT":
+        return MemoryCorruptError(
+            f"The memory database {path} is damaged: the key was accepted, but the file is "
+            f"cut short or corrupted ({size} bytes); {_NOT_OPENED}. Restore it from a backup; "
+            "keep this file until then, some facts may still be recoverable."
+        )
     if size % _MIN_PAGE:
         return MemoryCorruptError(
             f"The memory database {path} is damaged or is not a database file "
@@ -286,7 +385,7 @@ def _read_head(path: Path) -> tuple[int, bytes]:
     except FileNotFoundError:
         return 0, b""
     except OSError as exc:
-        raise MemoryStoreError(f"The memory database {path} cannot be read: {exc}") from exc
+        raise disk_error(path, exc, outcome=_NOT_OPENED) from exc
     return size, header
 
 
@@ -333,13 +432,30 @@ def open_database(
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except FileExistsError:
             size, header = _read_head(path)
-        except OSError as exc:
+        except FileNotFoundError as exc:
             raise MemoryStoreError(
                 f"The memory database {path} cannot be created: {exc.strerror or exc}. "
                 "Check that its folder exists and is writable."
             ) from exc
+        except OSError as exc:
+            raise disk_error(path, exc, outcome="no memory database was created") from exc
+    elif size == 0 and _wal_pending(path):
+        # The main file was lost or cut to nothing, but its WAL still holds pages: opening
+        # would replay them over an empty file into a fragment of a database, and writes
+        # would go on into a file the integrity check calls damaged.
+        raise MemoryCorruptError(
+            f"The memory database {path} is empty, but its write-ahead log {path}-wal still "
+            f"holds data: the main file was lost or cut short; {_NOT_OPENED}. Restore "
+            f"{path.name} from a backup; keep both files until then."
+        )
+    elif size == 0:
+        log.warning(
+            "%s is empty (an earlier start was interrupted before it was set up); "
+            "setting it up now",
+            path,
+        )
 
-    if size and _wal_pending(path):
+    if _wal_pending(path):
         # Closing a connection checkpoints a leftover WAL into the main file, even after a
         # failed read. So when one is there (a crash, or another process has the file open),
         # the key and the schema version are proved on a read-only connection first, which
@@ -355,7 +471,7 @@ def open_database(
     try:
         version = _unlock(conn, pragma, path, encrypted=encrypted, size=size, header=header)
         _check_version(path, version)
-        _configure(conn)
+        _configure(conn, path)
         version = _migrate(conn, path, version)
     except BaseException:
         conn.close()
@@ -384,6 +500,8 @@ def _connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
             isolation_level=None,
         )
     except DatabaseError as exc:
+        if is_disk_problem(exc) or is_disk_full(exc):
+            raise disk_error(path, exc, outcome=_NOT_OPENED) from exc
         raise MemoryStoreError(f"The memory database {path} cannot be opened: {exc}") from exc
     # SQLCipher otherwise prints its own lines to stderr ("hmac check failed for pgno=1") on a
     # wrong key; every failure reaches the caller as an exception with a message instead.
@@ -422,16 +540,28 @@ def _unlock(
             raise MemoryStoreError(
                 f"The memory database {path} is locked by another program; try again shortly."
             ) from exc
-        raise _classify_unreadable(path, encrypted=encrypted, size=size, header=header) from exc
+        raise _classify_unreadable(
+            path, encrypted=encrypted, size=size, header=header, cause=exc
+        ) from exc
     except DatabaseError as exc:
-        raise _classify_unreadable(path, encrypted=encrypted, size=size, header=header) from exc
+        raise _classify_unreadable(
+            path, encrypted=encrypted, size=size, header=header, cause=exc
+        ) from exc
     return version
 
 
-def _configure(conn: sqlite3.Connection) -> None:
+def _configure(conn: sqlite3.Connection, path: Path) -> None:
     # busy_timeout first: switching to WAL itself may have to wait for another connection.
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    try:
+        # Only a file not yet in WAL mode is switched: the switch is a write.
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if str(mode).lower() != "wal":
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    except OperationalError as exc:
+        if is_disk_full(exc) or is_disk_problem(exc):
+            raise disk_error(path, exc, outcome=_NOT_OPENED) from exc
+        raise
     if str(mode).lower() != "wal":
         raise MemoryStoreError(f"The memory database could not switch to WAL mode (got {mode}).")
     conn.execute("PRAGMA synchronous = FULL")
@@ -464,6 +594,10 @@ def _migrate(conn: sqlite3.Connection, path: Path, version: int) -> int:
     except DatabaseError as exc:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
+        if is_disk_full(exc) or is_disk_problem(exc):
+            raise disk_error(
+                path, exc, outcome=f"it was left at schema {version}, nothing was changed"
+            ) from exc
         raise MemorySchemaError(
             f"Upgrading the memory database {path} from schema {version} to {target} failed "
             f"({exc}); it was left at schema {version}."

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -94,6 +95,35 @@ def render_markdown(facts: Sequence[Fact], anchors: Sequence[Anchor], exported_a
     return "\n".join(lines) + "\n"
 
 
+def read_import(path: Path) -> object:
+    """The JSON document in an import file, or ImportFormatError naming the file and what is
+    wrong with it (unreadable, not UTF-8, not JSON, or nested too deeply to be an export:
+    Python's parser gives up on a few thousand levels with a RecursionError)."""
+    try:
+        text = path.read_text("utf-8")
+    except UnicodeDecodeError:
+        raise ImportFormatError(
+            f"cannot import {path}: it is not UTF-8 text, so not a memory export; nothing was "
+            "imported."
+        ) from None
+    except OSError as exc:
+        raise ImportFormatError(
+            f"cannot import {path}: {exc.strerror or exc}; nothing was imported."
+        ) from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ImportFormatError(
+            f"cannot import {path}: it is not valid JSON ({exc.msg} at line {exc.lineno}); "
+            "nothing was imported."
+        ) from None
+    except RecursionError:
+        raise ImportFormatError(
+            f"cannot import {path}: its JSON is nested too deeply to be a memory export; "
+            "nothing was imported."
+        ) from None
+
+
 def parse_import(data: object) -> list[Fact]:
     """The facts in an export document, validated strictly. Raises ImportFormatError."""
     if not isinstance(data, Mapping):
@@ -132,10 +162,15 @@ def parse_import(data: object) -> list[Fact]:
             "import takes; nothing was imported."
         )
     parsed: list[Fact] = []
-    for index, item in enumerate(facts):
-        parsed.append(_parse_item(Fact, item, f"fact {index + 1}"))
-    for index, item in enumerate(anchors):
-        _parse_item(Anchor, item, f"anchor {index + 1}")
+    try:
+        for index, item in enumerate(facts):
+            parsed.append(_parse_item(Fact, item, f"fact {index + 1}"))
+        for index, item in enumerate(anchors):
+            _parse_item(Anchor, item, f"anchor {index + 1}")
+    except RecursionError:
+        raise ImportFormatError(
+            "This memory export is nested too deeply to be one; nothing was imported."
+        ) from None
     return parsed
 
 

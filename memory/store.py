@@ -11,7 +11,12 @@ file. Anchors are the user's pinned notes, always in the prompt, in order, withi
 Every write is one transaction (``BEGIN IMMEDIATE``) under one in-process lock; SQLite's own
 locking, with the busy timeout, keeps writers in other processes one at a time, and WAL lets
 readers go on meanwhile. The store may be used from any one thread at a time (a worker thread
-is fine): the lock serialises calls.
+is fine): the lock serialises calls. Reads never take the write lock: ``expire`` (run as every
+command starts) looks first and writes only when something is due. Adds, edits and forgets
+commit at ``synchronous = FULL``; recall's use counts commit at NORMAL (no fsync), and a recall
+whose counts cannot be written (a full disk, a read-only home) still returns its facts. A full
+disk is ``MemoryDiskFullError`` ("the disk is full: the fact was not saved; …"): the
+transaction is rolled back, so everything stored before is whole.
 
 What it must never do: decide sensitivity, category or slot (the caller passes them in; the
 detectors live elsewhere), write an event that holds a fact's text (events carry a SHA-256
@@ -43,8 +48,13 @@ from memory.db import (
     DatabaseError,
     MemoryCorruptError,
     MemoryDatabase,
+    MemoryDiskError,
+    MemoryDiskFullError,
     MemoryStoreError,
     OperationalError,
+    disk_error,
+    is_disk_full,
+    is_disk_problem,
     scratch_connection,
 )
 from memory.export import ImportFormatError, build_export, parse_import, render_markdown
@@ -73,9 +83,13 @@ __all__ = [
     "FactStateError",
     "ImportFormatError",
     "InvalidInputError",
+    "Listing",
+    "MemoryDiskError",
+    "MemoryDiskFullError",
     "MemoryStore",
     "SystemClock",
     "build_match_query",
+    "check_text",
     "normalise",
     "query_terms",
     "text_digest",
@@ -141,6 +155,18 @@ class AddOutcome:
 
 
 @dataclass(frozen=True)
+class Listing:
+    """One page of facts, and how many matched in all: ``more`` says the page is not all."""
+
+    facts: builtins.list[Fact]
+    total: int
+
+    @property
+    def more(self) -> bool:
+        return self.total > len(self.facts)
+
+
+@dataclass(frozen=True)
 class AnchorsPrompt:
     """The anchors as they go into the system prompt, and what did not fit."""
 
@@ -154,6 +180,34 @@ class AnchorsPrompt:
 
 
 USED_EVENTS_KEEP_S = 365 * 86400
+
+
+def check_text(text: object, what: str = "text", limit: int = MAX_TEXT_CHARS) -> str:
+    """The text as the store would write it (stripped), or InvalidInputError saying why not.
+
+    Cheap checks only, length first, so a caller can reject a megabyte before any detector
+    scans it. Text from the command line may hold lone surrogates (bytes that were not UTF-8,
+    kept by Python as "surrogate escapes"); SQLite and the digests need real UTF-8, so such
+    text is refused here, plainly, instead of crashing later.
+    """
+    if not isinstance(text, str):
+        raise InvalidInputError(f"The {what} to remember must be a string.")
+    text = text.strip()
+    if len(text) > limit:
+        raise InvalidInputError(
+            f"The {what} to remember is too long ({len(text)} characters; at most {limit}); "
+            "nothing was stored."
+        )
+    if not text:
+        raise InvalidInputError(f"The {what} to remember is empty; nothing was stored.")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(
+            f"The {what} to remember holds bytes that are not valid UTF-8 text (a terminal or "
+            "file in another encoding?); nothing was stored. Type it again as plain text."
+        ) from None
+    return text
 
 
 def text_digest(text: str) -> str:
@@ -372,7 +426,9 @@ class MemoryStore:
             raise MemoryStoreError("The memory store is closed.")
 
     @contextlib.contextmanager
-    def _translated(self) -> Iterator[None]:
+    def _translated(self, outcome: str = "nothing was changed") -> Iterator[None]:
+        """Driver errors as the user's: ``outcome`` says what became of the request when the
+        disk or the folder failed (the transaction was rolled back, so nothing else was)."""
         try:
             yield
         except OperationalError as exc:
@@ -381,8 +437,12 @@ class MemoryStore:
                     "The memory database is busy (another Chamberlain is writing to it); "
                     "try again in a moment."
                 ) from exc
+            if is_disk_full(exc) or is_disk_problem(exc):
+                raise disk_error(self._database.path, exc, outcome=outcome) from exc
             raise
         except DatabaseError as exc:
+            if is_disk_full(exc) or is_disk_problem(exc):
+                raise disk_error(self._database.path, exc, outcome=outcome) from exc
             message = str(exc)
             if "malformed" in message or "not a database" in message:
                 raise MemoryCorruptError(
@@ -392,11 +452,12 @@ class MemoryStore:
             raise
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self, outcome: str = "nothing was changed") -> Iterator[sqlite3.Connection]:
         """One write transaction: BEGIN IMMEDIATE takes the database's write lock up front,
         so a transaction never has to upgrade a stale read snapshot (which fails at once,
-        whatever the busy timeout)."""
-        with self._lock, self._translated():
+        whatever the busy timeout). On a full disk it raises MemoryDiskFullError saying
+        ``outcome``; the transaction is rolled back, so what was stored before is whole."""
+        with self._lock, self._translated(outcome):
             self._check_open()
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")
@@ -438,17 +499,7 @@ class MemoryStore:
         )
 
     def _check_text(self, text: str, what: str = "text", limit: int = MAX_TEXT_CHARS) -> str:
-        if not isinstance(text, str):
-            raise InvalidInputError(f"The {what} to remember must be a string.")
-        text = text.strip()
-        if not text:
-            raise InvalidInputError(f"The {what} to remember is empty; nothing was stored.")
-        if len(text) > limit:
-            raise InvalidInputError(
-                f"The {what} to remember is too long ({len(text)} characters; at most {limit}); "
-                "nothing was stored."
-            )
-        return text
+        return check_text(text, what, limit)
 
     def _screen(self, *texts: str) -> None:
         """The defence-in-depth credential check: a refusal raises and nothing is written."""
@@ -568,7 +619,8 @@ class MemoryStore:
 
     def _scrub_wal(self) -> None:
         """Copy the WAL into the main file and truncate it, so no old page image lingers."""
-        with self._lock, self._translated():
+        done = "the deletion was saved, but old copies stay in the WAL until the next start"
+        with self._lock, self._translated(done):
             if not self._database.checkpoint():
                 log.warning(
                     "another reader kept the memory WAL from being emptied; deleted text leaves "
@@ -603,6 +655,8 @@ class MemoryStore:
         """
         text = self._check_text(text)
         evidence = (evidence or "").strip()[:MAX_EVIDENCE_CHARS]
+        if evidence:
+            evidence = evidence.encode("utf-8", "replace").decode("utf-8")
         level = Sensitivity(sensitivity)
         source = FactSource(source)
         status = (
@@ -619,7 +673,7 @@ class MemoryStore:
         self._screen(text, evidence)
         norm_digest = text_digest(normalise(text))
 
-        with self._write() as conn:
+        with self._write("the fact was not saved") as conn:
             row = conn.execute(
                 f"SELECT {_SELECT_FACT} FROM facts f WHERE f.norm_digest = ? "
                 "AND f.status != 'superseded' AND (f.expires_at IS NULL OR f.expires_at > ?) "
@@ -765,7 +819,7 @@ class MemoryStore:
         text = self._check_text(text)
         self._screen(text)
         now = self._now()
-        with self._write() as conn:
+        with self._write("the edit was not saved") as conn:
             old = self._require(conn, fact_id)
             if old.status is FactStatus.SUPERSEDED:
                 raise FactStateError(
@@ -803,7 +857,7 @@ class MemoryStore:
     def forget(self, fact_id: str) -> int:
         """Hard-delete a fact and every version of it (its history); 0 when there is none."""
         now = self._now()
-        with self._write() as conn:
+        with self._write("nothing was forgotten") as conn:
             ids = self._chain_ids(conn, [fact_id])
             count = self._delete_facts(conn, ids, EventKind.DELETE, now, "forgotten")
             if count:
@@ -815,7 +869,7 @@ class MemoryStore:
     def forget_category(self, category: str) -> int:
         """Hard-delete every fact in a category (all statuses, with their versions)."""
         now = self._now()
-        with self._write() as conn:
+        with self._write("nothing was forgotten") as conn:
             seeds = [
                 r[0] for r in conn.execute("SELECT id FROM facts WHERE category = ?", (category,))
             ]
@@ -831,7 +885,7 @@ class MemoryStore:
         """Hard-delete every fact and every anchor. Returns the number of facts deleted.
         One DELETE event records the counts (events already hold no text)."""
         now = self._now()
-        with self._write() as conn:
+        with self._write("nothing was forgotten") as conn:
             facts = int(conn.execute("SELECT count(*) FROM facts").fetchone()[0])
             anchors = int(conn.execute("SELECT count(*) FROM anchors").fetchone()[0])
             conn.execute("DELETE FROM facts")
@@ -857,6 +911,16 @@ class MemoryStore:
         fact's own use count and last-used time already say what they summed up.
         """
         at = self._now(now)
+        # Run at every start of a command, most often with nothing to do: a read finds out
+        # first, so a command that only reads never waits for (or holds) the write lock.
+        with self._read() as conn:
+            due = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM facts WHERE expires_at IS NOT NULL "
+                "AND expires_at <= ?) OR EXISTS (SELECT 1 FROM events WHERE kind = ? AND at < ?)",
+                (at, EventKind.USED.value, at - USED_EVENTS_KEEP_S),
+            ).fetchone()[0]
+        if not due:
+            return 0
         with self._write() as conn:
             conn.execute(
                 "DELETE FROM events WHERE kind = ? AND at < ?",
@@ -882,6 +946,28 @@ class MemoryStore:
         with self._read() as conn:
             return self._fetch(conn, fact_id)
 
+    def listing(
+        self,
+        status: FactStatus | str | None = None,
+        category: str | None = None,
+        sensitivity: Sensitivity | str | None = None,
+        include_superseded: bool = False,
+        limit: int = DEFAULT_LIST_LIMIT,
+    ) -> Listing:
+        """Facts, newest first, at most ``limit`` of them, with how many matched in all (so a
+        caller can say the list goes on). Superseded versions only when asked (or
+        status=superseded)."""
+        where, params = self._filters(status, category, sensitivity, include_superseded)
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        sql = (
+            f"SELECT {_SELECT_FACT} FROM facts f{clause} "
+            "ORDER BY f.created_at DESC, f.seq DESC LIMIT ?"
+        )
+        with self._read() as conn:
+            rows = conn.execute(sql, (*params, max(0, int(limit)))).fetchall()
+            total = int(conn.execute(f"SELECT count(*) FROM facts f{clause}", params).fetchone()[0])
+        return Listing(facts=[_fact(r) for r in rows], total=total)
+
     def list(
         self,
         status: FactStatus | str | None = None,
@@ -890,15 +976,8 @@ class MemoryStore:
         include_superseded: bool = False,
         limit: int = DEFAULT_LIST_LIMIT,
     ) -> builtins.list[Fact]:
-        """Facts, newest first. Superseded versions only when asked (or status=superseded)."""
-        where, params = self._filters(status, category, sensitivity, include_superseded)
-        sql = f"SELECT {_SELECT_FACT} FROM facts f"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY f.created_at DESC, f.seq DESC LIMIT ?"
-        with self._read() as conn:
-            rows = conn.execute(sql, (*params, max(0, int(limit)))).fetchall()
-        return [_fact(r) for r in rows]
+        """The facts of ``listing`` alone; use ``listing`` to learn whether there were more."""
+        return self.listing(status, category, sensitivity, include_superseded, limit).facts
 
     @staticmethod
     def _filters(
@@ -1021,27 +1100,65 @@ class MemoryStore:
         at = self._now(now)
         limit = max(1, min(int(limit), MAX_RECALL))
         rank = _rank(Sensitivity(max_sensitivity))
-        with self._write() as conn:
-            candidates = self._recall_candidates(conn, match, rank, at, limit)
-            coverage = self._coverage().count(terms, {c.seq: c.text for c in candidates})
-            candidates.sort(
-                key=lambda c: (coverage[c.seq], _blend(c, at), c.created_at, c.seq), reverse=True
+        try:
+            with self._bookkeeping(), self._write() as conn:
+                return self._recall_in(conn, terms, match, rank, at, limit, count_use=True)
+        except MemoryDiskError as exc:
+            # A full disk or a read-only home must not take recall down with the use counts:
+            # the facts are read as they are, and nothing is counted this time.
+            log.warning("recall could not count its uses: %s", exc)
+            with self._read() as conn:
+                return self._recall_in(conn, terms, match, rank, at, limit, count_use=False)
+
+    def _recall_in(
+        self,
+        conn: sqlite3.Connection,
+        terms: builtins.list[str],
+        match: str,
+        rank: int,
+        at: float,
+        limit: int,
+        *,
+        count_use: bool,
+    ) -> builtins.list[Fact]:
+        candidates = self._recall_candidates(conn, match, rank, at, limit)
+        coverage = self._coverage().count(terms, {c.seq: c.text for c in candidates})
+        candidates.sort(
+            key=lambda c: (coverage[c.seq], _blend(c, at), c.created_at, c.seq), reverse=True
+        )
+        facts: builtins.list[Fact] = []
+        for candidate in candidates[:limit]:
+            row = conn.execute(
+                f"SELECT {_SELECT_FACT} FROM facts f WHERE f.seq = ?", (candidate.seq,)
+            ).fetchone()
+            fact = _fact(row)
+            if not count_use:
+                facts.append(fact)
+                continue
+            conn.execute(
+                "UPDATE facts SET use_count = use_count + 1, last_used_at = ? WHERE seq = ?",
+                (at, candidate.seq),
             )
-            facts: builtins.list[Fact] = []
-            for candidate in candidates[:limit]:
-                row = conn.execute(
-                    f"SELECT {_SELECT_FACT} FROM facts f WHERE f.seq = ?", (candidate.seq,)
-                ).fetchone()
-                fact = _fact(row)
-                conn.execute(
-                    "UPDATE facts SET use_count = use_count + 1, last_used_at = ? WHERE seq = ?",
-                    (at, candidate.seq),
-                )
-                self._event(conn, EventKind.USED, fact.id, at, text=fact.text, detail="recall")
-                facts.append(
-                    fact.model_copy(update={"use_count": fact.use_count + 1, "last_used_at": at})
-                )
+            self._event(conn, EventKind.USED, fact.id, at, text=fact.text, detail="recall")
+            facts.append(
+                fact.model_copy(update={"use_count": fact.use_count + 1, "last_used_at": at})
+            )
         return facts
+
+    @contextlib.contextmanager
+    def _bookkeeping(self) -> Iterator[None]:
+        """Commit at synchronous=NORMAL: no fsync of the WAL for this commit. Use counts and
+        USED events only, which a power cut may roll back a few recalls (never corrupting the
+        file); every add and forget still commits at FULL, and its fsync also makes earlier
+        bookkeeping durable. Without this, every recall that finds facts waits for the disk."""
+        with self._lock:
+            self._check_open()
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            try:
+                yield
+            finally:
+                if not self._database.closed:
+                    self._conn.execute("PRAGMA synchronous = FULL")
 
     def _coverage(self) -> _WordCoverage:
         if self._word_coverage is None:
@@ -1091,7 +1208,7 @@ class MemoryStore:
         text = self._check_text(text, "anchor")
         self._screen(text)
         now = self._now()
-        with self._write() as conn:
+        with self._write("the anchor was not saved") as conn:
             position = int(conn.execute("SELECT count(*) FROM anchors").fetchone()[0])
             anchor = Anchor(id=_new_id(), text=text, position=position, created_at=now)
             conn.execute(
@@ -1269,7 +1386,7 @@ class MemoryStore:
                 )
             )
         imported: builtins.list[Fact] = []
-        with self._write() as conn:
+        with self._write("nothing was imported") as conn:
             seen: set[str] = set()
             for fact in prepared:
                 digest = text_digest(normalise(fact.text))

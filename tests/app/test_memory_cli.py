@@ -269,3 +269,44 @@ def test_import_of_garbage_is_a_clear_error(user, tmp_path):
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert memory_list(user) == []
+
+
+def test_import_of_a_deeply_nested_file_is_a_clear_error_naming_it(user, tmp_path):
+    bad = tmp_path / "deep.json"
+    bad.write_text("[" * 100_000)
+    proc = run_cli(user, "memory", "import", str(bad))
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert str(bad) in proc.stderr
+    assert memory_list(user) == []
+
+
+def test_a_huge_memory_add_is_refused_for_its_length_at_once(user):
+    # As long as one argument may be (Linux caps a single argument at 128 KiB).
+    proc = run_cli(user, "memory", "add", "x" * 120_000)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "characters" in proc.stderr
+    assert memory_list(user) == []
+
+
+def test_memory_list_says_when_it_shows_only_the_newest(user, tmp_path):
+    added = run_cli(user, "memory", "add", "the garden shed is green")
+    assert added.returncode == 0, added.stderr
+    export = tmp_path / "one.json"
+    done = run_cli(user, "memory", "export", "--output", str(export))
+    if done.returncode != 0:
+        done = run_cli(user, "memory", "export")
+        export.write_text(done.stdout)
+    data = json.loads(export.read_text())
+    (template,) = data["facts"]
+    data["facts"] = [
+        {**template, "id": f"{template['id'][:-4]}{i:04d}", "text": f"the shed has {i} pots"}
+        for i in range(1005)
+    ]
+    export.write_text(json.dumps(data))
+    imported = run_cli(user, "memory", "import", str(export))
+    assert imported.returncode == 0, imported.stderr
+    proc = run_cli(user, "memory", "list", "--status", "pending")
+    assert proc.returncode == 0, proc.stderr
+    assert "… and 5 more (showing the newest 1000 of 1005)" in proc.stdout

@@ -7,15 +7,20 @@ subclass defined below) through keyring's own API, and restore the previous one 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import keyring
 import pytest
 from keyring.backend import KeyringBackend
 
-from broker.keys import KEY_BYTES, SERVICE, load_install_secret
+from broker.keys import KEY_BYTES, SERVICE, KeyFileError, load_install_secret
 
 
 class DictKeyring(KeyringBackend):
@@ -77,8 +82,8 @@ def test_the_fallback_creates_a_missing_home(tmp_path):
 
 @pytest.mark.parametrize(
     "content",
-    [b"not hex at all", b"abcd", b"\xff\xfe garbage", b""],
-    ids=["not-hex", "too-short", "not-ascii", "empty"],
+    [b"not hex at all", b"abcd", b"\xff\xfe garbage", b"\n"],
+    ids=["not-hex", "too-short", "not-ascii", "blank-line"],
 )
 def test_a_corrupt_key_file_is_a_clear_error_and_is_kept(tmp_path, content):
     path = tmp_path / "token.key"
@@ -89,7 +94,87 @@ def test_a_corrupt_key_file_is_a_clear_error_and_is_kept(tmp_path, content):
     assert str(path) in message
     assert f"{KEY_BYTES}-byte" in message
     assert "remove the file" in message.lower()  # says what to do about it
+    # The same wording family as a damaged grants file.
+    assert message.startswith(f"cannot read the token secret in {path}: ")
     assert path.read_bytes() == content
+
+
+def test_an_empty_key_file_from_an_interrupted_start_is_replaced_and_said_so(tmp_path):
+    """Decision: an empty token.key never held a key (the old writer created the file, then
+    crashed or met a full disk before writing), and every reader refused it, so nothing was
+    ever signed with it. It is replaced, and the source says so (doctor shows it)."""
+    path = tmp_path / "token.key"
+    path.write_bytes(b"")
+    secret = load_install_secret(tmp_path)
+    assert len(secret.key) == KEY_BYTES
+    assert path.read_text("ascii") == secret.key.hex()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert "replaced an empty file left by an interrupted first start" in secret.source
+    again = load_install_secret(tmp_path)
+    assert again.key == secret.key
+    assert "replaced" not in again.source
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["token.key"]
+
+
+_CREATE_WITH_NO_ROOM = """
+import resource, signal, sys
+from pathlib import Path
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))  # no file may grow: writes fail with EFBIG
+from broker.keys import load_install_secret
+try:
+    load_install_secret(Path(sys.argv[1]))
+except OSError as exc:
+    print("refused:", exc)
+else:
+    print("created")
+"""
+
+
+def test_a_key_that_cannot_be_written_in_full_leaves_no_key_file_behind(tmp_path):
+    """A real process whose writes fail (RLIMIT_FSIZE 0, as on a disk with no room): the old
+    writer left an empty token.key that broke every later command; now nothing is left, and
+    the next start with room creates the key."""
+    proc = subprocess.run(
+        [sys.executable, "-B", "-c", _CREATE_WITH_NO_ROOM, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("refused:"), proc.stdout
+    assert list(tmp_path.iterdir()) == []
+    secret = load_install_secret(tmp_path)
+    assert (tmp_path / "token.key").read_text("ascii") == secret.key.hex()
+
+
+def test_a_full_disk_while_creating_the_key_is_a_plain_error_and_leaves_nothing(
+    tmp_path, monkeypatch
+):
+    """A fake at the edge: os.write fails with ENOSPC, as on a full disk (which a test cannot
+    make without mounting a file system)."""
+
+    def no_space(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", no_space)
+    with pytest.raises(KeyFileError) as caught:
+        load_install_secret(tmp_path)
+    assert str(caught.value) == (
+        f"the disk is full: the token secret could not be saved in {tmp_path / 'token.key'}; "
+        "free some space and try again"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_two_first_starts_at_once_agree_on_one_key(tmp_path):
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        keys = list(pool.map(lambda _: load_install_secret(tmp_path).key, range(16)))
+    assert len(set(keys)) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["token.key"]
 
 
 # --- a working keyring -------------------------------------------------------------------------

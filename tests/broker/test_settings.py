@@ -146,3 +146,18 @@ def test_a_misspelled_key_inside_a_section_is_rejected(tmp_path):
     (tmp_path / "settings.json").write_text('{"executor": {"max_iteratons": 3}}')
     with pytest.raises(SettingsError, match="max_iteratons"):
         load_settings(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 100_000, '{"policy": {"intents": ' + '{"a": ' * 50_000 + "1" + "}" * 50_002],
+    ids=["unclosed-arrays", "deep-objects"],
+)
+def test_deeply_nested_json_is_a_settings_error_naming_the_file(tmp_path, text):
+    path = write(tmp_path, text)
+    with pytest.raises(SettingsError) as caught:
+        load_settings(tmp_path)
+    assert str(path) in str(caught.value)
+    assert "nested too deeply" in str(caught.value)
+    assert "fix or remove the file" in str(caught.value)
+    assert path.read_text() == text

@@ -6,9 +6,11 @@ against the file's bytes before and after: the promise is that nothing was chang
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import stat
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -350,3 +352,180 @@ def test_refused_open_leaves_an_unfinished_wal_alone(tmp_path, encrypted):
         assert recovered.integrity_check() == "ok"
     finally:
         recovered.close()
+
+
+# --- the disk and the folder, told apart from the file ----------------------------------------
+
+
+@pytest.mark.parametrize("encrypted", [True, False], ids=["encrypted", "plaintext"])
+def test_a_truncated_file_is_called_damaged_not_a_wrong_key(tmp_path, encrypted):
+    """A file cut short at a page boundary (a full disk during a copy, a bad restore): the key
+    reads its first page, so it is damaged, and the message never blames the key."""
+    path = tmp_path / "memory.db"
+    _make(path, encrypted=encrypted, facts=tuple(f"fact {i} " + "x" * 200 for i in range(200)))
+    size = path.stat().st_size
+    with path.open("r+b") as handle:
+        handle.truncate(size - 3 * 4096)
+
+    error = _assert_refused_unchanged(
+        path, lambda: _open(path, encrypted), MemoryCorruptError, ignore_shm=True
+    )
+    message = str(error)
+    assert "damaged" in message
+    assert "wrong key" not in message
+    assert "passphrase" not in message
+
+
+class _FailingFirstRead:
+    """A fake at the edge: the driver connection of a home SQLite cannot use (a read-only
+    mount, a full disk), which a test cannot make for real without mounting a file system.
+    It fails the first read with the error SQLite gives there; everything else is the real
+    connection."""
+
+    def __init__(self, conn: sqlite3.Connection, error: Exception) -> None:
+        self._conn = conn
+        self._error = error
+
+    def execute(self, sql: str, *args: object) -> object:
+        if "sqlite_master" in sql:
+            raise self._error
+        return self._conn.execute(sql, *args)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+@pytest.mark.parametrize(
+    ("sqlite_says", "read_only_mount", "expected"),
+    [
+        ("unable to open database file", True, "mounted read-only"),
+        ("attempt to write a readonly database", False, "read-only or belongs to another user"),
+        ("database or disk is full", False, "the disk is full"),
+        ("disk I/O error", False, "disk is healthy"),
+    ],
+    ids=["read-only-mount", "read-only-file", "disk-full", "io-error"],
+)
+def test_disk_and_folder_problems_are_not_reported_as_a_wrong_key(
+    tmp_path, monkeypatch, sqlite_says, read_only_mount, expected
+):
+    """Each problem of the disk or the folder says what it is, that the file is intact, and
+    never "wrong key … move the file aside", which would steer the user to discard it."""
+    path = tmp_path / "memory.db"
+    _make(path, encrypted=True)
+    real_connect = memory_db._connect
+
+    def connect(p: Path, *, read_only: bool) -> object:
+        return _FailingFirstRead(
+            real_connect(p, read_only=read_only), sqlcipher3.OperationalError(sqlite_says)
+        )
+
+    monkeypatch.setattr(memory_db, "_connect", connect)
+    if read_only_mount:
+        real_statvfs = os.statvfs
+
+        class ReadOnly:
+            f_flag = os.ST_RDONLY
+
+        monkeypatch.setattr(
+            os, "statvfs", lambda p: ReadOnly() if Path(p) == tmp_path else real_statvfs(p)
+        )
+
+    error = _assert_refused_unchanged(path, lambda: _open(path, True), MemoryStoreError)
+    message = str(error)
+    assert expected in message
+    assert "wrong key" not in message
+    assert "move the file aside" not in message
+    assert not isinstance(error, MemoryLockedError | MemoryCorruptError)
+    if sqlite_says == "database or disk is full":
+        assert isinstance(error, memory_db.MemoryDiskFullError)
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (errno.ENOSPC, "the disk is full"),
+        (errno.EROFS, "mounted read-only"),
+        (errno.EACCES, "belongs to another user"),
+    ],
+    ids=["ENOSPC", "EROFS", "EACCES"],
+)
+def test_a_new_memory_file_that_cannot_be_created_says_why(tmp_path, monkeypatch, code, expected):
+    """A fake at the edge: os.open fails as it would on a full, read-only or foreign folder
+    (a root test run cannot be refused by permissions, and mounting is not portable)."""
+    real_open = os.open
+
+    def failing_open(p: object, flags: int, *args: object) -> int:
+        if Path(str(p)).name == "memory.db":
+            raise OSError(code, os.strerror(code), str(p))
+        return real_open(p, flags, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", failing_open)
+    with pytest.raises(memory_db.MemoryDiskError) as caught:
+        open_database(tmp_path / "memory.db", key=KEY)
+    assert expected in str(caught.value)
+    assert "wrong key" not in str(caught.value)
+    assert not (tmp_path / "memory.db").exists()
+
+
+# --- an empty memory file ------------------------------------------------------------------------
+
+
+def test_an_empty_memory_file_is_set_up_in_place_and_then_checks_ok(tmp_path, encrypted):
+    """Decision: a zero-byte file with no WAL holds no page, so nothing was ever committed to
+    it (it is what a first start cut short by a crash or a full disk leaves). It is set up as
+    new memory, and the integrity check doctor runs agrees that it is whole."""
+    path = tmp_path / "memory.db"
+    path.write_bytes(b"")
+    database = _open(path, encrypted)
+    try:
+        assert database.version == schema_version()
+        assert database.integrity_check() == "ok"
+    finally:
+        database.close()
+    reopened = _open(path, encrypted)
+    reopened.close()
+
+
+@pytest.mark.parametrize("encrypted", [True, False], ids=["encrypted", "plaintext"])
+def test_an_empty_memory_file_beside_a_wal_with_data_is_refused_and_kept(tmp_path, encrypted):
+    """The main file lost (cut to zero bytes) while its WAL still holds committed pages:
+    opening would replay a fragment over an empty file and go on writing into a file the
+    integrity check calls damaged. It is refused, and both files are left as they were."""
+    live = tmp_path / "live"
+    live.mkdir()
+    store = MemoryStore(_open(live / "memory.db", encrypted), ManualClock())
+    store.add("my dog is called Rex", sensitivity=Sensitivity.LOW)
+    crashed = _copy_files(live, tmp_path / "crashed")
+    store.close()
+    path = crashed / "memory.db"
+    path.write_bytes(b"")
+    assert (crashed / "memory.db-wal").stat().st_size > 0
+
+    error = _assert_refused_unchanged(
+        path, lambda: _open(path, encrypted), MemoryCorruptError, ignore_shm=True
+    )
+    assert "write-ahead log" in str(error)
+    assert "wrong key" not in str(error)
+
+
+# --- read-only use -------------------------------------------------------------------------------
+
+
+def test_a_session_that_only_read_does_not_wait_for_the_writer_when_closing(tmp_path):
+    """Closing checkpoints the WAL only after a write: a checkpoint that empties the WAL waits
+    for (and holds off) any writer, which a reading command must never do."""
+    path = tmp_path / "memory.db"
+    _make(path, encrypted=True)
+    writer = sqlcipher3.connect(str(path), isolation_level=None)
+    writer.execute(f"PRAGMA key = \"x'{KEY.hex()}'\"")
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        reader = open_database(path, key=KEY)
+        reader.conn.execute("PRAGMA busy_timeout = 2000")
+        reader.conn.execute("SELECT count(*) FROM facts").fetchone()
+        started = time.monotonic()
+        reader.close()
+        assert time.monotonic() - started < 1.0
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()

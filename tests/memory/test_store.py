@@ -959,3 +959,226 @@ class _RetentionClock:
 
     def now(self) -> float:
         return self.t
+
+
+# --- a full disk, a read-only file, text that is not text ---------------------------------------
+
+
+def _fill_the_disk(store: MemoryStore) -> None:
+    """Stand-in for a full disk: SQLite's page cap, at the pages the file has now, makes the
+    next write that needs a page fail with SQLITE_FULL ("database or disk is full"), the same
+    error, from the same place in SQLite, that a full disk gives."""
+    conn = store.database.conn
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {pages}")
+
+
+def _add_until_it_fails(store: MemoryStore) -> None:
+    for i in range(2000):
+        store.add(f"another fact {i} " + "x" * 300, sensitivity=LOW)
+
+
+def test_a_full_disk_during_add_is_a_plain_error_and_loses_nothing(store):
+    from memory.store import MemoryDiskFullError
+
+    kept = [store.add(f"fact number {i}", sensitivity=LOW).fact for i in range(20)]
+    _fill_the_disk(store)
+    with pytest.raises(MemoryDiskFullError) as caught:
+        _add_until_it_fails(store)
+    assert str(caught.value) == (
+        "the disk is full: the fact was not saved; free some space and try again"
+    )
+    assert isinstance(caught.value, MemoryStoreError)
+    assert not store.database.conn.in_transaction
+    assert {f.id for f in kept} <= {f.id for f in store.list()}
+    assert store.integrity_check() == "ok"
+    # Space freed: the store goes on as before.
+    store.database.conn.execute("PRAGMA max_page_count = 1073741823")
+    assert store.add("written after space was freed", sensitivity=LOW).action == "added"
+
+
+def test_a_read_only_memory_file_says_so_and_never_calls_the_file_damaged(store):
+    """Stand-in for a read-only home: query_only makes SQLite refuse writes with the error a
+    read-only file gives (SQLITE_READONLY)."""
+    from memory.store import MemoryDiskError
+
+    store.add("my dog is called Rex", sensitivity=LOW)
+    store.database.conn.execute("PRAGMA query_only = 1")
+    with pytest.raises(MemoryDiskError) as caught:
+        store.add("my cat is called Tom", sensitivity=LOW)
+    message = str(caught.value)
+    assert "read-only" in message
+    assert "the fact was not saved" in message
+    assert "damaged" not in message
+    assert "wrong key" not in message
+    store.database.conn.execute("PRAGMA query_only = 0")
+    assert [f.text for f in store.list()] == ["my dog is called Rex"]
+
+
+def test_text_that_is_not_valid_utf8_is_a_clear_error_not_a_crash(store):
+    """`memory add $'bad \\xff utf8'`: Python keeps the byte as a lone surrogate."""
+    bad = "bad \udcff utf8"
+    with pytest.raises(InvalidInputError, match="not valid UTF-8"):
+        store.add(bad, sensitivity=LOW)
+    fact = store.add("my dog is called Rex", sensitivity=LOW).fact
+    with pytest.raises(InvalidInputError, match="not valid UTF-8"):
+        store.edit(fact.id, bad)
+    with pytest.raises(InvalidInputError, match="not valid UTF-8"):
+        store.add_anchor(bad)
+    assert [f.text for f in store.list()] == ["my dog is called Rex"]
+    # The user's own words kept as evidence are stored with the bad byte replaced.
+    kept = store.add("my cat is called Tom", sensitivity=LOW, evidence=bad).fact
+    assert kept.evidence == "bad ? utf8"
+
+
+def test_a_megabyte_of_text_is_refused_on_its_length_before_any_detector_reads_it(tmp_path, clock):
+    from memory.store import MAX_TEXT_CHARS, check_text
+
+    screened: list[str] = []
+
+    def refuse(text: str) -> str | None:
+        screened.append(text)
+        return None
+
+    store = _open(tmp_path / "memory.db", False, clock, refuse=refuse)
+    huge = "my dog is called Rex " * 50_000
+    with pytest.raises(InvalidInputError, match=f"at most {MAX_TEXT_CHARS}"):
+        check_text(huge)
+    with pytest.raises(InvalidInputError, match="too long"):
+        store.add(huge, sensitivity=LOW)
+    assert screened == []
+    assert check_text("  my dog is called Rex ") == "my dog is called Rex"
+    store.close()
+
+
+# --- listing: saying when there are more --------------------------------------------------------
+
+
+def test_a_listing_says_how_many_there_are_when_it_stops_at_its_limit(plain):
+    for i in range(12):
+        plain.add(f"fact number {i}", sensitivity=LOW)
+    page = plain.listing(limit=5)
+    assert len(page.facts) == 5
+    assert page.total == 12
+    assert page.more is True
+    whole = plain.listing()
+    assert (len(whole.facts), whole.total, whole.more) == (12, 12, False)
+    assert plain.listing(status="pending").total == 0
+
+
+# --- reading without the write lock -------------------------------------------------------------
+
+
+def test_the_start_up_cleanup_and_reads_need_no_write_lock_when_nothing_expired(tmp_path, clock):
+    """Every memory command runs expire() first; with nothing due it must only read, so
+    `memory list` works while another process holds the write lock."""
+    import sqlcipher3  # type: ignore[import-untyped]
+
+    path = tmp_path / "memory.db"
+    with _open(path, True, clock) as first:
+        first.add("my dog is called Rex", sensitivity=LOW)
+    writer = sqlcipher3.connect(str(path), isolation_level=None)
+    writer.execute(f"PRAGMA key = \"x'{KEY.hex()}'\"")
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        store = _open(path, True, clock)
+        store.database.conn.execute("PRAGMA busy_timeout = 50")
+        assert store.expire() == 0
+        assert [f.text for f in store.list()] == ["my dog is called Rex"]
+        store.close()
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
+def test_expire_still_deletes_what_is_due(store, clock):
+    fact = store.add("the parking code is 4411", sensitivity=LOW, expires_at=clock.t + 60).fact
+    clock.advance(61)
+    assert store.expire() == 1
+    assert store.get(fact.id) is None
+
+
+# --- recall bookkeeping without an fsync --------------------------------------------------------
+
+
+def test_recall_bookkeeping_commits_without_a_full_sync_and_adds_still_commit_at_full(plain):
+    """SQLite's statement trace shows the synchronous level each commit runs at: FULL fsyncs
+    the WAL on commit, NORMAL does not (a power cut may roll back a few use counts, never a
+    fact)."""
+    plain.add("my dog is called Rex", sensitivity=LOW)
+    trace: list[str] = []
+    plain.database.conn.set_trace_callback(trace.append)
+    try:
+        assert plain.recall("dog Rex")
+        recall_trace = list(trace)
+        trace.clear()
+        plain.add("my cat is called Tom", sensitivity=LOW)
+        add_trace = list(trace)
+    finally:
+        plain.database.conn.set_trace_callback(None)
+
+    def level_at_commit(statements: list[str]) -> str:
+        level = "FULL"
+        for sql in statements:
+            if sql.startswith("PRAGMA synchronous"):
+                level = sql.split("=")[1].strip()
+            if sql == "COMMIT":
+                return level
+        raise AssertionError("no commit")
+
+    assert level_at_commit(recall_trace) == "NORMAL"
+    assert level_at_commit(add_trace) == "FULL"
+    assert plain.database.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
+# --- deeply nested imports ------------------------------------------------------------------------
+
+
+def _nested(depth: int) -> object:
+    value: object = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_deeply_nested_import_is_a_clear_error_and_writes_nothing(store):
+    data = {
+        "schema": "chamberlain.memory",
+        "schema_version": 1,
+        "facts": [{"id": "a", "text": "my dog", "created_at": 1.0, "reasons": _nested(100_000)}],
+    }
+    with pytest.raises(ImportFormatError, match="nested too deeply"):
+        store.import_json(data)
+    assert store.count() == 0
+
+
+def test_a_deeply_nested_import_file_is_a_clear_error_naming_the_file(tmp_path):
+    from memory.export import read_import
+
+    path = tmp_path / "export.json"
+    path.write_text("[" * 100_000, "utf-8")
+    with pytest.raises(ImportFormatError) as caught:
+        read_import(path)
+    assert str(path) in str(caught.value)
+    assert "nested too deeply" in str(caught.value)
+    path.write_text('{"schema": ', "utf-8")
+    with pytest.raises(ImportFormatError, match="not valid JSON"):
+        read_import(path)
+    assert read_import(_write(tmp_path / "ok.json", '{"a": 1}')) == {"a": 1}
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, "utf-8")
+    return path
+
+
+def test_recall_still_answers_when_its_use_counts_cannot_be_written(store):
+    """A read-only home (query_only stands in for it: SQLite refuses the write with the error
+    a read-only file gives): the facts are recalled, only their use is not counted."""
+    fact = store.add("my dog is called Rex", sensitivity=LOW).fact
+    store.database.conn.execute("PRAGMA query_only = 1")
+    [recalled] = store.recall("dog Rex")
+    assert recalled.id == fact.id
+    assert recalled.use_count == 0
+    store.database.conn.execute("PRAGMA query_only = 0")
+    assert store.recall("dog Rex")[0].use_count == 1
