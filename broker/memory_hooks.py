@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from broker.audit import AuditEvent, AuditLog, digest
 from broker.keys import MemoryKey, load_memory_key, record_keying
-from broker.llm.base import ChatModel, ModelError
+from broker.llm.base import ChatModel, ModelError, failure_in_turn, note_failure
 from broker.settings import MemorySettings
 from broker.types import Intent, RouterOutput, TurnResult
 from memory.db import open_database
@@ -283,7 +283,7 @@ class MemoryWriter:
             )
             return {"action": "refused", "notice": found.refused}
         if model_label is None and source is FactSource.USER_EXPLICIT:
-            model_label = self._label(text, found.level)
+            model_label = self._label(text, found.level, turn_id)
         level = combine(found.level, model_label, found.category)
         status = FactStatus.ACTIVE if level is Sensitivity.LOW else FactStatus.PENDING
         try:
@@ -324,9 +324,11 @@ class MemoryWriter:
             "notice": _notice(outcome.action, fact, outcome.superseded, source),
         }
 
-    def _label(self, text: str, detected: Sensitivity) -> str | None:
+    def _label(self, text: str, detected: Sensitivity, turn_id: str) -> str | None:
         """The model's sensitivity label, asked only where it can matter and may be sent."""
         if self.model is None or detected is Sensitivity.SECRET:
+            return None
+        if self._failed_earlier(turn_id):
             return None
         if egress_limit(self.model, self.settings) is Sensitivity.LOW and (
             detected is not Sensitivity.LOW
@@ -339,7 +341,11 @@ class MemoryWriter:
                 "fact_sensitivity",
             )
             value = json.loads(raw).get("sensitivity")
-        except (ModelError, ValueError, AttributeError) as exc:
+        except ModelError as exc:
+            note_failure(self.model, turn_id, exc)
+            log.info("no sensitivity label from the model: %s", exc)
+            return None
+        except (ValueError, AttributeError) as exc:
             log.info("no sensitivity label from the model: %s", exc)
             return None
         return value if isinstance(value, str) else None
@@ -353,6 +359,8 @@ class MemoryWriter:
             # the detectors ("my pin is 4821" → "the user's PIN is 4 8 2 1"): ask nothing.
             self._drop(turn_id, "credential", "the message holds a credential; nothing is taken")
             return []
+        if self._failed_earlier(turn_id):
+            return []
         shown = message[:4000]
         try:
             raw = self.model.chat_json(
@@ -364,7 +372,11 @@ class MemoryWriter:
                 "memory_proposals",
             )
             proposals = _Proposals.model_validate_json(_strip_fence(raw))
-        except (ModelError, ValidationError, ValueError) as exc:
+        except ModelError as exc:
+            note_failure(self.model, turn_id, exc)
+            log.info("no memory proposals this turn: %s", exc)
+            return []
+        except (ValidationError, ValueError) as exc:
             log.info("no memory proposals this turn: %s", exc)
             return []
         said = _squash(message)
@@ -387,6 +399,14 @@ class MemoryWriter:
                 continue  # nobody asked to store it: drop it without a notice
             events.append(event)
         return events
+
+    def _failed_earlier(self, turn_id: str) -> bool:
+        """True when the model already failed in this turn: it is not asked again (each call
+        could cost a full llm.timeout_s, and the turn's reply already names the failure)."""
+        failure = failure_in_turn(self.model, turn_id) if self.model is not None else None
+        if failure is not None:
+            log.info("the model failed earlier in this turn; not asking it again: %s", failure)
+        return failure is not None
 
     def _drop(self, turn_id: str, reason: str, why: str) -> None:
         """Audit a proposal that was not kept: the reason, never its text (nor a digest of a

@@ -2,13 +2,20 @@
 
 Everything a model returns is untrusted input: callers validate tool names, argument JSON and
 sizes. Backends raise `ModelUnavailable` when nothing answers at the endpoint and `ModelError`
-for any other failure, with a message a user can act on.
+for any other failure, with a message a user can act on. Each call ends within one deadline
+(`llm.timeout_s`), and a model that failed once in a turn is not called again in that turn:
+callers note the failure (`note_failure`) and ask before calling (`failure_in_turn`).
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+# Appended to a reply whose stream ended without its finish marker.
+CUT_OFF_NOTE = "[the model's reply was cut off]"
 
 
 class ModelError(Exception):
@@ -32,6 +39,9 @@ class AssistantMessage:
     content: str = ""
     tool_calls: list[ModelToolCall] = field(default_factory=list)
     finish_reason: str | None = None
+    # The stream ended before the server said the reply was complete: content and tool calls
+    # are whatever arrived, and may stop mid-sentence or mid-argument.
+    cut: bool = False
 
 
 class ChatModel(Protocol):
@@ -60,3 +70,47 @@ class ChatModel(Protocol):
         Returns the raw text; the caller parses and validates it.
         """
         ...
+
+
+class _TurnFailures:
+    """Which model failed in which turn, for the last few turns (bounded, thread-safe).
+
+    Keyed by the model object and the turn id, so that a new model (or a new turn) starts clean.
+    The model itself is held, not its id, so a recycled id can never match a dead model.
+    """
+
+    KEPT = 64
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: OrderedDict[tuple[int, str], tuple[object, ModelError]] = OrderedDict()
+
+    def note(self, model: object, turn_id: str, error: ModelError) -> None:
+        with self._lock:
+            key = (id(model), turn_id)
+            if key in self._failures and self._failures[key][0] is model:
+                return  # the first failure is the one the turn reports
+            self._failures[key] = (model, error)
+            while len(self._failures) > self.KEPT:
+                self._failures.popitem(last=False)
+
+    def get(self, model: object, turn_id: str) -> ModelError | None:
+        with self._lock:
+            found = self._failures.get((id(model), turn_id))
+        if found is None or found[0] is not model:
+            return None
+        return found[1]
+
+
+_FAILURES = _TurnFailures()
+
+
+def note_failure(model: object, turn_id: str, error: ModelError) -> None:
+    """Remember that `model` failed in turn `turn_id`; later callers in that turn skip it."""
+    _FAILURES.note(model, turn_id, error)
+
+
+def failure_in_turn(model: object, turn_id: str) -> ModelError | None:
+    """The first failure of `model` in turn `turn_id`, if it failed: then do not call it again
+    in that turn (a dead model would cost a full deadline per call) and name this failure."""
+    return _FAILURES.get(model, turn_id)

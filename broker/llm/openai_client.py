@@ -5,17 +5,24 @@ It turns whatever the server sends into an `AssistantMessage` and every SDK or t
 into `ModelUnavailable` / `ModelError` with a message a user can act on: no `openai` exception
 ever leaves this module. It never parses or trusts tool arguments (the caller validates them),
 never grows without bound on an absurd reply (content, tool-call count and argument size are
-capped), and never talks to any host but the configured endpoint: no retries to elsewhere, no
-proxies for loopback servers, and the user's OPENAI_API_KEY is never sent to it implicitly.
+capped), never runs past its deadline (one wall-clock limit per call, `llm.timeout_s`, enforced
+by closing the connection even while bytes trickle in or keep-alives arrive), never passes off a
+stream that ended without its finish marker as a complete reply (it is marked `cut`), and never
+talks to any host but the configured endpoint: no retries to elsewhere, no proxies for loopback
+servers, and the user's OPENAI_API_KEY is never sent to it implicitly.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import httpx2
@@ -136,6 +143,66 @@ class _Accumulator:
         )
 
 
+class _Deadline:
+    """The wall-clock end of one model call.
+
+    The HTTP timeouts count the gaps between bytes, so a server sending one byte a second, or
+    SSE keep-alive comments forever, never trips them. When this deadline passes, a timer shuts
+    down the sockets of the call's responses: a blocked read returns at once, the stream ends,
+    and the call reports the deadline (`expired`) whatever error the cut connection produced.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._ends_at = time.monotonic() + seconds
+        self.expired = False
+        self._lock = threading.Lock()
+        self._done = False
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def remaining(self) -> float:
+        """Seconds left, for the per-request HTTP timeouts (connect, each read)."""
+        return max(0.01, self._ends_at - time.monotonic())
+
+    def watch(self, response: httpx2.Response) -> None:
+        """Shut this response's connection down when the deadline passes (or now, if it has)."""
+        stream = response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if not isinstance(sock, socket.socket):
+            return
+        with self._lock:
+            if self._done:
+                return
+            if self.expired:
+                _shutdown(sock)
+            else:
+                self._sockets.append(sock)
+
+    def finish(self) -> None:
+        """The call is over: never touch its sockets again (the pool may reuse them)."""
+        with self._lock:
+            self._done = True
+            self._sockets.clear()
+        self._timer.cancel()
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.expired = True
+            for sock in self._sockets:
+                _shutdown(sock)
+
+
+def _shutdown(sock: socket.socket) -> None:
+    # OSError: already closed, by the other side or by the pool.
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
 class _MalformedReply(ValueError):
     """A reply that does not have the chat-completions shape; chat() reports it as ModelError."""
 
@@ -208,6 +275,9 @@ class OpenAIChatModel:
     takes the first; that request may raise ModelUnavailable or ModelError. `on_delta`, when
     set, receives each piece of reply text as it streams in (the whole text at once when not
     streaming); it runs on the calling thread and its exceptions propagate.
+
+    `timeout_s` is the deadline for one whole call (`llm.timeout_s`): connecting, waiting and
+    streaming together, by the wall clock.
     """
 
     def __init__(
@@ -226,8 +296,12 @@ class OpenAIChatModel:
         self._timeout_s = timeout_s
         self._stream = stream
         self.on_delta = on_delta
+        # The deadline of the call in progress on each thread, for the response hook.
+        self._calls = threading.local()
         # No proxies for a server on this machine: a proxy would see (and might log) everything.
-        http_client = openai.DefaultHttpx2Client(trust_env=False) if self._loopback else None
+        http_client = openai.DefaultHttpx2Client(
+            trust_env=not self._loopback, event_hooks={"response": [self._on_response]}
+        )
         try:
             self._client = openai.OpenAI(
                 base_url=self._base_url,
@@ -237,8 +311,7 @@ class OpenAIChatModel:
                 http_client=http_client,
             )
         except (openai.OpenAIError, httpx2.InvalidURL, ValueError) as exc:
-            if http_client is not None:
-                http_client.close()
+            http_client.close()
             raise ModelError(f"Cannot use {self._base_url} as a model endpoint: {exc}") from exc
         try:
             self._model = model if model else self._pick_model()
@@ -288,14 +361,24 @@ class OpenAIChatModel:
     def chat(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> AssistantMessage:
-        try:
-            if self._stream:
-                return self._chat_streaming(messages, tools)
-            return self._chat_plain(messages, tools)
-        except ModelError:
-            raise
-        except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, ValueError) as exc:
-            raise self._translate(exc) from exc
+        with self._deadline() as deadline:
+            try:
+                if self._stream:
+                    message = self._chat_streaming(messages, tools, deadline)
+                else:
+                    message = self._chat_plain(messages, tools, deadline)
+            except ModelError as exc:
+                if deadline.expired:
+                    raise self._timed_out() from exc
+                raise
+            except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, ValueError) as exc:
+                if deadline.expired:
+                    raise self._timed_out() from exc
+                raise self._translate(exc) from exc
+            if deadline.expired:
+                # The cut connection ended the stream as if the server had closed it.
+                raise self._timed_out()
+            return message
 
     def chat_json(
         self, messages: list[dict[str, Any]], schema: dict[str, Any], schema_name: str
@@ -308,6 +391,21 @@ class OpenAIChatModel:
             {"type": "json_object"},
             None,
         ]
+        with self._deadline() as deadline:
+            try:
+                return self._chat_json(messages, formats, deadline)
+            except ModelError as exc:
+                if deadline.expired:
+                    raise self._timed_out() from exc
+                raise
+
+    def _chat_json(
+        self,
+        messages: list[dict[str, Any]],
+        formats: list[dict[str, Any] | None],
+        deadline: _Deadline,
+    ) -> str:
+        # One deadline for all the formats tried: they are one call to the caller.
         for attempt, response_format in enumerate(formats):
             try:
                 response = self._client.chat.completions.create(
@@ -317,6 +415,7 @@ class OpenAIChatModel:
                     if response_format is not None
                     else openai.omit,
                     stream=False,
+                    timeout=deadline.remaining(),
                 )
             except openai.APIStatusError as exc:
                 last = attempt == len(formats) - 1
@@ -357,10 +456,33 @@ class OpenAIChatModel:
 
     # -- internals ---------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _deadline(self) -> Iterator[_Deadline]:
+        deadline = _Deadline(self._timeout_s)
+        outer = getattr(self._calls, "deadline", None)
+        self._calls.deadline = deadline
+        try:
+            yield deadline
+        finally:
+            deadline.finish()
+            self._calls.deadline = outer
+
+    def _on_response(self, response: httpx2.Response) -> None:
+        # Called by the HTTP client once the headers are in, before the body is read.
+        deadline = getattr(self._calls, "deadline", None)
+        if deadline is not None:
+            deadline.watch(response)
+
     def _pick_model(self) -> str:
         try:
-            page = self._client.models.list()
-            data = getattr(page, "data", None)
+            with self._deadline() as deadline:
+                try:
+                    page = self._client.models.list(timeout=deadline.remaining())
+                    data = getattr(page, "data", None)
+                except (openai.OpenAIError, httpx2.HTTPError, ValueError) as exc:
+                    if deadline.expired:
+                        raise self._timed_out() from exc
+                    raise
         except (openai.OpenAIError, httpx2.HTTPError, ValueError) as exc:
             raise self._translate(exc) from exc
         except (AttributeError, TypeError) as exc:
@@ -382,13 +504,17 @@ class OpenAIChatModel:
         return ids[0]
 
     def _chat_plain(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        deadline: _Deadline,
     ) -> AssistantMessage:
         response = self._client.chat.completions.create(
             model=self._model,
             messages=cast(Any, messages),
             tools=cast(Any, tools) if tools else openai.omit,
             stream=False,
+            timeout=deadline.remaining(),
         )
         message = self._collect_plain(response)
         if self.on_delta is not None and message.content:
@@ -421,7 +547,10 @@ class OpenAIChatModel:
         return acc.message()
 
     def _chat_streaming(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        deadline: _Deadline,
     ) -> AssistantMessage:
         acc = _Accumulator(self.on_delta)
         stream = self._client.chat.completions.create(
@@ -429,6 +558,7 @@ class OpenAIChatModel:
             messages=cast(Any, messages),
             tools=cast(Any, tools) if tools else openai.omit,
             stream=True,
+            timeout=deadline.remaining(),
         )
         received = 0
         with stream:
@@ -443,15 +573,25 @@ class OpenAIChatModel:
                     if acc.content_truncated:
                         break  # closing the stream tells the server to stop generating
             except openai.APIConnectionError as exc:
+                if deadline.expired:
+                    raise self._timed_out() from exc
                 if received and not isinstance(exc, openai.APITimeoutError):
                     raise ModelError(
                         f"The connection to the model at {self._base_url} broke mid-reply: "
                         f"{_root_cause(exc)}"
                     ) from exc
                 raise
+        if deadline.expired:
+            raise self._timed_out()
         if not received:
             raise _MalformedReply("an event stream with no chat.completion chunks")
-        return acc.message()
+        message = acc.message()
+        if message.finish_reason is None:
+            # The stream ended without a finish_reason: the server stopped (or was stopped)
+            # mid-reply, and what arrived must not pass for the whole answer.
+            log.warning("the model's reply from %s ended without its finish marker", self._base_url)
+            return replace(message, cut=True)
+        return message
 
     def _json_completion(self, response: httpx2.Response, content_type: str) -> ChatCompletion:
         try:
@@ -494,10 +634,7 @@ class OpenAIChatModel:
         """The user-facing error for an SDK, transport or payload failure."""
         url = self._base_url
         if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
-            return ModelError(
-                f"The model at {url} did not answer within {self._timeout_s:g} s; it may still "
-                "be loading. Try again, or raise llm.timeout_s in the settings"
-            )
+            return self._timed_out()
         if isinstance(exc, openai.APIConnectionError):
             return ModelUnavailable(f"No model answers at {url}: {_root_cause(exc)}. {_HINT}")
         if isinstance(exc, httpx2.TransportError):
@@ -525,6 +662,13 @@ class OpenAIChatModel:
             # ValueError: JSON that does not parse, or a reply without the completion's shape.
             return ModelError(f"The model server at {url} sent a malformed reply: {exc}")
         return ModelError(f"The model server at {url} failed: {exc}")
+
+    def _timed_out(self) -> ModelError:
+        return ModelError(
+            f"The model at {self._base_url} did not answer within {self._timeout_s:g} s, the "
+            "limit for one model call; it may be overloaded or still loading. Try again, or "
+            "raise llm.timeout_s in the settings"
+        )
 
     def _model_or_unknown(self) -> str:
         return getattr(self, "_model", None) or "(none chosen)"

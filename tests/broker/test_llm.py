@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import urllib.request
 from typing import Any
 
@@ -26,12 +27,15 @@ from broker.llm.openai_client import (
 )
 from broker.settings import LLMSettings
 from tests.support.openai_server import (
+    Cut,
+    KeepAlive,
     Raw,
     ScriptedOpenAIServer,
     ServerFactory,
     Stall,
     Text,
     ToolCalls,
+    Trickle,
     free_port,
 )
 
@@ -315,6 +319,84 @@ def test_a_server_that_ignores_stream_true_still_works(scripted_server: ServerFa
     reply = client(server, stream=True).chat(USER)
 
     assert reply.content == "whole"
+
+
+# -- one deadline per call, and replies that stop short ----------------------------------------
+
+# The whole-call deadline these tests use, and how far past it a call may end: generous, since
+# only "near the deadline, not minutes later" is the promise.
+DEADLINE_S = 1.0
+SLACK_S = 3.0
+
+
+@both_modes
+def test_a_reply_that_trickles_in_byte_by_byte_ends_at_the_deadline(
+    scripted_server: ServerFactory, stream: bool
+) -> None:
+    # One byte every 50 ms never trips a gap timeout; the whole reply would take over a minute.
+    server = scripted_server([Trickle(Text("slow " * 60), interval=0.05), "quick"])
+    model = client(server, stream=stream, timeout_s=DEADLINE_S)
+
+    started = time.monotonic()
+    with pytest.raises(ModelError, match=r"did not answer within 1 s") as caught:
+        model.chat(USER)
+    elapsed = time.monotonic() - started
+
+    assert elapsed < DEADLINE_S + SLACK_S
+    assert not isinstance(caught.value, ModelUnavailable)
+    # The client is still usable: the cut connection was not left in its pool.
+    assert model.chat(USER).content == "quick"
+
+
+@both_modes
+def test_keep_alives_do_not_hold_a_call_past_its_deadline(
+    scripted_server: ServerFactory, stream: bool
+) -> None:
+    # SSE comments (or leading spaces) every 100 ms for a minute, and only then the answer.
+    server = scripted_server([KeepAlive(60, Text("finally"), interval=0.1)])
+    model = client(server, stream=stream, timeout_s=DEADLINE_S)
+
+    started = time.monotonic()
+    with pytest.raises(ModelError, match=r"did not answer within 1 s"):
+        model.chat(USER)
+
+    assert time.monotonic() - started < DEADLINE_S + SLACK_S
+
+
+def test_chat_json_has_one_deadline_for_the_whole_call(scripted_server: ServerFactory) -> None:
+    server = scripted_server([KeepAlive(60, Text('{"intent": "chat_only"}'), interval=0.1)])
+    model = client(server, timeout_s=DEADLINE_S)
+
+    started = time.monotonic()
+    with pytest.raises(ModelError, match=r"did not answer within 1 s"):
+        model.chat_json(USER, ROUTER_SCHEMA, "router_output")
+
+    assert time.monotonic() - started < DEADLINE_S + SLACK_S
+    assert len(server.requests) == 1, "a timeout is not retried with another response_format"
+
+
+def test_a_stream_that_ends_without_its_finish_marker_is_marked_cut(
+    scripted_server: ServerFactory,
+) -> None:
+    server = scripted_server([Cut(Text("The three steps are: first, open")), "Complete."])
+    model = client(server, stream=True)
+
+    cut = model.chat(USER)
+    whole = model.chat(USER)
+
+    assert cut.cut is True
+    assert cut.content == "The three steps are: first, open"
+    assert cut.finish_reason is None
+    assert whole.cut is False
+    assert whole.finish_reason == "stop"
+
+
+def test_tool_calls_in_a_cut_stream_are_marked_cut(scripted_server: ServerFactory) -> None:
+    server = scripted_server([Cut(ToolCalls([("file_read", {"path": "/tmp/a"})]))])
+
+    reply = client(server, stream=True).chat(USER, tools=[FILE_READ_TOOL])
+
+    assert reply.cut is True
 
 
 # -- bounds on absurd replies ----------------------------------------------------------------------

@@ -11,6 +11,10 @@ A script is a list of turns, consumed one per POST /v1/chat/completions:
   JSON, a string is sent as-is (to simulate broken arguments);
 - ``Raw(500, "body")`` / ``Raw.error(400, "message")``: any status and body;
 - ``Stall(seconds, then)``: wait (woken early by stop()) before answering with `then`;
+- ``Trickle(then, interval)``: answer with `then` one byte every `interval` seconds;
+- ``KeepAlive(seconds, then)``: SSE keep-alive comments (leading spaces when not streaming) for
+  `seconds`, then `then`;
+- ``Cut(then)``: stream `then` but close the connection before its finish chunk and [DONE];
 - a callable ``(request_json) -> turn`` for dynamic behaviour.
 
 When the script runs out the last turn repeats (a looping model), unless `repeat_last=False`,
@@ -75,7 +79,37 @@ class Stall:
     then: Turn = field(default_factory=lambda: Text(""))
 
 
-Turn: TypeAlias = "str | Text | ToolCalls | Raw | Stall | Callable[[dict[str, Any]], Turn]"
+@dataclass(frozen=True)
+class Trickle:
+    """Answer with `then`, streamed or not, one byte every `interval` seconds (until stopped)."""
+
+    then: Text | ToolCalls
+    interval: float = 0.2
+
+
+@dataclass(frozen=True)
+class KeepAlive:
+    """Send keep-alives every `interval` s for `seconds` (or until stopped), then answer `then`.
+
+    Streaming, they are SSE comment lines (`: keep-alive`), which clients skip; not streaming, the
+    headers go out at once and the body starts with one space per keep-alive (valid JSON)."""
+
+    seconds: float
+    then: Text | ToolCalls = field(default_factory=lambda: Text("never"))
+    interval: float = 0.1
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Stream `then` but close the connection before its finish chunk and the [DONE] line."""
+
+    then: Text | ToolCalls
+
+
+Turn: TypeAlias = (
+    "str | Text | ToolCalls | Raw | Stall | Trickle | KeepAlive | Cut"
+    " | Callable[[dict[str, Any]], Turn]"
+)
 
 
 @dataclass(frozen=True)
@@ -180,12 +214,21 @@ class _Handler(BaseHTTPRequestHandler):
         model = body.get("model")
         if not isinstance(model, str) or not model:
             model = scripted.models[0] if scripted.models else "scripted-model"
+        pacing: Trickle | KeepAlive | None = None
+        cut = isinstance(turn, Cut)
+        if isinstance(turn, Trickle | KeepAlive | Cut):
+            pacing = None if isinstance(turn, Cut) else turn
+            turn = turn.then
         if body.get("stream"):
             stream_options = body.get("stream_options")
             include_usage = isinstance(stream_options, dict) and bool(
                 stream_options.get("include_usage")
             )
-            self._send_stream(turn, number, model, scripted.fragments, include_usage)
+            self._send_stream(
+                turn, number, model, scripted.fragments, include_usage, pacing=pacing, cut=cut
+            )
+        elif pacing is not None:
+            self._send_paced(json.dumps(_completion(turn, number, model)).encode(), pacing)
         else:
             self._send_json(200, _completion(turn, number, model))
 
@@ -204,21 +247,88 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (e.g. timed out during a Stall)
 
     def _send_stream(
-        self, turn: Text | ToolCalls, number: int, model: str, fragments: int, usage: bool
+        self,
+        turn: Text | ToolCalls,
+        number: int,
+        model: str,
+        fragments: int,
+        usage: bool,
+        *,
+        pacing: Trickle | KeepAlive | None = None,
+        cut: bool = False,
     ) -> None:
         try:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
             self.end_headers()
-            for chunk in _chunks(turn, number, model, fragments, usage):
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.flush()
-            self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
+            if isinstance(pacing, KeepAlive) and not self._keep_alive(pacing, b": keep-alive\n\n"):
+                return
+            chunks = list(_chunks(turn, number, model, fragments, usage))
+            if cut:
+                # Everything up to the chunk that carries the finish_reason, then hang up.
+                chunks = list(itertools.takewhile(lambda c: not _finishes(c), chunks))
+            events = b"".join(f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks)
+            if not cut:
+                events += b"data: [DONE]\n\n"
+            if isinstance(pacing, Trickle):
+                self._trickle(events, pacing.interval)
+            else:
+                self.wfile.write(events)
+                self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             # The client stopped reading (e.g. it capped an oversized reply): not our failure.
             pass
+
+    def _send_paced(self, data: bytes, pacing: Trickle | KeepAlive) -> None:
+        """A JSON answer whose body trickles in, or is preceded by keep-alive spaces."""
+        stopping = self.server.scripted.stopping
+        padding = 0
+        if isinstance(pacing, KeepAlive):
+            padding = max(1, math.ceil(pacing.seconds / pacing.interval))
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(padding + len(data)))
+            self.end_headers()
+            self.wfile.flush()
+            if isinstance(pacing, KeepAlive):
+                for _ in range(padding):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    if stopping.wait(pacing.interval):
+                        return
+                self.wfile.write(data)
+                self.wfile.flush()
+            else:
+                self._trickle(data, pacing.interval)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _keep_alive(self, pacing: KeepAlive, line: bytes) -> bool:
+        """Send `line` every interval for the keep-alive's seconds; False when stopped early."""
+        stopping = self.server.scripted.stopping
+        until = time.monotonic() + pacing.seconds
+        while time.monotonic() < until:
+            self.wfile.write(line)
+            self.wfile.flush()
+            if stopping.wait(pacing.interval):
+                return False
+        return True
+
+    def _trickle(self, data: bytes, interval: float) -> None:
+        stopping = self.server.scripted.stopping
+        for position in range(len(data)):
+            self.wfile.write(data[position : position + 1])
+            self.wfile.flush()
+            if stopping.wait(interval):
+                return
+
+
+def _finishes(chunk: dict[str, Any]) -> bool:
+    choices = chunk.get("choices") or []
+    return any(choice.get("finish_reason") for choice in choices)
 
 
 def _error_body(message: str) -> dict[str, Any]:
@@ -407,11 +517,13 @@ class ScriptedOpenAIServer(ServedInThread):
                 return self.script[-1]
         return Raw.error(500, "the scripted server's script is exhausted", "server_error")
 
-    def _resolve(self, turn: Turn, body: dict[str, Any]) -> Text | ToolCalls | Raw:
+    def _resolve(
+        self, turn: Turn, body: dict[str, Any]
+    ) -> Text | ToolCalls | Raw | Trickle | KeepAlive | Cut:
         for _ in range(16):  # callables may return callables; a cycle is a test bug
             if isinstance(turn, str):
                 return Text(turn)
-            if isinstance(turn, Text | ToolCalls | Raw):
+            if isinstance(turn, Text | ToolCalls | Raw | Trickle | KeepAlive | Cut):
                 return turn
             if isinstance(turn, Stall):
                 self.stopping.wait(turn.seconds)
