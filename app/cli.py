@@ -2,7 +2,8 @@
 
 It drives the same Session as the tray app and must run without a display: it never imports Qt.
 Permission prompts are answered from flags (`--approve`), on the terminal when one is attached,
-and otherwise denied. Exit codes: 0 ok, 1 the request failed (message on stderr), 2 usage error.
+and otherwise denied. Exit codes: 0 ok, 1 the request failed (message on stderr), 2 usage error,
+130 cancelled with Ctrl-C.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from pydantic import BaseModel
 from app.memory_cli import MemoryCommandError, add_memory_parser, cmd_memory, open_store
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+# Cancelled with Ctrl-C: 128 + SIGINT, as shells report it.
+EXIT_CANCELLED = 130
 
 log = logging.getLogger("chamberlain.app.cli")
 
@@ -69,12 +72,15 @@ class FlagPrompter:
         approve_all: str | None,
         terminal: tuple[IO[str], IO[str]] | None = None,
         timed_s: float | None = None,
+        timeout_s: float | None = None,
     ) -> None:
         self.rules = list(rules)
         self.approve_all = approve_all
         self.terminal = terminal
-        # How long a `timed` answer from a flag lasts (None: the settings' default).
+        # How long a `timed` answer lasts (None: the settings' default).
         self.timed_s = timed_s
+        # How long the broker waits for an answer on the terminal (None: for ever).
+        self.timeout_s = timeout_s
 
     @property
     def answers_instantly(self) -> bool:
@@ -112,11 +118,98 @@ class FlagPrompter:
         if self.approve_all == "deny":
             return PromptDecision(allow=False, reason="user")
         if self.terminal is not None:
-            return ask_on_terminal(request, *self.terminal)
+            return ask_on_terminal(
+                request, *self.terminal, timed_s=self.timed_s, timeout_s=self.timeout_s
+            )
         return PromptDecision(allow=False, reason="headless")
 
 
-def ask_on_terminal(request: Any, stdin: IO[str], stderr: IO[str]) -> Any:
+# What people type at the prompt. "y"/"yes" is the one-time yes a person means by it.
+_ANSWERS = {
+    "o": "once",
+    "once": "once",
+    "y": "once",
+    "yes": "once",
+    "t": "timed",
+    "timed": "timed",
+    "s": "session",
+    "session": "session",
+    "a": "always",
+    "always": "always",
+    "n": "no",
+    "no": "no",
+    "": "no",
+}
+# Asked again this many times on an answer that is none of the above, then it is a no.
+_TRIES = 3
+# The terminal gives up this much before the broker does, so its "no answer" line is printed
+# before the denial, and no reader is left behind to swallow the next line typed.
+_TIMEOUT_MARGIN_S = 0.5
+
+# The request's risk on the scale the rest of the CLI uses (the router's low/medium/high).
+_RISK_WORDS = {"safe": "low", "moderate": "medium", "dangerous": "high"}
+
+
+class _NoAnswer(Exception):
+    """Nobody answered before the deadline."""
+
+
+def _read_answer(stdin: IO[str], deadline: float | None) -> str | None:
+    """One line typed at the terminal; None at end of input. Raises _NoAnswer at the deadline.
+
+    With a deadline and a real file, it waits with select() and reads the descriptor itself,
+    so nothing is left blocked in readline when the prompt has given up.
+    """
+    import io
+    import select
+    import time
+
+    try:
+        fd = stdin.fileno()
+    except (OSError, ValueError, io.UnsupportedOperation):
+        fd = -1
+    if deadline is None or fd < 0:
+        line = stdin.readline()
+        return line if line else None
+    chunks: list[bytes] = []
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            raise _NoAnswer
+        chunk = os.read(fd, 1024)
+        if not chunk:
+            return b"".join(chunks).decode(errors="replace") if chunks else None
+        chunks.append(chunk)
+        if b"\n" in chunk:
+            return b"".join(chunks).decode(errors="replace")
+
+
+def _shown_risk(request: Any) -> str:
+    from tools.scopes import READONLY, READONLY_IN
+
+    # A read-only command class changes nothing and never reaches the network, whatever the
+    # command tool's own (worst-case) rating says.
+    if request.scope == READONLY or request.scope.startswith(READONLY_IN):
+        return "low"
+    return _RISK_WORDS.get(request.risk, str(request.risk))
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:g} min"
+
+
+def ask_on_terminal(
+    request: Any,
+    stdin: IO[str],
+    stderr: IO[str],
+    *,
+    timed_s: float | None = None,
+    timeout_s: float | None = None,
+) -> Any:
+    """Ask on the terminal. `timed_s`: how long a timed grant lasts (None: 5 minutes);
+    `timeout_s`: how long the broker waits for the answer (None: no limit is shown or kept)."""
+    import time
+
     from broker.permissions import PromptDecision
     from broker.types import GrantMode
     from tools.scopes import describe_scope
@@ -126,28 +219,54 @@ def ask_on_terminal(request: Any, stdin: IO[str], stderr: IO[str]) -> Any:
     )
     origin = "" if request.user_scope else " (the model asked for this; you did not name it)"
     what = f"  {request.reason}\n" if request.reason else ""
+    lasting = _minutes(timed_s if timed_s is not None else 300.0)
+    offered = ("once", "no") if request.once_only else ("once", "timed", "session", "always", "no")
     choices = (
-        "Allow? [o]nce, [N]o: "
+        "Allow? [o]nce, [N]o"
         if request.once_only
-        else "Allow? [o]nce, [t]imed (5 min), [s]ession, [a]lways, [N]o: "
+        else f"Allow? [o]nce, [t]imed ({lasting}), [s]ession (this command only), [a]lways, [N]o"
     )
+    limit = f" (no answer within {timeout_s:g} s is a no)" if timeout_s else ""
     stderr.write(
         f"\nChamberlain wants {request.capability.value}{where}{origin}\n"
         f"  tool: {request.tool}  arguments: {json.dumps(request.arguments)[:300]}\n"
         f"{what}"
-        f"  risk: {request.risk}, reversibility: {request.reversibility}\n"
-        f"{choices}"
+        f"  risk: {_shown_risk(request)}, reversibility: {request.reversibility}\n"
+        f"{choices}{limit}: "
     )
     stderr.flush()
-    answer = stdin.readline().strip().lower()[:1]
-    modes = {
-        "o": GrantMode.ONCE,
-        "t": GrantMode.TIMED,
-        "s": GrantMode.SESSION,
-        "a": GrantMode.ALWAYS,
-    }
-    if answer in modes and not (request.once_only and answer != "o"):
-        return PromptDecision(allow=True, mode=modes[answer], reason="user")
+    deadline = None
+    if timeout_s:
+        deadline = time.monotonic() + max(timeout_s - _TIMEOUT_MARGIN_S, 0.0)
+    for attempt in range(_TRIES):
+        try:
+            line = _read_answer(stdin, deadline)
+        except _NoAnswer:
+            # The cursor is still on the prompt line: end it before anything else is printed.
+            stderr.write(f"\nNo answer within {timeout_s:g} s: not allowed.\n")
+            stderr.flush()
+            return PromptDecision(allow=False, reason="timeout")
+        if line is None:  # end of input: nobody there to say yes
+            stderr.write("\n")
+            stderr.flush()
+            return PromptDecision(allow=False, reason="user")
+        answer = _ANSWERS.get(line.strip().lower())
+        if answer == "no":
+            return PromptDecision(allow=False, reason="user")
+        if answer is not None and answer in offered:
+            mode = GrantMode(answer)
+            return PromptDecision(
+                allow=True,
+                mode=mode,
+                duration_s=timed_s if mode is GrantMode.TIMED else None,
+                reason="user",
+            )
+        if attempt + 1 < _TRIES:
+            hint = ", ".join(offered)
+            stderr.write(f"Please answer {hint} (or just Enter for no). {choices}: ")
+            stderr.flush()
+    stderr.write("No recognised answer: not allowed.\n")
+    stderr.flush()
     return PromptDecision(allow=False, reason="user")
 
 
@@ -200,9 +319,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty() and sys.stderr.isatty() and not args.approve_all
     if args.timed_minutes is not None and not 0 < args.timed_minutes <= 24 * 60:
         raise UsageError("--timed-minutes must be between 0 and 1440")
-    timed_s = args.timed_minutes * 60 if args.timed_minutes is not None else None
+    minutes = args.timed_minutes or settings.permissions.timed_default_minutes
     prompter = FlagPrompter(
-        rules, args.approve_all, (sys.stdin, sys.stderr) if interactive else None, timed_s
+        rules,
+        args.approve_all,
+        (sys.stdin, sys.stderr) if interactive else None,
+        timed_s=minutes * 60,
+        timeout_s=settings.permissions.prompt_timeout_s,
     )
     store, memory_problem = None, None
     try:
@@ -230,11 +353,26 @@ def cmd_ask(args: argparse.Namespace) -> int:
         emit(_turn_json(turn), True)
     else:
         emit(turn, False, turn.reply)
+        for cap in _denied_capabilities(turn):
+            sys.stderr.write(
+                f"To allow {cap} from the command line, re-run with --approve {cap}=once "
+                f"(or answer the prompt in a terminal).\n"
+            )
     if turn.failed:
         if args.json:
             sys.stderr.write(turn.reply.splitlines()[0] + "\n")
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _denied_capabilities(turn: Any) -> list[str]:
+    """The capabilities a turn's calls were denied for (not refused: those no grant allows)."""
+    found = [
+        call.capability.value
+        for call in turn.tool_calls
+        if call.status == "denied" and call.capability is not None
+    ]
+    return list(dict.fromkeys(found))
 
 
 def cmd_route(args: argparse.Namespace) -> int:
@@ -294,6 +432,32 @@ def _open_grants(args: argparse.Namespace) -> Any:
     )
 
 
+def _time_left(seconds: float) -> str:
+    seconds = max(int(seconds), 0)
+    if seconds >= 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    if seconds >= 60:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds} s"
+
+
+def _grant_line(grant: Any, now: float) -> str:
+    line = f"{grant.id}  {grant.capability.value:<15} {grant.mode.value:<8} {grant.scope}"
+    if grant.expires_at is not None:
+        line += f"  ({_time_left(grant.expires_at - now)} left)"
+    return line
+
+
+def _confirm(question: str) -> bool:
+    """Ask y/N on the terminal; only "y" or "yes" is a yes."""
+    sys.stderr.write(f"{question} [y/N]: ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    if not answer:
+        sys.stderr.write("\n")
+    return answer.strip().lower() in ("y", "yes")
+
+
 def cmd_grants(args: argparse.Namespace) -> int:
     broker = _open_grants(args)
     for problem in broker.grants.problems:
@@ -304,29 +468,43 @@ def cmd_grants(args: argparse.Namespace) -> int:
         )
     if args.grants_cmd == "list":
         grants = broker.grants.live()
+        now = broker.clock.now()
         data = [g.model_dump(mode="json") for g in grants]
-        lines = [
-            f"{g.id}  {g.capability.value:<15} {g.mode.value:<8} {g.scope}" for g in grants
-        ] or ["No saved grants. (once, timed and session grants end with the process.)"]
+        lines = [_grant_line(g, now) for g in grants] or [
+            "No saved grants. (once and session grants end with the command; timed and always "
+            "grants are kept until they end or you revoke them.)"
+        ]
         emit(data, args.json, "\n".join(lines))
         return EXIT_OK
     if args.grants_cmd == "revoke":
-        grant = broker.revoke(args.id, "revoked by the user")
-        if grant is None and broker.grants.discard_untrusted(args.id):
+        # Ids are shown as `g-…`; the part after the prefix is enough.
+        grant_id = args.id
+        if not grant_id.startswith("g-") and (
+            broker.grants.get("g-" + grant_id) is not None
+            or any(u.id == "g-" + grant_id for u in broker.grants.untrusted)
+        ):
+            grant_id = "g-" + grant_id
+        grant = broker.revoke(grant_id, "revoked by the user")
+        if grant is None and broker.grants.discard_untrusted(grant_id):
             from broker.audit import AuditEvent
 
             broker.audit.append(
                 AuditEvent.PERMISSION_REVOKED,
-                grant_id=args.id,
+                grant_id=grant_id,
                 why="an entry Chamberlain did not write, removed by the user",
             )
-            emit({"removed": args.id}, args.json, f"Removed {args.id} from grants.json.")
+            emit({"removed": grant_id}, args.json, f"Removed {grant_id} from grants.json.")
             return EXIT_OK
         if grant is None:
-            sys.stderr.write(f"no live grant with id {args.id!r}\n")
+            sys.stderr.write(f"no live grant with id {args.id!r} (see `chamberlain grants list`)\n")
             return EXIT_FAILED
         emit(grant.model_dump(mode="json"), args.json, f"Revoked {grant.id}.")
         return EXIT_OK
+    live = broker.grants.live()
+    confirm = live and not args.yes and sys.stdin.isatty()
+    if confirm and not _confirm(f"Revoke all {len(live)} grant(s)?"):
+        sys.stderr.write("Nothing was revoked.\n")
+        return EXIT_FAILED
     revoked = broker.revoke_all("revoke-all by the user")
     emit([g.id for g in revoked], args.json, f"Revoked {len(revoked)} grant(s).")
     return EXIT_OK
@@ -359,13 +537,77 @@ def cmd_audit(args: argparse.Namespace) -> int:
             sys.stderr.write(failed + "\n")
         return EXIT_FAILED
     events = tail(path, args.n)
-    lines = [
-        f"{e.get('seq'):>6} {e.get('ts')} {e.get('event'):<20} "
-        f"{json.dumps(e.get('data'), ensure_ascii=False)[:160]}"
-        for e in events
-    ]
-    emit(events, args.json, "\n".join(lines) or "The audit log is empty.")
+    emit(events, args.json, "\n".join(_audit_line(e) for e in events) or "The audit log is empty.")
     return EXIT_OK
+
+
+# --- the audit log, one readable line per stage ---------------------------------------------------
+
+# Fields that say nothing to a person reading the log (ids of calls and tokens, digests).
+_QUIET = {"call_id", "token_id", "message", "reply", "output", "turn_id"}
+
+
+def _short(value: object, limit: int = 60) -> str:
+    """A value in words, never cut in the middle of a JSON value: long text ends with "…"."""
+    if isinstance(value, dict) and "len" in value and "sha256" in value:
+        return f"{value['len']} chars"
+    if isinstance(value, list):
+        text = ", ".join(_short(v, limit) for v in value) or "none"
+    elif isinstance(value, dict):
+        text = ", ".join(f"{k} {_short(v, limit)}" for k, v in value.items()) or "none"
+    else:
+        text = str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _audit_summary(event: str, data: dict[str, Any]) -> str:
+    get = data.get
+    scope = f" for {_short(get('scope'))}" if get("scope") not in (None, "*") else ""
+    cap = get("capability", "")
+    if event == "ROUTER_OUTPUT":
+        return (
+            f"routed as {get('intent')} ({get('source')}, confidence {get('confidence')}, "
+            f"risk {get('risk_level')})"
+        )
+    if event == "POLICY_DECISION":
+        return f"allowed tools: {_short(get('allowed_tools') or [])}"
+    if event == "PERMISSION_CHECK":
+        if get("outcome") == "grant":
+            return f"{cap}{scope}: covered by {get('grant_id')}"
+        return f"asked for {cap}{scope} (risk {get('risk')})"
+    if event == "PERMISSION_GRANTED":
+        return f"{get('mode')} grant {get('grant_id')}: {cap}{scope}, by {get('decided_by')}"
+    if event in ("PERMISSION_DENIED", "PERMISSION_TIMEOUT"):
+        return f"{cap}{scope} not allowed ({get('why')})"
+    if event in ("PERMISSION_REVOKED", "PERMISSION_EXPIRED"):
+        why = f" ({_short(get('why'))})" if get("why") else ""
+        return f"{get('grant_id')} {cap}{scope}{why}".replace("  ", " ")
+    if event == "TOOL_CALL_START":
+        return f"{get('tool')} {_short(get('arguments') or {})}"
+    if event == "TOOL_CALL_END":
+        reason = f": {_short(get('reason'))}" if get("reason") else ""
+        return f"{get('tool')} {get('status')}{reason}"
+    if event == "EXECUTOR_RESPONSE":
+        how = "direct" if get("direct") else f"{get('iterations')} model step(s)"
+        return f"reply of {_short(get('reply'))}, {get('calls')} tool call(s), {how}"
+    if event == "MEMORY_RECALL":
+        return f"recalled {len(get('fact_ids') or [])} fact(s), held back {get('held_back')}"
+    if event == "POSTHOOK_SUMMARY":
+        status = get("status", "done")
+        return f"turn {status}: {get('intent')}, {len(get('calls') or [])} tool call(s)"
+    shown = {k: v for k, v in data.items() if k not in _QUIET}
+    return _short(shown, 120)
+
+
+def _audit_line(record: dict[str, Any]) -> str:
+    ts = str(record.get("ts") or "")
+    when = ts[:19].replace("T", " ")
+    event = str(record.get("event"))
+    data = record.get("data")
+    summary = _audit_summary(event, data if isinstance(data, dict) else {})
+    turn = record.get("turn") or ""
+    return f"{record.get('seq') or '?':>6} {when} {turn:<14} {event.lower():<18} {summary}"
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -383,8 +625,22 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse exits 2 on usage errors, as we want
+        missing = "the following arguments are required: "
+        if message.startswith(missing):
+            names = message[len(missing) :].split(", ")
+            message = "missing " + ", ".join(self._shown_name(n) for n in names)
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def _shown_name(self, name: str) -> str:
+        """What to call a missing argument: not argparse's internal `dest` ("grants_cmd")."""
+        for action in self._actions:
+            if action.option_strings or name not in (action.dest, action.metavar):
+                continue
+            if isinstance(action.choices, dict):  # a sub-command
+                return "a command (one of: " + ", ".join(action.choices) + ")"
+            return action.dest.upper()
+        return name
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -450,12 +706,15 @@ def build_parser() -> argparse.ArgumentParser:
     gsub.add_parser("list", parents=[common])
     revoke = gsub.add_parser("revoke", parents=[common])
     revoke.add_argument("id")
-    gsub.add_parser("revoke-all", parents=[common])
+    revoke_all = gsub.add_parser("revoke-all", parents=[common])
+    revoke_all.add_argument("--yes", action="store_true", help="do not ask to confirm")
     gr.set_defaults(func=cmd_grants)
 
     au = sub.add_parser("audit", parents=[common], help="read or verify the audit log")
     asub = au.add_subparsers(dest="audit_cmd", required=True, parser_class=_Parser)
-    tl = asub.add_parser("tail", parents=[common])
+    tl = asub.add_parser(
+        "tail", parents=[common], help="the last events, one line each (--json: the records)"
+    )
     tl.add_argument("-n", type=int, default=20)
     asub.add_parser("verify", parents=[common])
     au.set_defaults(func=cmd_audit)
@@ -483,6 +742,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
         return code
+    except KeyboardInterrupt:
+        # Ctrl-C is the person cancelling, not a fault: one line, the shell's code for SIGINT.
+        sys.stderr.write("\nchamberlain: cancelled\n")
+        sys.stderr.flush()
+        return EXIT_CANCELLED
     except UsageError as exc:
         sys.stderr.write(f"chamberlain: {exc}\n")
         return EXIT_USAGE

@@ -148,7 +148,12 @@ class UntrustedGrant:
 
 
 class GrantStore:
-    """Live grants. `always` grants persist in `grants.json` (apart from settings).
+    """Live grants. `always` and `timed` grants persist in `grants.json` (apart from settings).
+
+    A timed grant is kept with its expiry, so it lasts its minutes across commands (each
+    `chamberlain ask` is a new process); once it has ended it is dropped from the file by the
+    next `pop_expired`, which the broker audits. One whose scope holds a password is never
+    written: it lasts the process only, like a session grant.
 
     Every saved grant carries a MAC: HMAC-SHA256, under the install secret's grants key
     (`InstallSecret.grants_key`, derived from the secret, never the raw secret), over the grant's
@@ -166,6 +171,9 @@ class GrantStore:
     secret (the system keyring, or `token.key` when there is none) can forge one. It does not
     stop a rollback: an older copy of `grants.json` brings back grants revoked since.
     """
+
+    # The modes kept in grants.json: the ones that outlive the process that granted them.
+    PERSISTED_MODES = frozenset({GrantMode.ALWAYS, GrantMode.TIMED})
 
     def __init__(self, path: Path | None, clock: Clock, key: bytes | None = None) -> None:
         self._path = path
@@ -236,7 +244,7 @@ class GrantStore:
                     f"cannot read the saved permissions in {path}: {exc}. Nothing was granted; "
                     "fix or remove the file to continue"
                 ) from exc
-            if grant.mode is GrantMode.ALWAYS and not grant.revoked:
+            if grant.mode in self.PERSISTED_MODES and not grant.revoked:
                 self._grants[grant.id] = grant
 
     @property
@@ -266,9 +274,9 @@ class GrantStore:
     def _save(self) -> None:
         if self._path is None:
             return
-        always = [g for g in self._grants.values() if g.mode is GrantMode.ALWAYS and not g.revoked]
+        kept = [g for g in self._grants.values() if self._persists(g) and self.is_live(g)]
         entries: list[object] = []
-        for grant in always:
+        for grant in kept:
             entry: dict[str, Any] = grant.model_dump(mode="json")
             if self._key is not None:
                 entry["mac"] = self._mac(entry)
@@ -280,10 +288,14 @@ class GrantStore:
             json.dump([*entries, *self._untrusted_raw], handle, indent=2)
         os.replace(tmp, self._path)
 
+    def _persists(self, grant: Grant) -> bool:
+        # A saved grant never holds a password (redact would change its scope).
+        return grant.mode in self.PERSISTED_MODES and redact(grant.scope) == grant.scope
+
     def add(self, grant: Grant) -> None:
         with self._lock:
             self._grants[grant.id] = grant
-            if grant.mode is GrantMode.ALWAYS:
+            if self._persists(grant):
                 self._save()
 
     def get(self, grant_id: str) -> Grant | None:
@@ -295,10 +307,15 @@ class GrantStore:
         return grant.expires_at is None or self._clock.now() < grant.expires_at
 
     def live(self) -> list[Grant]:
-        return [g for g in self._grants.values() if self.is_live(g)]
+        # Under the lock: a revoke-all from another thread (the tray) must not change the
+        # table while a turn reads it ("dictionary changed size during iteration").
+        with self._lock:
+            grants = list(self._grants.values())
+        return [g for g in grants if self.is_live(g)]
 
     def all(self) -> list[Grant]:
-        return list(self._grants.values())
+        with self._lock:
+            return list(self._grants.values())
 
     def find(self, capability: Capability, targets: list[str]) -> Grant | None:
         """A live, reusable (not once) grant whose scope covers every target."""
@@ -317,7 +334,7 @@ class GrantStore:
             # Gone, not kept as a tombstone: a long session would otherwise scan every grant it
             # ever issued. A token of a grant that is gone is refused as revoked.
             del self._grants[grant_id]
-            if grant.mode is GrantMode.ALWAYS:
+            if self._persists(grant):
                 self._save()
             return grant.model_copy(update={"revoked": True})
 
@@ -338,6 +355,8 @@ class GrantStore:
             ]
             for grant in ended:
                 del self._grants[grant.id]
+            if any(self._persists(g) for g in ended):
+                self._save()
         return ended
 
 
@@ -407,7 +426,10 @@ class TokenAuthority:
             raise ValueError("the token secret is too short")
         self._secret = secret
         self._clock = clock
-        self._issued: dict[str, PermissionToken] = {}
+        # Token id -> its expiry: enough to know a token was issued here and when to forget it.
+        # What it grants (capability, scope, call, arguments, expiry) is vouched for by its MAC
+        # alone, so a token whose fields were edited is "forged", not matched field by field.
+        self._issued: dict[str, float] = {}
         self._spent: set[str] = set()
         self._lock = threading.Lock()
         self._prune_at = 256
@@ -432,14 +454,14 @@ class TokenAuthority:
         )
         token = PermissionToken(**{**unsigned.__dict__, "mac": self._sign(unsigned)})
         with self._lock:
-            self._issued[token.id] = token
+            self._issued[token.id] = token.expires_at
             if len(self._issued) > self._prune_at:
                 self._prune(now)
         return token
 
     def _prune(self, now: float) -> None:
         """Forget tokens long past their expiry; one shown again is then simply "unknown"."""
-        stale = [t.id for t in self._issued.values() if t.expires_at < now - TOKEN_MEMORY_S]
+        stale = [tid for tid, expires in self._issued.items() if expires < now - TOKEN_MEMORY_S]
         for token_id in stale:
             del self._issued[token_id]
             self._spent.discard(token_id)
@@ -459,12 +481,11 @@ class TokenAuthority:
         """None when the token authorises exactly this call; else what is wrong with it."""
         if token is None:
             return "missing"
-        issued = self._issued.get(token.id)
-        if issued is None:
+        if token.id not in self._issued:
             return "unknown"
         expected = self._sign(token).encode()
         given = token.mac.encode("utf-8", "surrogatepass")
-        if not hmac.compare_digest(expected, given) or token != issued:
+        if not hmac.compare_digest(expected, given):
             return "forged"
         grant = grants.get(token.grant_id)
         if grant is None or grant.revoked:

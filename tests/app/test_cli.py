@@ -37,7 +37,16 @@ def test_without_approval_it_is_denied_with_a_clear_message(user):
     assert proc.returncode == 1
     assert "plan.txt" not in proc.stdout
     assert "not granted" in proc.stdout
-    assert "--approve file_read=once" in proc.stdout
+    # How to allow it is the CLI's own wording, beside the broker's reply (never inside it).
+    assert "--approve" not in proc.stdout
+    assert "re-run with --approve file_read=once" in proc.stderr
+
+
+def test_a_refusal_is_said_once_not_twice(user):
+    proc = run_cli(user, "ask", "run `ls; rm -rf ~`", "--llm", "none")
+    assert proc.returncode == 1
+    assert "refused: refused" not in proc.stdout
+    assert "`;` runs a second command" in proc.stdout
 
 
 def test_audit_verify_passes_then_fails_after_any_single_byte_changes(user):
@@ -430,7 +439,9 @@ def test_damaged_token_key_is_a_clear_error_and_is_kept(user):
     (home / "token.key").write_text("not a key")
     proc = run_cli(user, "ask", "list files in ~/Documents", "--llm", "none")
     assert proc.returncode == 1
-    assert "token.key is damaged" in proc.stderr
+    # The wording is broker/keys.py's (being reworded under issue 8): it names the file.
+    assert "token.key" in proc.stderr
+    assert "damaged" in proc.stderr or "cannot read" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert (home / "token.key").read_text() == "not a key"
 
@@ -457,3 +468,140 @@ def test_df_asks_once_and_then_runs(user):
     asks = [e for e in audit_events(user) if e["event"] == "PERMISSION_CHECK"]
     assert asks[-1]["data"]["outcome"] == "ask"
     assert asks[-1]["data"]["reversibility"] == "easy"
+
+
+# --- the command line as a person meets it ----------------------------------------------------
+
+
+def test_a_timed_grant_lasts_its_minutes_across_commands_and_is_listed_with_the_time_left(user):
+    first = run_cli(
+        user,
+        "ask",
+        "list files in ~/Documents",
+        "--approve",
+        "file_read=timed",
+        "--timed-minutes",
+        "10",
+        "--llm",
+        "none",
+    )
+    assert first.returncode == 0, first.stderr
+    listed = run_cli(user, "grants", "list")
+    assert "timed" in listed.stdout
+    assert "9 min" in listed.stdout
+    assert "left" in listed.stdout
+    (grant,) = json.loads(run_cli(user, "grants", "list", "--json").stdout)
+    assert 590 < grant["expires_at"] - grant["issued_at"] <= 600
+    # A new process, no flag: the grant still covers it.
+    again = run_cli(user, "ask", "list files in ~/Documents", "--llm", "none")
+    assert again.returncode == 0, again.stdout
+    assert "plan.txt" in again.stdout
+    saved = json.loads((user / ".chamberlain" / "grants.json").read_text())
+    assert [e["mode"] for e in saved] == ["timed"]
+    assert saved[0]["mac"]
+
+
+def test_a_saved_timed_grant_whose_expiry_was_moved_is_not_honoured(user):
+    run_cli(
+        user, "ask", "list files in ~/Documents", "--approve", "file_read=timed", "--llm", "none"
+    )
+    path = user / ".chamberlain" / "grants.json"
+    saved = json.loads(path.read_text())
+    saved[0]["expires_at"] += 365 * 86400
+    path.write_text(json.dumps(saved))
+    listed = run_cli(user, "grants", "list")
+    assert "did not write" in listed.stderr
+    denied = run_cli(user, "ask", "list files in ~/Documents", "--llm", "none")
+    assert denied.returncode == 1
+
+
+def test_a_timed_grant_that_ended_is_dropped_from_the_file_when_next_checked(tmp_path):
+    """Time is moved by a ManualClock: two GrantStores on one file stand for two commands."""
+    from broker.clock import ManualClock
+    from broker.permissions import GrantStore
+    from broker.types import Grant, GrantMode
+    from tools.manual import Capability
+
+    clock, key, path = ManualClock(), b"k" * 32, tmp_path / "grants.json"
+    timed = Grant(
+        id="g-1",
+        capability=Capability.FILE_READ,
+        scope=str(tmp_path),
+        mode=GrantMode.TIMED,
+        issued_at=clock.now(),
+        expires_at=clock.now() + 300,
+    )
+    GrantStore(path, clock, key=key).add(timed)
+    later = GrantStore(path, clock, key=key)
+    assert [g.id for g in later.live()] == ["g-1"]
+    clock.advance(301)
+    assert later.live() == []
+    assert [g.id for g in later.pop_expired()] == ["g-1"]
+    assert json.loads(path.read_text()) == []
+
+
+def test_a_timed_grant_for_a_command_line_holding_a_password_is_never_saved(tmp_path):
+    from broker.clock import ManualClock
+    from broker.permissions import GrantStore
+    from broker.types import Grant, GrantMode
+    from tools.manual import Capability
+
+    clock, path = ManualClock(), tmp_path / "grants.json"
+    store = GrantStore(path, clock, key=b"k" * 32)
+    store.add(
+        Grant(
+            id="g-1",
+            capability=Capability.SYSTEM_EXECUTE,
+            scope=f"command:curl -u bob:hunter2 https://example.com\nin {tmp_path}",
+            mode=GrantMode.TIMED,
+            issued_at=clock.now(),
+            expires_at=clock.now() + 300,
+        )
+    )
+    assert [g.id for g in store.live()] == ["g-1"]
+    assert "hunter2" not in (path.read_text() if path.exists() else "")
+
+
+def test_grants_revoke_accepts_the_id_without_its_prefix(user):
+    run_cli(
+        user, "ask", "list files in ~/Documents", "--approve", "file_read=always", "--llm", "none"
+    )
+    (grant,) = json.loads(run_cli(user, "grants", "list", "--json").stdout)
+    bare = grant["id"].removeprefix("g-")
+    revoked = run_cli(user, "grants", "revoke", bare)
+    assert revoked.returncode == 0, revoked.stderr
+    assert f"Revoked {grant['id']}." in revoked.stdout
+    assert json.loads(run_cli(user, "grants", "list", "--json").stdout) == []
+
+
+def test_usage_errors_name_what_is_missing_not_argparses_internal_names(user):
+    grants = run_cli(user, "grants")
+    assert grants.returncode == 2
+    assert "grants_cmd" not in grants.stderr
+    assert "list, revoke, revoke-all" in grants.stderr
+    audit = run_cli(user, "audit")
+    assert "audit_cmd" not in audit.stderr
+    assert "tail, verify" in audit.stderr
+    memory = run_cli(user, "memory")
+    assert memory.returncode == 2
+    assert "memory_cmd" not in memory.stderr
+
+
+def test_audit_tail_shows_one_readable_line_per_stage_and_json_on_request(user):
+    run_cli(
+        user, "ask", "list files in ~/Documents", "--approve", "file_read=once", "--llm", "none"
+    )
+    events = audit_events(user)
+    shown = run_cli(user, "audit", "tail", "-n", "50")
+    assert shown.returncode == 0
+    lines = shown.stdout.splitlines()
+    assert len(lines) == len(events)
+    assert not any('{"' in line or '"}' in line for line in lines)  # no raw JSON, cut or whole
+    summary = next(line for line in lines if "posthook_summary" in line)
+    assert "file_task" in summary
+    granted = next(line for line in lines if "permission_granted" in line)
+    assert "once" in granted
+    assert "file_read" in granted
+    raw = json.loads(run_cli(user, "audit", "tail", "-n", "50", "--json").stdout)
+    assert [e["event"] for e in raw] == [e["event"] for e in events]
+    assert raw[-1]["data"] == events[-1]["data"]

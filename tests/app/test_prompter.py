@@ -121,3 +121,139 @@ def test_the_terminal_prompt_for_code_says_so_and_offers_only_once(tmp_path):
     decision = ask_on_terminal(_code_request(tmp_path), io.StringIO("o\n"), io.StringIO())
     assert decision.allow is True
     assert decision.mode is GrantMode.ONCE
+
+
+# --- what people type at the terminal ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("typed", "mode"),
+    [
+        ("y\n", GrantMode.ONCE),
+        ("yes\n", GrantMode.ONCE),
+        ("YES\n", GrantMode.ONCE),
+        ("once\n", GrantMode.ONCE),
+        ("timed\n", GrantMode.TIMED),
+        ("session\n", GrantMode.SESSION),
+        (" Always \n", GrantMode.ALWAYS),
+    ],
+)
+def test_the_words_people_type_are_understood(tmp_path, typed, mode):
+    decision = ask_on_terminal(request(str(tmp_path), True), io.StringIO(typed), io.StringIO())
+    assert decision.allow is True
+    assert decision.mode is mode
+
+
+@pytest.mark.parametrize("typed", ["n\n", "no\n", "No\n", "\n"])
+def test_no_and_a_bare_enter_are_a_no_asked_only_once(tmp_path, typed):
+    shown = io.StringIO()
+    decision = ask_on_terminal(request(str(tmp_path), True), io.StringIO(typed + "o\n"), shown)
+    assert decision.allow is False
+    assert decision.reason == "user"
+    assert shown.getvalue().count("Allow?") == 1
+
+
+def test_an_unrecognised_answer_is_asked_again_instead_of_denied(tmp_path):
+    shown = io.StringIO()
+    decision = ask_on_terminal(request(str(tmp_path), True), io.StringIO("sure\no\n"), shown)
+    assert decision.allow is True
+    assert decision.mode is GrantMode.ONCE
+    assert "Please answer once, timed, session, always, no" in shown.getvalue()
+
+
+def test_answers_that_are_never_understood_end_as_a_no_after_a_few_tries(tmp_path):
+    shown = io.StringIO()
+    typed = io.StringIO("sure\nok then\nplease\no\n")
+    decision = ask_on_terminal(request(str(tmp_path), True), typed, shown)
+    assert decision.allow is False
+    assert shown.getvalue().count("Allow?") == 3
+    assert "not allowed" in shown.getvalue()
+    assert typed.readline() == "o\n"  # it stopped reading: the next line is not swallowed
+
+
+def test_end_of_input_is_a_no_and_ends_the_prompt_line(tmp_path):
+    shown = io.StringIO()
+    decision = ask_on_terminal(request(str(tmp_path), True), io.StringIO(""), shown)
+    assert decision.allow is False
+    assert shown.getvalue().endswith(": \n")
+
+
+def test_a_code_running_command_asks_again_when_a_lasting_grant_is_typed(tmp_path):
+    shown = io.StringIO()
+    decision = ask_on_terminal(_code_request(tmp_path), io.StringIO("always\nyes\n"), shown)
+    assert decision.allow is True
+    assert decision.mode is GrantMode.ONCE
+    assert "Please answer once, no" in shown.getvalue()
+
+
+def test_the_timed_choice_shows_and_carries_the_chosen_minutes(tmp_path):
+    shown = io.StringIO()
+    decision = ask_on_terminal(request(str(tmp_path), True), io.StringIO("t\n"), shown, timed_s=600)
+    assert "[t]imed (10 min)" in shown.getvalue()
+    assert decision.mode is GrantMode.TIMED
+    assert decision.duration_s == 600
+
+
+def test_the_flag_prompter_passes_its_minutes_and_timeout_to_the_terminal(tmp_path):
+    shown = io.StringIO()
+    prompter = FlagPrompter([], None, (io.StringIO("timed\n"), shown), timed_s=900, timeout_s=45)
+    decision = prompter.ask(request(str(tmp_path), True))
+    assert decision.duration_s == 900
+    assert "[t]imed (15 min)" in shown.getvalue()
+    assert "no answer within 45 s" in shown.getvalue()
+
+
+def test_the_session_choice_says_it_lasts_this_command_only(tmp_path):
+    shown = io.StringIO()
+    ask_on_terminal(request(str(tmp_path), True), io.StringIO("n\n"), shown)
+    assert "[s]ession (this command only)" in shown.getvalue()
+
+
+def _command_request(scope: str, risk: str) -> PermissionRequest:
+    return PermissionRequest(
+        capability=Capability.SYSTEM_EXECUTE,
+        scope=scope,
+        tool="system_execute",
+        arguments={"command": "df -h"},
+        call_id="c1",
+        user_scope=True,
+        risk=risk,
+    )
+
+
+def test_a_read_only_command_is_shown_as_low_risk_on_the_same_scale(tmp_path):
+    shown = io.StringIO()
+    ask_on_terminal(
+        _command_request(f"readonly-in:{tmp_path}", "dangerous"), io.StringIO("n\n"), shown
+    )
+    text = shown.getvalue()
+    assert "read-only commands" in text
+    assert "risk: low" in text
+    assert "dangerous" not in text
+
+
+def test_an_exact_command_line_keeps_the_tools_risk_on_the_low_medium_high_scale(tmp_path):
+    shown = io.StringIO()
+    ask_on_terminal(
+        _command_request(f"command:rm old.txt\nin {tmp_path}", "dangerous"),
+        io.StringIO("n\n"),
+        shown,
+    )
+    assert "risk: high" in shown.getvalue()
+
+
+def test_a_prompt_nobody_answers_gives_up_on_its_own_line_and_reads_nothing_later(tmp_path):
+    """A real pipe stands for the terminal: select() must see a descriptor."""
+    import os
+
+    read_end, write_end = os.pipe()
+    shown = io.StringIO()
+    with open(read_end, encoding="utf-8") as stdin:
+        decision = ask_on_terminal(request(str(tmp_path), True), stdin, shown, timeout_s=0.6)
+        os.write(write_end, b"o\n")
+        os.close(write_end)
+        assert stdin.readline() == "o\n"  # the late answer was left for whoever reads next
+    assert decision.allow is False
+    assert decision.reason == "timeout"
+    text = shown.getvalue()
+    assert "(no answer within 0.6 s is a no): \nNo answer within 0.6 s" in text

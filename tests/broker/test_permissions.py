@@ -351,6 +351,23 @@ def test_a_token_signed_with_another_secret_is_forged(tmp_path_factory, secret):
     assert problem == "forged"
 
 
+def test_a_token_edited_to_cover_other_arguments_is_forged_by_its_mac(tmp_path):
+    """Under a session grant the token's own fields are all that bind it to one call's
+    arguments: only the MAC tells an edited digest (and so an edited call) from a real one."""
+    store, token = _fresh_grant_and_token(tmp_path)
+    other_args = {"path": str(tmp_path / "g")}
+    moved = dataclasses.replace(token, args_digest=args_digest(other_args))
+    problem = AUTHORITY.check(
+        moved,
+        capability=Capability.FILE_READ,
+        targets=[str(tmp_path / "g")],
+        tool_call_id="call-1",
+        digest=args_digest(other_args),
+        grants=store,
+    )
+    assert problem == "forged"
+
+
 def test_missing_unknown_and_wrong_capability(tmp_path):
     store, token = _fresh_grant_and_token(tmp_path)
     common = {
@@ -408,3 +425,49 @@ def test_an_always_grant_whose_scope_holds_a_password_is_never_written_to_disk(t
     (grant,) = broker.grants.live()
     assert grant.mode is GrantMode.SESSION
     assert not path.exists() or "Hunter2Secret" not in path.read_text()
+
+
+def test_live_grants_can_be_read_while_another_thread_revokes_them(tmp_path):
+    """The tray's revoke-all runs on another thread than the turn that reads the grants."""
+    import threading
+
+    from broker.clock import ManualClock
+    from broker.permissions import GrantStore
+    from broker.types import Grant, GrantMode
+    from tools.manual import Capability
+
+    clock = ManualClock()
+    store = GrantStore(None, clock)
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def churn() -> None:
+        n = 0
+        while not stop.is_set():
+            for _ in range(200):
+                n += 1
+                store.add(
+                    Grant(
+                        id=f"g-{n}",
+                        capability=Capability.SYSTEM_READ,
+                        scope="*",
+                        mode=GrantMode.SESSION,
+                        issued_at=clock.now(),
+                    )
+                )
+            store.revoke_all()
+
+    worker = threading.Thread(target=churn)
+    worker.start()
+    try:
+        for _ in range(3000):
+            try:
+                store.live()
+                store.all()
+            except RuntimeError as exc:  # "dictionary changed size during iteration"
+                failures.append(exc)
+                break
+    finally:
+        stop.set()
+        worker.join()
+    assert failures == []
