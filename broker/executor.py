@@ -3,6 +3,9 @@
 The model sees only the tools the policy gate allowed, and every call it makes goes through the
 runner. The loop is bounded: an iteration budget, a stall detector (the same call again and
 again), and a cap on tool errors. Whatever happens, the turn ends with a reply a person can read.
+Model output is untrusted: an answer of the wrong shape ends the turn with a sentence, oversized
+or broken arguments go back to the model as the runner's error, and nothing the model sends can
+raise out of the executor. A model that failed once in a turn is not called again in it.
 
 The executor never writes memory and never executes a tool itself.
 """
@@ -15,7 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.audit import AuditEvent, AuditLog
-from broker.llm.base import ChatModel, ModelError, ModelUnavailable
+from broker.llm.base import (
+    CUT_OFF_NOTE,
+    AssistantMessage,
+    ChatModel,
+    ModelError,
+    ModelUnavailable,
+    failure_in_turn,
+    note_failure,
+)
+from broker.router import understood_command
 from broker.runner import CallOutcome, ToolRunner, TurnScope
 from broker.settings import ExecutorSettings
 from broker.types import Action, PolicyDecision, RouterOutput, ToolCallRecord
@@ -66,6 +78,8 @@ class ExecutionResult:
     iterations: int = 0
     direct: bool = False
     failed: bool = False
+    # The model's reply ended without its finish marker (the reply says so).
+    cut: bool = False
 
 
 def direct_arguments(router: RouterOutput) -> tuple[str, dict[str, Any]] | None:
@@ -88,7 +102,13 @@ def direct_arguments(router: RouterOutput) -> tuple[str, dict[str, Any]] | None:
             found["content"] = args.query
         return tool, found
     if args.action == "run_command":
-        return (tool, {"command": args.command}) if args.command else None
+        if not args.command:
+            return None
+        # The folder is part of what was asked: the prompt shows it and the grant covers it.
+        call: dict[str, Any] = {"command": args.command}
+        if args.cwd:
+            call["cwd"] = args.cwd
+        return tool, call
     if args.action == "screenshot":
         return tool, {"target": "all"}
     if args.action == "active_window":
@@ -131,6 +151,10 @@ class Executor:
             return self._direct(router, turn, *direct)
         if self.model is None:
             return ExecutionResult(reply=self._no_model_reply(router, policy), failed=True)
+        failure = failure_in_turn(self.model, turn.turn_id)
+        if failure is not None:
+            # Already failed in this turn: asking again would cost another full deadline.
+            return ExecutionResult(reply=_model_failed(failure), failed=True)
         return self._loop(router, policy, turn, context or [])
 
     # --- direct actions ----------------------------------------------------------------------
@@ -147,7 +171,7 @@ class Executor:
         rendered = outcome.result.text
         if outcome.result.truncated:
             rendered += "\n(The result was cut short at its size limit.)"
-        if self.model is not None:
+        if self.model is not None and failure_in_turn(self.model, turn.turn_id) is None:
             try:
                 messages: list[dict[str, Any]] = [
                     {"role": "system", "content": PHRASE_PROMPT},
@@ -159,16 +183,22 @@ class Executor:
                     messages.append({"role": "user", "content": [image]})
                 answer = self.model.chat(messages)
                 result.iterations = 1
-                if answer.content.strip():
+                # A cut or malformed phrasing is dropped: the tool's own result is the answer.
+                if _problem_with(answer) is None and not answer.cut and answer.content.strip():
                     result.reply = answer.content.strip()[:MAX_REPLY_CHARS]
                     return result
             except ModelError as exc:
+                note_failure(self.model, turn.turn_id, exc)
                 log.info("phrasing the direct answer failed: %s", exc)
         result.reply = rendered
         return result
 
     def _no_model_reply(self, router: RouterOutput, policy: PolicyDecision) -> str:
         why = f"{self.model_problem}\n\n" if self.model_problem else ""
+        understood = understood_command(router)
+        if understood is not None:
+            # A command read from the words but not run: say it, and the exact way to run it.
+            return f"{why}{understood}\n\n{NO_MODEL_HELP}"
         if policy.allowed_tools:
             return (
                 f"{why}I could not tell exactly which tool and arguments this needs, and without "
@@ -198,35 +228,59 @@ class Executor:
             result.iterations = iteration
             try:
                 answer = self.model.chat(messages, tools or None)
-            except ModelUnavailable as exc:
-                result.reply, result.failed = f"{exc}\n\n{NO_MODEL_HELP}", True
-                return result
             except ModelError as exc:
-                result.reply, result.failed = f"The model failed: {exc}", True
+                # The turn's reply names this one failure; nothing calls the model again.
+                note_failure(self.model, turn.turn_id, exc)
+                result.reply, result.failed = _model_failed(exc), True
+                return result
+            problem = _problem_with(answer)
+            if problem is not None:
+                result.failed = True
+                result.reply = self._stopped(
+                    result, f"the model sent an unusable answer ({problem})"
+                )
+                return result
+            if answer.cut:
+                result.cut = result.failed = True
+                if answer.tool_calls:
+                    result.reply = self._stopped(
+                        result,
+                        "the model's reply was cut off before its tool calls were complete, "
+                        "so none of them ran",
+                    )
+                    return result
+                text = answer.content.strip()[:MAX_REPLY_CHARS]
+                result.reply = f"{text}\n\n{CUT_OFF_NOTE}" if text else CUT_OFF_NOTE
                 return result
             if not answer.tool_calls:
                 result.reply = answer.content.strip()[:MAX_REPLY_CHARS] or (
                     "The model returned an empty answer."
                 )
                 return result
+            # No more calls than the turn has left: the rest are never shown or run.
+            room = max(1, self.settings.max_tool_calls - len(result.tool_calls))
+            calls = answer.tool_calls[:room]
+            limit = self.settings.max_argument_bytes
             messages.append(
                 {
                     "role": "assistant",
-                    "content": answer.content or None,
+                    "content": answer.content[:MAX_REPLY_CHARS] or None,
                     "tool_calls": [
                         {
                             "id": call.id or f"call_{iteration}_{n}",
                             "type": "function",
-                            "function": {"name": call.name, "arguments": call.arguments},
+                            # Oversized arguments are refused by the runner; echoing them back
+                            # whole would only grow every later request.
+                            "function": {"name": call.name, "arguments": call.arguments[:limit]},
                         }
-                        for n, call in enumerate(answer.tool_calls)
+                        for n, call in enumerate(calls)
                     ],
                 }
             )
             stalled = False
             images: list[dict[str, Any]] = []
-            for n, call in enumerate(answer.tool_calls):
-                key = json.dumps([call.name, _normalised(call.arguments)])
+            for n, call in enumerate(calls):
+                key = _call_key(call.name, call.arguments, limit)
                 seen[key] = seen.get(key, 0) + 1
                 if seen[key] >= self.settings.stall_repeats:
                     stalled = True
@@ -297,23 +351,53 @@ def _image_of(outcome: CallOutcome) -> dict[str, Any] | None:
     return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + encoded}}
 
 
-def _normalised(arguments: str) -> Any:
-    try:
-        return json.loads(arguments)
-    except (json.JSONDecodeError, TypeError):
-        return arguments
+def _model_failed(exc: ModelError) -> str:
+    if isinstance(exc, ModelUnavailable):
+        return f"{exc}\n\n{NO_MODEL_HELP}"
+    return f"The model failed: {exc}"
+
+
+def _problem_with(answer: object) -> str | None:
+    """What makes an answer unusable (wrong types), or None. The OpenAI client never returns
+    one, but any backend may: the executor checks for itself rather than raise mid-turn."""
+    if not isinstance(answer, AssistantMessage):
+        return f"a {type(answer).__name__}, not an assistant message"
+    if not isinstance(answer.content, str):
+        return f"its text is a {type(answer.content).__name__}"
+    if not isinstance(answer.tool_calls, list):
+        return f"its tool calls are a {type(answer.tool_calls).__name__}"
+    for call in answer.tool_calls:
+        fields = (getattr(call, "id", None), getattr(call, "name", None))
+        if not all(isinstance(value, str) for value in fields):
+            return "a tool call without a text id and name"
+        if not isinstance(getattr(call, "arguments", None), str):
+            return "tool call arguments that are not JSON text"
+    return None
+
+
+def _call_key(name: str, arguments: str, limit: int) -> str:
+    """The call as the stall detector compares it: parsed arguments, so spacing does not count.
+
+    Arguments over the size limit, or nested past what `json` can recurse through, are compared
+    as text: the runner refuses them anyway, and the detector must never raise."""
+    if len(arguments) <= limit:
+        try:
+            return json.dumps([name, json.loads(arguments)])
+        except (ValueError, TypeError, RecursionError):
+            pass
+    return json.dumps([name, arguments])
 
 
 def describe_failure(record: ToolCallRecord) -> str:
     """A readable sentence for a tool call that did not run."""
     cap = record.capability.value if record.capability else None
     if record.status == "denied" and cap:
-        return (
-            f"I did not run {record.tool}: {record.reason}. To allow it, answer the permission "
-            f"prompt, or re-run with --approve {cap}=once."
-        )
+        # No front end's wording here (no CLI flag): each front end adds its own way to allow
+        # it from the record's status and capability.
+        return f"I did not run {record.tool}: {record.reason}."
     if record.status == "timeout" and cap and "prompt" in record.reason:
         return f"I did not run {record.tool}: {record.reason}."
     if record.status == "error":
         return f"{record.tool} failed: {record.reason}"
-    return f"{record.tool} did not run ({record.status}): {record.reason}"
+    reason = record.reason.removeprefix(f"{record.status}: ")
+    return f"{record.tool} did not run ({record.status}): {reason}"

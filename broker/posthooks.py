@@ -56,4 +56,5 @@ def run_posthooks(
         direct=turn.direct,
         reply=digest(turn.reply),
         revoked_once=len(used_once),
+        status=turn.status,
     )

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from broker.llm.base import ChatModel, ModelError
+from broker.llm.base import ChatModel, ModelError, note_failure
 from broker.types import RISK_ORDER, Action, Intent, RiskLevel, RouterArguments, RouterOutput
 
 log = logging.getLogger("chamberlain.broker.router")
@@ -35,6 +35,8 @@ SCAN_LIMIT = 2000
 TRUNCATED_CONFIDENCE = 0.6
 # `arguments.action` (a direct action the executor may run without the model) needs this much.
 DIRECT_ACTION_CONFIDENCE = 0.85
+# A command read from words that could mean something else: below a direct action.
+UNSURE_COMMAND_CONFIDENCE = 0.75
 # What is sent to the model for refinement, and the largest reply we will parse.
 MODEL_TEXT_LIMIT = 2000
 MODEL_REPLY_LIMIT = 4096
@@ -100,8 +102,11 @@ _POLITE = (
 
 # --- arguments
 _BACKTICK_RE = re.compile(r"`([^`\n]{1,1000})`")
+# "execute: rm -rf /" is as much a command as "execute rm -rf /": the colon changes nothing.
 _RUN_RE = re.compile(
-    r"^" + _POLITE + r"(?:run|execute|exec)\s+(?:(?:the\s+)?command\s+)?(?P<cmd>\S.*)$", _I | re.S
+    r"^" + _POLITE + r"(?:run|execute|exec)(?:\s*:)?\s+(?:(?:the\s+)?command(?:\s*:)?\s+)?"
+    r"(?P<cmd>\S.*)$",
+    _I | re.S,
 )
 _RUN_VERB_RE = re.compile(r"\b(?:run|execute|exec)\b", _I)
 # "run me through ...", "run a marathon": the word after "run" says it is not a command.
@@ -110,7 +115,29 @@ _NOT_A_COMMAND = _words(
 )
 # "run the backup script", "execute my tests": something is to be run, but not spelled out.
 _NAMED_TASK = _words("the my our this that")
-_FOR_ME_RE = re.compile(r"(?<!\s)\s+(?:for me|please|pls|now)\s*[.!?]*$", _I)
+# Politeness after a command is dropped; "now" is not ("shutdown now" is the command).
+_FOR_ME_RE = re.compile(r"(?<!\s)\s+(?:for me|please|pls)\s*[.!?]*$", _I)
+# Words no command line takes as a bare argument, but English does: "run find out which app is
+# using the camera", "execute sort of a health check on this pc". One of them outside quotes
+# makes "run ..." a sentence about something to run, not the command itself.
+_FILLER = _words(
+    "a an the of at to for with from by about into onto which what who whom whose where when "
+    "why how is are was were be been am it its it's this that these those my your our their his "
+    "her me you we they them us i out some any and or but if so than please using whether there "
+    "here can could would should will does did not just very really also too in"
+)
+_WORD_TOKEN_RE = re.compile(r"[a-z']+", _I)
+# Shell-like words: a quoted string is one word, whatever it holds.
+_TOKEN_RE = re.compile(r"\"[^\"]*\"|'[^']*'|[^\s\"']+")
+# "... in ~/Desktop", "... inside the folder ./web", "... in my home dir": where it runs. Only
+# the last one counts; what follows it must be a folder (see `_folder`).
+_IN_FOLDER_RE = re.compile(
+    r"(?:^|\s)(?:in|inside)\s+(?:(?:the\s+)?(?:folder|directory|dir)\s+)?(?=\S)", _I
+)
+_BARE_FOLDER_RE = re.compile(r"\w[\w.\-]{0,100}")
+# "`df -h` and `free -m`": nothing but commands and the words that join them.
+_SEPARATOR_RE = re.compile(r"[\s,.;:!&+]+")
+_JOINERS = _words("and then also plus")
 
 _TLDS = r"com|org|net|io|dev|gov|edu|uk|de|fr|nl|eu|ai|app|info|ca|au|jp|co"
 _URL_RE = re.compile(
@@ -123,7 +150,10 @@ _URL_RE = re.compile(
 )
 
 _STOP = r"\s\"'`,;()<>|"
-_QUOTED_RE = re.compile(r"\"([^\"\n]{1,260})\"|'([^'\n]{1,260})'")
+# A single quote opens and closes only at a word's edge: the apostrophe in "what's" is not one.
+_QUOTED_RE = re.compile(r"\"([^\"\n]{1,260})\"|(?<!\w)'([^'\n]{1,260})'(?!\w)")
+# A quoted file name with spaces ("old notes.txt") is one path, however many words it has.
+_QUOTED_NAME_WORDS = 8
 _PATH_LIKE_RE = re.compile(r"(?:~|\.{1,2}[/\\]|/|[a-z]:\\)", _I)
 _PATH_RE = re.compile(
     r"(?<![\w/:.~\\\-*])("
@@ -201,6 +231,7 @@ _REMINISCE_RE = re.compile(
 )
 _FIRST_PERSON_RE = re.compile(r"\b(?:i|i'm|im|i've|my|me|mine|we|our)\b", _I)
 _THAT_RE = re.compile(r"^that\s+", _I)
+_TO_VERB_RE = re.compile(r"^to\s+[a-z]", _I)
 
 _SCREEN_RE = re.compile(
     r"\b(?:(?:screen\s?shot|screen\s?grab|screencap)\b(?!\s+(?:files?|folder))|"
@@ -435,6 +466,23 @@ _DESTRUCTIVE_RE = re.compile(
     r"(?:^|\s)(?:>|sudo\s+rm)\s",
     _I,
 )
+# High whatever the punctuation around them: a credential file, and anything aimed at `/`
+# itself ("rm -rf /", `ls "/"`, "/*"). Downloads piped to a shell and `git clean` / `git reset
+# --hard` are checked stage by stage in `_high_risk`, which keeps every scan linear.
+_HIGH_RISK_RE = re.compile(
+    r"(?:\.ssh|\.gnupg|\.aws|\.netrc|\.pgpass|\.git-credentials|\.password-store|\.pypirc|"
+    r"\.npmrc|\.kube/config|\.docker/config\.json|\.config/gh|\.local/share/keyrings)\b|"
+    r"/etc/(?:g?shadow|sudoers)\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|"
+    r"(?<![\w./~\-])/(?:\*|\.)?(?![\w./~\-*])|"
+    r"[<$]\(\s*(?:curl|wget)\b",
+    _I,
+)
+_STAGE_SPLIT_RE = re.compile(r"\|\|?|&&?|;|\n")
+_WORD_SPLIT_RE = re.compile(r"[\s\"'`()]+")
+_DOWNLOADERS = frozenset({"curl", "wget"})
+_SHELLS = frozenset(
+    {"sh", "bash", "zsh", "dash", "ksh", "fish", "python", "python3", "perl", "ruby", "node"}
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -449,6 +497,11 @@ class _View:
     truncated: bool
     command: str | None = None
     command_span: tuple[int, int] | None = None
+    # Where the command runs, as written ("./frontend"), and whether the words say so plainly.
+    cwd: str | None = None
+    certain: bool = True
+    # Several backticked commands in one message: none is run directly.
+    commands: list[str] = field(default_factory=list)
     run_task: bool = False
     url: str | None = None
     url_span: tuple[int, int] | None = None
@@ -479,7 +532,7 @@ def _find_paths(text: str, view: _View) -> tuple[list[tuple[int, str]], str]:
     scan = text
     for match in _QUOTED_RE.finditer(text):
         inner = (match.group(1) or match.group(2) or "").strip()
-        if inner and _PATH_LIKE_RE.match(inner):
+        if inner and (_PATH_LIKE_RE.match(inner) or _quoted_name(inner)):
             found.append((match.start(), inner))
             scan = _blank(scan, match.start(), match.end())
     for regex in (_PATH_RE, _FILENAME_RE):
@@ -503,31 +556,128 @@ def _find_paths(text: str, view: _View) -> tuple[list[tuple[int, str]], str]:
     return found, scan
 
 
+def _quoted_name(inner: str) -> bool:
+    """A quoted file name ("old notes.txt", 'My Documents/notes 2024.txt'), not a quoted phrase."""
+    if len(inner.split()) > _QUOTED_NAME_WORDS:
+        return False
+    last = inner.rstrip("/\\").rsplit("/", 1)[-1]
+    return "." in last and last.rsplit(".", 1)[-1].lower() in _EXTENSIONS
+
+
+def _folder(where: str) -> tuple[str, bool] | None:
+    """The folder the words after "in" name, as written, and whether they name it plainly.
+
+    A path (`~/Desktop`, `./web`, `"~/My Stuff"`) or a known folder ("my home dir") is plain; a
+    bare word ("in frontend") may be a folder or part of the command, so it is only a guess.
+    Anything else ("in 10 minutes", "in the trash") is not a folder.
+    """
+    where = where.strip()
+    quoted = where.rstrip(".,;:!?")
+    if len(quoted) > 2 and quoted[0] in "\"'" and quoted[-1] == quoted[0]:
+        inner = quoted[1:-1].strip()
+        return (inner, True) if inner and quoted[0] not in inner else None
+    where = _strip_trailing(where)
+    if where == "/" or _PATH_RE.fullmatch(where):
+        return where, True
+    known = _KNOWN_FOLDER_RE.fullmatch(where)
+    if known is not None and (known.group(2) or not where.lower().startswith("the")):
+        return _KNOWN_FOLDERS[known.group(1).lower()], True
+    if _BARE_FOLDER_RE.fullmatch(where) and where.lower() not in _FILLER:
+        return where, False
+    return None
+
+
+def _split_folder(cmd: str) -> tuple[str, tuple[str, bool] | None]:
+    """`cmd` without a trailing "in <folder>", and that folder (see `_folder`), if it has one."""
+    found = list(_IN_FOLDER_RE.finditer(cmd))
+    if not found:
+        return cmd, None
+    last = found[-1]
+    folder = _folder(cmd[last.end() :])
+    if folder is None:
+        return cmd, None
+    return cmd[: last.start()].strip(), folder
+
+
+def _unquoted(cmd: str) -> str | None:
+    """The inside of a command given whole in quotes (`run "df -h"`), else None."""
+    if len(cmd) > 2 and cmd[0] in "\"'" and cmd[-1] == cmd[0] and cmd[0] not in cmd[1:-1]:
+        return cmd[1:-1].strip() or None
+    return None
+
+
+def _is_sentence(cmd: str) -> bool:
+    """English filler among the bare words after the program: a sentence, not a command line."""
+    for token in _TOKEN_RE.findall(cmd)[1:]:
+        if _WORD_TOKEN_RE.fullmatch(token) and token.lower() in _FILLER:
+            return True
+    return False
+
+
+def _find_command(text: str, view: _View) -> None:
+    """A command is run directly only when it is unambiguous: in backticks or quotes after
+    run/execute (or nothing but backticks), or "run <one command line>" whose words are not
+    English filler. A trailing "in <folder>" is where it runs, not part of the line.
+    """
+    ticks = _BACKTICK_RE.findall(text)
+    tick = _BACKTICK_RE.search(text)
+    if tick is not None:
+        lead = text[: tick.start()]
+        if lead.strip(" ,.:") == "" or _RUN_VERB_RE.search(lead):
+            if len(ticks) > 1:
+                between = _SEPARATOR_RE.split(_BACKTICK_RE.sub(" ", text))
+                if _RUN_VERB_RE.search(lead) or all(w.lower() in _JOINERS for w in between if w):
+                    # `df -h` and `free -m`: run neither rather than one of them silently.
+                    view.commands = [t.strip() for t in ticks]
+                    view.run_task = True
+                return
+            tail = text[tick.end() :]
+            folder = None
+            if tail.strip(" .!") and (where := _IN_FOLDER_RE.match(tail)) is not None:
+                folder = _folder(tail[where.end() :])
+            if lead.strip(" ,.:") == "" and tail.strip(" .!") and folder is None:
+                return  # "`ls -la` is what?": a question about a command
+            view.command = tick.group(1).strip()
+            view.command_span = (tick.start(), len(text) if folder else tick.end())
+            if folder is not None:
+                view.cwd, view.certain = folder
+            return
+    run = _RUN_RE.match(text)
+    if run is None:
+        return
+    cmd = run.group("cmd")
+    for _ in range(3):
+        cmd = _FOR_ME_RE.sub("", cmd)
+    cmd = cmd.strip().rstrip("?!")
+    if cmd.endswith(".") and len(cmd) > 1 and cmd[-2].isalnum():
+        cmd = cmd[:-1]
+    first = cmd.split(maxsplit=1)[0].lower() if cmd else ""
+    if first in _NAMED_TASK:
+        view.run_task = True
+        return
+    if not cmd or first in _NOT_A_COMMAND:
+        return
+    line, folder = _split_folder(cmd)
+    quoted = _unquoted(line)
+    if quoted is not None:
+        line = quoted
+    elif not line or _is_sentence(line):
+        # "run find out which app is using the camera": something to run, not a command line.
+        view.run_task = True
+        return
+    view.command = line
+    view.command_span = run.span("cmd")
+    if folder is not None:
+        view.cwd, view.certain = folder
+
+
 def _make_view(raw: str) -> _View:
     truncated = len(raw) > SCAN_LIMIT
     text = raw[:SCAN_LIMIT].translate(_NORMALISE).strip()
     view = _View(text=text, truncated=truncated)
 
-    # A command: backticks after run/execute (or nothing but backticks), or an imperative "run".
     scan = text
-    tick = _BACKTICK_RE.search(text)
-    if tick is not None:
-        bare = text[: tick.start()].strip(" ,.:") == "" and text[tick.end() :].strip(" .!") == ""
-        if bare or _RUN_VERB_RE.search(text[: tick.start()]):
-            view.command = tick.group(1).strip()
-            view.command_span = tick.span()
-    if view.command is None:
-        run = _RUN_RE.match(text)
-        if run is not None:
-            cmd = _FOR_ME_RE.sub("", run.group("cmd")).strip().rstrip("?!")
-            if cmd.endswith(".") and len(cmd) > 1 and cmd[-2].isalnum():
-                cmd = cmd[:-1]
-            first = cmd.split(maxsplit=1)[0].lower() if cmd else ""
-            if first in _NAMED_TASK:
-                view.run_task = True
-            elif cmd and first not in _NOT_A_COMMAND:
-                view.command = cmd
-                view.command_span = run.span("cmd")
+    _find_command(text, view)
     if view.command_span is not None:
         scan = _blank(scan, *view.command_span)
 
@@ -595,7 +745,8 @@ def _memory_write(view: _View) -> _Guess | None:
     if lead is not None:
         word = lead.group("lead").lower()
         rest = lead.group("rest").strip()
-        if not rest:
+        if not rest or _TO_VERB_RE.match(rest):
+            # "remember to include the hidden files: list ~/.config" is an instruction.
             return None
         reminiscing = _REMINISCE_RE.match(rest) or text.endswith("?")
         if (
@@ -617,7 +768,8 @@ def _memory_write(view: _View) -> _Guess | None:
     tail = _MEM_WRITE_TAIL_RE.search(text)
     if tail is not None:
         fact = text[: tail.start()].strip().rstrip(".!,").strip()
-        if fact and _FIRST_PERSON_RE.search(fact) and not fact.endswith("?"):
+        # "what are my kids names, do u remember": a question, not a fact to keep.
+        if fact and _FIRST_PERSON_RE.search(fact) and not _QUESTION_RE.search(fact):
             return _Guess(Intent.MEMORY_WRITE, 0.85, RouterArguments(fact=fact))
     return None
 
@@ -627,7 +779,12 @@ def _command(view: _View) -> _Guess | None:
         return _Guess(Intent.SYSTEM_TASK, 0.75, RouterArguments(paths=view.paths), execute=True)
     if view.command is None:
         return None
-    args = RouterArguments(command=view.command, paths=view.paths, action="run_command")
+    args = RouterArguments(command=view.command, cwd=view.cwd, paths=view.paths)
+    if not view.certain:
+        # Understood, but only a guess ("run npm install in frontend"): the model decides, or
+        # without one the reply shows the exact line to confirm (see `understood_command`).
+        return _Guess(Intent.SYSTEM_TASK, UNSURE_COMMAND_CONFIDENCE, args, execute=True)
+    args.action = "run_command"
     return _Guess(Intent.SYSTEM_TASK, 0.95, args, execute=True)
 
 
@@ -813,18 +970,47 @@ _RULES = (
 # Assembly
 
 
-def _risk(intent: Intent, text: str, command: str | None, execute: bool, writes: bool) -> RiskLevel:
+def _high_risk(subject: str) -> bool:
+    """A credential file, `/` itself, a download piped into a shell, `git clean` or
+    `git reset --hard`, wherever they sit in the words."""
+    if _HIGH_RISK_RE.search(subject):
+        return True
+    downloaded = False
+    for stage in _STAGE_SPLIT_RE.split(subject.lower()):
+        words = [w for w in _WORD_SPLIT_RE.split(stage) if w]
+        names = {w.rsplit("/", 1)[-1] for w in words}
+        if downloaded and words and (names & _SHELLS) and words[0] in ("sudo", *_SHELLS):
+            return True
+        downloaded = downloaded or bool(names & _DOWNLOADERS)
+        if "git" in names and ("clean" in words or ("reset" in words and "--hard" in words)):
+            return True
+    return False
+
+
+def _risk(
+    intent: Intent,
+    text: str,
+    command: str | None,
+    execute: bool,
+    writes: bool,
+    cwd: str | None = None,
+) -> RiskLevel:
     if intent is Intent.SYSTEM_TASK and execute:
         subject = command if command is not None else text
         if len(subject) > SCAN_LIMIT:
             return "high"  # too long to vet; treat as the worst case
-        return "high" if _DESTRUCTIVE_RE.search(subject[:SCAN_LIMIT]) else "medium"
+        if cwd is not None:
+            subject += " " + cwd  # "rm -rf x in /": the folder is part of what it reaches
+        return "high" if _DESTRUCTIVE_RE.search(subject) or _high_risk(subject) else "medium"
     if intent is Intent.FILE_TASK:
-        if _DESTRUCTIVE_RE.search(text):
+        if _DESTRUCTIVE_RE.search(text) or _high_risk(text):
             return "high"
         return "medium" if writes else "low"
-    if intent is Intent.ONE_SHOT_DISCOVERY and _DESTRUCTIVE_RE.search(text):
-        return "medium"
+    if intent is Intent.ONE_SHOT_DISCOVERY:
+        if _high_risk(text):
+            return "high"
+        if _DESTRUCTIVE_RE.search(text):
+            return "medium"
     return "low"
 
 
@@ -845,11 +1031,12 @@ def _build(
     if view.truncated and source != "prefix":
         confidence = min(confidence, TRUNCATED_CONFIDENCE)
         args.command = None
+        args.cwd = None
         args.fact = None
     if confidence < DIRECT_ACTION_CONFIDENCE:
         args.action = None
     writes = bool(_FILE_WRITE_VERB_RE.search(view.text))
-    risk = _risk(guess.intent, view.text, args.command, guess.execute, writes)
+    risk = _risk(guess.intent, view.text, args.command, guess.execute, writes, args.cwd)
     if view.truncated and guess.intent in (Intent.FILE_TASK, Intent.SYSTEM_TASK) and risk == "low":
         risk = "medium"  # words past SCAN_LIMIT were never looked at
     return RouterOutput(
@@ -1086,7 +1273,11 @@ def _unseen_reach(base: RouterOutput, text: str, verdict: _ModelVerdict) -> str 
 
 
 def refine_with_model(
-    base: RouterOutput, text: str, model: ChatModel, threshold: float
+    base: RouterOutput,
+    text: str,
+    model: ChatModel,
+    threshold: float,
+    turn_id: str | None = None,
 ) -> RouterOutput:
     """Ask the model for a second opinion; return `base` unchanged unless the answer is valid.
 
@@ -1103,6 +1294,9 @@ def refine_with_model(
         raw = model.chat_json(_model_messages(base, text), router_schema(), "router_output")
     except ModelError as exc:
         log.info("router model unavailable (%s); keeping heuristics", type(exc).__name__)
+        if turn_id is not None:
+            # The rest of the turn does not call a model that just failed (one deadline, once).
+            note_failure(model, turn_id, exc)
         return base
     except Exception:  # a backend bug must not break routing: report it, keep the heuristics
         log.warning("router model backend failed unexpectedly; keeping heuristics", exc_info=True)
@@ -1153,3 +1347,60 @@ def route(
     if not refine or model is None or base.source == "prefix" or not base.text:
         return base
     return refine_with_model(base, base.text, model, threshold)
+
+
+# ---------------------------------------------------------------------------------------------
+# Saying what was understood
+
+
+def understood_command(router: RouterOutput) -> str | None:
+    """For a command the router read but will not run directly: what it understood, and the
+    exact message that runs it. None when there is no such command.
+
+    Without a model nobody can settle "run npm install in frontend" or "`df -h` and `free -m`";
+    this is what the reply says instead of guessing.
+    """
+    if router.intent is not Intent.SYSTEM_TASK or router.arguments.action is not None:
+        return None
+    args = router.arguments
+    if args.command:
+        line = _confirm_line(args.command, args.cwd)
+        if line is None:
+            return None
+        where = f" in {_plain_folder(args.cwd)}" if args.cwd else ""
+        return (
+            f"I understood the command `{args.command}`{where}, but I only run a command "
+            f"straight away when the message says it unambiguously. To run it, send: {line}"
+        )
+    view = _make_view(router.text)
+    if len(view.commands) > 1:
+        shown = ", ".join(f"`{c}`" for c in view.commands)
+        line = _confirm_line(view.commands[0], None)
+        example = f", e.g. {line}" if line else ""
+        return (
+            f"I found {len(view.commands)} commands ({shown}) and ran none of them: I run one "
+            f"command per message. Send each on its own{example}"
+        )
+    return None
+
+
+def _plain_folder(cwd: str) -> str:
+    """A folder as a message that routes it plainly: a bare name becomes `./name`."""
+    if _folder(cwd) == (cwd, True):
+        return cwd
+    if _BARE_FOLDER_RE.fullmatch(cwd):
+        return "./" + cwd
+    return '"' + cwd + '"' if '"' not in cwd else cwd
+
+
+def _confirm_line(command: str, cwd: str | None) -> str | None:
+    """`run `<command>` in <folder>`: a message that routes to exactly this as a direct action."""
+    if "`" in command or "\n" in command:
+        return None
+    line = f"run `{command}`"
+    if cwd:
+        line += f" in {_plain_folder(cwd)}"
+    check = route_heuristic(line)
+    if check.arguments.action != "run_command" or check.arguments.command != command:
+        return None
+    return line

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from broker.audit import AuditEvent, AuditLog, digest
 from broker.clock import Clock, SystemClock
@@ -37,7 +38,7 @@ from broker.posthooks import MemoryHook, run_posthooks
 from broker.router import refine_with_model, route_heuristic
 from broker.runner import ToolRunner, TurnScope, self_test
 from broker.settings import Settings, load_settings
-from broker.types import Intent, PolicyDecision, RouterOutput, TurnResult
+from broker.types import GrantMode, Intent, PolicyDecision, RouterOutput, TurnResult
 from memory.store import MemoryStore
 from tools.manual import ToolError
 from tools.registry import ToolConfig, ToolRegistry, builtin_registry
@@ -153,7 +154,7 @@ class Session:
         setting = self.settings.router.model_refinement
         return (not self.model.is_embedded) if setting is None else setting
 
-    def route(self, text: str) -> RouterOutput:
+    def route(self, text: str, turn_id: str | None = None) -> RouterOutput:
         base = route_heuristic(text)
         # A model round trip only where the heuristics are unsure: a request they are certain
         # of (a direct action, a prefix) gains nothing from a second opinion but latency.
@@ -162,7 +163,7 @@ class Session:
         if base.source == "prefix" or not base.text:
             return base
         return refine_with_model(
-            base, base.text, self.model, self.settings.router.confidence_threshold
+            base, base.text, self.model, self.settings.router.confidence_threshold, turn_id
         )
 
     def decide(self, router: RouterOutput) -> PolicyDecision:
@@ -170,8 +171,51 @@ class Session:
         return decide(router, self.policy_table, tools, self.settings.policy)
 
     def ask(self, text: str) -> TurnResult:
+        """One whole turn. It always ends: an exception inside any stage ends it as failed, and
+        Ctrl-C (KeyboardInterrupt) as cancelled; either way one-shot grants end and the turn's
+        summary is audited. A cancelled turn re-raises KeyboardInterrupt after that."""
         turn_id = "t-" + uuid.uuid4().hex[:12]
-        router = self.route(text)
+        router = RouterOutput(text=text)
+        policy = PolicyDecision(
+            intent=router.intent, allowed_tools=[], forbidden_tools=[], required_capabilities=[]
+        )
+        try:
+            turn = self._turn(text, turn_id)
+        except KeyboardInterrupt:
+            self._end_abruptly(turn_id, router, policy, "cancelled", "Cancelled.")
+            raise
+        except Exception as exc:  # the turn's boundary: reported, never raised
+            log.exception("turn %s failed", turn_id)
+            reply = (
+                f"Something went wrong inside Chamberlain ({type(exc).__name__}), so this request "
+                "was stopped; nothing more was run. The log has the details."
+            )
+            return self._end_abruptly(turn_id, router, policy, "failed", reply)
+        return turn
+
+    def _end_abruptly(
+        self, turn_id: str, router: RouterOutput, policy: PolicyDecision, how: str, reply: str
+    ) -> TurnResult:
+        """End a turn a stage could not finish: one-shot grants end, the summary is audited."""
+        status: Literal["failed", "cancelled"] = "cancelled" if how == "cancelled" else "failed"
+        turn = TurnResult(router=router, policy=policy, reply=reply, failed=True, status=status)
+        try:
+            for grant in self.permissions.grants.live():
+                if grant.mode is GrantMode.ONCE:
+                    self.permissions.revoke(grant.id, f"one-shot grant ends with its {how} turn")
+            run_posthooks(
+                turn,
+                turn_id=turn_id,
+                permissions=self.permissions,
+                audit=self.audit,
+                memory_hooks=[],  # nothing is remembered from a turn that did not finish
+            )
+        except Exception:  # ending the turn must not raise a second time
+            log.exception("ending turn %s as %s failed too", turn_id, how)
+        return turn
+
+    def _turn(self, text: str, turn_id: str) -> TurnResult:
+        router = self.route(text, turn_id)
         self.audit.append(
             AuditEvent.ROUTER_OUTPUT,
             turn_id=turn_id,
@@ -296,10 +340,13 @@ def user_scopes(router: RouterOutput, config: ToolConfig | None = None) -> list[
             pass  # no display: the screen tools say so themselves
     if args.command:
         try:
+            from tools.paths import resolve_path
             from tools.system import command_target
 
             protected = config.protected_paths if config else ()
-            scopes.append(command_target(args.command, protected=protected))
+            # The folder resolves as the command tool resolves it: `~` and relative to the home.
+            cwd = resolve_path(args.cwd, cwd=Path.home()) if args.cwd else None
+            scopes.append(command_target(args.command, cwd=cwd, protected=protected))
         except (ImportError, ToolError, ValueError):
             pass
     return scopes

@@ -50,6 +50,8 @@ class RouterArguments(BaseModel):
 
     paths: list[str] = Field(default_factory=list)
     command: str | None = None
+    # The folder a command runs in, as written ("run npm install in ./frontend"); None: home.
+    cwd: str | None = None
     url: str | None = None
     query: str | None = None
     fact: str | None = None
@@ -134,3 +136,5 @@ class TurnResult(BaseModel):
     model: str | None = None
     # True when the request could not be carried out (the reply says why).
     failed: bool = False
+    # How the turn ended: "done", "failed" (a stage raised) or "cancelled" (Ctrl-C, Stop).
+    status: Literal["done", "failed", "cancelled"] = "done"

@@ -798,9 +798,10 @@ def normalise_url(raw: str) -> str:
 
 
 class _OpenTools:
-    def __init__(self, home: Path | None, opener: Opener) -> None:
+    def __init__(self, home: Path | None, opener: Opener, app_dirs: Sequence[Path] = ()) -> None:
         self._home = home
         self.opener = opener
+        self._app_dirs = tuple(app_dirs)
 
     def resolve(self, args: Mapping[str, Any]) -> Path:
         raw = required_str(args, "path", max_len=MAX_PATH_CHARS)
@@ -809,6 +810,9 @@ class _OpenTools:
             path = resolve_path(raw, home=home, cwd=home)
         except ValueError as exc:
             raise ToolError(f"Cannot use the path {raw.strip()[:200]!r}: {exc}") from exc
+        private = private_places(home or Path.home(), self._app_dirs).hit(path)
+        if private is not None:
+            raise ToolRefused(f"refused: {private.describe()}; it is never opened")
         if not path.exists():
             raise ToolError(f"{path} does not exist")
         suffix = path.suffix.lower()
@@ -910,7 +914,7 @@ def make_system_tools(
         targets=command.targets,
         reversibility_of=command.reversibility,
     )
-    openers = _OpenTools(home, opener or system_opener(environ, home=home))
+    openers = _OpenTools(home, opener or system_opener(environ, home=home), config.app_dirs)
     open_path = Tool(
         manual=ToolManual(
             name="open_path",

@@ -371,8 +371,10 @@ EXPECTED_ARGUMENTS: dict[str, dict[str, Any]] = {
     "execute `ls -la /tmp`": {"command": "ls -la /tmp", "risk_level": "medium"},
     "run `git status` in ~/code/chamberlain": {
         "command": "git status",
-        "paths": ["~/code/chamberlain"],
+        "cwd": "~/code/chamberlain",
+        "paths": [],
     },
+    "run npm test in ~/code/web": {"command": "npm test", "cwd": "~/code/web"},
     "please run ping -c 4 google.com": {"command": "ping -c 4 google.com", "url": None},
     "can you run uname -a for me": {"command": "uname -a"},
     "run the command `rm -rf ~/old_builds`": {

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,16 @@ from broker.executor import (
     Executor,
     direct_arguments,
 )
-from broker.llm.base import AssistantMessage, ModelError, ModelToolCall, ModelUnavailable
+from broker.llm.base import (
+    CUT_OFF_NOTE,
+    AssistantMessage,
+    ChatModel,
+    ModelError,
+    ModelToolCall,
+    ModelUnavailable,
+)
+from broker.llm.openai_client import OpenAIChatModel
+from broker.memory_hooks import MemoryWriter
 from broker.permissions import (
     GrantStore,
     PermissionBroker,
@@ -31,8 +41,27 @@ from broker.permissions import (
     TokenAuthority,
 )
 from broker.runner import ToolRunner, TurnScope
-from broker.settings import ExecutorSettings
-from broker.types import GrantMode, Intent, PolicyDecision, RouterArguments, RouterOutput
+from broker.settings import ExecutorSettings, MemorySettings
+from broker.types import (
+    GrantMode,
+    Intent,
+    PolicyDecision,
+    RouterArguments,
+    RouterOutput,
+    TurnResult,
+)
+from memory.db import open_database
+from memory.sensitivity import refuse_credentials
+from memory.store import MemoryStore
+from tests.support.openai_server import (
+    Cut,
+    KeepAlive,
+    Raw,
+    ScriptedOpenAIServer,
+    ServerFactory,
+    Text,
+    ToolCalls,
+)
 from tools.manual import Capability, Tool, ToolManual, ToolResult
 from tools.registry import ToolRegistry
 
@@ -133,7 +162,7 @@ class Rig:
     def __init__(
         self,
         tmp_path: Path,
-        model: ScriptedModel | None,
+        model: ChatModel | None,
         *,
         settings: ExecutorSettings | None = None,
         tools: dict[str, Body] | None = None,
@@ -541,3 +570,177 @@ def test_a_screenshot_image_reaches_the_model_as_image_content(tmp_path):
     assert image_parts == [
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
     ]
+
+
+# --- model output of every shape, from a real server on 127.0.0.1 -----------------------------
+
+
+def real_model(server: ScriptedOpenAIServer, **options: Any) -> OpenAIChatModel:
+    options.setdefault("timeout_s", 10.0)
+    return OpenAIChatModel(server.base_url, model="scripted-model", **options)
+
+
+def tool_messages(request: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m.get("role") == "tool"]
+
+
+def test_deeply_nested_tool_arguments_go_back_to_the_model_as_an_error(tmp_path, scripted_server):
+    server = scripted_server([ToolCalls([("probe", "[" * 5000)]), "I could not do that."])
+    rig = Rig(tmp_path, real_model(server))
+
+    result = rig.run()
+
+    assert result.reply == "I could not do that."
+    assert [c.status for c in result.tool_calls] == ["error"]
+    assert rig.bodies["probe"].calls == []
+    assert len(tool_messages(server.requests[1])) == 1
+
+
+_SHAPES: dict[str, tuple[Any, str]] = {
+    # name: (the model's turn, what must happen: "sent back" to the model or "ended" the turn)
+    "nested-arguments": (ToolCalls([("probe", "[" * 5000)]), "sent back"),
+    "balanced-nesting": (ToolCalls([("probe", "[" * 900 + "]" * 900)]), "sent back"),
+    "huge-argument-string": (ToolCalls([("probe", {"topics": ["x" * 300_000]})]), "sent back"),
+    "unknown-argument-fields": (ToolCalls([("probe", {"n": 1, "surprise": True})]), "sent back"),
+    "argument-of-wrong-type": (ToolCalls([("probe", {"n": "seven"})]), "sent back"),
+    "arguments-not-an-object": (ToolCalls([("probe", "[1, 2, 3]")]), "sent back"),
+    "unknown-tool": (ToolCalls([("rm_rf", {})]), "sent back"),
+    "huge-tool-name": (ToolCalls([("p" * 100_000, {})]), "sent back"),
+    "thousands-of-calls": (ToolCalls([("probe", {"n": n}) for n in range(3000)]), "sent back"),
+    "name-of-wrong-type": (
+        Raw(
+            200,
+            'data: {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1",'
+            ' "function": {"name": 5, "arguments": "{}"}}]}}]}\n\n',
+            "text/event-stream",
+        ),
+        "ended",
+    ),
+    "unknown-fields-in-the-reply": (
+        Raw(
+            200,
+            'data: {"choices": [{"index": 0, "delta": {"content": "fine", "x-extra": [1]},'
+            ' "finish_reason": "stop", "mystery": {}}], "unexpected": true}\n\n'
+            "data: [DONE]\n\n",
+            "text/event-stream",
+        ),
+        "answered",
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(_SHAPES))
+def test_model_output_of_any_shape_is_sent_back_or_ends_the_turn_never_raises(
+    tmp_path, scripted_server, shape
+):
+    turn, expected = _SHAPES[shape]
+    server = scripted_server([turn, "Understood."])
+    rig = Rig(tmp_path, real_model(server))
+
+    result = rig.run()
+
+    assert result.reply.strip()
+    if expected == "sent back":
+        assert result.reply == "Understood."
+        assert 1 <= len(result.tool_calls) <= ExecutorSettings().max_tool_calls
+        assert tool_messages(server.requests[1])
+    elif expected == "ended":
+        assert result.failed is True
+        assert result.reply.startswith("The model failed:")
+        assert len(server.requests) == 1
+    else:
+        assert result.reply == "fine"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        AssistantMessage(content=None),  # type: ignore[arg-type]
+        AssistantMessage(content=["text"]),  # type: ignore[arg-type]
+        AssistantMessage(tool_calls=[ModelToolCall(id="a", name=None, arguments="{}")]),  # type: ignore[arg-type]
+        AssistantMessage(tool_calls=[ModelToolCall(id="a", name="probe", arguments={"n": 1})]),  # type: ignore[arg-type]
+        AssistantMessage(tool_calls="probe"),  # type: ignore[arg-type]
+        "just a string",
+    ],
+    ids=[
+        "content-none",
+        "content-list",
+        "name-none",
+        "arguments-dict",
+        "calls-str",
+        "not-a-message",
+    ],
+)
+def test_an_answer_of_the_wrong_types_from_any_backend_ends_the_turn_with_a_sentence(
+    tmp_path, answer
+):
+    """The fake stands for in-process backends (the embedded model), which skip the OpenAI
+    client's own checks; a real server cannot send these shapes past the client."""
+    rig = Rig(tmp_path, ScriptedModel([answer]))
+
+    result = rig.run()
+
+    assert result.failed is True
+    assert "unusable answer" in result.reply
+    assert rig.bodies["probe"].calls == []
+
+
+# --- replies cut off, and a model that failed once ----------------------------------------------
+
+
+def test_a_reply_cut_off_mid_stream_says_so_and_marks_the_result(tmp_path, scripted_server):
+    server = scripted_server([Cut(Text("The three steps are: first, open the"))])
+    rig = Rig(tmp_path, real_model(server))
+
+    result = rig.run()
+
+    assert result.reply == f"The three steps are: first, open the\n\n{CUT_OFF_NOTE}"
+    assert result.cut is True
+    assert result.failed is True
+
+
+def test_tool_calls_in_a_cut_off_reply_are_not_run(tmp_path, scripted_server):
+    server = scripted_server([Cut(ToolCalls([("probe", {"n": 1}), ("probe", {"n": 2})]))])
+    rig = Rig(tmp_path, real_model(server))
+
+    result = rig.run()
+
+    assert rig.bodies["probe"].calls == []
+    assert result.cut is True
+    assert "cut off" in result.reply
+    assert len(server.requests) == 1
+
+
+def test_a_model_that_missed_its_deadline_is_not_called_again_in_the_turn(
+    tmp_path, scripted_server: ServerFactory
+):
+    # Keep-alives for a minute: without one deadline per call, this turn would last minutes.
+    server = scripted_server([KeepAlive(60, Text("too late"), interval=0.1)])
+    model = real_model(server, timeout_s=1.0)
+    rig = Rig(tmp_path, model)
+    db = open_database(tmp_path / "memory.db", encrypted=False)
+    store = MemoryStore(db, ManualClock(), refuse=refuse_credentials)
+    writer = MemoryWriter(
+        store, MemorySettings(extract=True), AuditLog(tmp_path / "memory-audit.jsonl"), model
+    )
+
+    started = time.monotonic()
+    try:
+        result = rig.run()
+        router = RouterOutput(intent=Intent.CHAT_ONLY, text="my sister Ana lives in Lisbon")
+        policy = PolicyDecision(
+            intent=Intent.CHAT_ONLY, allowed_tools=[], forbidden_tools=[], required_capabilities=[]
+        )
+        events = writer.after_turn(TurnResult(router=router, policy=policy), "t-exec")
+        again = rig.run()
+    finally:
+        store.close()
+    elapsed = time.monotonic() - started
+
+    assert len(server.requests) == 1, "one failure per turn: nothing asks the dead model again"
+    assert elapsed < 1.0 + 3.0
+    assert result.failed is True
+    assert result.reply.startswith("The model failed: ")
+    assert "did not answer within 1 s" in result.reply
+    assert events == []
+    assert again.reply == result.reply

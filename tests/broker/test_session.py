@@ -225,3 +225,75 @@ def test_the_token_secret_falls_back_to_a_file_in_the_home(tmp_path):
     session = open_session(tmp_path)
     assert session.secret.in_keyring is False
     assert (tmp_path / "home" / "token.key").exists()
+
+
+# --- a turn always ends ---------------------------------------------------------------------
+
+
+class BrokenModel(RoutingModel):
+    """A model client with a bug of its own: raises something no stage expects (until mended)."""
+
+    broken = True
+
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> AssistantMessage:
+        if self.broken:
+            raise RecursionError("maximum recursion depth exceeded while decoding")
+        return super().chat(messages, tools)
+
+
+class InterruptedPrompter:
+    """The person presses Ctrl-C while the permission prompt waits (asked inline, as the
+    terminal's Ctrl-C reaches the main thread that waits for the answer)."""
+
+    answers_instantly = True
+
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        raise KeyboardInterrupt
+
+
+def test_an_exception_inside_a_turn_ends_it_as_failed_and_audited(tmp_path):
+    model = BrokenModel()
+    session = open_session(tmp_path, model=model)
+    turn = session.ask("tell me a joke")
+    assert turn.failed
+    assert turn.status == "failed"
+    assert "RecursionError" in turn.reply
+    assert "Traceback" not in turn.reply
+    (summary,) = audit_events(session, "POSTHOOK_SUMMARY")
+    assert summary["data"]["status"] == "failed"
+    assert verify(session.audit.path).ok
+    # The session goes on: the next turn works.
+    model.broken = False
+    assert session.ask("tell me a joke").reply == "fake reply"
+
+
+def test_ctrl_c_at_a_prompt_cancels_the_turn_ends_its_grants_and_audits_it(tmp_path, docs):
+    session = open_session(tmp_path, prompter=InterruptedPrompter())
+    with pytest.raises(KeyboardInterrupt):
+        session.ask(f"list files in {docs}")
+    (summary,) = audit_events(session, "POSTHOOK_SUMMARY")
+    assert summary["data"]["status"] == "cancelled"
+    assert session.permissions.grants.live() == []
+    assert verify(session.audit.path).ok
+
+
+def test_a_dead_model_costs_one_deadline_per_turn_routing_included(tmp_path, scripted_server):
+    """Routing refinement asks first; when that call misses its deadline, neither the executor
+    nor memory extraction asks the same model again in the turn."""
+    import time
+
+    from broker.llm.openai_client import OpenAIChatModel
+    from tests.support.openai_server import KeepAlive, Text
+
+    server = scripted_server([KeepAlive(60, Text("too late"), interval=0.1)] * 3)
+    model = OpenAIChatModel(server.base_url, model="scripted-model", timeout_s=1.0)
+    session = open_session(tmp_path, model=model)
+    started = time.monotonic()
+    turn = session.ask("tell me about my stuff")  # unsure: the model is asked to route it
+    elapsed = time.monotonic() - started
+    assert len(server.requests) == 1
+    assert elapsed < 1.0 + 3.0
+    assert turn.failed
+    assert "did not answer within 1 s" in turn.reply

@@ -530,6 +530,20 @@ def test_open_path_hands_the_resolved_path_to_the_opener(user_home):
     assert opener.opened[-1] == f"{user_home}/proj"
 
 
+def test_open_path_never_hands_a_private_place_to_the_desktop(user_home, tmp_path):
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "token.key").write_text("secret")
+    (user_home / ".ssh").mkdir()
+    (user_home / ".ssh" / "id_rsa").write_text("key")
+    opener = RecordingOpener()
+    tool = build(user_home, opener=opener, app_dirs=(app.resolve(),))["open_path"]
+    for path in ("~/.ssh/id_rsa", "~/.ssh", str(app / "token.key")):
+        with pytest.raises(ToolRefused, match="never opened"):
+            tool.targets({"path": path})
+    assert opener.opened == []
+
+
 @pytest.mark.parametrize("name", ["evil.desktop", "setup.exe", "run.sh", "Thing.app", "x.JAR"])
 def test_open_path_refuses_programs_and_launchers(user_home, name):
     opener = RecordingOpener()
