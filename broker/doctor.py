@@ -16,7 +16,7 @@ from broker.audit import verify
 from broker.keys import load_install_secret, recorded_keying
 from broker.policy import PolicyError, load_policy_table
 from broker.runner import SelfTestError, self_test
-from broker.settings import SettingsError, load_settings
+from broker.settings import Settings, SettingsError, load_settings
 from tools.registry import builtin_registry
 
 
@@ -143,75 +143,6 @@ def _memory(home: Path) -> Check:
     return Check("memory", ok, f"{how}; {facts} facts; integrity {integrity}", required=False)
 
 
-def _display() -> Check:
-    from tools.manual import ToolError
-    from tools.screen import find_screen
-
-    try:
-        screen = find_screen()
-    except ToolError as exc:
-        return Check("screen capture", False, f"{exc}; the CLI works without", required=False)
-    return Check(
-        "screen capture", True, f"display {screen.target.removeprefix('display:')}", required=False
-    )
-
-
-def _commands() -> Check:
-    from tools.commands import parse_command
-    from tools.manual import ToolError
-
-    try:
-        parse_command("echo ok")
-    except ToolError as exc:  # the grammar failed to load: commands cannot be judged, so none run
-        return Check("commands", False, f"the command parser does not work here: {exc}")
-    return Check("commands", True, "bash grammar loaded; commands run without a shell")
-
-
-def _sandbox(home: Path) -> Check:
-    from tools.sandbox import sandbox_status
-
-    status = sandbox_status()
-    if status.available:
-        return Check(
-            "command sandbox",
-            True,
-            f"{status.why}: commands see only the folders they name, never credentials or "
-            "Chamberlain's files, and no network unless they need it",
-        )
-    try:
-        unconfined = load_settings(home).tools.unsandboxed_commands
-    except SettingsError:
-        unconfined = False
-    if unconfined:
-        return Check(
-            "command sandbox",
-            False,
-            f"{status.why}. WARNING: tools.unsandboxed_commands is on, so commands run "
-            "unconfined and can read or change anything you can",
-        )
-    return Check(
-        "command sandbox",
-        False,
-        f"{status.why}; commands are refused until a sandbox works (or you turn on "
-        "tools.unsandboxed_commands, not recommended)",
-    )
-
-
-def _web(home: Path) -> Check:
-    try:
-        url = load_settings(home).web.searxng_url
-    except SettingsError:
-        url = None
-    if not url:
-        return Check(
-            "web search",
-            False,
-            "no SearXNG set (setting web.searxng_url); page fetches work",
-            required=False,
-        )
-    return Check("web search", True, f"SearXNG at {url}", required=False)
-
-
 def _tray() -> Check:
     if importlib.util.find_spec("PySide6") is None:
         return Check("tray app", False, "PySide6 is not installed in this build", required=False)
@@ -229,9 +160,21 @@ def run_checks(home: Path, llm_url: str | None = None) -> list[Check]:
         _grants(home),
         _memory(home),
         _model(home, llm_url),
-        _display(),
-        _commands(),
-        _sandbox(home),
-        _web(home),
+        *_tool_checks(home),
         _tray(),
     ]
+
+
+def _tool_checks(home: Path) -> list[Check]:
+    """Each tool group reports on itself (`Tool.health`): the doctor knows no tool."""
+    from broker.session import tool_config
+
+    try:
+        settings = load_settings(home)
+    except SettingsError:
+        settings = Settings()
+    checks: list[Check] = []
+    for tool in builtin_registry(tool_config(home, settings)):
+        if tool.health is not None:
+            checks.extend(Check(c.name, c.ok, c.detail, c.required) for c in tool.health())
+    return checks

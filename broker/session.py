@@ -40,7 +40,7 @@ from broker.runner import ToolRunner, TurnScope, self_test
 from broker.settings import Settings, load_settings
 from broker.types import GrantMode, Intent, PolicyDecision, RouterOutput, TurnResult
 from memory.store import MemoryStore
-from tools.manual import ToolError
+from tools.manual import RequestWords
 from tools.registry import ToolConfig, ToolRegistry, builtin_registry
 
 log = logging.getLogger("chamberlain.broker.session")
@@ -234,7 +234,7 @@ class Session:
         scope = TurnScope(
             turn_id=turn_id,
             allowed=policy.allowed_tools,
-            user_scopes=user_scopes(router, self.tool_config),
+            user_scopes=user_scopes(router, self.tool_config, self.tools),
         )
         recollection = self._recollect(router, turn_id)
         result = self._execute(router, policy, scope, recollection)
@@ -316,40 +316,29 @@ class Session:
             self.trace(stage, value)
 
 
-def user_scopes(router: RouterOutput, config: ToolConfig | None = None) -> list[str]:
+def user_scopes(
+    router: RouterOutput, config: ToolConfig | None = None, tools: ToolRegistry | None = None
+) -> list[str]:
     """The scopes the user's own words name: their paths, the URL's site, the command typed.
 
     A permission prompt for one of these is "the user's scope"; anything else the model asks
-    for mid-turn is a separate prompt (see PermissionBroker.proposed_scope).
+    for mid-turn is a separate prompt (see PermissionBroker.proposed_scope). Each tool says
+    which scopes a request names for it (`Tool.user_scopes_of`): the broker knows no tool.
     """
     args = router.arguments
-    scopes = list(args.paths)
-    if args.url:
-        try:
-            from tools.web import url_target
-
-            scopes.append(url_target(args.url))
-        except (ImportError, ToolError, ValueError):
-            pass  # a URL the rules refuse implies no scope; the runner says why
-    if router.needs_screen_read:
-        try:
-            from tools.screen import find_screen
-
-            scopes.append(find_screen().target)
-        except (ImportError, ToolError):
-            pass  # no display: the screen tools say so themselves
-    if args.command:
-        try:
-            from tools.paths import resolve_path
-            from tools.system import command_target
-
-            protected = config.protected_paths if config else ()
-            # The folder resolves as the command tool resolves it: `~` and relative to the home.
-            cwd = resolve_path(args.cwd, cwd=Path.home()) if args.cwd else None
-            scopes.append(command_target(args.command, cwd=cwd, protected=protected))
-        except (ImportError, ToolError, ValueError):
-            pass
-    return scopes
+    words = RequestWords(
+        paths=tuple(args.paths),
+        url=args.url,
+        command=args.command,
+        cwd=args.cwd,
+        needs_screen_read=router.needs_screen_read,
+    )
+    registry = tools if tools is not None else builtin_registry(config)
+    scopes: list[str] = []
+    for tool in registry:
+        if tool.user_scopes_of is not None:
+            scopes.extend(tool.user_scopes_of(words))
+    return list(dict.fromkeys(scopes))
 
 
 def tool_config(home: Path, settings: Settings) -> ToolConfig:

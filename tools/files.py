@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import dataclasses
 import errno
 import fnmatch
 import functools
@@ -35,7 +36,15 @@ from typing import Any
 import charset_normalizer
 
 from tools.arguments import bool_arg, int_arg, required_str, str_arg
-from tools.manual import Capability, Tool, ToolError, ToolManual, ToolRefused, ToolResult
+from tools.manual import (
+    Capability,
+    RequestWords,
+    Tool,
+    ToolError,
+    ToolManual,
+    ToolRefused,
+    ToolResult,
+)
 from tools.paths import MAX_PATH_CHARS, is_within, resolve_path
 from tools.private import PrivateHit, PrivatePlaces, private_places
 from tools.units import human_size
@@ -1116,7 +1125,13 @@ def make_file_tools(
         run=lambda args: _search(book, limits, clock, args),
         targets=path_targets("file_search", "root"),
     )
-    return [file_list, file_read, file_search]
+    # The folders and files the user's own words named are the file tools' user scopes.
+    named = dataclasses.replace(file_list, user_scopes_of=_named_paths)
+    return [named, file_read, file_search]
+
+
+def _named_paths(words: RequestWords) -> list[str]:
+    return list(words.paths)
 
 
 FILE_TOOLS: list[Tool] = make_file_tools()

@@ -87,6 +87,28 @@ class ToolResult:
 
 
 @dataclass(frozen=True)
+class HealthCheck:
+    """What works on this machine for a tool, in plain words (`chamberlain doctor`)."""
+
+    name: str
+    ok: bool
+    detail: str
+    # A failed required check makes `doctor` exit 1; optional ones only inform.
+    required: bool = True
+
+
+@dataclass(frozen=True)
+class RequestWords:
+    """What the router read in the user's own words, as the tools need it (no broker types)."""
+
+    paths: tuple[str, ...] = ()
+    url: str | None = None
+    command: str | None = None
+    cwd: str | None = None
+    needs_screen_read: bool = False
+
+
+@dataclass(frozen=True)
 class Tool:
     """A registered tool: the manual plus two callables.
 
@@ -101,6 +123,11 @@ class Tool:
     # How undoable this particular call is, when it depends on the arguments (a command);
     # None: the manual's own value. Shown in the permission prompt and the audit.
     reversibility_of: Callable[[dict[str, Any]], Reversibility] | None = None
+    # The scopes the user's own request names for this tool (their folder, site, display,
+    # command line): a prompt for one of these is "the user's scope". None: it names none.
+    user_scopes_of: Callable[[RequestWords], list[str]] | None = None
+    # What works on this machine for this tool; each tool group reports on itself.
+    health: Callable[[], list[HealthCheck]] | None = None
 
     def reversibility(self, args: dict[str, Any]) -> Reversibility:
         if self.reversibility_of is None:

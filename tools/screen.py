@@ -34,7 +34,15 @@ from typing import Any, Literal
 
 from PIL import Image
 
-from tools.manual import Capability, Tool, ToolError, ToolManual, ToolResult
+from tools.manual import (
+    Capability,
+    HealthCheck,
+    RequestWords,
+    Tool,
+    ToolError,
+    ToolManual,
+    ToolResult,
+)
 from tools.registry import ToolConfig
 from tools.windows import (
     Geometry,
@@ -676,6 +684,31 @@ def make_screen_tools(
     """screen_capture and get_active_window, built from the user's tool settings."""
     tools = _ScreenTools(config, clock, ocr or OCR)
     return [
-        Tool(CAPTURE_MANUAL, tools.capture, tools.capture_targets),
+        Tool(
+            CAPTURE_MANUAL,
+            tools.capture,
+            tools.capture_targets,
+            user_scopes_of=_screen_scope,
+            health=_screen_health,
+        ),
         Tool(WINDOW_MANUAL, tools.window, tools.window_targets),
     ]
+
+
+def _screen_scope(words: RequestWords) -> list[str]:
+    """A request to look at the screen names the display it would see."""
+    if not words.needs_screen_read:
+        return []
+    try:
+        return [find_screen().target]
+    except ToolError:
+        return []  # no display: the screen tools say so themselves
+
+
+def _screen_health() -> list[HealthCheck]:
+    try:
+        screen = find_screen()
+    except ToolError as exc:
+        return [HealthCheck("screen capture", False, f"{exc}; the CLI works without", False)]
+    where = screen.target.removeprefix("display:")
+    return [HealthCheck("screen capture", True, f"display {where}", False)]

@@ -56,6 +56,8 @@ from tools.commands import (
 )
 from tools.manual import (
     Capability,
+    HealthCheck,
+    RequestWords,
     Reversibility,
     Tool,
     ToolError,
@@ -569,6 +571,54 @@ class _CommandTool:
             checked = self._checked.get(key)
         return (checked or self.assess(args)).check.reversibility
 
+    def user_scopes(self, words: RequestWords) -> list[str]:
+        """The command line the user typed, in the folder they named (default: the home)."""
+        if not words.command:
+            return []
+        try:
+            cwd = resolve_path(words.cwd, home=self.home, cwd=self.home) if words.cwd else None
+            return [
+                command_target(
+                    words.command,
+                    cwd=cwd,
+                    home=self.home,
+                    protected=self.config.protected_paths,
+                )
+            ]
+        except (ToolError, ValueError):
+            return []  # a line the rules refuse names no scope; the runner says why
+
+    def health(self) -> list[HealthCheck]:
+        try:
+            parse_command("echo ok")
+        except ToolError as exc:  # the grammar did not load: no command can be judged, none runs
+            parser = HealthCheck("commands", False, f"the command parser does not work: {exc}")
+        else:
+            parser = HealthCheck("commands", True, "bash grammar loaded; no shell is used")
+        status = self.sandbox
+        if status.available:
+            walls = HealthCheck(
+                "command sandbox",
+                True,
+                f"{status.why}: commands see only the folders they name, never credentials or "
+                "Chamberlain's files, and no network unless they need it",
+            )
+        elif self.config.unsandboxed_commands:
+            walls = HealthCheck(
+                "command sandbox",
+                False,
+                f"{status.why}. WARNING: tools.unsandboxed_commands is on, so commands run "
+                "unconfined and can read or change anything you can",
+            )
+        else:
+            walls = HealthCheck(
+                "command sandbox",
+                False,
+                f"{status.why}; commands are refused until a sandbox works (or you turn on "
+                "tools.unsandboxed_commands, not recommended)",
+            )
+        return [parser, walls]
+
     def environment(self, cwd: Path) -> dict[str, str]:
         source = self._environ if self._environ is not None else os.environ
         return command_environment(source, home=self.home, cwd=cwd)
@@ -913,6 +963,8 @@ def make_system_tools(
         run=command.run,
         targets=command.targets,
         reversibility_of=command.reversibility,
+        user_scopes_of=command.user_scopes,
+        health=command.health,
     )
     openers = _OpenTools(home, opener or system_opener(environ, home=home), config.app_dirs)
     open_path = Tool(

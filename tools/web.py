@@ -50,7 +50,16 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.util.ssl_match_hostname import CertificateError
 
 from tools.files import decode_text
-from tools.manual import Capability, Tool, ToolError, ToolManual, ToolRefused, ToolResult
+from tools.manual import (
+    Capability,
+    HealthCheck,
+    RequestWords,
+    Tool,
+    ToolError,
+    ToolManual,
+    ToolRefused,
+    ToolResult,
+)
 from tools.registry import ToolConfig
 
 log = logging.getLogger("chamberlain.tools.web")
@@ -1207,6 +1216,7 @@ def make_web_tools(
         ),
         run=tools.fetch,
         targets=tools.fetch_targets,
+        user_scopes_of=_site_scope,
     )
     web_search = Tool(
         manual=ToolManual(
@@ -1237,5 +1247,27 @@ def make_web_tools(
         ),
         run=tools.search,
         targets=tools.search_targets,
+        health=lambda: [_search_health(config.searxng_url)],
     )
     return [web_fetch, web_search]
+
+
+def _site_scope(words: RequestWords) -> list[str]:
+    """The site of a link the user gave (a link the rules refuse names no scope)."""
+    if not words.url:
+        return []
+    try:
+        return [url_target(words.url)]
+    except (ToolError, ValueError):
+        return []
+
+
+def _search_health(searxng_url: str | None) -> HealthCheck:
+    if not searxng_url:
+        return HealthCheck(
+            "web search",
+            False,
+            "no SearXNG set (setting web.searxng_url); page fetches work",
+            False,
+        )
+    return HealthCheck("web search", True, f"SearXNG at {searxng_url}", False)
