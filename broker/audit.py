@@ -96,6 +96,8 @@ class AuditEvent(StrEnum):
     PERMISSION_DENIED = "PERMISSION_DENIED"
     # A prompt nobody answered is not a user's denial (architecture invariant 2).
     PERMISSION_TIMEOUT = "PERMISSION_TIMEOUT"
+    # An answer that came after its prompt had timed out: recorded, never used.
+    PERMISSION_LATE_ANSWER = "PERMISSION_LATE_ANSWER"
     PERMISSION_REVOKED = "PERMISSION_REVOKED"
     PERMISSION_EXPIRED = "PERMISSION_EXPIRED"
     TOKEN_REFUSED = "TOKEN_REFUSED"

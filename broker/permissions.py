@@ -17,6 +17,7 @@ import logging
 import os
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -104,11 +105,61 @@ class DenyPrompter:
         return PromptDecision(allow=False, reason="headless")
 
 
-def ask_within(prompter: Prompter, request: PermissionRequest, timeout_s: float) -> PromptDecision:
+class PendingPrompt:
+    """One permission question in flight: an answer resolves it; the timeout cancels it.
+
+    Whichever comes first wins. An answer that arrives after the prompt was cancelled is kept as
+    `late` (and reported by the caller), never used: a person who clicks "allow" a second after
+    the countdown ended has not granted anything.
+    """
+
+    def __init__(self, request: PermissionRequest) -> None:
+        self.request = request
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._decision: PromptDecision | None = None
+        self.cancelled = False
+        self.late: PromptDecision | None = None
+
+    def resolve(self, decision: PromptDecision) -> bool:
+        """Answer the prompt; False (and kept as `late`) when it had already ended."""
+        with self._lock:
+            if self._done.is_set():
+                self.late = decision
+                return False
+            self._decision = decision
+            self._done.set()
+            return True
+
+    def cancel(self, reason: DecisionReason = "timeout") -> bool:
+        """End the prompt unanswered (a denial with `reason`); False if it was answered."""
+        with self._lock:
+            if self._done.is_set():
+                return False
+            self._decision = PromptDecision(allow=False, reason=reason)
+            self.cancelled = True
+            self._done.set()
+            return True
+
+    def wait(self, timeout_s: float) -> PromptDecision | None:
+        self._done.wait(timeout_s)
+        with self._lock:
+            return self._decision
+
+
+def ask_within(
+    prompter: Prompter,
+    request: PermissionRequest,
+    timeout_s: float,
+    on_late: Callable[[PromptDecision], None] | None = None,
+) -> PromptDecision:
     """Ask, but give up after `timeout_s`: no answer in time is a deny with reason `timeout`.
 
     A prompter that answers from rules alone (`answers_instantly`) is asked directly: it cannot
-    hang, and a thread per call would only add latency.
+    hang, and a thread per call would only add latency. Otherwise the question is a
+    `PendingPrompt` the timeout cancels; a prompter with a `cancel(pending)` method is told, so
+    it can close its dialog or stop reading the terminal. An answer that comes too late is
+    handed to `on_late` and never used.
     """
     if getattr(prompter, "answers_instantly", False):
         try:
@@ -116,24 +167,33 @@ def ask_within(prompter: Prompter, request: PermissionRequest, timeout_s: float)
         except Exception as exc:  # noqa: BLE001 - a broken prompter must deny, not crash
             log.error("permission prompt failed: %s", exc)
             return PromptDecision(allow=False, reason="error")
-    box: list[PromptDecision] = []
-    failure: list[BaseException] = []
+    pending = PendingPrompt(request)
 
     def target() -> None:
         try:
-            box.append(prompter.ask(request))
+            decision = prompter.ask(request)
         except Exception as exc:  # noqa: BLE001 - a broken prompter must deny, not crash
-            failure.append(exc)
+            log.error("permission prompt failed: %s", exc)
+            decision = PromptDecision(allow=False, reason="error")
+        if not pending.resolve(decision) and decision.allow:
+            log.warning("an answer came after the permission prompt had ended; it was not used")
+            if on_late is not None:
+                on_late(decision)
 
     worker = threading.Thread(target=target, name="permission-prompt", daemon=True)
     worker.start()
-    worker.join(timeout_s)
-    if box:
-        return box[0]
-    if failure:
-        log.error("permission prompt failed: %s", failure[0])
-        return PromptDecision(allow=False, reason="error")
-    return PromptDecision(allow=False, reason="timeout")
+    decision = pending.wait(timeout_s)
+    if decision is not None:
+        return decision
+    pending.cancel("timeout")
+    cancel = getattr(prompter, "cancel", None)
+    if callable(cancel):
+        try:
+            cancel(pending)
+        except Exception as exc:  # noqa: BLE001 - a failed close must not undo the denial
+            log.error("closing a timed-out permission prompt failed: %s", exc)
+    decision = pending.wait(0)
+    return decision if decision is not None else PromptDecision(allow=False, reason="timeout")
 
 
 # --- grants ----------------------------------------------------------------------------------
@@ -672,7 +732,18 @@ class PermissionBroker:
             risk=risk,
             reversibility=reversibility,
         )
-        decision = ask_within(self.prompter, request, self.prompt_timeout_s)
+        def late(answer: PromptDecision) -> None:
+            self.audit.append(
+                AuditEvent.PERMISSION_LATE_ANSWER,
+                turn_id=turn_id,
+                tool=tool,
+                call_id=call_id,
+                capability=capability.value,
+                scope=scope,
+                mode=answer.mode.value if answer.mode else None,
+            )
+
+        decision = ask_within(self.prompter, request, self.prompt_timeout_s, on_late=late)
         if not decision.allow or decision.mode is None:
             return self._deny(decision, capability, scope, tool, call_id, turn_id)
         grant = self._grant_from(decision, request, digest, targets)

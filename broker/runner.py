@@ -32,7 +32,7 @@ from broker.permissions import (
 )
 from broker.policy import PolicyTable, coverage_problems
 from broker.types import ToolCallRecord, ToolStatus
-from tools.manual import Reversibility, Tool, ToolError, ToolRefused, ToolResult
+from tools.manual import Prepared, Tool, ToolError, ToolRefused, ToolResult
 from tools.registry import ToolRegistry
 
 log = logging.getLogger("chamberlain.broker.runner")
@@ -156,7 +156,7 @@ class ToolRunner:
         if arguments is None:
             return self._finish(turn, call_id, name, raw_arguments, "error", problem, tool)
         try:
-            targets = tool.targets(arguments)
+            prepared = tool.prepare(arguments)
         except ToolRefused as exc:
             return self._finish(turn, call_id, name, arguments, "refused", str(exc), tool)
         except (ValueError, ToolError) as exc:
@@ -166,8 +166,8 @@ class ToolRunner:
             # this call, never a turn that ends half-audited.
             why = f"{name} could not check what it would touch: {exc.strerror or exc}"
             return self._finish(turn, call_id, name, arguments, "error", why, tool)
-
-        reversibility = tool.reversibility(arguments)
+        targets = list(prepared.targets)
+        reversibility = prepared.reversibility
         grant = self.permissions.authorize(
             tool=name,
             capability=tool.capability,
@@ -182,7 +182,7 @@ class ToolRunner:
         if isinstance(grant, Denial):
             return self._finish(turn, call_id, name, arguments, grant.status, grant.reason, tool)
         return self.run_with_token(
-            turn, tool, call_id, arguments, targets, grant, reversibility=reversibility
+            turn, tool, call_id, arguments, targets, grant, prepared=prepared
         )
 
     def _parse_arguments(
@@ -224,9 +224,14 @@ class ToolRunner:
         targets: list[str],
         token: PermissionToken | None,
         *,
-        reversibility: Reversibility | None = None,
+        prepared: Prepared | None = None,
     ) -> CallOutcome:
-        """Check the token against exactly this call, then run the tool under its limits."""
+        """Check the token against exactly this call, then run the tool under its limits.
+
+        `prepared` is the call as `execute` checked it; the tool runs exactly that. Without it
+        (a caller holding only arguments) the call is prepared here, and its targets must be
+        the ones the token was issued for.
+        """
         if tool.name not in turn.allowed:
             why = f"{tool.name!r} is not allowed for this request"
             return self._finish(turn, call_id, tool.name, arguments, "refused", why, tool)
@@ -259,6 +264,16 @@ class ToolRunner:
                 token_id,
             )
 
+        if prepared is not None and list(prepared.targets) == list(targets):
+            call = prepared
+        else:
+            try:
+                call = tool.prepare(arguments)
+            except (ToolError, ValueError, OSError) as exc:
+                return self._finish(turn, call_id, tool.name, arguments, "error", str(exc), tool)
+            if list(call.targets) != list(targets):
+                why = "the call reaches other places now than when it was allowed; it was not run"
+                return self._finish(turn, call_id, tool.name, arguments, "denied", why, tool)
         self.audit.append(
             AuditEvent.TOOL_CALL_START,
             turn_id=turn.turn_id,
@@ -268,9 +283,9 @@ class ToolRunner:
             token_id=token_id,
             arguments=arguments,
             targets=targets,
-            reversibility=reversibility or tool.reversibility(arguments),
+            reversibility=call.reversibility,
         )
-        finished, value = self._worker.call(lambda: tool.run(arguments), tool.manual.timeout_s)
+        finished, value = self._worker.call(lambda: tool.execute(call), tool.manual.timeout_s)
         if not finished:
             why = f"{tool.name} did not finish within {tool.manual.timeout_s:g} s"
             return self._finish(turn, call_id, tool.name, arguments, "timeout", why, tool, token_id)

@@ -24,9 +24,7 @@ import functools
 import logging
 import os
 import stat
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,6 +36,7 @@ import charset_normalizer
 from tools.arguments import bool_arg, int_arg, required_str, str_arg
 from tools.manual import (
     Capability,
+    Prepared,
     RequestWords,
     Tool,
     ToolError,
@@ -103,21 +102,18 @@ _CHAOS_TIE = 0.01
 
 
 class _PathBook:
-    """Resolves path arguments, and remembers what `targets()` reported for `run()`.
+    """Resolves path arguments for the file tools.
 
-    The runner calls `targets(args)`, checks the paths against the grant, then calls `run(args)`.
-    Resolving again in `run` would let a symlink changed in between (say, while the user looks at
-    the permission dialog) point the tool somewhere unchecked; reusing the checked path cannot.
+    A call is prepared once (`for_targets`: resolved, checked against the private places) and
+    run on exactly that path (`for_run` given the prepared path): resolving again in between
+    would let a symlink changed meanwhile (say, while the user looks at the permission dialog)
+    point the tool somewhere unchecked.
     """
-
-    _MAX_REMEMBERED = 128
 
     def __init__(self, home: Path | None, cwd: Path | None, private: PrivatePlaces) -> None:
         self._home = home
         self._cwd = cwd
         self.private = private
-        self._checked: OrderedDict[tuple[str, str], Path] = OrderedDict()
-        self._lock = threading.Lock()
 
     def resolve(self, raw: str) -> Path:
         try:
@@ -125,23 +121,15 @@ class _PathBook:
         except ValueError as exc:
             raise ToolError(f"Cannot use the path {raw.strip()[:200]!r}: {exc}") from exc
 
-    def for_targets(self, tool: str, raw: str) -> Path:
+    def for_targets(self, raw: str) -> Path:
         path = self.resolve(raw)
         _refuse_private_path(path, _PrivateCheck(self.private))
-        with self._lock:
-            self._checked[(tool, raw)] = path
-            self._checked.move_to_end((tool, raw))
-            while len(self._checked) > self._MAX_REMEMBERED:
-                self._checked.popitem(last=False)
         return path
 
-    def for_run(self, tool: str, raw: str) -> tuple[Path, _PrivateCheck]:
-        """The path `targets()` checked (resolved afresh if it was not called), checked again:
+    def for_run(self, raw: str, prepared: Path | None = None) -> tuple[Path, _PrivateCheck]:
+        """The prepared path (resolved afresh only for a call nobody prepared), checked again:
         Chamberlain's folder may have gained a hard link since. With the check for the run."""
-        with self._lock:
-            path = self._checked.pop((tool, raw), None)
-        if path is None:
-            path = self.resolve(raw)
+        path = prepared if prepared is not None else self.resolve(raw)
         check = _PrivateCheck(self.private)
         _refuse_private_path(path, check)
         return path, check
@@ -471,8 +459,8 @@ def _entry_type(mode: int) -> str:
     return "other"
 
 
-def _list_folder(book: _PathBook, args: dict[str, Any]) -> ToolResult:
-    path, check = book.for_run("file_list", required_str(args, "path", max_len=MAX_PATH_CHARS))
+def _list_folder(book: _PathBook, args: dict[str, Any], at: Path | None = None) -> ToolResult:
+    path, check = book.for_run(required_str(args, "path", max_len=MAX_PATH_CHARS), at)
     show_hidden = bool_arg(args, "show_hidden", False)
     max_entries = int_arg(args, "max_entries", 500, 1, MAX_LIST_ENTRIES)
 
@@ -603,8 +591,10 @@ def _render_listing(data: dict[str, Any]) -> str:
 # --- file_read -----------------------------------------------------------------------------------
 
 
-def _read_file(book: _PathBook, read_cap: int, args: dict[str, Any]) -> ToolResult:
-    path, check = book.for_run("file_read", required_str(args, "path", max_len=MAX_PATH_CHARS))
+def _read_file(
+    book: _PathBook, read_cap: int, args: dict[str, Any], at: Path | None = None
+) -> ToolResult:
+    path, check = book.for_run(required_str(args, "path", max_len=MAX_PATH_CHARS), at)
     limit = int_arg(args, "max_bytes", read_cap, 1, read_cap)
 
     try:
@@ -690,9 +680,10 @@ def _search(
     limits: tuple[int, int, float],
     clock: Callable[[], float],
     args: dict[str, Any],
+    at: Path | None = None,
 ) -> ToolResult:
     max_entries, content_limit, time_limit = limits
-    root, check = book.for_run("file_search", required_str(args, "root", max_len=MAX_PATH_CHARS))
+    root, check = book.for_run(required_str(args, "root", max_len=MAX_PATH_CHARS), at)
     name_glob = str_arg(args, "name_glob", max_len=255) or None
     content = str_arg(args, "content", max_len=200) or None
     state = _SearchState(
@@ -1020,12 +1011,15 @@ def make_file_tools(
         private = private_places(home if home is not None else Path.home())
     book = _PathBook(home, cwd, private)
 
-    def path_targets(tool: str, key: str) -> Callable[[dict[str, Any]], list[str]]:
-        def targets(args: dict[str, Any]) -> list[str]:
-            raw = required_str(args, key, max_len=MAX_PATH_CHARS)
-            return [str(book.for_targets(tool, raw))]
+    def prepare(key: str) -> Callable[[dict[str, Any]], Prepared]:
+        def prepared(args: dict[str, Any]) -> Prepared:
+            path = book.for_targets(required_str(args, key, max_len=MAX_PATH_CHARS))
+            return Prepared(args, (str(path),), "easy", path)
 
-        return targets
+        return prepared
+
+    def at(prepared: Prepared) -> Path | None:
+        return prepared.plan if isinstance(prepared.plan, Path) else None
 
     file_list = Tool(
         manual=ToolManual(
@@ -1055,7 +1049,9 @@ def make_file_tools(
             category="files",
         ),
         run=lambda args: _list_folder(book, args),
-        targets=path_targets("file_list", "path"),
+        targets=lambda args: list(prepare("path")(args).targets),
+        prepare_of=prepare("path"),
+        run_prepared=lambda p: _list_folder(book, dict(p.arguments), at(p)),
     )
 
     file_read = Tool(
@@ -1087,7 +1083,9 @@ def make_file_tools(
             output_cap=2 * read_cap + 64 * 1024,
         ),
         run=lambda args: _read_file(book, read_cap, args),
-        targets=path_targets("file_read", "path"),
+        targets=lambda args: list(prepare("path")(args).targets),
+        prepare_of=prepare("path"),
+        run_prepared=lambda p: _read_file(book, read_cap, dict(p.arguments), at(p)),
     )
 
     limits = (search_max_entries, search_content_limit, search_time_limit_s)
@@ -1123,7 +1121,9 @@ def make_file_tools(
             timeout_s=max(15.0, search_time_limit_s + 5.0),
         ),
         run=lambda args: _search(book, limits, clock, args),
-        targets=path_targets("file_search", "root"),
+        targets=lambda args: list(prepare("root")(args).targets),
+        prepare_of=prepare("root"),
+        run_prepared=lambda p: _search(book, limits, clock, dict(p.arguments), at(p)),
     )
     # The folders and files the user's own words named are the file tools' user scopes.
     named = dataclasses.replace(file_list, user_scopes_of=_named_paths)

@@ -87,6 +87,21 @@ class ToolResult:
 
 
 @dataclass(frozen=True)
+class Prepared:
+    """One tool call, checked once: what it touches, how undoable it is, and the exact plan.
+
+    The runner checks the permission token against `targets` and then runs exactly this object;
+    nothing is resolved again between the check and the use. `plan` is the tool's own: a
+    resolved path, a parsed command with its sandbox, a normalised URL.
+    """
+
+    arguments: Mapping[str, Any]
+    targets: tuple[str, ...]
+    reversibility: Reversibility
+    plan: object = None
+
+
+@dataclass(frozen=True)
 class HealthCheck:
     """What works on this machine for a tool, in plain words (`chamberlain doctor`)."""
 
@@ -128,6 +143,22 @@ class Tool:
     user_scopes_of: Callable[[RequestWords], list[str]] | None = None
     # What works on this machine for this tool; each tool group reports on itself.
     health: Callable[[], list[HealthCheck]] | None = None
+    # Tools that resolve what they touch: check once (`prepare_of`) and run exactly that
+    # (`run_prepared`). Without them a call is prepared from `targets` and run from its arguments.
+    prepare_of: Callable[[dict[str, Any]], Prepared] | None = None
+    run_prepared: Callable[[Prepared], ToolResult] | None = None
+
+    def prepare(self, args: dict[str, Any]) -> Prepared:
+        """Check the call once: targets, reversibility and the plan `execute` will run."""
+        if self.prepare_of is not None:
+            return self.prepare_of(args)
+        return Prepared(args, tuple(self.targets(args)), self.reversibility(args))
+
+    def execute(self, prepared: Prepared) -> ToolResult:
+        """Run exactly the prepared call."""
+        if self.run_prepared is not None:
+            return self.run_prepared(prepared)
+        return self.run(dict(prepared.arguments))
 
     def reversibility(self, args: dict[str, Any]) -> Reversibility:
         if self.reversibility_of is None:

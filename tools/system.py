@@ -38,7 +38,6 @@ import sys
 import threading
 import time
 import unicodedata
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,8 +56,8 @@ from tools.commands import (
 from tools.manual import (
     Capability,
     HealthCheck,
+    Prepared,
     RequestWords,
-    Reversibility,
     Tool,
     ToolError,
     ToolManual,
@@ -460,8 +459,6 @@ class _Checked:
 class _CommandTool:
     """system_execute: the checks `targets()` made are the checks `run()` holds the line to."""
 
-    _MAX_REMEMBERED = 128
-
     def __init__(
         self,
         config: ToolConfig,
@@ -473,8 +470,6 @@ class _CommandTool:
         self._home = home
         self._environ = environ
         self._sandbox = sandbox
-        self._checked: OrderedDict[tuple[str, str], _Checked] = OrderedDict()
-        self._lock = threading.Lock()
 
     @property
     def home(self) -> Path:
@@ -554,22 +549,10 @@ class _CommandTool:
             )
         return _Checked(check, cwd, env, tuple(targets), plan)
 
-    def targets(self, args: dict[str, Any]) -> list[str]:
+    def prepare(self, args: dict[str, Any]) -> Prepared:
+        """Check the call once; the result is what the runner checks and `run_checked` runs."""
         checked = self.assess(args)
-        key = (str(args.get("command")), os.fspath(checked.cwd))
-        with self._lock:
-            self._checked[key] = checked
-            self._checked.move_to_end(key)
-            while len(self._checked) > self._MAX_REMEMBERED:
-                self._checked.popitem(last=False)
-        return list(checked.targets)
-
-    def reversibility(self, args: dict[str, Any]) -> Reversibility:
-        """How undoable the call is: from the check `targets()` just made, else a fresh one."""
-        key = (str(args.get("command")), os.fspath(self.cwd(args)))
-        with self._lock:
-            checked = self._checked.get(key)
-        return (checked or self.assess(args)).check.reversibility
+        return Prepared(args, checked.targets, checked.check.reversibility, checked)
 
     def user_scopes(self, words: RequestWords) -> list[str]:
         """The command line the user typed, in the folder they named (default: the home)."""
@@ -624,16 +607,23 @@ class _CommandTool:
         return command_environment(source, home=self.home, cwd=cwd)
 
     def run(self, args: dict[str, Any]) -> ToolResult:
-        fresh = self.assess(args)
-        check, cwd = fresh.check, fresh.cwd
-        key = (str(args.get("command")), os.fspath(cwd))
-        with self._lock:
-            before = self._checked.pop(key, None)
-        if before is not None and before.targets != fresh.targets:
+        return self.run_checked(self.prepare(args))
+
+    def run_checked(self, prepared: Prepared) -> ToolResult:
+        """Run exactly the checked command in exactly its sandbox.
+
+        The line is checked once more first, only to notice a change (a link it names swapped
+        while the user read the prompt): then nothing runs. What runs is the prepared plan.
+        """
+        fresh = prepared.plan
+        if not isinstance(fresh, _Checked):
+            raise ToolError("system_execute was given a call it did not prepare; it was not run")
+        if self.assess(dict(prepared.arguments)).targets != fresh.targets:
             raise ToolError(
                 "The command means something else now than when it was checked (a file or link "
                 "it names changed); it was not run. Ask again to check it anew."
             )
+        check, cwd = fresh.check, fresh.cwd
         executables = [_find_program(stage[0], fresh.env, cwd) for stage in check.stages]
         stages: list[list[str]] = [list(stage) for stage in check.stages]
         if fresh.plan is not None:
@@ -961,8 +951,10 @@ def make_system_tools(
             output_cap=2 * cap + 32 * 1024,
         ),
         run=command.run,
-        targets=command.targets,
-        reversibility_of=command.reversibility,
+        targets=lambda args: list(command.prepare(args).targets),
+        reversibility_of=lambda args: command.prepare(args).reversibility,
+        prepare_of=command.prepare,
+        run_prepared=command.run_checked,
         user_scopes_of=command.user_scopes,
         health=command.health,
     )

@@ -471,3 +471,71 @@ def test_live_grants_can_be_read_while_another_thread_revokes_them(tmp_path):
         stop.set()
         worker.join()
     assert failures == []
+
+
+def test_a_prompt_that_times_out_is_cancelled_and_a_late_allow_is_recorded_never_used(tmp_path):
+    import json
+    import threading
+
+    from broker.audit import AuditLog
+    from broker.clock import ManualClock
+    from broker.permissions import (
+        Denial,
+        GrantStore,
+        PendingPrompt,
+        PermissionBroker,
+        PromptDecision,
+        TokenAuthority,
+    )
+    from broker.types import GrantMode
+    from tools.manual import Capability
+
+    release = threading.Event()
+    answered = threading.Event()
+
+    class SlowPerson:
+        """Answers "allow" only after the prompt's time is up; learns when it was closed."""
+
+        def __init__(self) -> None:
+            self.cancelled: list[PendingPrompt] = []
+
+        def ask(self, request: object) -> PromptDecision:
+            release.wait(10)
+            answered.set()
+            return PromptDecision(allow=True, mode=GrantMode.SESSION)
+
+        def cancel(self, pending: PendingPrompt) -> None:
+            self.cancelled.append(pending)
+
+    clock = ManualClock()
+    audit_path = tmp_path / "audit.jsonl"
+    person = SlowPerson()
+    broker = PermissionBroker(
+        grants=GrantStore(None, clock),
+        tokens=TokenAuthority(b"k" * 32, clock),
+        prompter=person,
+        audit=AuditLog(audit_path, clock),
+        clock=clock,
+        prompt_timeout_s=0.2,
+    )
+    outcome = broker.authorize(
+        tool="system_info",
+        capability=Capability.SYSTEM_READ,
+        arguments={},
+        targets=[],
+        call_id="c1",
+        user_scopes=[],
+    )
+    assert isinstance(outcome, Denial)
+    assert outcome.status == "timeout"
+    assert [p.request.call_id for p in person.cancelled] == ["c1"]
+
+    release.set()  # the person clicks "allow" after the countdown ended
+    assert answered.wait(5)
+    for _ in range(100):
+        events = [json.loads(line)["event"] for line in audit_path.read_text().splitlines()]
+        if "PERMISSION_LATE_ANSWER" in events:
+            break
+        threading.Event().wait(0.02)
+    assert "PERMISSION_LATE_ANSWER" in events
+    assert broker.grants.live() == []  # the late "allow" granted nothing

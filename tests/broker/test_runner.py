@@ -522,3 +522,32 @@ def test_self_test_fails_for_a_tool_without_a_capability():
     )
     with pytest.raises(SelfTestError, match="'probe' has no capability"):
         self_test(ToolRegistry([Tool(manual, Body())]), _table(["probe"]))
+
+
+def test_a_call_is_prepared_once_and_exactly_the_prepared_call_runs(tmp_path):
+    """The check and the use share one object: nothing is resolved again in between."""
+    import dataclasses
+
+    from tools.manual import Prepared
+
+    prepared_calls: list[Prepared] = []
+    ran: list[Prepared] = []
+
+    def prepare(arguments: dict[str, Any]) -> Prepared:
+        plan = object()  # what the tool resolved: a path, a parsed command, a URL
+        call = Prepared(arguments, ("probe-target",), "easy", plan)
+        prepared_calls.append(call)
+        return call
+
+    def run_prepared(call: Prepared) -> ToolResult:
+        ran.append(call)
+        return ToolResult(data={"ok": True}, text="ok")
+
+    base = make_tool("probe", Body())
+    tool = dataclasses.replace(base, prepare_of=prepare, run_prepared=run_prepared)
+    rig = make_rig(tmp_path, [tool])
+    outcome = rig.runner.execute(rig.turn, "probe", {"n": 1})
+    assert outcome.record.status == "ok", outcome.record.reason
+    assert len(prepared_calls) == 1
+    assert ran == prepared_calls
+    assert ran[0].plan is prepared_calls[0].plan

@@ -98,11 +98,12 @@ def test_run_reads_what_targets_checked_even_if_the_link_moves(
     link = base / "docs" / "link.txt"
     link.symlink_to(base / "docs" / "mine.txt")
     args = {"path": str(link)}
-    assert tools["file_read"].targets(args) == [str(base / "docs" / "mine.txt")]
+    prepared = tools["file_read"].prepare(args)
+    assert prepared.targets == (str(base / "docs" / "mine.txt"),)
 
     link.unlink()
     link.symlink_to(base / "outside.txt")  # swapped while the user looked at the dialog
-    assert tools["file_read"].run(args).data["content"] == "my notes"
+    assert tools["file_read"].execute(prepared).data["content"] == "my notes"
 
 
 def test_run_refuses_when_a_checked_folder_became_a_symlink(
@@ -113,12 +114,12 @@ def test_run_refuses_when_a_checked_folder_became_a_symlink(
     (base / "elsewhere").mkdir()
     (base / "elsewhere" / "a.txt").write_text("outside")
     args = {"path": str(base / "docs" / "sub" / "a.txt")}
-    tools["file_read"].targets(args)
+    prepared = tools["file_read"].prepare(args)
 
     (base / "docs" / "sub").rename(base / "docs" / "old")
     (base / "docs" / "sub").symlink_to(base / "elsewhere")
     with pytest.raises(ToolError, match="changed while it was being opened"):
-        tools["file_read"].run(args)
+        tools["file_read"].execute(prepared)
 
 
 # --- file_list -----------------------------------------------------------------------------------

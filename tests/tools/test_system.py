@@ -494,11 +494,12 @@ def test_a_link_changed_after_the_check_is_not_followed(user_home, tmp_path):
     link.symlink_to(user_home / "notes.txt")
 
     args = {"command": "cat link"}
-    assert tool.targets(args) == ["readonly:cat link", f"cwd:{user_home}"]
+    prepared = tool.prepare(args)
+    assert list(prepared.targets) == ["readonly:cat link", f"cwd:{user_home}"]
     link.unlink()
     link.symlink_to(grants)  # swapped while the user looked at the prompt
     with pytest.raises(ToolError, match="means something else now"):
-        tool.run(args)
+        tool.execute(prepared)
 
     link.unlink()
     link.symlink_to(user_home / "notes.txt")
