@@ -11,7 +11,8 @@ What this module must never do: call a model or the network, write or log the te
 given (nor any piece of it: reasons come from a fixed vocabulary, so they never carry a
 name, a number or a password), or take more than linear time (every pattern is precompiled
 and either bounded or anchored so that a run of characters is scanned from its start only;
-a 100 KB paste returns in milliseconds). It imports nothing of ours but `memory.types`.
+a 100 KB paste returns in milliseconds). It imports nothing of ours but `memory.types` and
+`memory.credentials`, the credential detector it shares with the audit's redaction.
 
 Levels
 - personal: people's names and relationships, where the user lives / works / is, postal
@@ -62,12 +63,12 @@ Borderline choices (each has a corpus example)
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from memory.credentials import credential_kinds
 from memory.types import Assessment, Sensitivity, highest
 
 log = logging.getLogger("chamberlain.memory.sensitivity")
@@ -612,337 +613,7 @@ def nino_valid(text: str) -> bool:
 
 
 # ------------------------------------------------------------------------------- credentials
-
-# A value after "password is": a word that reads as a statement about it is not a value.
-_NOT_A_VALUE = (
-    r"(?:in|on|at|under|inside|kept|stored|saved|written|managed|handled|the\s+same|same|too|"
-    r"very|not|expired|expiring|changing|changed|reset|wrong|incorrect|weak|strong|long|short|"
-    r"case[\s-]sensitive|required|needed|due|about|going|something|somewhere|different|"
-    r"also|still|now\s+(?:in|on|stored|saved))\b"
-)
-_IS = (
-    r"\s*(?:is|was|are|were|=|:|-|'s|will\s+be|is\s+now|has\s+been\s+changed\s+to|changed\s+to)\s*"
-)
-_FOR_SOMETHING = r"(?:\s+(?:for|to|on|of|at)(?:\s+[\w.@'&-]+){1,4}?)?"
-_NOT_MANAGER = (
-    r"(?![\s-]*(?:managers?|vaults?|apps?|resets?|hints?|polic(?:y|ies)|generators?|strength|"
-    r"requirements?|rules?|protected|protection|less|field|box|prompt|screen|page|changes?|"
-    r"expiry|recovery|reader|pad)\b)"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class _Credential:
-    pattern: re.Pattern[str]
-    kind: str  # "a password": used in the refusal message and as the reason
-    triggers: frozenset[str] | None = None  # run only when one of these tokens is present
-    # Extra validation of a match; any match that passes counts.
-    check: Callable[[re.Match[str]], bool] | None = None
-
-
-# "area code 0161", "error code 404": codes that open nothing.
-_PUBLIC_CODES = _words(
-    """
-    area dial dialling dialing post zip country discount promo promotional voucher coupon gift
-    tracking reference booking confirmation order product error status colour color sort tax
-    bar qr source dress morse airport flight course class style exit tube bus route activity
-    meeting zoom teams webinar conference event room
-    referral invite invitation cheat shortcut cpt icd diagnosis billing hs sic naics iata icao
-    """
-)
-_NOT_A_PASSWORD_WORD = (
-    r"(?:again|please|too|though|now|today|tomorrow|yesterday|later|soon|ever|once|twice|here|"
-    r"there|then|yet|anymore|lol|everywhere|often|regularly|monthly|weekly|first|twice|field|"
-    r"box|screen|page|prompt|request|requests|email|emails|link|rules|requirements|manager|"
-    r"managers|reset|resets|hint|hints|policy|change|changes|expiry|recovery|strength|"
-    r"generator|app|vault|protected|less|list|thing|stuff|issue|issues|problem|problems|"
-    r"question|questions|one|ones|details|info|somewhere|safe|secure|secret|private|hidden)\b"
-)
-
-
-_CREDENTIALS: tuple[_Credential, ...] = (
-    _Credential(
-        _rx(
-            r"\b(?:pass\s?words?|passwd|pass\s?phrases?|pass\s?codes?|passkey|pwd|pw|"
-            r"login\s+details|log-?in\s+credentials|credentials)\b"
-            + _NOT_MANAGER
-            + _FOR_SOMETHING
-            + _IS
-            + r"(?!"
-            + _NOT_A_VALUE
-            + r")\S"
-        ),
-        "a password",
-        _words(
-            "password passwords pass passwd passphrase passphrases passcode passcodes passkey "
-            "pwd pw login log credentials"
-        ),
-    ),
-    _Credential(
-        _rx(r"\b(?:pass|pw|pwd|passwd|pword|p/w)\s*[:=]\s*\S"),
-        "a password",
-        _words("pass pw pwd passwd pword p"),
-    ),
-    _Credential(
-        _rx(
-            r"\b(?:is|as)\s+(?:my|the|our|his|her|their|a|your)\s+(?:new\s+)?(?:[\w-]+\s+){0,2}?"
-            r"(?:pass\s?word|passcode|pass\s?phrase|pin)\b" + _NOT_MANAGER
-        ),
-        "a password",
-        _words("password passcode passphrase pass pin"),
-    ),
-    _Credential(
-        # The password as the last word, or one with a digit or symbol: "password sam1234",
-        # "set the password to letmein99", "router admin password admin".
-        _rx(
-            r"\bpass\s?words?\s+(?:to\s+|as\s+|of\s+)?(?:(?=\S*[\d!@#$%^&*])(?!"
-            + _NOT_A_VALUE
-            + r")\S{4,}|(?!"
-            + _NOT_A_VALUE
-            + r"|"
-            + _NOT_A_PASSWORD_WORD
-            + r")\S+\s*[.!]?\s*$)"
-        ),
-        "a password",
-        _words("password passwords pass"),
-    ),
-    _Credential(
-        # A value after a colon later in the sentence: "my password is in my head: Tulip!2020".
-        _rx(r"\bpass\s?words?\b[^\n.]{0,40}?:\s*\S"),
-        "a password",
-        _words("password passwords pass"),
-    ),
-    _Credential(
-        # "username sam password sam1234", "login: sam pass: hunter2", "sam / hunter2".
-        _rx(
-            r"\b(?:user\s?(?:name|id)?|login|log-?in|email|account)\s*(?:is\s+|:\s*|=\s*)?\S+\s*"
-            r"(?:,\s*|/\s*|and\s+|;\s*)?(?:pass(?:word)?|pw|pwd)\s*(?:is\s+|:\s*|=\s*)?\S+"
-        ),
-        "login details",
-        _words("user username userid login log email account"),
-    ),
-    _Credential(
-        _rx(
-            r"\b(?:wifi|wi-fi|wpa2?|wpa3|wep|network|security|router|wireless)\s*(?:key|passkey|pass)\b"
-            + _FOR_SOMETHING
-            + _IS
-            + r"(?!"
-            + _NOT_A_VALUE
-            + r")\S"
-        ),
-        "a password",
-        _words("wifi wi fi wpa wpa2 wpa3 wep network security router wireless"),
-    ),
-    _Credential(
-        # An email address then a password: "sam@example.com / hunter2".
-        re.compile(r"@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,24}\s*(?:/|:|\||,)\s*[^\s@/]{4,}(?:\s|$)"),
-        "login details",
-        None,
-    ),
-    _Credential(
-        _rx(r"\bkey\s*[:=]\s*(?=\S*\d)\S{6,}"),
-        "a key or token",
-        _words("key"),
-    ),
-    _Credential(
-        _rx(
-            r"\b(?:security|secret|memorable)\s+(?:questions?|answers?|word|words|phrase)\b"
-            r"[^\n]{0,40}?(?:\bis\b|\bare\b|:|=)\s*\S"
-        ),
-        "a security answer",
-        _words("security secret memorable"),
-    ),
-    _Credential(
-        # "the code to the front door is 2580", "gate code 4455#", "verification code 884421".
-        _rx(
-            r"(?:\b(?P<pre>[\w-]+)\s+)?\b(?:code|codes|combination|combo)\b"
-            + _FOR_SOMETHING
-            + r"\s*(?:(?:is|was|=|:|-|'s)\s*)?(?P<value>[#*]?\d[\w#*-]*(?:\s\d[\w#*-]*){0,3})"
-        ),
-        "a door or security code",
-        _words("code codes combination combo"),
-        check=lambda m: (
-            (m.group("pre") or "").lower() not in _PUBLIC_CODES
-            and sum(c.isdigit() for c in m.group("value")) >= 3
-        ),
-    ),
-    _Credential(
-        _rx(
-            r"\b(?:pin|passcode|pass\s+code)(?:\s*(?:code|number|no\.?))?\b"
-            + _FOR_SOMETHING
-            + r"\s*(?:is|was|=|:|-|'s)?"
-            r"\s*\d{4,8}\b"
-        ),
-        "a PIN",
-        _words("pin passcode pass"),
-    ),
-    _Credential(
-        _rx(
-            r"\b(?:(?:door|gate|alarm|safe|lock|garage|entry|access|building|keypad|lockbox|"
-            r"key\s*safe|locker|padlock|bike\s*lock|security|verification|otp|one[\s-]time|"
-            r"wifi|wi-fi)\s*(?:code|combination|combo|pin)|combination|combo)\b"
-            + _FOR_SOMETHING
-            + r"\s*(?:is|was|=|:|-|'s)\s*[\w#*-]*\d"
-        ),
-        "a door or security code",
-        _words(
-            "code codes combination combo door gate alarm safe lock keypad lockbox locker "
-            "padlock security verification otp wifi"
-        ),
-    ),
-    _Credential(
-        _rx(r"\b(?:cvv2?|cvc2?|csc|card\s+verification(?:\s+code)?)\b[^\d\n]{0,20}\d{3,4}\b"),
-        "a card security code",
-        _words("cvv cvv2 cvc cvc2 csc card"),
-    ),
-    _Credential(
-        _rx(
-            r"\b(?:api|access|auth|authentication|secret|private|client|app|bearer|session|"
-            r"refresh|personal\s+access|deploy|service|webhook|signing|encryption|licen[cs]e|"
-            r"product|activation|github|openai|aws|stripe|slack|ssh|gpg|pgp)"
-            r"[\s_-]*(?:keys?|tokens?|secrets?)\b"
-            + _FOR_SOMETHING
-            + _IS
-            + r"(?!"
-            + _NOT_A_VALUE
-            + r")\S"
-        ),
-        "an API key or token",
-        _words("key keys token tokens secret secrets api_key api_token access_token client_secret"),
-    ),
-    _Credential(
-        _rx(r"\b(?:token|secret|api[_-]?key)\s*[:=]\s*\S{6,}"),
-        "an API key or token",
-        _words("token secret api_key apikey api"),
-    ),
-    _Credential(
-        re.compile(
-            r"(?<![A-Za-z0-9_-])(?:"
-            r"sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}|"
-            r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|"
-            r"glpat-[A-Za-z0-9_-]{20,}|"
-            r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Za-z0-9])|"
-            r"xox[abposr]-[A-Za-z0-9-]{10,}|"
-            r"AIza[0-9A-Za-z_-]{35}|"
-            r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}|"
-            r"ya29\.[0-9A-Za-z_-]{20,}|"
-            r"hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36}|"
-            r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|"
-            r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"
-        ),
-        "an API key or token",
-    ),
-    _Credential(
-        _rx(r"\bbearer\s+[A-Za-z0-9._~+/-]{12,}"), "an API key or token", frozenset({"bearer"})
-    ),
-    _Credential(
-        re.compile(r"://[^/\s:@]{1,64}:[^/\s@]{1,64}@"), "a password in a web address", None
-    ),
-    _Credential(
-        re.compile(r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"),
-        "a private key",
-        frozenset({"begin"}),
-    ),
-    _Credential(
-        re.compile(
-            r"\b(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d{3}|sk-ssh-ed25519@openssh\.com)"
-            r"\s+AAAA[0-9A-Za-z+/]{20,}"
-        ),
-        "an SSH key",
-        frozenset({"ssh", "ecdsa", "sk"}),
-    ),
-    _Credential(
-        _rx(
-            r"\b(?:ssh|private|gpg|pgp|signing)\s+key\b[^\n]{0,40}?\b(?:is|:)\s*(?!"
-            + _NOT_A_VALUE
-            + r")\S{8,}"
-        ),
-        "a private key",
-        frozenset({"key"}),
-    ),
-    _Credential(
-        _rx(
-            r"\b(?:(?:secret\s+)?(?:recovery|backup|back-up|seed|mnemonic|wallet)\s+"
-            r"(?:phrase|words|seed|sentence)|mnemonic|seed)\b"
-            + _FOR_SOMETHING
-            + r"\s*(?:(?:is|are|was|were|=|:|-)\s*(?!"
-            + _NOT_A_VALUE
-            + r")\S|(?:[a-z]+\s+){11}[a-z]+)"
-        ),
-        "a recovery or seed phrase",
-        _words("recovery backup back seed mnemonic wallet"),
-    ),
-    _Credential(
-        _rx(
-            r"\b(?:recovery|backup|back-up|2fa|two[\s-]factor|mfa|otp|one[\s-]time|authenticator|"
-            r"totp|bitlocker|filevault)\s*(?:backup\s+|recovery\s+)?(?:codes?|keys?|secrets?|"
-            r"seeds?)\b"
-            + _FOR_SOMETHING
-            + r"\s*(?:(?:is|are|was|were|=|:|-)\s*(?!"
-            + _NOT_A_VALUE
-            + r")\S|[A-Za-z0-9]*\d[A-Za-z0-9-]{3,})"
-        ),
-        "recovery or backup codes",
-        _words(
-            "recovery backup back 2fa two factor mfa otp one authenticator totp bitlocker filevault"
-        ),
-    ),
-)
-
-# The refusal names the first kind found: unmistakable formats before phrasing.
-_KIND_PRIORITY = {
-    "a private key": 0,
-    "an SSH key": 0,
-    "a password in a web address": 0,
-    "a door or security code": 2,
-}
-_CREDENTIALS = tuple(sorted(_CREDENTIALS, key=lambda rule: _KIND_PRIORITY.get(rule.kind, 1)))
-
-# A long random-looking string: mixed case and digits, switching character class often, with
-# few runs of three or more lowercase letters (words and CamelCase have many). A backstop behind
-# the format and context rules: measured on random base62 strings it catches 90% at 24
-# characters and 94% at 32, and no CamelCase identifier or product name tried.
-_TOKEN_CANDIDATE_RE = re.compile(r"(?<![A-Za-z0-9_+=-])[A-Za-z0-9_+=-]{24,}")
-_LOWER_RUN_RE = re.compile(r"[a-z]{3,}")
-
-
-def _looks_random(candidate: str) -> bool:
-    for segment in re.split(r"[-_+=]", candidate):
-        if len(segment) < 24:
-            continue
-        if not (
-            any(c.isupper() for c in segment)
-            and any(c.islower() for c in segment)
-            and any(c.isdigit() for c in segment)
-        ):
-            continue
-        classes = ["u" if c.isupper() else "l" if c.islower() else "d" for c in segment]
-        switches = sum(1 for a, b in itertools.pairwise(classes) if a != b)
-        in_words = sum(len(m.group()) for m in _LOWER_RUN_RE.finditer(segment))
-        if switches / (len(segment) - 1) >= 0.4 and in_words / len(segment) < 0.35:
-            return True
-    return False
-
-
-def _credential_kinds(text: _Text) -> list[str]:
-    kinds: list[str] = []
-    for rule in _CREDENTIALS:
-        if rule.kind in kinds:
-            continue
-        if rule.triggers is not None and rule.triggers.isdisjoint(text.words):
-            continue
-        if rule.check is None:
-            found = rule.pattern.search(text.text) is not None
-        else:
-            found = any(rule.check(m) for m in rule.pattern.finditer(text.text))
-        if found:
-            kinds.append(rule.kind)
-    if text.has_digit and "a key or token" not in kinds:
-        for match in _TOKEN_CANDIDATE_RE.finditer(text.text):
-            if _looks_random(match.group()):
-                kinds.append("a key or token")
-                break
-    return kinds
+# One detector, shared with the audit's redaction: memory/credentials.py.
 
 
 def _refusal(kinds: list[str]) -> str:
@@ -951,7 +622,7 @@ def _refusal(kinds: list[str]) -> str:
 
 def refuse_credentials(text: str) -> str | None:
     """The refusal message when `text` holds a credential, else None (the store's hook)."""
-    kinds = _credential_kinds(_Text(text))
+    kinds = credential_kinds(text)
     return _refusal(kinds) if kinds else None
 
 
@@ -1882,7 +1553,7 @@ def _findings(text: _Text) -> list[_Finding]:
 def assess(text: str) -> Assessment:
     """What the detectors find in a candidate fact: level, reasons, category, refusal."""
     parsed = _Text(text)
-    kinds = _credential_kinds(parsed)
+    kinds = credential_kinds(text)
     findings = _findings(parsed)
     category = _category(parsed, findings)
     level = highest(*(f.level for f in findings), CATEGORY_FLOORS[category])
