@@ -22,8 +22,15 @@ every head commits to that id. So, for anyone without the key:
 - deleting or editing the anchor fails (a signed head needs its anchor).
 A signing writer that finds any of these does not sign over the evidence: it records what it
 found in the head's ``broken`` field, which every later head carries, so verify keeps failing
-however many turns follow. A torn last line (a crash mid-append) and a head one line behind (a
-crash between the line and the head) are still told apart from edits, as before.
+however many turns follow.
+
+Faults are told apart from edits. A last line cut mid-write (a crash or a full disk) that the
+head does not vouch for is reported as an interrupted append, not tampering; a head one line
+behind (a crash between the line and the head) is OK with a note. The next writer keeps the
+torn bytes, finishes them with a newline and records them in an AUDIT_FAULT line (their offset
+and digest), which verify reports until the user acknowledges it with a signed AUDIT_ACK line
+(``chamberlain audit acknowledge``); both stay in the chain. A line that cannot be written
+raises AuditWriteError, so the turn ends as failed rather than running unaudited.
 
 Limits, by design:
 - Deleting the log, its head and the anchor together leaves a home that looks new: nothing
@@ -54,8 +61,7 @@ import re
 import secrets
 import sys
 import threading
-from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import Enum, StrEnum
 from pathlib import Path
@@ -63,6 +69,7 @@ from types import TracebackType
 from typing import Any, TypeAlias
 
 from broker.clock import Clock, SystemClock
+from memory.credentials import blank_credentials
 
 log = logging.getLogger("chamberlain.broker.audit")
 
@@ -110,6 +117,10 @@ class AuditEvent(StrEnum):
     MEMORY_WRITE = "MEMORY_WRITE"
     POSTHOOK_MEMORY = "POSTHOOK_MEMORY"
     POSTHOOK_SUMMARY = "POSTHOOK_SUMMARY"
+    # Written by the audit log itself: an append that was cut short (a crash or a full disk),
+    # found and described by the next writer; and the user's signed acknowledgement of one.
+    AUDIT_FAULT = "AUDIT_FAULT"
+    AUDIT_ACK = "AUDIT_ACK"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +136,44 @@ class VerifyResult:
     lines: int
     first_bad_line: int | None
     reason: str
+    # The log ends in an append that was cut short (a crash or a full disk) and no writer has
+    # recorded it yet; the lines before it are intact. Not ok, but not tampering either.
+    torn_tail: bool = False
+    # Appends that were cut short and recorded by the next writer (AUDIT_FAULT), oldest first,
+    # acknowledged or not.
+    faults: tuple[AuditFault, ...] = ()
+    # Not ok only because of interrupted appends (a torn tail, unacknowledged faults): nothing
+    # was edited or removed. Acknowledging them (``AuditLog.acknowledge``) makes verify pass.
+    interrupted: bool = False
+
+    @property
+    def unacknowledged(self) -> tuple[AuditFault, ...]:
+        return tuple(f for f in self.faults if f.acknowledged_at is None)
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditFault:
+    """An append that was cut short, as the next writer recorded it.
+
+    ``line`` is the first line of the torn bytes, ``recorded_at`` the AUDIT_FAULT line that
+    describes them (its ``seq`` and ``hash`` are what an acknowledgement names), and
+    ``acknowledged_at`` the AUDIT_ACK line that accepted it, if any.
+    """
+
+    line: int
+    recorded_at: int
+    seq: int
+    hash: str
+    acknowledged_at: int | None = None
+
+
+class AuditWriteError(OSError):
+    """An event could not be written to the audit log (a full disk, an I/O error).
+
+    Raised by ``AuditLog.append`` so the turn ends as failed instead of running unaudited. The
+    log is left as a torn tail at worst, which ``verify`` reports as an interrupted append and
+    the next writer records as a fault the user can acknowledge.
+    """
 
 
 # --- redaction ---------------------------------------------------------------------------------
@@ -148,257 +197,17 @@ _SECRET_KEY_PARTS = (
 # "session_token_id" are still blanked, so a caller cannot widen the hole by accident.
 _ALLOWED_KEYS = frozenset({"token_id"})
 
-# Explicit secret formats, applied to every string value wherever it sits. One alternation, so
-# a string is scanned once; where two could match, the leftmost wins.
-_PEM = (
-    r"(?s:-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----"
-    r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|.*))"
-)
-_EXPLICIT_SECRETS = re.compile(
-    "|".join(
-        [
-            # PEM private keys; an unterminated block (cut by a cap) is blanked to the end.
-            _PEM,
-            # password=..., api_key: ..., Authorization: ... in commands and config text. The
-            # name is kept (group "name"); the whole value goes, PEM block or "Bearer x" too.
-            r"(?P<name>(?i:(?<![A-Za-z0-9])(?:password|passwd|pwd|passphrase|secret|token|"
-            r"authorization|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret)"
-            r"[\"']?[ \t]*[=:][ \t]*))"
-            rf"(?:{_PEM}|(?i:bearer|basic|token)[ \t]+\S+|\"[^\"]*\"|'[^']*'|\S+)",
-            r"(?i:\bbearer\s+)[A-Za-z0-9\-._~+/]+=*",
-            r"\bsk-[A-Za-z0-9_\-]{16,}",  # OpenAI, Anthropic
-            r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe
-            r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key ids
-            r"\bgh[pousr]_[A-Za-z0-9]{20,}",  # GitHub
-            r"\bgithub_pat_[A-Za-z0-9_]{20,}",
-            r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack
-            r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API keys
-            r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",  # JWT
-            r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)",  # user:password@ in URLs
-        ]
-    )
-)
+# Secret values inside strings — secret formats, passwords in sentences and on command lines,
+# random-looking runs — are found by the detector memory shares (memory/credentials.py), so
+# what memory refuses to remember is exactly what the audit blanks. The rules for keys (above)
+# and for id and digest fields (below) are the audit's own: they read structure, not text.
 
-
-def _blank_explicit(match: re.Match[str]) -> str:
-    name = match.group("name")
-    return REDACTED if name is None else name + REDACTED
-
-
-# --- secrets typed into command lines ---
-#
-# A password given on a command line is a secret in plain text wherever the line is audited
-# (the router's arguments, a tool call's arguments and targets, a grant's scope). Two passes:
-#
-# 1. Shapes that mean a secret whatever the program: an option whose name ends in a secret word
-#    (`--password X`, `--token=X`, `--api-key X`, `--client-secret X`, `--authToken X`,
-#    `-storepass X`), never `--no-password` or `--password-file F`; an environment assignment
-#    (`PGPASSWORD=X psql`, `SSHPASS=X`); openssl's `pass:X`.
-# 2. Short options that mean a password only for some programs: `-p` is a password for
-#    `mysql -pX` (attached only: `mysql -p db` prompts and names a database) and `sshpass -p X`,
-#    but a process id for `ps -p 123` and a port for `ssh -p 22`. So these are applied only to
-#    the arguments of the program they belong to, up to the end of its command (`|`, `;`, `&`).
-_SECRET_WORDS = (
-    r"password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|auth[_-]?key|bearer"
-)
-_SECRET_OPTION = re.compile(
-    # The option: one or two dashes, not a "--no-..." switch; the secret word either is the
-    # whole name, or ends it after a "-"/"_" or a camelCase boundary; then "=" or blanks.
-    r"(?P<opt>(?<![\w-])--?(?!no-)"
-    r"(?:[A-Za-z0-9][\w-]*[_-]|[A-Za-z0-9][\w-]*[a-z](?=[A-Z]))?"
-    rf"(?:(?i:{_SECRET_WORDS}|pass)|(?:src|dest)?(?:store|key)pass|pass(?:in|out))"
-    r"(?:[ \t]*=[ \t]*|[ \t]+))"
-    # The value: quoted, or a word that is not the next option.
-    r"(?P<val>\"[^\"]*\"|'[^']*'|(?!-)[^\s\"']\S*)"
-    # An environment assignment: NAME=value where NAME ends in a secret word.
-    r"|(?P<env>(?<![\w-])[A-Z0-9_]*(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|"
-    r"SSHPASS|_PASS|_PWD)=)(?P<envval>\"[^\"]*\"|'[^']*'|\S+)"
-    # openssl's pass phrase argument: -passin pass:X.
-    r"|(?P<pass>(?<![\w:-])pass:)(?P<passval>\S+)"
-)
-
-
-def _blank_option(match: re.Match[str]) -> str:
-    for prefix in ("opt", "env", "pass"):
-        if match.group(prefix) is not None:
-            return match.group(prefix) + REDACTED
-    return REDACTED  # pragma: no cover - the alternation always sets one
-
-
-# How an option's value is blanked: all of it, the part after "user:" or after "user%", or
-# (attached) all of it, but only when written against the option, as in `-pSECRET`.
-_ValueRule: TypeAlias = str
-_ALL, _AFTER_COLON, _AFTER_PERCENT, _ATTACHED = "all", "after:", "after%", "attached"
-
-
-@dataclasses.dataclass(frozen=True)
-class _ProgramOptions:
-    options: Mapping[str, _ValueRule | None]
-    # Short options may be bundled (`curl -su user:pass`): the last letter takes the value.
-    bundles: bool = False
-    # A wrapper whose first operand starts another command (`sshpass -p X ssh -p 22 host`):
-    # its own options end there. Options listed with None take a value that is not secret.
-    stops_at_operand: bool = False
-
-
-_PROGRAM_OPTIONS: dict[str, _ProgramOptions] = {
-    "curl": _ProgramOptions(
-        dict.fromkeys(("-u", "--user", "-U", "--proxy-user"), _AFTER_COLON), bundles=True
-    ),
-    **dict.fromkeys(
-        [
-            "mysql",
-            "mysqldump",
-            "mysqladmin",
-            "mysqlimport",
-            "mysqlshow",
-            "mysqlcheck",
-            "mysqlpump",
-            "mysqlslap",
-            "mysqlbinlog",
-            "mariadb",
-            "mariadb-dump",
-            "mariadb-admin",
-            "mariadb-import",
-            "mariadb-show",
-            "mariadb-check",
-        ],
-        _ProgramOptions({"-p": _ATTACHED}),
-    ),
-    "sshpass": _ProgramOptions(
-        {"-p": _ALL, "-f": None, "-d": None, "-P": None}, stops_at_operand=True
-    ),
-    "redis-cli": _ProgramOptions({"-a": _ALL}),
-    **dict.fromkeys(
-        ["mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport"],
-        _ProgramOptions({"-p": _ALL}),
-    ),
-    "smbclient": _ProgramOptions({"-U": _AFTER_PERCENT, "--user": _AFTER_PERCENT}),
-    **dict.fromkeys(("sqlcmd", "bcp"), _ProgramOptions({"-P": _ALL})),
-    **dict.fromkeys(
-        [
-            "ldapsearch",
-            "ldapadd",
-            "ldapmodify",
-            "ldapdelete",
-            "ldapwhoami",
-            "ldappasswd",
-            "ldapcompare",
-            "ldapmodrdn",
-            "ldapexop",
-        ],
-        _ProgramOptions({"-w": _ALL}),
-    ),
-    **dict.fromkeys(("zip", "unzip", "zipcloak"), _ProgramOptions({"-P": _ALL})),
-    **dict.fromkeys(("7z", "7za", "7zr"), _ProgramOptions({"-p": _ATTACHED})),
-    "ssh-keygen": _ProgramOptions({"-N": _ALL, "-P": _ALL}),
-}
-_PROGRAM = re.compile(
-    r"(?<![\w.\-])(?P<prog>"
-    + "|".join(re.escape(name) for name in sorted(_PROGRAM_OPTIONS, key=len, reverse=True))
-    + r")(?=\s)"
-)
-# One shell word, quotes and escapes included; `|`, `;`, `&`, `(`, `)`, a backquote or a line
-# break end the command (but not `2>&1`).
-_SHELL_WORD = re.compile(r"""[ \t]*((?:"[^"]*"?|'[^']*'?|\\.|[<>]&|[^\s"'\\|;&()`])+)""")
-
-
-def _blank_value(word: str, rule: _ValueRule) -> str:
-    """``word`` with its secret part blanked; outer quotes are kept so the line stays a line."""
-    quote = word[0] if len(word) >= 2 and word[0] == word[-1] and word[0] in "\"'" else ""
-    inner = word[1:-1] if quote else word
-    if rule in (_AFTER_COLON, _AFTER_PERCENT):
-        sep = ":" if rule == _AFTER_COLON else "%"
-        user, found, secret = inner.partition(sep)
-        if not found or not secret:
-            return word  # only a user name: the program asks for the password itself
-        inner = f"{user}{sep}{REDACTED}"
-    else:
-        inner = REDACTED
-    return f"{quote}{inner}{quote}"
-
-
-def _program_arguments(
-    s: str, start: int, spec: _ProgramOptions
-) -> tuple[list[tuple[int, int, str]], int]:
-    """(start, end, replacement) for each secret among one program's arguments, and where the
-    arguments end."""
-    edits: list[tuple[int, int, str]] = []
-    pos = start
-    pending: _ValueRule | None = None  # the previous word was an option whose value is next
-    takes_value = False
-    while (word_match := _SHELL_WORD.match(s, pos)) is not None:
-        pos = word_match.end()
-        whole, begin = word_match.group(1), word_match.start(1)
-        if takes_value:
-            takes_value = False
-            if pending is not None:
-                edits.append((begin, pos, _blank_value(whole, pending)))
-            continue
-        # A word quoted as a whole (`'-pS3cret!'`, as shlex.quote writes it) is read inside.
-        quoted = len(whole) >= 2 and whole[0] == whole[-1] and whole[0] in "\"'"
-        q = 1 if quoted and whole[0] not in whole[1:-1] else 0
-        word, begin, end = whole[q : len(whole) - q], begin + q, pos - q
-        if word == "--":
-            break
-        if word.startswith("--"):
-            name, eq, value = word.partition("=")
-            if name in spec.options:
-                rule = spec.options[name]
-                if eq and rule is not None and rule != _ATTACHED:
-                    edits.append((begin + len(name) + 1, end, _blank_value(value, rule)))
-                elif not eq and rule != _ATTACHED:
-                    pending, takes_value = rule, True
-            continue
-        if word.startswith("-") and len(word) > 1:
-            letters = word[1:]
-            for i, letter in enumerate(letters if spec.bundles else letters[:1]):
-                if f"-{letter}" not in spec.options:
-                    continue
-                rule = spec.options[f"-{letter}"]
-                attached = letters[i + 1 :]
-                if attached and rule is not None:
-                    edits.append((begin + 2 + i, end, _blank_value(attached, rule)))
-                elif not attached and rule != _ATTACHED:
-                    pending, takes_value = rule, True
-                break
-            continue
-        if spec.stops_at_operand:
-            return edits, begin - q
-    return edits, pos
-
-
-def _blank_command_secrets(s: str) -> str:
-    s = _SECRET_OPTION.sub(_blank_option, s)
-    edits: list[tuple[int, int, str]] = []
-    pos = 0
-    while (found := _PROGRAM.search(s, pos)) is not None:
-        spec = _PROGRAM_OPTIONS[found.group("prog")]
-        found_edits, pos = _program_arguments(s, found.end(), spec)
-        edits.extend(found_edits)
-        # The search goes on after the arguments (a wrapper's: at its command), so each word is
-        # read once: "curl curl curl ..." costs no more than its length.
-        pos = max(pos, found.end())
-    for begin, end, replacement in reversed(edits):  # from the end: positions stay valid
-        s = s[:begin] + replacement + s[end:]
-    return s
-
-
-# Generic high-entropy runs: candidates are base64/base64url/hex runs of 32 characters or more.
-_CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
-_ALL_HEX = re.compile(r"[0-9a-fA-F]{32,}")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-# A run is "wordy" when most of its letters form pronounceable words, as in paths and
-# identifiers. Measured on random base64 and on 117k path components of this machine: a 32
-# character random key passes as wordy 0.6% of the time (0.04% at 64), a path component is
-# mistaken for a key 0.7% of the time. Over-redaction is the safe side of that trade.
-_WORD = re.compile(r"[a-z]{3,}|[A-Z][a-z]{2,}|[A-Z]{5,}")
-_VOWEL = re.compile(r"[aeiouyAEIOUY]")
 _TRAILING_TOKEN = re.compile(r"\S+\Z")
 _SECRET_KEY = re.compile("|".join(_SECRET_KEY_PARTS))
-# Short lowercase words (status names, tool names, most keys) cannot match any pattern above:
-# each needs an upper-case letter, "-", whitespace, "=", ":" or at least 20 characters.
-_PLAIN = re.compile(r"[a-z0-9_.]{0,19}")
+# Short lowercase words (status names, most keys) hold no credential: every rule of the shared
+# detector needs an upper-case letter, a separator (whitespace, "-", ".", "=", ":", "/") or at
+# least 20 characters.
+_PLAIN = re.compile(r"[a-z0-9_]{0,19}")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -416,25 +225,6 @@ def _is_identifier_key(key: str) -> bool:
     return k in {"id", "sha256", "digest", "hash", "token_id"} or k.endswith(
         ("_id", "_ids", "_sha256", "_digest", "_hash")
     )
-
-
-def _entropy(s: str) -> float:
-    n = len(s)
-    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
-
-
-def _looks_random(run: str) -> bool:
-    if _ALL_HEX.fullmatch(run):
-        return True
-    if _UUID.fullmatch(run):
-        return False
-    alnum = sum(ch.isalnum() for ch in run) or 1
-    wordy = sum(len(w) for w in _WORD.findall(run) if _VOWEL.search(w)) / alnum
-    return wordy < 0.6 and _entropy(run) >= 3.0
-
-
-def _blank_random(match: re.Match[str]) -> str:
-    return REDACTED if _looks_random(match.group(0)) else match.group(0)
 
 
 def _redact_string(s: str, *, generic: bool) -> str:
@@ -468,10 +258,7 @@ def _scan_string(s: str, *, generic: bool) -> str:
         # Drop the word the cut fell in, so no partial secret (too short for its pattern) can
         # survive and slide into the kept prefix once earlier secrets shrink to "[redacted]".
         s = _TRAILING_TOKEN.sub("", s[:_SCAN_LIMIT])
-    s = _blank_command_secrets(s)
-    s = _EXPLICIT_SECRETS.sub(_blank_explicit, s)
-    if generic:
-        s = _CANDIDATE.sub(_blank_random, s)
+    s = blank_credentials(s, REDACTED, random_runs=generic)
     if len(s) > MAX_STRING:
         s = f"{s[:MAX_STRING]}...[truncated, {original_len} chars]"
     return s
@@ -536,11 +323,12 @@ def redact(value: object) -> JSONValue:
     Dict keys naming a secret (password, secret, token, api_key, authorization, cookie,
     private_key, credential and the like; case, "-" and "_" ignored) have their value replaced
     by "[redacted]", except the key ``token_id`` exactly, which holds an opaque permission-token
-    id. String values are scanned for secret formats (PEM private keys, ``Bearer ...``,
-    ``sk-...``, AWS ``AKIA...``, GitHub ``ghp_...``, URL passwords, ``password=...``), for
-    passwords on command lines (``--token X``, ``PGPASSWORD=X``, ``curl -u user:X``,
-    ``mysql -pX``, ``sshpass -p X``: see ``_blank_command_secrets``) and for long random-looking
-    hex/base64 runs; each match becomes "[redacted]". Values under id and digest
+    id. String values are scanned by the credential detector memory shares
+    (``memory.credentials``): secret formats (PEM private keys, ``Bearer ...``, ``sk-...``, AWS
+    ``AKIA...``, GitHub ``ghp_...``, JWTs, URL passwords, ``password=...``), passwords and codes
+    in sentences ("my password is X"), passwords on command lines (``--token X``,
+    ``PGPASSWORD=X``, ``curl -u user:X``, ``mysql -pX``, ``sshpass -p X``) and long
+    random-looking runs; each value found becomes "[redacted]". Values under id and digest
     keys (``*_id``, ``sha256``, ``*_digest``, ``*_hash``) skip only the random-run rule. Bytes
     become a ``digest``; other non-JSON values become ``str(value)``, then are scanned like any
     string. Strings are capped at MAX_STRING characters, containers at MAX_ITEMS entries and
@@ -755,6 +543,33 @@ def _parse_record(raw: bytes) -> dict[str, Any] | None:
     return obj
 
 
+_INTERRUPTED = "an append was interrupted (a crash or a full disk)"
+_ACK_MAC_CONTEXT = b"chamberlain audit acknowledgement\n"
+# Every record line starts so: the canonical form sorts the keys, and "data" comes first.
+_RECORD_START = b'{"data":'
+_PRINTABLE = re.compile(rb"[\x20-\x7e]+")
+
+
+def _looks_torn(raw: bytes) -> bool:
+    """Whether ``raw`` (a line without its newline) can be what a cut append leaves behind: the
+    start of a record line as the writer writes it (printable ASCII beginning ``{"data":``)
+    that is not yet a whole JSON value. A line edited by hand rarely is, and stays a failure."""
+    if not raw or not _PRINTABLE.fullmatch(raw):
+        return False
+    if not (raw.startswith(_RECORD_START) or _RECORD_START.startswith(raw)):
+        return False
+    try:
+        json.JSONDecoder().raw_decode(raw.decode("ascii"))
+    except (ValueError, RecursionError):
+        return True
+    return False
+
+
+def _ack_mac(faults: JSONValue, key: bytes) -> str:
+    body = _ACK_MAC_CONTEXT + _canonical(faults).encode("ascii")
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
+
+
 def _lines_backward(read_at: Callable[[int, int], bytes], size: int) -> Iterator[bytes]:
     """Lines of a file from the last to the first, without newlines, reading from the end.
 
@@ -888,12 +703,16 @@ class AuditLog:
         self._fd = self._lock_fd = self._head_fd = None
         self._size = -1
 
-    def _open(self) -> None:
+    def _open(self) -> int:
+        """Open the files: on first use, or in a forked child, which shares the parent's open
+        files (and therefore its flock) and needs its own. Returns the lock's descriptor."""
         self._close_fds()
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._lock_fd = os.open(_lock_path(self.path), os.O_RDWR | os.O_CREAT | _O_BINARY, 0o600)
+        lock_fd = os.open(_lock_path(self.path), os.O_RDWR | os.O_CREAT | _O_BINARY, 0o600)
+        self._lock_fd = lock_fd
         self._open_log()
         self._pid = os.getpid()
+        return lock_fd
 
     def _open_log(self) -> None:
         if self._fd is not None:
@@ -911,49 +730,117 @@ class AuditLog:
         ``event`` is positional-only so that data may carry a field named "event".
 
         ``data`` goes through ``redact`` first. Raises ValueError for an event name not in
-        AuditEvent and OSError if the log cannot be written: an audit that silently stops is
-        worse than a failed turn.
+        AuditEvent (or one only the log itself writes), and AuditWriteError (an OSError) when
+        the line cannot be written, a full disk say: an audit that silently stops is worse than
+        a failed turn, so the session ends the turn as failed. A line cut short that way is
+        recorded as an AUDIT_FAULT by the next append (see ``_sync_state``). A line that was
+        written but whose head update failed is not an error: the event is in the log, verify
+        notes the head one line behind, and the next append brings the head up to date.
         """
         try:
             name = AuditEvent(event)
         except ValueError:
             raise ValueError(f"unknown audit event {event!r}; add it to AuditEvent") from None
+        if name in (AuditEvent.AUDIT_FAULT, AuditEvent.AUDIT_ACK):
+            raise ValueError(f"{name} is written by the audit log itself")
         clean = _redact_mapping(data, 0)
         data_json = _canonical(clean)
         if len(data_json) > MAX_DATA_CHARS:
             clean = {"oversize": True, "digest": _digest_json(data_json)}
             data_json = _canonical(clean)
         turn = None if turn_id is None else str(turn_id)[:MAX_KEY]
+        # The lock by hand, not through _locked: this is the hot path, paid on every stage.
+        with self._thread_lock:
+            lock_fd = self._lock_fd if self._pid == os.getpid() else None
+            if self._fd is None or lock_fd is None:
+                lock_fd = self._open()
+            _lock(lock_fd, shared=False)
+            try:
+                lead = self._sync_state()
+                return self._write_record(name, turn, clean, lead, data_json)
+            finally:
+                _unlock(lock_fd)
+
+    def acknowledge(self, faults: Sequence[AuditFault]) -> dict[str, Any]:
+        """Append the user's acknowledgement of ``faults`` (from ``verify``) as an AUDIT_ACK.
+
+        The record names each fault by its AUDIT_FAULT line's seq and hash and, with a key,
+        carries a MAC over them, so verify accepts it only from this install; it stays in the
+        chain like any other line. After it, verify passes and says which faults were accepted.
+        """
+        if not faults:
+            raise ValueError("no faults to acknowledge")
+        named: list[JSONValue] = [{"seq": f.seq, "hash": f.hash} for f in faults]
+        data: dict[str, JSONValue] = {"faults": named}
+        if self._key is not None:
+            data["mac"] = _ack_mac(named, self._key)
+        with self._locked():
+            lead = self._sync_state()
+            return self._write_record(AuditEvent.AUDIT_ACK, None, data, lead)
+
+    def repair(self) -> None:
+        """Without appending an event: record an interrupted append at the end of the log as an
+        AUDIT_FAULT (so it can be acknowledged), and bring a head one line behind up to date.
+
+        Anything else wrong with the files is left for verify to report.
+        """
+        with self._locked():
+            self._size = -1  # re-read the end of the log whoever wrote last
+            self._sync_state()  # records the fault, if the end looks like a cut append
+            self._size = -1  # a partial line that is not a cut append stays as it is
+            self._write_head()
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._thread_lock:
+            lock_fd = self._lock_fd if self._pid == os.getpid() else None
+            if self._fd is None or lock_fd is None:
+                lock_fd = self._open()
+            _lock(lock_fd, shared=False)
+            try:
+                yield
+            finally:
+                _unlock(lock_fd)
+
+    def _write_record(
+        self,
+        name: AuditEvent,
+        turn: str | None,
+        clean: Mapping[str, object],
+        lead: bytes,
+        data_json: str | None = None,
+    ) -> dict[str, Any]:
+        """Write ``lead`` and one record, then the head. Called with the lock held and the
+        state synced. ``data_json`` is ``clean`` in canonical form, when the caller has it."""
+        assert self._fd is not None
+        if data_json is None:
+            data_json = _canonical(clean)
         ts = datetime.fromtimestamp(self.clock.now(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         # The canonical form is sorted keys, so the line can be assembled around the data's
         # JSON instead of serialising the record twice. verify checks the result byte for byte.
         before_hash = f'{{"data":{data_json},"event":{_canonical(str(name))},'
         after_hash = f',"ts":{_canonical(ts)},"turn":{_canonical(turn)}}}'
-
-        with self._thread_lock:
-            if self._fd is None or self._pid != os.getpid():
-                # First use, or we are a forked child sharing the parent's open files (and
-                # therefore its flock): open our own.
-                self._open()
-            assert self._fd is not None
-            assert self._lock_fd is not None
-            _lock(self._lock_fd, shared=False)
-            try:
-                lead = self._sync_state()
-                seq, prev = self._seq + 1, self._prev
-                links = f'"prev":"{prev}","seq":{seq}'
-                hash_ = hashlib.sha256(
-                    f"{before_hash}{links}{after_hash}".encode("ascii")
-                ).hexdigest()
-                line = f'{before_hash}"hash":"{hash_}",{links}{after_hash}\n'.encode("ascii")
-                self._write_all(lead + line)
-                if self.durable:
-                    os.fsync(self._fd)
-                self._seq, self._prev = seq, hash_
-                self._size += len(lead) + len(line)
-                self._write_head()
-            finally:
-                _unlock(self._lock_fd)
+        seq, prev = self._seq + 1, self._prev
+        links = f'"prev":"{prev}","seq":{seq}'
+        hash_ = hashlib.sha256(f"{before_hash}{links}{after_hash}".encode("ascii")).hexdigest()
+        line = f'{before_hash}"hash":"{hash_}",{links}{after_hash}\n'.encode("ascii")
+        self._write_all(lead + line)
+        if self.durable:
+            os.fsync(self._fd)
+        self._seq, self._prev = seq, hash_
+        self._size += len(lead) + len(line)
+        try:
+            self._write_head()
+        except AuditWriteError as exc:
+            # The event is in the log; only the head lags, by one line, which verify notes and
+            # the next append repairs. Failing the turn for it would lose nothing but the turn.
+            log.warning(
+                "audit line %d of %s was written but its head could not be updated (%s); "
+                "the next append brings the head up to date",
+                seq,
+                self.path,
+                exc.strerror or exc,
+            )
         return {
             "seq": seq,
             "ts": ts,
@@ -966,34 +853,54 @@ class AuditLog:
 
     def _write_all(self, line: bytes) -> None:
         assert self._fd is not None
-        written = os.write(self._fd, line)
-        while written < len(line):
-            # Only a full disk or a signal gets here; we hold the lock, so finishing the line
-            # with more writes cannot interleave with another Chamberlain writer.
-            log.warning("short write to the audit log (%d of %d bytes)", written, len(line))
-            written += os.write(self._fd, line[written:])
+        written = 0
+        try:
+            written = os.write(self._fd, line)
+            while written < len(line):
+                # Only a full disk or a signal gets here; we hold the lock, so finishing the
+                # line with more writes cannot interleave with another Chamberlain writer.
+                log.warning("short write to the audit log (%d of %d bytes)", written, len(line))
+                written += os.write(self._fd, line[written:])
+        except OSError as exc:
+            # Part of the line may be on disk: re-read the end of the log before the next write.
+            self._size = -1
+            log.error("audit log %s could not be written: %s", self.path, exc)
+            raise AuditWriteError(
+                exc.errno,
+                f"the audit log could not be written ({exc.strerror or exc}); "
+                "the request was stopped so that nothing runs unaudited",
+                str(self.path),
+            ) from exc
 
     def _write_head(self) -> None:
-        """Overwrite the head file in place.
+        """Overwrite the head file in place; AuditWriteError if it cannot be written.
 
         Not write-to-temp-and-rename: that costs a couple of hundred microseconds per append
-        on ext4. The head is a few hundred bytes, written at offset 0 in one write, so it does
-        not tear in practice; if it ever did, verify reports the head as unreadable and the next
-        append rewrites it (a signing writer also marks the log as tampered with: it cannot tell
-        a torn head from an edited one).
+        on ext4. The head is a few hundred bytes, written at offset 0 in one write of less than
+        a page over blocks it already has, so a full disk fails it whole rather than tearing it
+        (the old head stays, one line behind, which the next append repairs). If it ever did
+        tear, verify reports the head as unreadable and the next append rewrites it (a signing
+        writer also marks the log as tampered with: it cannot tell a torn head from an edited
+        one). A head file this writer has just created and could not fill is removed, since an
+        empty head would read as an edited one.
         """
         head = _head_path(self.path)
         try:
-            on_disk = os.stat(head)
-        except FileNotFoundError:
-            on_disk = None
-        if self._head_fd is not None:
-            st = os.fstat(self._head_fd)
-            if on_disk is None or (on_disk.st_dev, on_disk.st_ino) != (st.st_dev, st.st_ino):
-                os.close(self._head_fd)  # deleted or replaced behind our back
-                self._head_fd = None
-        if self._head_fd is None:
-            self._head_fd = os.open(head, os.O_RDWR | os.O_CREAT | _O_BINARY, 0o600)
+            try:
+                on_disk = os.stat(head)
+            except FileNotFoundError:
+                on_disk = None
+            if self._head_fd is not None:
+                st = os.fstat(self._head_fd)
+                if on_disk is None or (on_disk.st_dev, on_disk.st_ino) != (st.st_dev, st.st_ino):
+                    os.close(self._head_fd)  # deleted or replaced behind our back
+                    self._head_fd = None
+            if self._head_fd is None:
+                self._head_fd = os.open(head, os.O_RDWR | os.O_CREAT | _O_BINARY, 0o600)
+        except OSError as exc:
+            raise AuditWriteError(
+                exc.errno, f"the audit head could not be opened ({exc.strerror})", str(head)
+            ) from exc
         content = _Head(self._seq, self._prev)
         if self._key is not None:
             assert self._genesis is not None
@@ -1005,16 +912,34 @@ class AuditLog:
                 unsigned_until=self._unsigned_until,
             ).signed(self._key)
         data = content.to_bytes()
-        os.lseek(self._head_fd, 0, os.SEEK_SET)
-        os.write(self._head_fd, data)
-        os.ftruncate(self._head_fd, len(data))
-        if self.durable:
-            os.fsync(self._head_fd)
+        try:
+            os.lseek(self._head_fd, 0, os.SEEK_SET)
+            written = os.write(self._head_fd, data)
+            while written < len(data):
+                written += os.write(self._head_fd, data[written:])
+            os.ftruncate(self._head_fd, len(data))
+            if self.durable:
+                os.fsync(self._head_fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                if os.fstat(self._head_fd).st_size == 0:
+                    os.close(self._head_fd)
+                    self._head_fd = None
+                    os.unlink(head)
+            raise AuditWriteError(
+                exc.errno, f"the audit head could not be written ({exc.strerror})", str(head)
+            ) from exc
 
     def _sync_state(self) -> bytes:
         """Make the in-memory seq/hash match the file; return bytes to write before the line.
 
         Called with the lock held. Cheap when we were the last writer: one fstat and one stat.
+
+        When the log ends in an append that was cut short (a crash or a full disk left part of
+        a line, see ``_looks_torn``) and the head does not vouch for anything past the last
+        intact line, this writes an AUDIT_FAULT record first: the torn bytes stay where they
+        are, finished with a newline, and the record names their offset and digest, so verify
+        reports them as a known interrupted append the user can acknowledge, not as an edit.
         """
         assert self._fd is not None
         st = os.fstat(self._fd)
@@ -1029,14 +954,30 @@ class AuditLog:
             st = os.fstat(self._fd)
         if st.st_size == self._size and st.st_ino == self._ino:
             return b""
-        self._load_state(st.st_size)
+        torn_from = self._load_state(st.st_size)
         self._size, self._ino = st.st_size, st.st_ino
+        lead = b""
         if st.st_size > 0 and self._read_at(st.st_size - 1, 1) != b"\n":
-            # A write was cut short (crash, full disk). Finish that line so ours stays whole;
-            # verify will report the broken one.
+            lead = b"\n"  # finish the cut line so ours stays whole
+        if torn_from is not None:
+            torn = self._read_at(torn_from, st.st_size - torn_from) + lead
+            log.info(
+                "audit log %s: an append was cut short at byte %d; recording it",
+                self.path,
+                torn_from,
+            )
+            fault: dict[str, JSONValue] = {
+                "what": _INTERRUPTED,
+                "offset": torn_from,
+                "after_seq": self._seq,
+                "bytes": {"sha256": hashlib.sha256(torn).hexdigest(), "len": len(torn)},
+            }
+            self._write_record(AuditEvent.AUDIT_FAULT, None, fault, lead)
+            return b""
+        if lead:
+            # Not a cut append (or the head vouches for more): verify will report the line.
             log.error("audit log %s ends in a partial line", self.path)
-            return b"\n"
-        return b""
+        return lead
 
     def _read_at(self, offset: int, length: int) -> bytes:
         assert self._fd is not None
@@ -1050,18 +991,35 @@ class AuditLog:
             length -= len(chunk)
         return b"".join(chunks)
 
-    def _load_state(self, size: int) -> None:
-        """Find where the chain continues, from the end of the log and from the head file."""
+    def _load_state(self, size: int) -> int | None:
+        """Find where the chain continues, from the end of the log and from the head file.
+
+        Returns the offset where the bytes of an append that was cut short begin, when the log
+        ends in some (one or more pieces that each look like the start of a record line) right
+        after the line the chain continues from; otherwise None.
+        """
         tail: tuple[int, str] | None = None
         scanned = 0
+        ends_in_newline = size == 0 or self._read_at(size - 1, 1) == b"\n"
+        # Where the bytes after the last intact record begin, and whether they all look torn.
+        torn_from: int | None = None
+        all_torn = True
+        cursor, first = size, True
         for raw in _lines_backward(self._read_at, size):
+            end = cursor if first and not ends_in_newline else cursor - 1
+            cursor = end - len(raw)
             scanned += len(raw) + 1
             record = _parse_record(raw)
             if record is not None:
                 tail = record["seq"], record["hash"]
+                torn_from = min(end + 1, size)
                 break
+            first = False
+            all_torn = all_torn and _looks_torn(raw)
             if scanned > _MAX_TAIL_SCAN:
                 break
+        else:
+            torn_from = 0  # no intact record at all: every byte is after "the start"
         try:
             head_raw: bytes | None = _head_path(self.path).read_bytes()
         except FileNotFoundError:
@@ -1090,6 +1048,12 @@ class AuditLog:
         self._seq, self._prev = chosen if chosen is not None else (0, GENESIS)
         if self._key is not None:
             self._load_signing_state(size, head_raw, parsed, self._key)
+        # Only a cut append the head does not vouch past: a head ahead of the last intact line
+        # means lines were cut off, and that stays a failure.
+        continues_from_tail = (self._seq, self._prev) == (tail or (0, GENESIS))
+        if torn_from is None or torn_from >= size or not all_torn or not continues_from_tail:
+            return None
+        return torn_from
 
     def _load_signing_state(
         self, size: int, head_raw: bytes | None, head: _Head | None, key: bytes
@@ -1158,11 +1122,21 @@ class AuditLog:
         except FileExistsError:
             return  # only under our lock, so only a file put there by hand: verify judges it
         try:
-            os.write(fd, _anchor_bytes(self._genesis, self._key))
-            if self.durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+            try:
+                os.write(fd, _anchor_bytes(self._genesis, self._key))
+                if self.durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            # An empty or partial anchor would read as an edited one; no anchor yet is what a
+            # writer that stopped between the first head and the anchor leaves (see
+            # _head_problem), and the next writer completes it.
+            with contextlib.suppress(OSError):
+                os.unlink(anchor)
+            raise AuditWriteError(
+                exc.errno, f"the audit anchor could not be written ({exc.strerror})", str(anchor)
+            ) from exc
 
 
 # --- readers -------------------------------------------------------------------------------------
@@ -1195,42 +1169,102 @@ def _snapshot(path: Path) -> tuple[int | None, bytes | None, bytes | None]:
     return size, head, anchor
 
 
-def _check_line(raw: bytes, lineno: int, seq: int, prev: str) -> tuple[str | None, str]:
-    """(reason it is bad or None, its hash) for line ``lineno`` expected to carry ``seq``."""
+def _check_line(raw: bytes, lineno: int, seq: int, prev: str) -> tuple[str | None, dict[str, Any]]:
+    """(reason it is bad or None, the record) for line ``lineno`` expected to carry ``seq``."""
     if raw == b"":
-        return f"line {lineno}: empty line", ""
+        return f"line {lineno}: empty line", {}
     try:
         obj = json.loads(raw)
     except (ValueError, RecursionError):  # RecursionError: an edit nested it absurdly deep
-        return f"line {lineno}: not valid JSON (the line was edited)", ""
+        return f"line {lineno}: not valid JSON (the line was edited)", {}
     if not isinstance(obj, dict) or set(obj) != _RECORD_KEYS:
-        return f"line {lineno}: not an audit record (wrong fields)", ""
+        return f"line {lineno}: not an audit record (wrong fields)", {}
     try:
         canonical = _canonical(obj).encode("ascii")
     except ValueError:
-        return f"line {lineno}: not in canonical form (the line was edited)", ""
+        return f"line {lineno}: not in canonical form (the line was edited)", {}
     if canonical != raw:
-        return f"line {lineno}: not in canonical form (the line was edited)", ""
+        return f"line {lineno}: not in canonical form (the line was edited)", {}
     hash_ = obj["hash"]
     if not isinstance(hash_, str) or hash_ != _hash_record(obj):
-        return f"line {lineno}: hash does not match the line's content (the line was edited)", ""
+        return f"line {lineno}: hash does not match the line's content (the line was edited)", {}
     got = obj["seq"]
     if type(got) is not int:
-        return f"line {lineno}: seq is not a number", ""
+        return f"line {lineno}: seq is not a number", {}
     if got > seq:
         return (
             f"line {lineno}: seq {got} where {seq} was expected (a line was removed or moved)",
-            "",
+            {},
         )
     if got < seq:
         return (
             f"line {lineno}: seq {got} where {seq} was expected (a line was duplicated or moved)",
-            "",
+            {},
         )
     if obj["prev"] != prev:
         what = "the chain start" if lineno == 1 else f"the hash of line {lineno - 1}"
-        return f"line {lineno}: prev does not match {what} (the chain is broken)", ""
-    return None, hash_
+        return f"line {lineno}: prev does not match {what} (the chain is broken)", {}
+    return None, obj
+
+
+@dataclasses.dataclass
+class _Gap:
+    """Lines that look like a cut append, waiting for the AUDIT_FAULT record that describes
+    them (the next intact line must be it)."""
+
+    offset: int
+    line: int
+    reason: str
+    pieces: list[bytes] = dataclasses.field(default_factory=list)
+    size: int = 0
+
+    def explained_by(self, record: Mapping[str, Any]) -> bool:
+        torn = b"".join(self.pieces)
+        return bool(record["event"] == AuditEvent.AUDIT_FAULT) and record["data"] == {
+            "what": _INTERRUPTED,
+            "offset": self.offset,
+            "after_seq": record["seq"] - 1,
+            "bytes": {"sha256": hashlib.sha256(torn).hexdigest(), "len": len(torn)},
+        }
+
+
+def _take_acknowledgement(
+    data: object, faults: list[AuditFault], key: bytes | None, lineno: int
+) -> str | None:
+    """Mark the faults an AUDIT_ACK names as acknowledged at ``lineno``; or say what is wrong
+    with it (nothing is marked then)."""
+    not_ours = f"line {lineno}: an acknowledgement Chamberlain did not write"
+    if not isinstance(data, dict) or not {"faults"} <= set(data) <= {"faults", "mac"}:
+        return not_ours
+    named = data["faults"]
+    if not isinstance(named, list) or not named:
+        return not_ours
+    index = {(f.seq, f.hash): i for i, f in enumerate(faults)}
+    chosen: list[int] = []
+    for item in named:
+        if not isinstance(item, dict) or set(item) != {"seq", "hash"}:
+            return not_ours
+        seq, hash_ = item["seq"], item["hash"]
+        i = index.get((seq, hash_)) if type(seq) is int and isinstance(hash_, str) else None
+        if i is None or i in chosen or faults[i].acknowledged_at is not None:
+            return (
+                f"line {lineno}: an acknowledgement names a fault this log does not record, "
+                "or one already acknowledged"
+            )
+        chosen.append(i)
+    mac = data.get("mac")
+    if key is not None and not (
+        isinstance(mac, str)
+        and _HEX64.fullmatch(mac)
+        and hmac.compare_digest(mac, _ack_mac(named, key))
+    ):
+        return (
+            f"line {lineno}: an acknowledgement not signed with this install's key (forged, "
+            "or copied from another home)"
+        )
+    for i in chosen:
+        faults[i] = dataclasses.replace(faults[i], acknowledged_at=lineno)
+    return None
 
 
 def verify(path: Path, key: bytes | None = None) -> VerifyResult:
@@ -1238,14 +1272,25 @@ def verify(path: Path, key: bytes | None = None) -> VerifyResult:
 
     Fails on an edited line (hash mismatch, invalid JSON, or any byte that differs from the
     canonical form the writer produces), a removed, reordered or duplicated line (seq/prev),
-    a line appended without the chain, a partial last line, and a log cut short at the end
-    (the head file records a later line). A missing head file beside a non-empty log is a
-    failure. An absent or empty log with no head file is fine (0 lines) unless an anchor file
-    says this home had a log; an empty log whose head file records lines was emptied, and fails.
+    a line appended without the chain, and a log cut short at the end (the head file records
+    a later line). A missing head file beside a non-empty log is a failure. An absent or empty
+    log with no head file is fine (0 lines) unless an anchor file says this home had a log; an
+    empty log whose head file records lines was emptied, and fails.
+
+    Told apart from edits, without needing a later write:
+    - a last line cut mid-write (no newline, the start of a record; see ``_looks_torn``) that
+      the head does not vouch for: not ok, ``torn_tail`` and ``interrupted`` set, "an append
+      was interrupted (a crash or a full disk); the lines before it are intact";
+    - a complete last line whose head was not yet updated (the head one line behind): ok, with
+      a note naming the line;
+    - torn bytes a later writer recorded with an AUDIT_FAULT right after them (offset and
+      digest must match): listed in ``faults``; not ok (``interrupted``) until an AUDIT_ACK
+      names them, then ok with a note. An AUDIT_FAULT with nothing torn before it, or an
+      AUDIT_ACK naming a fault the log does not record, fails.
 
     With ``key`` (``InstallSecret.audit_key``) the head must be signed with it and match the
-    anchor, and a head that a writer marked as tampered with fails. Without it the MACs cannot
-    be checked; everything else still is.
+    anchor, a head that a writer marked as tampered with fails, and an acknowledgement must
+    carry this key's MAC. Without it the MACs cannot be checked; everything else still is.
     """
     path = Path(path)
     size, head_raw, anchor_raw = _snapshot(path)
@@ -1269,29 +1314,80 @@ def verify(path: Path, key: bytes | None = None) -> VerifyResult:
         problem = _head_problem(head, anchor_raw, key, 0)
         return VerifyResult(problem is None, 0, None, problem or "ok")
 
-    seq, prev, good = 1, GENESIS, 0
-    consumed = 0
+    seq, prev, good, lineno, consumed = 1, GENESIS, 0, 0, 0
+    before_last = GENESIS  # the hash of the record before the last intact one
+    last_line = 0  # the line number of the last intact record
+    gap: _Gap | None = None
+    # (seq of an AUDIT_FAULT record, how many torn lines came before it): line = seq + these.
+    skipped: list[tuple[int, int]] = []
+    faults: list[AuditFault] = []
+    torn_tail = False
     with open(path, "rb") as f:
         for raw in f:
             if consumed + len(raw) > size:
                 raw = raw[: size - consumed]  # appended after the snapshot: not ours to judge
+            start = consumed
             consumed += len(raw)
-            lineno = good + 1
-            if not raw.endswith(b"\n"):
-                return VerifyResult(
-                    False,
-                    good,
-                    lineno,
-                    f"line {lineno}: incomplete (no newline at the end; a write was cut short)",
-                )
-            reason, hash_ = _check_line(raw[:-1], lineno, seq, prev)
+            lineno += 1
+            whole = raw.endswith(b"\n")
+            body = raw[:-1] if whole else raw
+            reason, record = _check_line(body, lineno, seq, prev)
+            if not whole:
+                # The last line. A record cut mid-write, or cut just before its newline.
+                if reason is None or _looks_torn(body):
+                    if gap is None:
+                        gap = _Gap(start, lineno, f"line {lineno} is incomplete")
+                    torn_tail = True
+                    break
+                if gap is None:
+                    gap = _Gap(
+                        start,
+                        lineno,
+                        f"line {lineno}: incomplete (no newline at the end) and not the start "
+                        "of a record (the line was edited)",
+                    )
+                return VerifyResult(False, good, gap.line, gap.reason)
             if reason is not None:
-                return VerifyResult(False, good, lineno, reason)
-            good, seq, prev = lineno, seq + 1, hash_
+                if gap is None:
+                    gap = _Gap(start, lineno, reason)
+                gap.pieces.append(raw)
+                gap.size += len(raw)
+                if not _looks_torn(body) or gap.size > _MAX_TAIL_SCAN:
+                    return VerifyResult(False, good, gap.line, gap.reason)
+                continue
+            if gap is not None:
+                if not gap.explained_by(record):
+                    return VerifyResult(False, good, gap.line, gap.reason)
+                faults.append(AuditFault(gap.line, lineno, seq, record["hash"]))
+                skipped.append((seq, lineno - gap.line))
+                gap = None
+            elif record["event"] == AuditEvent.AUDIT_FAULT:
+                why = (
+                    f"line {lineno}: records an interrupted append that is not there (the cut "
+                    "line was removed, or the record was added by hand)"
+                )
+                return VerifyResult(False, good, lineno, why)
+            elif record["event"] == AuditEvent.AUDIT_ACK:
+                problem = _take_acknowledgement(record["data"], faults, key, lineno)
+                if problem is not None:
+                    return VerifyResult(False, good, lineno, problem)
+            good, last_line, seq = good + 1, lineno, seq + 1
+            before_last, prev = prev, record["hash"]
             if consumed >= size:
                 break
+    if gap is not None and not torn_tail:
+        # Torn-looking lines that end the log with their newlines and nothing recording them:
+        # only a writer that wrote its newline and no more leaves that; the next one records it.
+        return VerifyResult(False, good, gap.line, gap.reason)
+
+    def line_of(s: int) -> int:
+        return s + sum(n for fault_seq, n in skipped if fault_seq <= s)
 
     last_seq = seq - 1
+    if head_raw is None and anchor_raw is None and last_seq == 0 and gap is not None:
+        # A writer without a key writes its first head after its first line: that line was cut.
+        why = f"line {gap.line} is incomplete: {_INTERRUPTED}; no line was written before it"
+        return VerifyResult(False, 0, gap.line, why, torn_tail=True, interrupted=True)
     if head_raw is None:
         return VerifyResult(False, good, None, "head file missing")
     if head is None:
@@ -1304,33 +1400,69 @@ def verify(path: Path, key: bytes | None = None) -> VerifyResult:
         return VerifyResult(
             False,
             good,
-            good + 1,
+            gap.line if gap is not None else last_line + 1,
             f"log truncated: the head file records seq {head_seq}, the log ends at seq {last_seq}",
         )
-    if head_seq < last_seq:
+    if head_seq < last_seq - 1:
         return VerifyResult(
             False,
             good,
-            head_seq + 1,
+            line_of(head_seq + 1),
             f"the head file records seq {head_seq} but the log continues to seq {last_seq} "
             "(lines were added without updating the head, or the head was edited)",
         )
-    if head_hash != prev:
+    behind = head_seq == last_seq - 1
+    if head_hash != (before_last if behind else prev):
+        line = line_of(head_seq)
         return VerifyResult(
             False,
             good,
-            good,
-            f"the head file does not match line {good} (the line or the head was edited)",
+            line,
+            f"the head file does not match line {line} (the line or the head was edited)",
         )
+
+    notes = []
     if head.unsigned_until:
-        return VerifyResult(
-            True,
-            good,
-            None,
-            f"ok; lines 1-{head.unsigned_until} were written before the audit head was signed, "
-            "so the head cannot vouch that none was cut from their end",
+        notes.append(
+            f"lines 1-{line_of(head.unsigned_until)} were written before the audit head was "
+            "signed, so the head cannot vouch that none was cut from their end"
         )
-    return VerifyResult(True, good, None, "ok")
+    if behind:
+        notes.append(
+            f"line {last_line} was written but the head file not yet updated (a crash or a full "
+            "disk between the two); the next append brings the head up to date"
+        )
+    acknowledged = [f for f in faults if f.acknowledged_at is not None]
+    if acknowledged:
+        notes.append(
+            f"{len(acknowledged)} acknowledged fault(s): "
+            + "; ".join(
+                f"line {f.line}: {_INTERRUPTED}, acknowledged at line {f.acknowledged_at}"
+                for f in acknowledged
+            )
+        )
+    pending = [f for f in faults if f.acknowledged_at is None]
+    if pending or torn_tail:
+        found = [
+            f"line {f.line}: {_INTERRUPTED}; recorded at line {f.recorded_at}, not yet acknowledged"
+            for f in pending
+        ]
+        if gap is not None:
+            found.append(
+                f"line {gap.line} is incomplete: {_INTERRUPTED}; the lines before it are intact"
+            )
+        first = pending[0].line if pending else gap.line if gap is not None else None
+        return VerifyResult(
+            False,
+            good,
+            first,
+            "; ".join(found + notes),
+            torn_tail=torn_tail,
+            faults=tuple(faults),
+            interrupted=True,
+        )
+    reason = "; ".join(["ok", *notes])
+    return VerifyResult(True, good, None, reason, faults=tuple(faults))
 
 
 def tail(path: Path, n: int) -> list[dict[str, Any]]:

@@ -520,13 +520,19 @@ def test_emptied_log_with_a_head_is_detected(log_path: Path, clock: ManualClock)
     assert "truncated" in result.reason
 
 
-def test_partial_last_line_is_detected(log_path: Path, clock: ManualClock) -> None:
+def test_a_last_line_cut_after_the_head_recorded_it_is_a_truncation(
+    log_path: Path, clock: ManualClock
+) -> None:
+    """The head is written after its line, so a line the head vouches for was whole once: cut
+    short later, it is an edit, not an interrupted append (tests/broker/test_audit_faults.py
+    has those)."""
     write_events(log_path, clock, 3)
     data = log_path.read_bytes()
     log_path.write_bytes(data[:-10])
     result = verify(log_path)
+    assert (result.ok, result.torn_tail, result.interrupted) == (False, False, False)
     assert result.first_bad_line == 3
-    assert "incomplete" in result.reason
+    assert "truncated" in result.reason
 
 
 def test_line_appended_outside_the_chain_is_detected(log_path: Path, clock: ManualClock) -> None:
@@ -549,17 +555,25 @@ def test_line_appended_outside_the_chain_is_detected(log_path: Path, clock: Manu
     assert "prev" in result.reason
 
 
-def test_chained_line_appended_without_the_head_is_detected(
+def test_chained_lines_appended_without_the_head_are_detected(
     log_path: Path, clock: ManualClock
 ) -> None:
+    """One line past the head is what a crash between a line and its head leaves (verify says
+    so, naming the line); two cannot be, and fail."""
     write_events(log_path, clock, 3)
     head = head_path(log_path).read_bytes()
     with AuditLog(log_path, clock) as audit:
         audit.append(AuditEvent.PERMISSION_GRANTED)
+        head_path(log_path).write_bytes(head)
+        one_behind = verify(log_path)
+        audit.append(AuditEvent.PERMISSION_GRANTED)
     head_path(log_path).write_bytes(head)
+    assert one_behind.ok
+    assert "line 4 was written but the head file not yet updated" in one_behind.reason
     result = verify(log_path)
     assert not result.ok
     assert result.first_bad_line == 4
+    assert "without updating the head" in result.reason
 
 
 def test_edited_or_missing_head_file_is_detected(log_path: Path, clock: ManualClock) -> None:
@@ -599,22 +613,30 @@ def test_writer_repairs_a_head_one_line_behind(log_path: Path, clock: ManualCloc
     with AuditLog(log_path, clock) as audit:
         audit.append(AuditEvent.ROUTER_OUTPUT)
     head_path(log_path).write_bytes(head)
-    assert not verify(log_path).ok
+    before = verify(log_path)
+    assert before.ok
+    assert before.reason.startswith("ok; line 4 was written but the head file not yet updated")
     with AuditLog(log_path, clock) as audit:
         assert audit.append(AuditEvent.POSTHOOK_SUMMARY)["seq"] == 5
-    assert verify(log_path).ok
+    assert verify(log_path).reason == "ok"
 
 
 def test_writer_after_a_partial_line_writes_whole_lines(log_path: Path, clock: ManualClock) -> None:
+    """The cut line is finished with a newline and recorded by an AUDIT_FAULT before ours."""
     write_events(log_path, clock, 3)
     with log_path.open("ab") as f:
         f.write(b'{"data":{},"ev')
     with AuditLog(log_path, clock) as audit:
         record = audit.append(AuditEvent.ROUTER_OUTPUT)
-    assert record["seq"] == 4
-    assert tail(log_path, 1) == [record]
+    assert record["seq"] == 5
+    fault, ours = tail(log_path, 2)
+    assert ours == record
+    assert fault["event"] == "AUDIT_FAULT"
+    assert fault["data"]["after_seq"] == 3
+    assert lines_of(log_path)[3] == b'{"data":{},"ev\n'
     result = verify(log_path)
-    assert result.first_bad_line == 4
+    assert (result.ok, result.interrupted, result.first_bad_line) == (False, True, 4)
+    assert [(f.line, f.recorded_at) for f in result.faults] == [(4, 5)]
 
 
 def test_deleting_the_log_under_a_writer_is_detected(log_path: Path, clock: ManualClock) -> None:
