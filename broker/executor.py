@@ -47,6 +47,7 @@ ACTION_TOOLS: dict[Action, str] = {
     "screenshot": "screen_capture",
     "active_window": "get_active_window",
     "fetch_url": "web_fetch",
+    "open_url": "open_url",
     "web_search": "web_search",
 }
 
@@ -113,7 +114,7 @@ def direct_arguments(router: RouterOutput) -> tuple[str, dict[str, Any]] | None:
         return tool, {"target": "all"}
     if args.action == "active_window":
         return tool, {}
-    if args.action == "fetch_url":
+    if args.action in ("fetch_url", "open_url"):
         return (tool, {"url": args.url}) if args.url else None
     if args.action == "web_search":
         return (tool, {"query": args.query}) if args.query else None

@@ -452,6 +452,16 @@ _QUESTION_RE = re.compile(
 )
 _YOU_RE = re.compile(r"\b(?:you|your|you're|youre)\b", _I)
 
+# "open <url> in my browser": the whole message asks to hand the link to the desktop, not to
+# read the page here (`open_url`, not `web_fetch`). Read with the URL blanked out.
+_OPEN_IN_BROWSER_RE = re.compile(
+    r"^(?:please\s+|can\s+you\s+|could\s+you\s+)?(?:open|launch|show|load)\s+(?:up\s+)?"
+    r"(?:(?:in|with|using|on)\s+(?:my|the|a|your)?\s*(?:default\s+|usual\s+|web\s+)*"
+    r"(?:browser|firefox|chrome|chromium|safari|edge|brave|opera|vivaldi|librewolf)"
+    r"|in\s+a\s+new\s+(?:tab|window))"
+    r"(?:\s+(?:please|for\s+me))?\s*[.!]?$",
+    _I,
+)
 _BROWSE_VERB_RE = re.compile(
     r"\b(?:open|read|visit|go to|browse|fetch|get|summari[sz]e|tl;?dr|check|look at|load|"
     r"what does|what is|whats|what's)\b",
@@ -794,6 +804,9 @@ def _browse(view: _View) -> _Guess | None:
     rest = _blank(view.text, *view.url_span) if view.url_span else view.text
     confidence = 0.9 if _BROWSE_VERB_RE.search(rest) or not rest.strip() else 0.8
     args = RouterArguments(url=view.url)
+    if _OPEN_IN_BROWSER_RE.match(" ".join(rest.split())):
+        args.action = "open_url"
+        return _Guess(Intent.BROWSE_ONCE, 0.95, args)
     if confidence >= DIRECT_ACTION_CONFIDENCE:
         args.action = "fetch_url"
     return _Guess(Intent.BROWSE_ONCE, confidence, args)

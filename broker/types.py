@@ -39,6 +39,7 @@ Action = Literal[
     "screenshot",
     "active_window",
     "fetch_url",
+    "open_url",
     "web_search",
 ]
 

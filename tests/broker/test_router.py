@@ -14,6 +14,7 @@ from broker.clock import ManualClock
 from broker.executor import direct_arguments
 from broker.llm.base import AssistantMessage, ModelError, ModelUnavailable
 from broker.llm.openai_client import OpenAIChatModel
+from broker.permissions import PermissionRequest, PromptDecision
 from broker.policy import decide, load_policy_table
 from broker.router import (
     DIRECT_ACTION_CONFIDENCE,
@@ -24,9 +25,9 @@ from broker.router import (
     router_schema,
     understood_command,
 )
-from broker.session import Session, user_scopes
+from broker.session import Session, tool_config, user_scopes
 from broker.settings import Settings
-from broker.types import Intent, RouterOutput
+from broker.types import GrantMode, Intent, RouterOutput
 from tests.broker.router_corpus import CORPUS, EXPECTED_ARGUMENTS, HOLDOUT
 from tests.support.cli import ask_json, audit_events, run_cli
 from tests.support.openai_server import Text
@@ -104,6 +105,7 @@ ACTION_INTENT = {
     "screenshot": Intent.SCREEN_OBSERVE,
     "active_window": Intent.SCREEN_OBSERVE,
     "fetch_url": Intent.BROWSE_ONCE,
+    "open_url": Intent.BROWSE_ONCE,
     "web_search": Intent.LOOKUP_SEARCH,
 }
 
@@ -1047,3 +1049,70 @@ def test_run_rm_in_desktop_prompts_for_rm_old_txt_in_desktop_and_removes_only_th
     assert not (user / "Desktop" / "old.txt").exists()
     assert (user / "old.txt").read_text() == "home copy\n"
     assert not (user / "in").exists()
+
+
+# --- "open <url> in my browser" hands the link to the desktop (issue 8) --------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "open https://example.com in my browser",
+        "open https://example.com in the browser",
+        "please open https://example.com/a?b=1 in firefox.",
+        "Open https://example.com in a new tab",
+        "can you open https://example.com with my default browser",
+    ],
+)
+def test_open_a_link_in_the_browser_is_a_direct_open_url(text: str) -> None:
+    out = route(text)
+    assert out.intent is Intent.BROWSE_ONCE
+    assert out.arguments.action == "open_url"
+    assert direct_arguments(out) == ("open_url", {"url": out.arguments.url})
+    assert (out.arguments.url or "").startswith("https://example.com")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "open https://example.com",  # the README's "open https://…": read here, as before
+        "read https://example.com in my browser",
+        "open https://example.com in my browser and summarise it",
+    ],
+)
+def test_reading_a_link_still_fetches_it(text: str) -> None:
+    assert route(text).arguments.action != "open_url"
+
+
+class _AllowOnce:
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        return PromptDecision(allow=True, mode=GrantMode.ONCE)
+
+
+def test_open_in_my_browser_hands_the_link_to_the_desktop_and_fetches_nothing(
+    tmp_path: Path,
+) -> None:
+    """The desktop is the edge we cannot run here: the opener records what it was handed."""
+    from tests.tools.test_system import RecordingOpener
+    from tools.registry import ToolRegistry, builtin_registry
+    from tools.system import make_system_tools
+
+    home = tmp_path / "home"
+    settings = Settings()
+    config = tool_config(home, settings)
+    opener = RecordingOpener()
+    system = make_system_tools(config, home=tmp_path, opener=opener)
+    names = {t.name for t in system}
+    tools = [t for t in builtin_registry(config) if t.name not in names]
+    registry = ToolRegistry([*tools, *system])
+    session = Session(
+        home=home, settings=settings, clock=ManualClock(), prompter=_AllowOnce(), registry=registry
+    )
+
+    turn = session.ask("open https://example.com/page in my browser")
+
+    assert opener.opened == ["https://example.com/page"]
+    assert [(c.tool, c.status) for c in turn.tool_calls] == [("open_url", "ok")]
+    audited = [json.loads(line) for line in session.audit.path.read_text().splitlines()]
+    called = {e["data"].get("tool") for e in audited if e["event"].startswith("TOOL_CALL")}
+    assert called == {"open_url"}, "no page is fetched: the browser reads it"
