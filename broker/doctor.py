@@ -119,14 +119,31 @@ def _grants(home: Path) -> Check:
 
 def _memory(home: Path) -> Check:
     from broker.clock import SystemClock
-    from broker.keys import MemoryKeyUnavailable
+    from broker.keys import PASSPHRASE_ENV, MemoryKeyUnavailable
     from broker.memory_hooks import open_memory
     from memory.db import MemoryStoreError
 
     try:
         settings = load_settings(home)
         store = open_memory(home, settings.memory, SystemClock())
-    except (MemoryKeyUnavailable, MemoryStoreError, SettingsError) as exc:
+    except MemoryKeyUnavailable as exc:
+        if not exc.needs_passphrase:
+            return Check("memory", False, str(exc), required=False)
+        # The doctor never prompts, terminal or not: say what it did not do, and how to let it.
+        if recorded_keying(home) == "passphrase":
+            detail = (
+                "encrypted with a passphrase, which the doctor does not ask for, so it was not "
+                f"opened and its integrity was not checked (give it in {PASSPHRASE_ENV} to "
+                "check it here)"
+            )
+        else:
+            detail = (
+                "no system keyring here, so memory is encrypted with a passphrase: it is asked "
+                "for (typed twice, the first time) when a request first needs memory, or read "
+                f"from {PASSPHRASE_ENV}"
+            )
+        return Check("memory", False, detail, required=False)
+    except (MemoryStoreError, SettingsError) as exc:
         return Check("memory", False, str(exc), required=False)
     try:
         integrity = store.integrity_check()

@@ -20,6 +20,7 @@ import hmac
 import logging
 import os
 import secrets
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,9 +78,19 @@ def _keyring_user(home: Path, purpose: str) -> str:
     return f"{purpose}-{digest}"
 
 
+# Backends that hold nothing. Named in PYTHON_KEYRING_BACKEND (as on a headless box or in a
+# test run), they are what keyring would load, so they are known to be unusable without
+# importing keyring at all, which costs about 60 ms of a command's start-up. Once keyring is
+# imported, a program may have chosen another backend (keyring.set_keyring): then it is asked.
+_NO_KEYRING_BACKENDS = frozenset({"keyring.backends.fail.Keyring", "keyring.backends.null.Keyring"})
+
+
 def _from_keyring(
     home: Path, purpose: str = "token-secret", *, create: bool = True
 ) -> tuple[bytes | None, str]:
+    chosen = os.environ.get("PYTHON_KEYRING_BACKEND", "").strip()
+    if chosen in _NO_KEYRING_BACKENDS and "keyring" not in sys.modules:
+        return None, f"no usable keyring backend ({chosen})"
     try:
         import keyring
         from keyring.errors import KeyringError
@@ -230,7 +241,15 @@ KEYING_FILE = "memory.keying"
 
 
 class MemoryKeyUnavailable(Exception):
-    """Memory is encrypted and no key can be had here; the message says what to do."""
+    """Memory is encrypted and no key can be had here; the message says what to do.
+
+    `needs_passphrase`: a passphrase would open it (none was given, or the ones typed for a new
+    memory did not match), as opposed to a keyring that is locked or gone.
+    """
+
+    def __init__(self, message: str, *, needs_passphrase: bool = False) -> None:
+        super().__init__(message)
+        self.needs_passphrase = needs_passphrase
 
 
 @dataclass(frozen=True)
@@ -240,6 +259,8 @@ class MemoryKey:
     passphrase: str | None
     keyed_by: str  # "keyring", "passphrase" or "none"
     source: str
+    # The passphrase was typed at the prompt just now (so a wrong one may be typed again).
+    typed: bool = False
 
     @property
     def encrypted(self) -> bool:
@@ -265,16 +286,44 @@ def record_keying(home: Path, keyed_by: str) -> None:
         path.write_text(keyed_by + "\n", "ascii")
 
 
+# Said before a new passphrase is chosen: nothing else holds it, so nothing can bring it back.
+NEW_PASSPHRASE_WARNING = (
+    "Memory will be encrypted with a passphrase you choose now. It is kept nowhere and cannot "
+    "be recovered: if you forget it, everything Chamberlain remembers is lost.\n"
+)
+PASSPHRASE_TRIES = 3
+
+
+def _choose_passphrase(ask: Callable[[str], str | None]) -> str | None:
+    """A new passphrase, typed twice (with the warning first). None when nothing was typed;
+    MemoryKeyUnavailable when the two never matched, so no memory is created with a typo."""
+    prompt = NEW_PASSPHRASE_WARNING + "New memory passphrase: "
+    for _attempt in range(PASSPHRASE_TRIES):
+        first = ask(prompt)
+        if not first:
+            return None
+        if ask("Type it again to confirm: ") == first:
+            return first
+        prompt = "The two did not match. New memory passphrase: "
+    raise MemoryKeyUnavailable(
+        f"the passphrases typed did not match ({PASSPHRASE_TRIES} tries), so no memory was "
+        "created and nothing was remembered; try again",
+        needs_passphrase=True,
+    )
+
+
 def load_memory_key(
     home: Path,
     mode: str,
     *,
     ask_passphrase: Callable[[str], str | None] | None = None,
     environ: Mapping[str, str] | None = None,
+    new: bool = False,
 ) -> MemoryKey:
     """The key for the memory database, chosen by the settings' `mode` and how it was made.
 
     An existing database is opened the way it was created, whatever the setting says now.
+    `new`: no database exists yet, so a passphrase asked for is a new one, confirmed.
     """
     env = os.environ if environ is None else environ
     keyed_by = recorded_keying(home)
@@ -292,12 +341,18 @@ def load_memory_key(
                 f"({why}); unlock or start the keyring and try again"
             )
     passphrase = env.get(PASSPHRASE_ENV) or None
+    typed = False
     if passphrase is None and ask_passphrase is not None:
-        passphrase = ask_passphrase("Memory passphrase: ") or None
+        if new:
+            passphrase = _choose_passphrase(ask_passphrase)
+        else:
+            passphrase = ask_passphrase("Memory passphrase: ") or None
+        typed = passphrase is not None
     if passphrase is None:
         raise MemoryKeyUnavailable(
             "memory is encrypted and there is no system keyring here: give a passphrase in "
             f"{PASSPHRASE_ENV}, or run in a terminal to type one, or turn encryption off with "
-            'the setting memory.encryption = "off" (not recommended)'
+            'the setting memory.encryption = "off" (not recommended)',
+            needs_passphrase=True,
         )
-    return MemoryKey(None, passphrase, "passphrase", f"passphrase ({why})")
+    return MemoryKey(None, passphrase, "passphrase", f"passphrase ({why})", typed=typed)

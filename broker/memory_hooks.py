@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from broker.audit import AuditEvent, AuditLog, digest
-from broker.keys import MemoryKey, load_memory_key, record_keying
+from broker.keys import PASSPHRASE_TRIES, MemoryKey, load_memory_key, record_keying
 from broker.llm.base import ChatModel, ModelError, failure_in_turn, note_failure
 from broker.settings import MemorySettings
 from broker.types import Intent, RouterOutput, TurnResult
-from memory.db import open_database
+from memory.db import MemoryLockedError, open_database
 from memory.sensitivity import assess, combine, refuse_credentials
 from memory.slots import detect_slot, fact_from_request
 from memory.store import CredentialRefused, MemoryStore
@@ -51,19 +52,64 @@ def open_memory(
     *,
     ask_passphrase: Any = None,
 ) -> MemoryStore:
-    """Open (or create) the memory store under `home`, keyed as settings and history say."""
+    """Open (or create) the memory store under `home`, keyed as settings and history say.
+
+    A new memory's passphrase is typed twice; a typed passphrase that does not open an existing
+    one is asked again (`PASSPHRASE_TRIES` in all), and the last refusal says what it did.
+    """
     home.mkdir(parents=True, exist_ok=True)
-    key: MemoryKey = load_memory_key(home, settings.encryption, ask_passphrase=ask_passphrase)
+    path = home / MEMORY_FILE
+    new = _no_database_yet(path)
+    key: MemoryKey = load_memory_key(
+        home, settings.encryption, ask_passphrase=ask_passphrase, new=new
+    )
     if not key.encrypted:
         log.warning("memory is stored unencrypted (memory.encryption = off)")
-    db = open_database(
-        home / MEMORY_FILE,
-        key=key.key,
-        passphrase=key.passphrase,
-        encrypted=key.encrypted,
-    )
+    tries = 1
+    while True:
+        try:
+            db = open_database(
+                path, key=key.key, passphrase=key.passphrase, encrypted=key.encrypted
+            )
+            break
+        except MemoryLockedError as exc:
+            if not key.typed or ask_passphrase is None:
+                raise
+            if tries >= PASSPHRASE_TRIES:
+                raise MemoryLockedError(
+                    f"The passphrase typed did not open the memory in {path} ({tries} tries), "
+                    "so nothing was recalled or remembered this time; the file was not "
+                    "changed. Run again and type the passphrase chosen when this memory was "
+                    "created."
+                ) from exc
+        tries += 1
+        key = load_memory_key(home, settings.encryption, ask_passphrase=_again(ask_passphrase))
     record_keying(home, key.keyed_by)
     return MemoryStore(db, clock, refuse=refuse_credentials)
+
+
+def _again(ask: Callable[[str], str | None]) -> Callable[[str], str | None]:
+    """The passphrase prompt, saying first that the last one typed did not open the memory."""
+
+    def ask_again(prompt: str) -> str | None:
+        return ask(
+            "That passphrase did not open the memory (nothing was changed); try again.\n" + prompt
+        )
+
+    return ask_again
+
+
+def _no_database_yet(path: Path) -> bool:
+    """True when opening `path` creates the memory: no file, or an empty one with no WAL."""
+    try:
+        if path.stat().st_size:
+            return False
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False  # cannot tell: opening it will say what is wrong
+    wal = path.with_name(path.name + "-wal")
+    return not (wal.exists() and wal.stat().st_size)
 
 
 def egress_limit(model: ChatModel | None, settings: MemorySettings) -> Sensitivity:
@@ -199,6 +245,14 @@ LABEL_PROMPT = (
 )
 
 
+def extracts(model: ChatModel | None, settings: MemorySettings, *, temporary: bool) -> bool:
+    """Whether the model is asked to propose facts from the user's words after a turn."""
+    if model is None or temporary or settings.paused:
+        return False
+    setting = settings.extract
+    return (not model.is_embedded) if setting is None else setting
+
+
 def _squash(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().casefold()
 
@@ -223,10 +277,7 @@ class MemoryWriter:
 
     @property
     def extracting(self) -> bool:
-        if self.model is None or self.temporary or self.settings.paused:
-            return False
-        setting = self.settings.extract
-        return (not self.model.is_embedded) if setting is None else setting
+        return extracts(self.model, self.settings, temporary=self.temporary)
 
     def after_turn(self, turn: TurnResult, turn_id: str) -> list[dict[str, Any]]:
         router = turn.router

@@ -732,6 +732,7 @@ class PermissionBroker:
             risk=risk,
             reversibility=reversibility,
         )
+
         def late(answer: PromptDecision) -> None:
             self.audit.append(
                 AuditEvent.PERMISSION_LATE_ANSWER,

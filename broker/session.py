@@ -12,20 +12,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from broker.audit import AuditEvent, AuditLog, digest
 from broker.clock import Clock, SystemClock
-from broker.executor import DIRECT_CONFIDENCE, ExecutionResult, Executor
+from broker.executor import DIRECT_CONFIDENCE, ExecutionResult, Executor, direct_arguments
 from broker.keys import InstallSecret, load_install_secret
 from broker.llm.base import ChatModel, ModelError
-from broker.memory_hooks import (
-    MemoryWriter,
-    Recollection,
-    answer_from_memory,
-    egress_limit,
-    recollect,
-)
 from broker.permissions import (
     DenyPrompter,
     GrantStore,
@@ -39,11 +32,20 @@ from broker.router import refine_with_model, route_heuristic
 from broker.runner import ToolRunner, TurnScope, self_test
 from broker.settings import Settings, load_settings
 from broker.types import GrantMode, Intent, PolicyDecision, RouterOutput, TurnResult
-from memory.store import MemoryStore
 from tools.manual import RequestWords
 from tools.registry import ToolConfig, ToolRegistry, builtin_registry
 
+if TYPE_CHECKING:
+    # The memory side (SQLCipher, the sensitivity detectors) is imported when a turn first
+    # needs memory, not by every session: a direct action never pays for it.
+    from broker.memory_hooks import Recollection
+    from memory.store import MemoryStore
+
 log = logging.getLogger("chamberlain.broker.session")
+
+
+class MemoryUnavailable(Exception):
+    """Raised by a session's memory opener: memory cannot be opened now; the message says why."""
 
 
 @dataclass
@@ -58,7 +60,6 @@ def connect_model(
 ) -> ModelChoice:
     """The chat model for this session, from settings or the per-call overrides."""
     from broker.llm.endpoints import resolve_endpoint
-    from broker.llm.openai_client import OpenAIChatModel
 
     setting = url or settings.llm.url
     if setting.strip().lower() == "none":
@@ -70,6 +71,9 @@ def connect_model(
         return ModelChoice(
             None, "No local model server answered on the usual ports (11434, 1234, 8080, 8000)."
         )
+    # Only now that a model will be used: the openai SDK alone costs about 0.25 s to import.
+    from broker.llm.openai_client import OpenAIChatModel
+
     try:
         model = OpenAIChatModel(
             base_url=base,
@@ -97,6 +101,11 @@ class Session:
     # The fact store, when it could be opened; `memory_problem` says why not, otherwise.
     memory: MemoryStore | None = None
     memory_problem: str | None = None
+    # Opens the fact store the first time a turn needs it (a recall or a write), so a turn that
+    # needs none never asks for a passphrase nor pays for opening it. Returns the store, or
+    # raises MemoryUnavailable (or the key's or the store's own error) saying why not; the
+    # session then closes what it opened (`close`). Not used when `memory` is given.
+    memory_opener: Callable[[], MemoryStore] | None = None
     # A temporary chat: nothing recalled, nothing remembered (anchors still apply).
     temporary: bool = False
     # Called with each stage's output when the user asked to see the pipeline.
@@ -133,16 +142,67 @@ class Session:
             self.audit,
             self.model_problem,
         )
+        # The writer of a store this session opened itself (and so closes in `close`).
+        self._opened_writer: MemoryHook | None = None
         if self.memory is not None:
-            self.memory_hooks.append(
-                MemoryWriter(
-                    self.memory,
-                    self.settings.memory,
-                    self.audit,
-                    self.model,
-                    temporary=self.temporary,
-                )
-            )
+            self._add_memory_writer(self.memory)
+
+    def _add_memory_writer(self, store: MemoryStore) -> MemoryHook:
+        from broker.memory_hooks import MemoryWriter
+
+        writer = MemoryWriter(
+            store, self.settings.memory, self.audit, self.model, temporary=self.temporary
+        )
+        self.memory_hooks.append(writer)
+        return writer
+
+    def close(self) -> None:
+        """Close the memory store this session opened itself (one given to it stays open)."""
+        if self._opened_writer is None or self.memory is None:
+            return
+        self.memory.close()
+        self.memory = None
+        if self._opened_writer in self.memory_hooks:
+            self.memory_hooks.remove(self._opened_writer)
+        self._opened_writer = None
+
+    def _open_memory(self) -> MemoryStore | None:
+        """The fact store, opened now if it is not open yet; None (and `memory_problem` says
+        why) when it cannot be. Each turn that needs memory tries again: a wrong passphrase
+        typed for one turn does not shut memory off for the rest of a long session."""
+        if self.memory is not None or self.memory_opener is None:
+            return self.memory
+        from broker.keys import MemoryKeyUnavailable
+        from memory.db import MemoryStoreError
+
+        try:
+            store = self.memory_opener()
+        except (MemoryUnavailable, MemoryKeyUnavailable, MemoryStoreError) as exc:
+            self.memory_problem = str(exc)
+            log.info("memory not opened: %s", exc)
+            return None
+        self.memory, self.memory_problem = store, None
+        self._opened_writer = self._add_memory_writer(store)
+        return store
+
+    def _memory_use(self, router: RouterOutput, policy: PolicyDecision) -> tuple[bool, bool]:
+        """(recall, write): whether this turn reads memory, and whether it may write it.
+
+        Recalled facts are read by the model's tool loop and by a memory question; a direct
+        action (its result phrased without them) and a turn with no model read nothing. Memory
+        is written for "remember …", and from a model's proposals when extraction is on.
+        """
+        if router.intent is Intent.MEMORY_READ:
+            return True, False
+        if router.intent is Intent.MEMORY_WRITE:
+            return False, True
+        if self.model is None:
+            return False, False
+        direct = direct_arguments(router)
+        recall = direct is None or direct[0] not in policy.allowed_tools
+        from broker.memory_hooks import extracts
+
+        return recall, extracts(self.model, self.settings.memory, temporary=self.temporary)
 
     @classmethod
     def open(cls, home: Path, **kwargs: object) -> Session:
@@ -185,10 +245,16 @@ class Session:
             self._end_abruptly(turn_id, router, policy, "cancelled", "Cancelled.")
             raise
         except Exception as exc:  # the turn's boundary: reported, never raised
-            log.exception("turn %s failed", turn_id)
+            from broker.errors import user_message
+
+            known = user_message(exc)
+            if known is None:
+                log.exception("turn %s failed", turn_id)
             reply = (
-                f"Something went wrong inside Chamberlain ({type(exc).__name__}), so this request "
-                "was stopped; nothing more was run. The log has the details."
+                f"This request was stopped, and nothing more was run: {known}"
+                if known is not None
+                else f"Something went wrong inside Chamberlain ({type(exc).__name__}), so this "
+                "request was stopped; nothing more was run. The log has the details."
             )
             return self._end_abruptly(turn_id, router, policy, "failed", reply)
         return turn
@@ -236,7 +302,10 @@ class Session:
             allowed=policy.allowed_tools,
             user_scopes=user_scopes(router, self.tool_config, self.tools),
         )
-        recollection = self._recollect(router, turn_id)
+        recall, write = self._memory_use(router, policy)
+        if recall or write:
+            self._open_memory()
+        recollection = self._recollect(router, turn_id) if recall else None
         result = self._execute(router, policy, scope, recollection)
         self.audit.append(
             AuditEvent.EXECUTOR_RESPONSE,
@@ -276,9 +345,11 @@ class Session:
             turn.failed = not any(e.get("fact_id") for e in turn.memory)
         return turn
 
-    def _recollect(self, router: RouterOutput, turn_id: str) -> Recollection:
+    def _recollect(self, router: RouterOutput, turn_id: str) -> Recollection | None:
         if self.memory is None:
-            return Recollection()
+            return None
+        from broker.memory_hooks import egress_limit, recollect
+
         limit = egress_limit(self.model, self.settings.memory)
         found = recollect(
             self.memory, router.text, self.settings.memory, limit, temporary=self.temporary
@@ -298,7 +369,7 @@ class Session:
         router: RouterOutput,
         policy: PolicyDecision,
         scope: TurnScope,
-        recollection: Recollection,
+        recollection: Recollection | None,
     ) -> ExecutionResult:
         if router.intent is Intent.MEMORY_WRITE:
             # Written by the post-hook, which also says what happened: no model round trip.
@@ -308,8 +379,11 @@ class Session:
                 why = self.memory_problem or "not configured"
                 return ExecutionResult(reply=f"Memory is not available: {why}", failed=True)
             if self.model is None:
-                return ExecutionResult(reply=answer_from_memory(recollection))
-        return self.executor.run(router, policy, scope, recollection.context_lines())
+                from broker.memory_hooks import Recollection, answer_from_memory
+
+                return ExecutionResult(reply=answer_from_memory(recollection or Recollection()))
+        context = recollection.context_lines() if recollection is not None else []
+        return self.executor.run(router, policy, scope, context)
 
     def _trace(self, stage: str, value: object) -> None:
         if self.trace is not None:

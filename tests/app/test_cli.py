@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.support.cli import ask_json, audit_events, make_user, run_cli
+from tests.support.cli import PASSPHRASE, ask_json, audit_events, make_user, run_cli
 from tests.support.openai_server import Raw, Text, ToolCalls
 
 
@@ -605,3 +606,162 @@ def test_audit_tail_shows_one_readable_line_per_stage_and_json_on_request(user):
     raw = json.loads(run_cli(user, "audit", "tail", "-n", "50", "--json").stdout)
     assert [e["event"] for e in raw] == [e["event"] for e in events]
     assert raw[-1]["data"] == events[-1]["data"]
+
+
+# --- start-up and memory only when the turn needs it --------------------------------------------
+
+
+def _remember_rex(user: Path) -> None:
+    """An encrypted memory keyed by the passphrase in the environment, holding one fact."""
+    proc = run_cli(user, "ask", "remember that my dog is called Rex", "--llm", "none")
+    assert proc.returncode == 0, proc.stderr
+
+
+def _modules_after(code: str, user: Path) -> list[str]:
+    """Which of the heavy optional modules are loaded after running `code` in a fresh process."""
+    import subprocess
+    import sys
+
+    from tests.support.cli import REPO
+
+    probe = (
+        f"{code}\nimport sys\n"
+        "print(sorted(m for m in ('openai', 'sqlite_utils', 'numpy', 'keyring') "
+        "if m in sys.modules))"
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(user),
+        "CHAMBERLAIN_HOME": str(user / ".chamberlain"),
+        "CHAMBERLAIN_MEMORY__ENCRYPTION": "off",
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+        "PYTHONPATH": str(REPO),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=user, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1].replace("'", '"'))
+
+
+def test_importing_the_cli_loads_no_model_sdk_and_no_sqlite_utils(user):
+    assert _modules_after("import app.cli", user) == []
+
+
+def test_a_direct_action_with_no_model_never_loads_the_model_sdk_sqlite_utils_or_keyring(user):
+    """The start-up costs issue 8 measured: none of these is needed to run a direct action."""
+    run = (
+        "from app.cli import main\n"
+        "assert main(['ask', 'how much memory is free', '--llm', 'none', '--approve-all', "
+        "'once']) == 0"
+    )
+    assert _modules_after(run, user) == []
+
+
+def test_listing_files_never_asks_for_the_memory_passphrase(user):
+    # An encrypted memory exists, keyed by a passphrase, and none is given this time.
+    _remember_rex(user)
+    env = {"CHAMBERLAIN_MEMORY_PASSPHRASE": ""}
+    proc = run_cli(
+        user, "ask", "list files in ~/Documents", "--approve", "file_read=once", "--llm", "none",
+        env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "plan.txt" in proc.stdout
+    assert "passphrase" not in proc.stderr.lower()
+    assert "memory" not in proc.stderr.lower()
+
+
+def test_a_memory_question_without_the_passphrase_says_memory_was_not_opened(user):
+    _remember_rex(user)
+    env = {"CHAMBERLAIN_MEMORY_PASSPHRASE": ""}
+    proc = run_cli(user, "ask", "what is my dog called?", "--llm", "none", env=env)
+    assert proc.returncode == 1
+    assert "Rex" not in proc.stdout
+    assert "memory was not opened, so this request recalls and remembers nothing" in proc.stderr
+
+
+# On a terminal (a pty, as a person runs it). The pty rig lives in test_terminal.py.
+@pytest.fixture
+def terminal():
+    from tests.app.test_terminal import Terminal
+
+    opened: list[Terminal] = []
+
+    def start(user: Path, *args: str, env: dict[str, str | None] | None = None) -> Terminal:
+        opened.append(Terminal(user, *args, env=env))
+        return opened[-1]
+
+    yield start
+    for term in opened:
+        term.close()
+
+
+NO_PASSPHRASE: dict[str, str | None] = {"CHAMBERLAIN_MEMORY_PASSPHRASE": None}
+
+
+def _answer(term: Any, prompt: str, text: str) -> str:
+    """Wait for `prompt`, then type `text`; what the terminal showed up to the prompt.
+
+    Each answer waits for its own prompt: getpass discards what was typed before it."""
+    shown: str = term.read_until(prompt)
+    term.screen = ""
+    term.type(text + "\n")
+    return shown
+
+
+def test_in_a_terminal_listing_files_runs_without_a_passphrase_prompt(user, terminal):
+    _remember_rex(user)
+    term = terminal(
+        user, "ask", "list files in ~/Documents", "--approve", "file_read=once", "--llm", "none",
+        env=NO_PASSPHRASE,
+    )  # fmt: skip
+    code, screen, stdout = term.finish(timeout=20)
+    assert code == 0, screen
+    assert "plan.txt" in stdout
+    assert "assphrase" not in screen
+
+
+def test_a_new_memory_passphrase_is_typed_twice_after_a_warning_that_it_cannot_be_recovered(
+    user, terminal
+):
+    term = terminal(
+        user, "ask", "remember that my dog is called Rex", "--llm", "none", env=NO_PASSPHRASE
+    )
+    assert "cannot be recovered" in _answer(term, "New memory passphrase:", "first try")
+    _answer(term, "Type it again to confirm:", "first tyr")  # a typo: nothing is created
+    _answer(term, "The two did not match. New memory passphrase:", "hunter two")
+    _answer(term, "Type it again to confirm:", "hunter two")
+    code, screen, _stdout = term.finish()
+    assert code == 0, screen
+    listed = run_cli(user, "memory", "list", env={"CHAMBERLAIN_MEMORY_PASSPHRASE": "hunter two"})
+    assert "my dog is called Rex" in listed.stdout, listed.stderr
+
+
+def test_a_mistyped_passphrase_is_asked_again_and_the_last_refusal_says_what_it_did(user, terminal):
+    _remember_rex(user)
+    term = terminal(user, "ask", "what is my dog called?", "--llm", "none", env=NO_PASSPHRASE)
+    _answer(term, "Memory passphrase:", "not it")
+    again = _answer(term, "Memory passphrase:", PASSPHRASE)
+    assert "That passphrase did not open the memory (nothing was changed); try again" in again
+    code, screen, stdout = term.finish()
+    assert code == 0, screen
+    assert "Rex" in stdout
+
+    term = terminal(user, "ask", "what is my dog called?", "--llm", "none", env=NO_PASSPHRASE)
+    for _ in range(3):
+        _answer(term, "Memory passphrase:", "still not it")
+    code, screen, stdout = term.finish()
+    assert code == 1
+    assert "Rex" not in stdout
+    assert "nothing was recalled or remembered this time; the file was not changed" in screen
+
+
+def test_doctor_in_a_terminal_does_not_say_to_run_in_a_terminal(user, terminal):
+    _remember_rex(user)
+    term = terminal(user, "doctor", "--llm", "none", env=NO_PASSPHRASE)
+    _code, screen, stdout = term.finish()
+    (line,) = [line for line in stdout.splitlines() if "] memory:" in line]
+    assert "run in a terminal" not in line
+    assert "doctor does not ask for" in line
+    assert "assphrase:" not in screen  # and it never prompts

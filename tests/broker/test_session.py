@@ -297,3 +297,83 @@ def test_a_dead_model_costs_one_deadline_per_turn_routing_included(tmp_path, scr
     assert elapsed < 1.0 + 3.0
     assert turn.failed
     assert "did not answer within 1 s" in turn.reply
+
+
+# --- memory is opened only when a turn needs it ----------------------------------------------
+
+
+class CountingOpener:
+    """Opens a real, unencrypted memory store under the home, counting how often it is asked to.
+
+    It stands where the CLI's opener asks for the passphrase: a call here is a prompt there."""
+
+    def __init__(self, home: Path, fail_with: str | None = None) -> None:
+        self.home = home
+        self.fail_with = fail_with
+        self.calls = 0
+        self.opened: list[Any] = []
+
+    def __call__(self) -> Any:
+        from broker.memory_hooks import open_memory
+        from broker.session import MemoryUnavailable
+
+        self.calls += 1
+        if self.fail_with is not None:
+            raise MemoryUnavailable(self.fail_with)
+        settings = Settings()
+        settings.memory.encryption = "off"
+        store = open_memory(self.home, settings.memory, ManualClock())
+        self.opened.append(store)
+        return store
+
+
+def test_turns_that_need_no_memory_never_open_it(tmp_path, docs):
+    opener = CountingOpener(tmp_path / "home")
+    session = open_session(tmp_path, memory_opener=opener)
+    listed = session.ask(f"list files in {docs}")
+    chatted = session.ask("tell me a joke")
+    assert "plan.txt" in listed.reply
+    assert chatted.failed  # no model: it says how to connect one
+    assert opener.calls == 0
+    assert audit_events(session, "MEMORY_RECALL") == []
+
+
+def test_memory_is_opened_once_on_first_need_used_and_closed_by_the_session(tmp_path):
+    opener = CountingOpener(tmp_path / "home")
+    session = open_session(tmp_path, memory_opener=opener)
+    stored = session.ask("remember that my dog is called Rex")
+    recalled = session.ask("what is my dog called?")
+    assert not stored.failed, stored.reply
+    assert "Rex" in recalled.reply
+    assert opener.calls == 1
+    (store,) = opener.opened
+    session.close()
+    assert store.database.closed
+    assert session.memory is None
+
+
+def test_a_memory_that_cannot_be_opened_is_named_in_the_reply_and_tried_again_next_turn(tmp_path):
+    opener = CountingOpener(tmp_path / "home", fail_with="the passphrase typed did not open it")
+    session = open_session(tmp_path, memory_opener=opener)
+    first = session.ask("remember that my dog is called Rex")
+    second = session.ask("what is my dog called?")
+    assert first.failed
+    assert second.failed
+    assert first.reply == "Memory is not available: the passphrase typed did not open it"
+    assert "the passphrase typed did not open it" in second.reply
+    assert opener.calls == 2
+
+
+def test_importing_the_session_loads_neither_the_model_sdk_nor_the_memory_side():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, broker.session; "
+        "print(sorted(m for m in ('openai', 'sqlite_utils', 'numpy', 'sqlcipher3', "
+        "'memory.sensitivity', 'keyring') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert out.strip() == "[]"
