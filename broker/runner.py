@@ -1,10 +1,11 @@
 """THE enforcement point: the only code path that executes a tool.
 
 Every call — from the model's tool loop or a direct action — comes through `ToolRunner.execute`:
-the tool must be in this turn's allowed set, its arguments must match its schema, a permission
-token must authorise exactly this call (capability, scope, call id, argument digest, expiry),
-and it runs under a timeout with an output cap. Start and end are audited, with outputs as
-digests and lengths only.
+the tool must be in this turn's allowed set, its arguments must fit its arguments model (strict
+JSON types, bounds, no unknown fields; a tool without a model: its manual's JSON schema), a
+permission token must authorise exactly this call (capability, scope, call id, argument digest,
+expiry), and it runs under a timeout with an output cap. Start and end are audited, with outputs
+as digests and lengths only.
 
 Nothing here trusts the model: names, arguments and sizes are checked as untrusted input.
 """
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema
+from pydantic import PydanticUserError
 
 from broker.audit import AuditEvent, AuditLog, digest
 from broker.permissions import (
@@ -32,7 +34,8 @@ from broker.permissions import (
 )
 from broker.policy import PolicyTable, coverage_problems
 from broker.types import ToolCallRecord, ToolStatus
-from tools.manual import Prepared, Tool, ToolError, ToolRefused, ToolResult
+from tools.arguments import ToolArguments
+from tools.manual import InvalidArguments, Prepared, Tool, ToolError, ToolRefused, ToolResult
 from tools.registry import ToolRegistry
 
 log = logging.getLogger("chamberlain.broker.runner")
@@ -47,13 +50,28 @@ def self_test(registry: ToolRegistry, table: PolicyTable) -> None:
     for tool in registry:
         if getattr(tool.manual, "capability", None) is None:
             problems.append(f"tool {tool.name!r} has no capability")
-        try:
-            jsonschema.Draft202012Validator.check_schema(tool.manual.parameters)
-        except jsonschema.SchemaError as exc:
-            problems.append(f"tool {tool.name!r} has an invalid argument schema: {exc.message}")
+        problems += _schema_problems(tool)
     problems += coverage_problems(table, {t.name: t.capability for t in registry})
     if problems:
         raise SelfTestError("start-up self-test failed: " + "; ".join(problems))
+
+
+def _schema_problems(tool: Tool) -> list[str]:
+    """A tool's argument schema must be valid JSON Schema; with a model, it must be the schema
+    generated from that model (what the model is shown is what the runner accepts)."""
+    schema = tool.manual.parameters
+    if tool.arguments is not None:
+        try:
+            schema = tool.arguments.parameters()
+        except (PydanticUserError, TypeError, ValueError) as exc:
+            return [f"tool {tool.name!r} has an arguments model with no JSON schema: {exc}"]
+        if schema != tool.manual.parameters:
+            return [f"tool {tool.name!r} shows a schema other than its arguments model's"]
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return [f"tool {tool.name!r} has an invalid argument schema: {exc.message}"]
+    return []
 
 
 @dataclass
@@ -152,11 +170,13 @@ class ToolRunner:
             )
             return self._finish(turn, call_id, short, raw_arguments, "refused", why, tool)
 
-        arguments, problem = self._parse_arguments(tool, raw_arguments)
+        arguments, values, problem = self._parse_arguments(tool, raw_arguments)
         if arguments is None:
             return self._finish(turn, call_id, name, raw_arguments, "error", problem, tool)
         try:
-            prepared = tool.prepare(arguments)
+            # The tool is handed the validated values; the digest and the audit keep the
+            # arguments as sent (strict validation changes nothing, it only fills defaults).
+            prepared = tool.prepare(values if values is not None else arguments)
         except ToolRefused as exc:
             return self._finish(turn, call_id, name, arguments, "refused", str(exc), tool)
         except (ValueError, ToolError) as exc:
@@ -187,24 +207,38 @@ class ToolRunner:
 
     def _parse_arguments(
         self, tool: Tool, raw: str | dict[str, Any]
-    ) -> tuple[dict[str, Any] | None, str]:
+    ) -> tuple[dict[str, Any] | None, ToolArguments | None, str]:
+        """The arguments as sent and, for a tool with a model, the validated values; or why not."""
         if isinstance(raw, str):
             if len(raw.encode("utf-8", "replace")) > self.max_argument_bytes:
-                return None, (
-                    f"arguments are {len(raw)} characters, over the "
-                    f"{self.max_argument_bytes}-byte limit"
+                return (
+                    None,
+                    None,
+                    (
+                        f"arguments are {len(raw)} characters, over the "
+                        f"{self.max_argument_bytes}-byte limit"
+                    ),
                 )
             try:
                 parsed = json.loads(raw) if raw.strip() else {}
             except json.JSONDecodeError as exc:
-                return None, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+                why = f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+                return None, None, why
             except RecursionError:
                 # A few kilobytes of "[[[[..." are enough to exhaust the parser's stack.
-                return None, "arguments are nested too deeply to parse"
+                return None, None, "arguments are nested too deeply to parse"
         else:
             parsed = raw
         if not isinstance(parsed, dict):
-            return None, "arguments must be a JSON object"
+            return None, None, "arguments must be a JSON object"
+        if tool.arguments is not None:
+            try:
+                values = tool.read_arguments(parsed)
+            except InvalidArguments as exc:
+                return None, None, str(exc)
+            except RecursionError:
+                return None, None, "arguments are nested too deeply to check"
+            return parsed, values, ""
         validator = self._validators.get(tool.name)
         if validator is None:
             validator = jsonschema.Draft202012Validator(tool.manual.parameters)
@@ -212,8 +246,8 @@ class ToolRunner:
         error = jsonschema.exceptions.best_match(validator.iter_errors(parsed))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "arguments"
-            return None, f"invalid arguments for {tool.name}: {where}: {error.message[:200]}"
-        return parsed, ""
+            return None, None, f"invalid arguments for {tool.name}: {where}: {error.message[:200]}"
+        return parsed, None, ""
 
     def run_with_token(
         self,
@@ -268,7 +302,7 @@ class ToolRunner:
             call = prepared
         else:
             try:
-                call = tool.prepare(arguments)
+                call = tool.prepare(arguments)  # a tool with a model validates them first
             except (ToolError, ValueError, OSError) as exc:
                 return self._finish(turn, call_id, tool.name, arguments, "error", str(exc), tool)
             if list(call.targets) != list(targets):

@@ -1,8 +1,8 @@
 """The read-only file tools: list a folder, read a text file, search under a folder.
 
-Every tool reports the fully resolved paths it will touch through `targets()`, so the runner can
-hold them against the grant's path scope before anything is opened, and `run()` then works on
-exactly those paths: it reuses the resolution `targets()` made and opens it without following a
+Each tool's arguments are a model (`FileListArguments`, ...). A call is prepared once: the fully
+resolved path it will touch, which the runner holds against the grant's path scope before
+anything is opened; the run then works on exactly that prepared path, opened without following a
 symlink in any component, so a link swapped in after the check fails instead of redirecting.
 
 These tools must never write, rename or delete anything, never follow a symlink out of the folder
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import dataclasses
 import errno
 import fnmatch
 import functools
@@ -29,11 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import charset_normalizer
+from pydantic import Field, create_model
 
-from tools.arguments import bool_arg, int_arg, required_str, str_arg
+from tools.arguments import NOT_BLANK, ToolArguments
 from tools.manual import (
     Capability,
     Prepared,
@@ -43,6 +43,7 @@ from tools.manual import (
     ToolManual,
     ToolRefused,
     ToolResult,
+    typed_tool,
 )
 from tools.paths import MAX_PATH_CHARS, is_within, resolve_path
 from tools.private import PrivateHit, PrivatePlaces, private_places
@@ -96,6 +97,43 @@ _CHAOS_TIE = 0.01
 
 
 # --- arguments -----------------------------------------------------------------------------------
+
+PathText = Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS), NOT_BLANK]
+
+
+class FileListArguments(ToolArguments):
+    path: PathText = Field(description="The folder to list, absolute or starting with ~.")
+    show_hidden: bool = False
+    max_entries: int = Field(500, ge=1, le=MAX_LIST_ENTRIES)
+
+
+class FileReadArguments(ToolArguments):
+    path: PathText = Field(description="The file to read, absolute or starting with ~.")
+    max_bytes: int = Field(DEFAULT_READ_CAP, ge=1, le=DEFAULT_READ_CAP)
+
+
+def file_read_arguments(read_cap: int) -> type[FileReadArguments]:
+    """The file_read model for a cap: max_bytes defaults to it and may never exceed it."""
+    if read_cap == DEFAULT_READ_CAP:
+        return FileReadArguments
+    return _capped_read_arguments(read_cap)
+
+
+@functools.cache
+def _capped_read_arguments(read_cap: int) -> type[FileReadArguments]:
+    return create_model(
+        "FileReadArguments",
+        __base__=FileReadArguments,
+        max_bytes=(int, Field(read_cap, ge=1, le=read_cap)),
+    )
+
+
+class FileSearchArguments(ToolArguments):
+    root: PathText = Field(description="The folder to search in, absolute or starting with ~.")
+    name_glob: Annotated[str, Field(min_length=1, max_length=255)] | None = None
+    content: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    max_results: int = Field(200, ge=1, le=MAX_SEARCH_RESULTS)
+    show_hidden: bool = False
 
 
 # --- paths: resolve once, open without following links -----------------------------------------
@@ -459,10 +497,10 @@ def _entry_type(mode: int) -> str:
     return "other"
 
 
-def _list_folder(book: _PathBook, args: dict[str, Any], at: Path | None = None) -> ToolResult:
-    path, check = book.for_run(required_str(args, "path", max_len=MAX_PATH_CHARS), at)
-    show_hidden = bool_arg(args, "show_hidden", False)
-    max_entries = int_arg(args, "max_entries", 500, 1, MAX_LIST_ENTRIES)
+def _list_folder(book: _PathBook, args: FileListArguments, at: Path | None = None) -> ToolResult:
+    path, check = book.for_run(args.path, at)
+    show_hidden = args.show_hidden
+    max_entries = args.max_entries
 
     try:
         fd = _open_no_symlinks(path, _DIR_FLAGS)
@@ -591,11 +629,9 @@ def _render_listing(data: dict[str, Any]) -> str:
 # --- file_read -----------------------------------------------------------------------------------
 
 
-def _read_file(
-    book: _PathBook, read_cap: int, args: dict[str, Any], at: Path | None = None
-) -> ToolResult:
-    path, check = book.for_run(required_str(args, "path", max_len=MAX_PATH_CHARS), at)
-    limit = int_arg(args, "max_bytes", read_cap, 1, read_cap)
+def _read_file(book: _PathBook, args: FileReadArguments, at: Path | None = None) -> ToolResult:
+    path, check = book.for_run(args.path, at)
+    limit = args.max_bytes
 
     try:
         fd = _open_no_symlinks(path, _READ_FLAGS)
@@ -679,19 +715,18 @@ def _search(
     book: _PathBook,
     limits: tuple[int, int, float],
     clock: Callable[[], float],
-    args: dict[str, Any],
+    args: FileSearchArguments,
     at: Path | None = None,
 ) -> ToolResult:
     max_entries, content_limit, time_limit = limits
-    root, check = book.for_run(required_str(args, "root", max_len=MAX_PATH_CHARS), at)
-    name_glob = str_arg(args, "name_glob", max_len=255) or None
-    content = str_arg(args, "content", max_len=200) or None
+    root, check = book.for_run(args.root, at)
+    name_glob, content = args.name_glob, args.content
     state = _SearchState(
         root=root,
         name_glob=name_glob.casefold() if name_glob else None,
         needle=content.casefold() if content else None,
-        max_results=int_arg(args, "max_results", 200, 1, MAX_SEARCH_RESULTS),
-        show_hidden=bool_arg(args, "show_hidden", False),
+        max_results=args.max_results,
+        show_hidden=args.show_hidden,
         max_entries=max_entries,
         content_limit=content_limit,
         deadline=clock() + time_limit,
@@ -977,15 +1012,6 @@ def _render_search(data: dict[str, Any]) -> str:
 # --- the tools -----------------------------------------------------------------------------------
 
 
-def _path_schema(description: str) -> dict[str, Any]:
-    return {
-        "type": "string",
-        "minLength": 1,
-        "maxLength": MAX_PATH_CHARS,
-        "description": description,
-    }
-
-
 def make_file_tools(
     read_cap: int = DEFAULT_READ_CAP,
     home: Path | None = None,
@@ -1011,18 +1037,15 @@ def make_file_tools(
         private = private_places(home if home is not None else Path.home())
     book = _PathBook(home, cwd, private)
 
-    def prepare(key: str) -> Callable[[dict[str, Any]], Prepared]:
-        def prepared(args: dict[str, Any]) -> Prepared:
-            path = book.for_targets(required_str(args, key, max_len=MAX_PATH_CHARS))
-            return Prepared(args, (str(path),), "easy", path)
-
-        return prepared
+    def prepared(raw: str, values: ToolArguments) -> Prepared:
+        path = book.for_targets(raw)
+        return Prepared.of(values, (str(path),), "easy", path)
 
     def at(prepared: Prepared) -> Path | None:
         return prepared.plan if isinstance(prepared.plan, Path) else None
 
-    file_list = Tool(
-        manual=ToolManual(
+    file_list = typed_tool(
+        ToolManual(
             name="file_list",
             description=(
                 "List a folder: name, type (file, dir, symlink, other), size and modification "
@@ -1030,32 +1053,20 @@ def make_file_tools(
                 "are left out unless show_hidden is true. Credential stores (~/.ssh, keyrings, "
                 "browser profiles) and Chamberlain's own files are always left out."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "path": _path_schema("The folder to list, absolute or starting with ~."),
-                    "show_hidden": {"type": "boolean", "default": False},
-                    "max_entries": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": MAX_LIST_ENTRIES,
-                        "default": 500,
-                    },
-                },
-                "required": ["path"],
-                "additionalProperties": False,
-            },
+            parameters=FileListArguments.parameters(),
             capability=Capability.FILE_READ,
             category="files",
         ),
-        run=lambda args: _list_folder(book, args),
-        targets=lambda args: list(prepare("path")(args).targets),
-        prepare_of=prepare("path"),
-        run_prepared=lambda p: _list_folder(book, dict(p.arguments), at(p)),
+        FileListArguments,
+        prepare=lambda values: prepared(values.path, values),
+        run=lambda values, call: _list_folder(book, values, at(call)),
+        # The folders and files the user's own words named are the file tools' user scopes.
+        user_scopes_of=_named_paths,
     )
 
-    file_read = Tool(
-        manual=ToolManual(
+    read_arguments = file_read_arguments(read_cap)
+    file_read = typed_tool(
+        ToolManual(
             name="file_read",
             description=(
                 f"Read a text file. Returns at most {human_size(read_cap)} (max_bytes can ask "
@@ -1063,34 +1074,20 @@ def make_file_tools(
                 "Binary files are refused, and so is anything in a credential store (~/.ssh, "
                 "keyrings, browser profiles) or among Chamberlain's own files."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "path": _path_schema("The file to read, absolute or starting with ~."),
-                    "max_bytes": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": read_cap,
-                        "default": read_cap,
-                    },
-                },
-                "required": ["path"],
-                "additionalProperties": False,
-            },
+            parameters=read_arguments.parameters(),
             capability=Capability.FILE_READ,
             category="files",
             # The content rides in both data and text; leave room for both plus the framing.
             output_cap=2 * read_cap + 64 * 1024,
         ),
-        run=lambda args: _read_file(book, read_cap, args),
-        targets=lambda args: list(prepare("path")(args).targets),
-        prepare_of=prepare("path"),
-        run_prepared=lambda p: _read_file(book, read_cap, dict(p.arguments), at(p)),
+        read_arguments,
+        prepare=lambda values: prepared(values.path, values),
+        run=lambda values, call: _read_file(book, values, at(call)),
     )
 
     limits = (search_max_entries, search_content_limit, search_time_limit_s)
-    file_search = Tool(
-        manual=ToolManual(
+    file_search = typed_tool(
+        ToolManual(
             name="file_search",
             description=(
                 "Find files and folders under a folder. name_glob matches the name only, "
@@ -1099,35 +1096,16 @@ def make_file_tools(
                 "or both. Symlinked folders are not entered; hidden entries are skipped unless "
                 "show_hidden is true; credential stores and Chamberlain's own files always are."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "root": _path_schema("The folder to search in, absolute or starting with ~."),
-                    "name_glob": {"type": "string", "minLength": 1, "maxLength": 255},
-                    "content": {"type": "string", "minLength": 1, "maxLength": 200},
-                    "max_results": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": MAX_SEARCH_RESULTS,
-                        "default": 200,
-                    },
-                    "show_hidden": {"type": "boolean", "default": False},
-                },
-                "required": ["root"],
-                "additionalProperties": False,
-            },
+            parameters=FileSearchArguments.parameters(),
             capability=Capability.FILE_READ,
             category="files",
             timeout_s=max(15.0, search_time_limit_s + 5.0),
         ),
-        run=lambda args: _search(book, limits, clock, args),
-        targets=lambda args: list(prepare("root")(args).targets),
-        prepare_of=prepare("root"),
-        run_prepared=lambda p: _search(book, limits, clock, dict(p.arguments), at(p)),
+        FileSearchArguments,
+        prepare=lambda values: prepared(values.root, values),
+        run=lambda values, call: _search(book, limits, clock, values, at(call)),
     )
-    # The folders and files the user's own words named are the file tools' user scopes.
-    named = dataclasses.replace(file_list, user_scopes_of=_named_paths)
-    return [named, file_read, file_search]
+    return [file_list, file_read, file_search]
 
 
 def _named_paths(words: RequestWords) -> list[str]:

@@ -1,18 +1,22 @@
 """What a tool is: its manual (capability, risk, schema) and the callable behind it.
 
 A tool never checks permissions itself and never runs on its own: `broker/runner.py` is the only
-caller. A tool may assume its arguments were validated against its schema, and must report the
-resources it would touch through `targets()` so the runner can check them against a grant.
+caller. A tool's arguments are a pydantic model (`tools.arguments.ToolArguments`); its manual shows
+the model's schema, and the tool reads only validated values. A tool reports the resources it
+would touch when it is prepared, so the runner can check them against a grant before it runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tools.arguments import ToolArguments, explain
 
 
 class Capability(StrEnum):
@@ -71,6 +75,10 @@ class ToolError(Exception):
     """A tool failed in a way the user (and the model) should be told about, in plain words."""
 
 
+class InvalidArguments(ToolError):
+    """The arguments do not fit the tool's model: told to the model, which may try again."""
+
+
 class ToolRefused(ToolError):
     """The call is never allowed, whatever the grants (a hard-denied command, a forbidden
     address): raised from `targets()`, it is refused before anyone is asked, with the reason."""
@@ -99,6 +107,20 @@ class Prepared:
     targets: tuple[str, ...]
     reversibility: Reversibility
     plan: object = None
+    # The validated arguments, for a tool that has an arguments model.
+    values: ToolArguments | None = None
+
+    @classmethod
+    def of(
+        cls,
+        values: ToolArguments,
+        targets: Iterable[str],
+        reversibility: Reversibility,
+        plan: object = None,
+    ) -> Prepared:
+        """A call prepared from validated values (its `arguments`: what the caller gave)."""
+        arguments = values.model_dump(exclude_unset=True)
+        return cls(arguments, tuple(targets), reversibility, plan, values)
 
 
 @dataclass(frozen=True)
@@ -125,11 +147,14 @@ class RequestWords:
 
 @dataclass(frozen=True)
 class Tool:
-    """A registered tool: the manual plus two callables.
+    """A registered tool: the manual, its arguments model, and the callables behind it.
 
     `targets(args)` names the resources the call would touch, normalised (for file tools: fully
     resolved absolute paths). The runner checks each against the grant's scope *before* `run`.
-    `run(args)` does the work on exactly those normalised targets.
+    `run(args)` does the work on exactly those normalised targets. A tool built with
+    `typed_tool` has an `arguments` model: every entry point validates with it first, and the
+    tool itself only ever sees the validated values. A tool without one (a test double, later an
+    MCP tool) is validated by the runner against its manual's JSON schema.
     """
 
     manual: ToolManual
@@ -145,14 +170,27 @@ class Tool:
     health: Callable[[], list[HealthCheck]] | None = None
     # Tools that resolve what they touch: check once (`prepare_of`) and run exactly that
     # (`run_prepared`). Without them a call is prepared from `targets` and run from its arguments.
-    prepare_of: Callable[[dict[str, Any]], Prepared] | None = None
+    prepare_of: Callable[[Any], Prepared] | None = None
     run_prepared: Callable[[Prepared], ToolResult] | None = None
+    # The arguments model: the manual's `parameters` are its schema. None: the manual's schema.
+    arguments: type[ToolArguments] | None = None
 
-    def prepare(self, args: dict[str, Any]) -> Prepared:
-        """Check the call once: targets, reversibility and the plan `execute` will run."""
+    def read_arguments(self, args: Mapping[str, Any]) -> ToolArguments | None:
+        """The validated values (None for a tool without a model), or `InvalidArguments`."""
+        return None if self.arguments is None else _read(self.name, self.arguments, args)
+
+    def prepare(self, args: Mapping[str, Any] | ToolArguments) -> Prepared:
+        """Check the call once: targets, reversibility and the plan `execute` will run.
+
+        `args` are the raw arguments, or values already read with this tool's model."""
         if self.prepare_of is not None:
             return self.prepare_of(args)
-        return Prepared(args, tuple(self.targets(args)), self.reversibility(args))
+        if isinstance(args, ToolArguments):
+            args = args.model_dump(exclude_unset=True)
+        else:
+            self.read_arguments(args)  # a model without `typed_tool` still checks what it is given
+        raw = dict(args)
+        return Prepared(raw, tuple(self.targets(raw)), self.reversibility(raw))
 
     def execute(self, prepared: Prepared) -> ToolResult:
         """Run exactly the prepared call."""
@@ -175,3 +213,65 @@ class Tool:
     @property
     def capability(self) -> Capability:
         return self.manual.capability
+
+
+A = TypeVar("A", bound=ToolArguments)
+
+
+def _read(name: str, model: type[A], args: Mapping[str, Any]) -> A:
+    try:
+        return model.read(args)
+    except ValidationError as exc:
+        raise InvalidArguments(f"invalid arguments for {name}: {explain(exc)}") from exc
+
+
+def typed_tool(
+    manual: ToolManual,
+    arguments: type[A],
+    prepare: Callable[[A], Prepared],
+    run: Callable[[A, Prepared], ToolResult],
+    *,
+    user_scopes_of: Callable[[RequestWords], list[str]] | None = None,
+    health: Callable[[], list[HealthCheck]] | None = None,
+) -> Tool:
+    """A tool whose arguments are the model `arguments` (its manual must show that model's
+    schema: `parameters=arguments.parameters()`).
+
+    `prepare(values)` checks the call once (`Prepared.of(values, targets, ...)`); `run(values,
+    prepared)` runs exactly that. Every entry point validates first: the runner hands over values
+    it read already; a direct caller's raw arguments are read here, with the same errors.
+    """
+    if manual.parameters != arguments.parameters():
+        raise ValueError(f"the manual of {manual.name} does not show its arguments model")
+
+    def values_of(args: Mapping[str, Any] | ToolArguments) -> A:
+        if isinstance(args, arguments):
+            return args
+        if isinstance(args, ToolArguments):
+            raise InvalidArguments(f"{manual.name} was given another tool's arguments")
+        return _read(manual.name, arguments, args)
+
+    def prepare_call(args: Mapping[str, Any] | ToolArguments) -> Prepared:
+        values = values_of(args)
+        prepared = prepare(values)
+        return (
+            prepared if prepared.values is values else dataclasses.replace(prepared, values=values)
+        )
+
+    def run_call(prepared: Prepared) -> ToolResult:
+        values = prepared.values
+        if not isinstance(values, arguments):
+            values = values_of(prepared.arguments)
+        return run(values, prepared)
+
+    return Tool(
+        manual=manual,
+        run=lambda args: run_call(prepare_call(args)),
+        targets=lambda args: list(prepare_call(args).targets),
+        reversibility_of=lambda args: prepare_call(args).reversibility,
+        user_scopes_of=user_scopes_of,
+        health=health,
+        prepare_of=prepare_call,
+        run_prepared=run_call,
+        arguments=arguments,
+    )

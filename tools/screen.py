@@ -30,18 +30,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from PIL import Image
+from pydantic import Field
 
+from tools.arguments import ToolArguments
 from tools.manual import (
     Capability,
     HealthCheck,
+    Prepared,
     RequestWords,
     Tool,
     ToolError,
     ToolManual,
     ToolResult,
+    typed_tool,
 )
 from tools.registry import ToolConfig
 from tools.windows import (
@@ -55,7 +59,8 @@ from tools.windows import (
 
 log = logging.getLogger("chamberlain.tools.screen")
 
-TARGETS = ("all", "monitor", "active_window")
+Target = Literal["all", "monitor", "active_window"]
+TARGETS: tuple[str, ...] = get_args(Target)
 # OCR lines the engine is less sure of than this are left out.
 OCR_MIN_CONFIDENCE = 0.6
 MAX_OCR_LINES = 400
@@ -468,21 +473,25 @@ def attachment(image: Image.Image, max_width: int = ATTACH_MAX_WIDTH) -> tuple[s
 # --- the tools -----------------------------------------------------------------------------------
 
 
-def _arguments(args: dict[str, Any]) -> tuple[str, int | None, bool]:
-    target = args.get("target")
-    monitor = args.get("monitor")
+class ScreenCaptureArguments(ToolArguments):
+    target: Target | None = Field(None, description="what to capture (default: all)")
+    monitor: Annotated[int, Field(ge=1, le=64)] | None = Field(
+        None, description="which monitor, from 1, for target 'monitor' (default 1)"
+    )
+    ocr: bool = Field(True, description="recognise the text on the screenshot (default true)")
+
+
+class ActiveWindowArguments(ToolArguments):
+    pass
+
+
+def _arguments(args: ScreenCaptureArguments) -> tuple[str, int | None, bool]:
+    target, monitor = args.target, args.monitor
     if target is None:
         target = "monitor" if monitor is not None else "all"
-    if target not in TARGETS:
-        raise ToolError(f"'target' must be one of {', '.join(TARGETS)}")
-    if monitor is not None and (isinstance(monitor, bool) or not isinstance(monitor, int)):
-        raise ToolError("'monitor' must be a whole number (1 is the first monitor)")
     if monitor is not None and target != "monitor":
         raise ToolError("'monitor' is only used with target 'monitor'")
-    ocr = args.get("ocr", True)
-    if not isinstance(ocr, bool):
-        raise ToolError("'ocr' must be true or false")
-    return target, monitor, ocr
+    return target, monitor, args.ocr
 
 
 def _label(target: str, capture: Capture) -> str:
@@ -525,16 +534,19 @@ class _ScreenTools:
             self.config.screenshot_dir, self.config.screenshot_retention_days, self.clock
         )
 
-    # targets() runs before the grant check: it checks the arguments and reads the environment,
-    # and touches nothing else.
-    def capture_targets(self, args: dict[str, Any]) -> list[str]:
+    # A call is prepared before the grant check: it checks the arguments and reads the
+    # environment, and touches nothing else.
+    @staticmethod
+    def prepare_capture(args: ScreenCaptureArguments) -> Prepared:
         _arguments(args)
-        return [find_screen().target]
+        return Prepared.of(args, [find_screen().target], "easy")
 
-    def window_targets(self, _args: dict[str, Any]) -> list[str]:
-        return [find_screen(missing=NO_DISPLAY_WINDOW, wayland=WAYLAND_WINDOW).target]
+    @staticmethod
+    def prepare_window(args: ActiveWindowArguments) -> Prepared:
+        screen = find_screen(missing=NO_DISPLAY_WINDOW, wayland=WAYLAND_WINDOW)
+        return Prepared.of(args, [screen.target], "easy")
 
-    def capture(self, args: dict[str, Any]) -> ToolResult:
+    def capture(self, args: ScreenCaptureArguments, _prepared: Prepared) -> ToolResult:
         target, monitor, want_ocr = _arguments(args)
         session = find_screen()
         started = time.perf_counter()
@@ -604,7 +616,7 @@ class _ScreenTools:
         log.debug("OCR found %d lines in %.2f s", len(lines), result.seconds)
         return found, truncated
 
-    def window(self, _args: dict[str, Any]) -> ToolResult:
+    def window(self, _args: ActiveWindowArguments, _prepared: Prepared) -> ToolResult:
         session = find_screen(missing=NO_DISPLAY_WINDOW, wayland=WAYLAND_WINDOW)
         info = active_window(session)
         data = {"display": session.scope_name, **info.as_dict()}
@@ -634,27 +646,7 @@ CAPTURE_MANUAL = ToolManual(
         "Take a screenshot of all monitors, one monitor, or the active window, save it as a "
         "PNG, and return its size, path and the text on it (OCR), in reading order."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "target": {
-                "type": "string",
-                "enum": list(TARGETS),
-                "description": "what to capture (default: all)",
-            },
-            "monitor": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 64,
-                "description": "which monitor, from 1, for target 'monitor' (default 1)",
-            },
-            "ocr": {
-                "type": "boolean",
-                "description": "recognise the text on the screenshot (default true)",
-            },
-        },
-        "additionalProperties": False,
-    },
+    parameters=ScreenCaptureArguments.parameters(),
     capability=Capability.SCREEN_READ,
     category="screen",
     risk="moderate",
@@ -668,7 +660,7 @@ WINDOW_MANUAL = ToolManual(
     description=(
         "Which window is active: its title, application and process, and where it is on the screen."
     ),
-    parameters={"type": "object", "properties": {}, "additionalProperties": False},
+    parameters=ActiveWindowArguments.parameters(),
     capability=Capability.SCREEN_READ,
     category="screen",
     risk="safe",
@@ -684,14 +676,20 @@ def make_screen_tools(
     """screen_capture and get_active_window, built from the user's tool settings."""
     tools = _ScreenTools(config, clock, ocr or OCR)
     return [
-        Tool(
+        typed_tool(
             CAPTURE_MANUAL,
-            tools.capture,
-            tools.capture_targets,
+            ScreenCaptureArguments,
+            prepare=tools.prepare_capture,
+            run=tools.capture,
             user_scopes_of=_screen_scope,
             health=_screen_health,
         ),
-        Tool(WINDOW_MANUAL, tools.window, tools.window_targets),
+        typed_tool(
+            WINDOW_MANUAL,
+            ActiveWindowArguments,
+            prepare=tools.prepare_window,
+            run=tools.window,
+        ),
     ]
 
 

@@ -41,10 +41,12 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated
 from urllib.parse import urlsplit, urlunsplit
 
-from tools.arguments import required_str, str_arg
+from pydantic import Field
+
+from tools.arguments import NOT_BLANK, ToolArguments
 from tools.commands import (
     MAX_COMMAND_CHARS,
     CommandCheck,
@@ -63,6 +65,7 @@ from tools.manual import (
     ToolManual,
     ToolRefused,
     ToolResult,
+    typed_tool,
 )
 from tools.paths import MAX_PATH_CHARS, is_within, resolve_path
 from tools.private import PrivatePlaces, private_places
@@ -487,8 +490,8 @@ class _CommandTool:
             return [self.home]
         return [resolve_path(os.fspath(r)) for r in self.config.command_roots]
 
-    def cwd(self, args: Mapping[str, Any]) -> Path:
-        raw = str_arg(args, "cwd", max_len=MAX_PATH_CHARS)
+    def cwd(self, args: SystemExecuteArguments) -> Path:
+        raw = args.cwd
         roots = self.roots()
         if raw is None or not raw.strip():
             home = self.home
@@ -507,9 +510,9 @@ class _CommandTool:
             raise ToolError(f"{path} is not an existing folder")
         return path
 
-    def assess(self, args: Mapping[str, Any]) -> _Checked:
+    def assess(self, args: SystemExecuteArguments) -> _Checked:
         """The rules' verdict, the folder, the environment, the targets and the sandbox."""
-        line = required_str(args, "command", max_len=MAX_COMMAND_CHARS)
+        line = args.command
         status = self.sandbox
         if not status.available and not self.config.unsandboxed_commands:
             raise ToolRefused(
@@ -549,10 +552,10 @@ class _CommandTool:
             )
         return _Checked(check, cwd, env, tuple(targets), plan)
 
-    def prepare(self, args: dict[str, Any]) -> Prepared:
+    def prepare(self, args: SystemExecuteArguments) -> Prepared:
         """Check the call once; the result is what the runner checks and `run_checked` runs."""
         checked = self.assess(args)
-        return Prepared(args, checked.targets, checked.check.reversibility, checked)
+        return Prepared.of(args, checked.targets, checked.check.reversibility, checked)
 
     def user_scopes(self, words: RequestWords) -> list[str]:
         """The command line the user typed, in the folder they named (default: the home)."""
@@ -606,10 +609,7 @@ class _CommandTool:
         source = self._environ if self._environ is not None else os.environ
         return command_environment(source, home=self.home, cwd=cwd)
 
-    def run(self, args: dict[str, Any]) -> ToolResult:
-        return self.run_checked(self.prepare(args))
-
-    def run_checked(self, prepared: Prepared) -> ToolResult:
+    def run_checked(self, args: SystemExecuteArguments, prepared: Prepared) -> ToolResult:
         """Run exactly the checked command in exactly its sandbox.
 
         The line is checked once more first, only to notice a change (a link it names swapped
@@ -618,7 +618,7 @@ class _CommandTool:
         fresh = prepared.plan
         if not isinstance(fresh, _Checked):
             raise ToolError("system_execute was given a call it did not prepare; it was not run")
-        if self.assess(dict(prepared.arguments)).targets != fresh.targets:
+        if self.assess(args).targets != fresh.targets:
             raise ToolError(
                 "The command means something else now than when it was checked (a file or link "
                 "it names changed); it was not run. Ask again to check it anew."
@@ -843,8 +843,8 @@ class _OpenTools:
         self.opener = opener
         self._app_dirs = tuple(app_dirs)
 
-    def resolve(self, args: Mapping[str, Any]) -> Path:
-        raw = required_str(args, "path", max_len=MAX_PATH_CHARS)
+    def resolve(self, args: OpenPathArguments) -> Path:
+        raw = args.path
         home = resolve_path(os.fspath(self._home)) if self._home is not None else None
         try:
             path = resolve_path(raw, home=home, cwd=home)
@@ -868,11 +868,19 @@ class _OpenTools:
             )
         return path
 
-    def path_targets(self, args: dict[str, Any]) -> list[str]:
-        return [f"path:{self.resolve(args)}"]
-
-    def open_path(self, args: dict[str, Any]) -> ToolResult:
+    def prepare_path(self, args: OpenPathArguments) -> Prepared:
         path = self.resolve(args)
+        return Prepared.of(args, [f"path:{path}"], "easy", path)
+
+    def open_path(self, args: OpenPathArguments, prepared: Prepared) -> ToolResult:
+        # Checked again just before it is handed over: what was allowed must still be there,
+        # still a document, and still what the path leads to.
+        path = self.resolve(args)
+        if path != prepared.plan:
+            raise ToolError(
+                f"{args.path.strip()[:200]!r} leads somewhere else now than when it was checked; "
+                "it was not opened"
+            )
         self.opener(os.fspath(path))
         kind = "folder" if path.is_dir() else "file"
         return ToolResult(
@@ -880,17 +888,45 @@ class _OpenTools:
             text=f"Opened the {kind} {path} with its default application.",
         )
 
-    def url_targets(self, args: dict[str, Any]) -> list[str]:
-        raw = required_str(args, "url", max_len=MAX_URL_CHARS)
-        return [f"url:{normalise_url(raw)}"]
+    @staticmethod
+    def prepare_url(args: OpenUrlArguments) -> Prepared:
+        url = normalise_url(args.url)
+        return Prepared.of(args, [f"url:{url}"], "easy", url)
 
-    def open_url(self, args: dict[str, Any]) -> ToolResult:
-        url = normalise_url(required_str(args, "url", max_len=MAX_URL_CHARS))
+    def open_url(self, args: OpenUrlArguments, prepared: Prepared) -> ToolResult:
+        url = prepared.plan if isinstance(prepared.plan, str) else normalise_url(args.url)
         self.opener(url)
         return ToolResult(data={"opened": url}, text=f"Opened {url} in the default application.")
 
 
 # --- the tools ----------------------------------------------------------------------------------
+
+
+class SystemExecuteArguments(ToolArguments):
+    command: Annotated[str, NOT_BLANK] = Field(
+        min_length=1,
+        max_length=MAX_COMMAND_CHARS,
+        description="The command line, e.g. `df -h` or `ps aux | grep x`.",
+    )
+    cwd: Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS)] | None = Field(
+        None, description="Working folder, absolute or starting with ~."
+    )
+
+
+class OpenPathArguments(ToolArguments):
+    path: Annotated[str, NOT_BLANK] = Field(
+        min_length=1,
+        max_length=MAX_PATH_CHARS,
+        description="The file or folder, absolute or starting with ~.",
+    )
+
+
+class OpenUrlArguments(ToolArguments):
+    url: Annotated[str, NOT_BLANK] = Field(
+        min_length=1,
+        max_length=MAX_URL_CHARS,
+        description="The link, e.g. https://example.org/page.",
+    )
 
 
 def make_system_tools(
@@ -909,8 +945,8 @@ def make_system_tools(
     """
     command = _CommandTool(config, home, environ, sandbox)
     cap = config.command_output_cap
-    execute = Tool(
-        manual=ToolManual(
+    execute = typed_tool(
+        ToolManual(
             name="system_execute",
             description=(
                 "Run one program with arguments, or a pipeline of programs joined by |, on the "
@@ -920,25 +956,7 @@ def make_system_tools(
                 "(optional) is the working folder, default the home folder. Returns stdout, "
                 "stderr and the exit code."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "command": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": MAX_COMMAND_CHARS,
-                        "description": "The command line, e.g. `df -h` or `ps aux | grep x`.",
-                    },
-                    "cwd": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": MAX_PATH_CHARS,
-                        "description": "Working folder, absolute or starting with ~.",
-                    },
-                },
-                "required": ["command"],
-                "additionalProperties": False,
-            },
+            parameters=SystemExecuteArguments.parameters(),
             capability=Capability.SYSTEM_EXECUTE,
             category="system",
             risk="dangerous",
@@ -950,68 +968,44 @@ def make_system_tools(
             timeout_s=config.command_timeout_s + KILL_GRACE_S + 5.0,
             output_cap=2 * cap + 32 * 1024,
         ),
-        run=command.run,
-        targets=lambda args: list(command.prepare(args).targets),
-        reversibility_of=lambda args: command.prepare(args).reversibility,
-        prepare_of=command.prepare,
-        run_prepared=command.run_checked,
+        SystemExecuteArguments,
+        prepare=command.prepare,
+        run=command.run_checked,
         user_scopes_of=command.user_scopes,
         health=command.health,
     )
     openers = _OpenTools(home, opener or system_opener(environ, home=home), config.app_dirs)
-    open_path = Tool(
-        manual=ToolManual(
+    open_path = typed_tool(
+        ToolManual(
             name="open_path",
             description=(
                 "Open a file or folder in the user's default application (a document in its "
                 "viewer, a folder in the file manager). Programs and scripts are not opened."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "path": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": MAX_PATH_CHARS,
-                        "description": "The file or folder, absolute or starting with ~.",
-                    }
-                },
-                "required": ["path"],
-                "additionalProperties": False,
-            },
+            parameters=OpenPathArguments.parameters(),
             capability=Capability.OPEN_EXTERNAL,
             category="system",
             risk="moderate",
             timeout_s=OPENER_WAIT_S + 5.0,
         ),
+        OpenPathArguments,
+        prepare=openers.prepare_path,
         run=openers.open_path,
-        targets=openers.path_targets,
     )
-    open_url = Tool(
-        manual=ToolManual(
+    open_url = typed_tool(
+        ToolManual(
             name="open_url",
             description=(
                 "Open an http, https or mailto link in the user's default browser or mail program."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "url": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": MAX_URL_CHARS,
-                        "description": "The link, e.g. https://example.org/page.",
-                    }
-                },
-                "required": ["url"],
-                "additionalProperties": False,
-            },
+            parameters=OpenUrlArguments.parameters(),
             capability=Capability.OPEN_EXTERNAL,
             category="system",
             risk="moderate",
             timeout_s=OPENER_WAIT_S + 5.0,
         ),
+        OpenUrlArguments,
+        prepare=openers.prepare_url,
         run=openers.open_url,
-        targets=openers.url_targets,
     )
     return [execute, open_path, open_url]

@@ -12,16 +12,19 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
 import psutil
+from pydantic import Field
 
-from tools.manual import Capability, Tool, ToolError, ToolManual, ToolResult
+from tools.arguments import UNIQUE, ToolArguments
+from tools.manual import Capability, Prepared, Tool, ToolManual, ToolResult, typed_tool
 from tools.units import human_size
 
 log = logging.getLogger("chamberlain.tools.system_info")
 
-TOPICS = ("cpu", "memory", "disk", "battery", "uptime", "processes")
+Topic = Literal["cpu", "memory", "disk", "battery", "uptime", "processes"]
+TOPICS: tuple[str, ...] = get_args(Topic)
 DEFAULT_TOPICS = ("cpu", "memory", "disk", "battery", "uptime")
 MAX_TOP_N = 50
 DEFAULT_SAMPLE_S = 0.1
@@ -248,16 +251,20 @@ def _render(data: dict[str, Any]) -> str:
 # --- the tool ------------------------------------------------------------------------------------
 
 
-def _topics(args: dict[str, Any]) -> list[str]:
-    raw = args.get("topics")
-    if raw is None:
-        return list(DEFAULT_TOPICS)
-    if not isinstance(raw, list) or not all(isinstance(t, str) for t in raw):
-        raise ToolError("'topics' must be a list of topic names")
-    unknown = sorted(set(raw) - set(TOPICS))
-    if unknown:
-        raise ToolError(f"unknown topic(s) {', '.join(unknown)}; choose from {', '.join(TOPICS)}")
-    wanted = set(raw) or set(DEFAULT_TOPICS)
+class SystemInfoArguments(ToolArguments):
+    topics: (
+        Annotated[
+            list[Topic],
+            Field(max_length=len(TOPICS), json_schema_extra={"uniqueItems": True}),
+            UNIQUE,
+        ]
+        | None
+    ) = None
+    top_n: int = Field(5, ge=1, le=MAX_TOP_N)
+
+
+def _topics(args: SystemInfoArguments) -> list[str]:
+    wanted = set(args.topics or DEFAULT_TOPICS)
     return [t for t in TOPICS if t in wanted]
 
 
@@ -265,12 +272,10 @@ def _system_info(
     sample_s: float,
     sleep: Callable[[float], None],
     clock: Callable[[], float],
-    args: dict[str, Any],
+    args: SystemInfoArguments,
 ) -> ToolResult:
     topics = _topics(args)
-    top_n = args.get("top_n", 5)
-    if isinstance(top_n, bool) or not isinstance(top_n, int) or not 1 <= top_n <= MAX_TOP_N:
-        raise ToolError(f"'top_n' must be a whole number from 1 to {MAX_TOP_N}")
+    top_n = args.top_n
 
     # CPU use, overall and per process, is measured over one shared window.
     processes = _ProcessSample() if "processes" in topics else None
@@ -310,28 +315,17 @@ def make_system_info_tools(
             "swap), disk (space per drive), battery, uptime, processes (top_n by memory and by "
             "CPU). Default: all but processes."
         ),
-        parameters={
-            "type": "object",
-            "properties": {
-                "topics": {
-                    "type": "array",
-                    "items": {"type": "string", "enum": list(TOPICS)},
-                    "uniqueItems": True,
-                    "maxItems": len(TOPICS),
-                },
-                "top_n": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_N, "default": 5},
-            },
-            "required": [],
-            "additionalProperties": False,
-        },
+        parameters=SystemInfoArguments.parameters(),
         capability=Capability.SYSTEM_READ,
         category="system",
     )
     return [
-        Tool(
-            manual=manual,
-            run=lambda args: _system_info(sample_s, sleep, clock, args),
-            targets=lambda _args: [],
+        typed_tool(
+            manual,
+            SystemInfoArguments,
+            # It names nothing a grant would have to cover.
+            prepare=lambda values: Prepared.of(values, (), "easy"),
+            run=lambda values, _call: _system_info(sample_s, sleep, clock, values),
         )
     ]
 

@@ -41,24 +41,28 @@ import unicodedata
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote, urlencode, urljoin
 
 import idna
 import urllib3
+from pydantic import Field
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.util.ssl_match_hostname import CertificateError
 
+from tools.arguments import NOT_BLANK, ToolArguments
 from tools.files import decode_text
 from tools.manual import (
     Capability,
     HealthCheck,
+    Prepared,
     RequestWords,
     Tool,
     ToolError,
     ToolManual,
     ToolRefused,
     ToolResult,
+    typed_tool,
 )
 from tools.registry import ToolConfig
 
@@ -964,13 +968,17 @@ def html_to_text(html: str) -> tuple[str, str]:
 # --- the tools -----------------------------------------------------------------------------------
 
 
-def _text_arg(args: dict[str, Any], key: str, max_len: int) -> str:
-    value = args.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise ToolError(f"'{key}' is required and must be text")
-    if len(value) > max_len:
-        raise ToolError(f"'{key}' is longer than {max_len} characters")
-    return value
+class WebFetchArguments(ToolArguments):
+    url: Annotated[str, NOT_BLANK] = Field(
+        min_length=1,
+        max_length=MAX_URL_CHARS,
+        description="The full address, starting with http:// or https://",
+    )
+
+
+class WebSearchArguments(ToolArguments):
+    query: Annotated[str, NOT_BLANK] = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    max_results: int = Field(5, ge=1, le=MAX_SEARCH_RESULTS)
 
 
 class _WebTools:
@@ -983,13 +991,15 @@ class _WebTools:
 
     # web_fetch
 
-    def fetch_targets(self, args: dict[str, Any]) -> list[str]:
-        address = parse_web_url(_text_arg(args, "url", MAX_URL_CHARS + 16))
+    def prepare_fetch(self, args: WebFetchArguments) -> Prepared:
+        address = parse_web_url(args.url)
         self.guard.check_static(address)
-        return [address.target]
+        return Prepared.of(args, [address.target], "easy", address)
 
-    def fetch(self, args: dict[str, Any]) -> ToolResult:
-        address = parse_web_url(_text_arg(args, "url", MAX_URL_CHARS + 16))
+    def fetch(self, args: WebFetchArguments, prepared: Prepared) -> ToolResult:
+        address = prepared.plan
+        if not isinstance(address, WebAddress):
+            address = parse_web_url(args.url)
         response = self.client.get(
             address,
             accept="text/html,application/xhtml+xml,text/plain;q=0.9,text/*;q=0.8,*/*;q=0.1",
@@ -1049,22 +1059,18 @@ class _WebTools:
             raise ToolError(f"The setting `web.searxng_url` is not usable: {exc}") from exc
         return engine
 
-    def search_targets(self, args: dict[str, Any]) -> list[str]:
-        _text_arg(args, "query", MAX_QUERY_CHARS)
+    def prepare_search(self, args: WebSearchArguments) -> Prepared:
         engine = self._engine()
         try:
             self.guard.check_static(engine)
         except ToolRefused as exc:
             raise _engine_refusal(engine, exc) from exc
-        return [engine.target]
+        return Prepared.of(args, [engine.target], "easy", engine)
 
-    def search(self, args: dict[str, Any]) -> ToolResult:
-        query = " ".join(_text_arg(args, "query", MAX_QUERY_CHARS).split())
-        max_results = args.get("max_results", 5)
-        if isinstance(max_results, bool) or not isinstance(max_results, int):
-            raise ToolError("'max_results' must be a whole number")
-        max_results = max(1, min(MAX_SEARCH_RESULTS, max_results))
-        engine = self._engine()
+    def search(self, args: WebSearchArguments, prepared: Prepared) -> ToolResult:
+        query = " ".join(args.query.split())
+        max_results = args.max_results
+        engine = prepared.plan if isinstance(prepared.plan, WebAddress) else self._engine()
         base = engine.path.split("?", 1)[0].rstrip("/")
         endpoint = WebAddress(
             engine.scheme,
@@ -1186,8 +1192,8 @@ def make_web_tools(
     tools = _WebTools(config, resolver or _system_resolver, tls_context)
     # The runner's own limit, above the tool's deadline (DNS lookups are not under it).
     timeout_s = config.web_timeout_s + 10.0
-    web_fetch = Tool(
-        manual=ToolManual(
+    web_fetch = typed_tool(
+        ToolManual(
             name="web_fetch",
             description=(
                 "Fetch one web page (http:// or https://) and return its title and readable "
@@ -1195,58 +1201,35 @@ def make_web_tools(
                 "files are refused. Redirects to another site stop and name it. Search results "
                 "are not fetched automatically: call this for the one page you need."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "url": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": MAX_URL_CHARS,
-                        "description": "The full address, starting with http:// or https://",
-                    }
-                },
-                "required": ["url"],
-                "additionalProperties": False,
-            },
+            parameters=WebFetchArguments.parameters(),
             capability=Capability.WEB_ACCESS,
             category="web",
             risk="moderate",
             timeout_s=timeout_s,
             output_cap=2 * TEXT_CHARS_CAP + 16 * 1024,
         ),
+        WebFetchArguments,
+        prepare=tools.prepare_fetch,
         run=tools.fetch,
-        targets=tools.fetch_targets,
         user_scopes_of=_site_scope,
     )
-    web_search = Tool(
-        manual=ToolManual(
+    web_search = typed_tool(
+        ToolManual(
             name="web_search",
             description=(
                 "Search the web through the user's SearXNG server and return titles, "
                 "addresses and snippets. The pages themselves are not opened; use web_fetch "
                 "for one of them if needed."
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
-                    "max_results": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": MAX_SEARCH_RESULTS,
-                        "default": 5,
-                    },
-                },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
+            parameters=WebSearchArguments.parameters(),
             capability=Capability.WEB_ACCESS,
             category="web",
             risk="moderate",
             timeout_s=timeout_s,
         ),
+        WebSearchArguments,
+        prepare=tools.prepare_search,
         run=tools.search,
-        targets=tools.search_targets,
         health=lambda: [_search_health(config.searxng_url)],
     )
     return [web_fetch, web_search]

@@ -12,9 +12,10 @@ import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from pydantic import Field
 
 from broker.audit import AuditLog, verify
 from broker.clock import ManualClock
@@ -30,7 +31,8 @@ from broker.permissions import (
 from broker.policy import IntentPolicy, PolicyTable, load_policy_table
 from broker.runner import SelfTestError, ToolRunner, TurnScope, self_test
 from broker.types import GrantMode, Intent
-from tools.manual import Capability, Tool, ToolError, ToolManual, ToolResult
+from tools.arguments import ToolArguments
+from tools.manual import Capability, Prepared, Tool, ToolError, ToolManual, ToolResult, typed_tool
 from tools.registry import ToolRegistry, builtin_registry
 
 SCHEMA: dict[str, Any] = {
@@ -551,3 +553,142 @@ def test_a_call_is_prepared_once_and_exactly_the_prepared_call_runs(tmp_path):
     assert len(prepared_calls) == 1
     assert ran == prepared_calls
     assert ran[0].plan is prepared_calls[0].plan
+
+
+# --- a tool with an arguments model --------------------------------------------------------------
+
+
+class ProbeArguments(ToolArguments):
+    n: int = Field(ge=0, le=100)
+    note: Annotated[str, Field(max_length=50)] | None = None
+    loud: bool = False
+
+
+def make_typed_tool(name: str = "typed") -> tuple[Tool, list[ProbeArguments]]:
+    """A tool built from ProbeArguments, recording the values it was handed."""
+    seen: list[ProbeArguments] = []
+
+    def run(values: ProbeArguments, _call: Prepared) -> ToolResult:
+        seen.append(values)
+        return ToolResult({"n": values.n}, "ran")
+
+    manual = ToolManual(
+        name=name,
+        description="a tool with a model",
+        parameters=ProbeArguments.parameters(),
+        capability=Capability.SYSTEM_READ,
+        category="test",
+    )
+    tool = typed_tool(
+        manual,
+        ProbeArguments,
+        prepare=lambda values: Prepared.of(values, (f"n:{values.n}",), "easy"),
+        run=run,
+    )
+    return tool, seen
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ('{"n": true}', "invalid arguments for typed: n: Input should be a valid integer"),
+        ('{"n": "1"}', "invalid arguments for typed: n: Input should be a valid integer"),
+        ('{"n": 1.0}', "invalid arguments for typed: n: Input should be a valid integer"),
+        (
+            '{"n": 1, "loud": 1}',
+            "invalid arguments for typed: loud: Input should be a valid boolean",
+        ),
+        (
+            '{"n": 1, "extra": 2}',
+            "invalid arguments for typed: extra: Extra inputs are not permitted",
+        ),
+        ("{}", "invalid arguments for typed: n: Field required"),
+        ('{"n": -1}', "n: Input should be greater than or equal to 0"),
+        ('{"n": 101}', "n: Input should be less than or equal to 100"),
+        ('{"n": 1, "note": "' + "y" * 51 + '"}', "note: String should have at most 50 characters"),
+        ('{"n": 1, "note": ' + "[" * 400 + "]" * 400 + "}", "note: Input should be a valid string"),
+    ],
+    ids=[
+        "bool-for-int",
+        "string-for-int",
+        "float-for-int",
+        "int-for-bool",
+        "unknown-field",
+        "missing",
+        "below-bound",
+        "above-bound",
+        "long-string",
+        "nested",
+    ],
+)
+def test_a_model_tool_refuses_what_its_model_refuses_and_never_runs(tmp_path, raw, expected):
+    tool, seen = make_typed_tool()
+    rig = make_rig(tmp_path, [tool])
+    outcome = rig.runner.execute(rig.turn, "typed", raw)
+    assert outcome.record.status == "error"
+    assert expected in outcome.record.reason
+    assert outcome.model_text == f"error (error): {outcome.record.reason}"
+    assert "yyyy" not in outcome.record.reason  # the rule, never the value
+    assert seen == []
+    assert rig.prompter.asked == []
+    assert rig.events("TOOL_CALL_START") == []
+
+
+def test_a_model_tool_is_handed_validated_values_while_digest_and_audit_keep_what_was_sent(
+    tmp_path,
+):
+    tool, seen = make_typed_tool()
+    rig = make_rig(tmp_path, [tool])
+    outcome = rig.runner.execute(rig.turn, "typed", '{"n": 7}')
+    assert outcome.record.status == "ok", outcome.record.reason
+    assert seen == [ProbeArguments(n=7, note=None, loud=False)]
+    (start,) = rig.events("TOOL_CALL_START")
+    assert start["data"]["arguments"] == {"n": 7}  # no defaults added to the audit
+    assert start["data"]["targets"] == ["n:7"]
+    assert outcome.record.arguments == {"n": 7}
+
+
+def test_run_with_token_validates_a_model_tools_arguments_too(tmp_path):
+    """A caller holding only arguments (and a token for exactly them) is checked the same way."""
+    tool, seen = make_typed_tool()
+    rig = make_rig(tmp_path, [tool])
+    token = rig.token_for(tool, "call-x", {"n": 1})
+    outcome = rig.runner.run_with_token(rig.turn, tool, "call-x", {"n": 1}, ["n:1"], token)
+    assert outcome.record.status == "ok", outcome.record.reason
+    assert [v.n for v in seen] == [1]
+    bad = {"n": True}
+    token = rig.permissions.authorize(
+        tool="typed",
+        capability=tool.capability,
+        arguments=bad,
+        targets=["n:1"],
+        call_id="call-y",
+        user_scopes=[],
+        turn_id=rig.turn.turn_id,
+    )
+    assert isinstance(token, PermissionToken)
+    refused = rig.runner.run_with_token(rig.turn, tool, "call-y", bad, ["n:1"], token)
+    assert refused.record.status == "error"
+    assert (
+        refused.record.reason == "invalid arguments for typed: n: Input should be a valid integer"
+    )
+    assert [v.n for v in seen] == [1]
+
+
+def test_self_test_fails_for_a_tool_whose_manual_is_not_its_models_schema():
+    tool, _ = make_typed_tool("probe")
+    hand_written = tool.manual.model_copy(update={"parameters": SCHEMA})
+    drifted = dataclasses.replace(tool, manual=hand_written)
+    with pytest.raises(SelfTestError, match="'probe' shows a schema other than its arguments"):
+        self_test(ToolRegistry([drifted]), _table(["probe"]))
+    self_test(ToolRegistry([tool]), _table(["probe"]))
+
+
+def test_self_test_fails_for_a_model_with_no_json_schema():
+    class Unshowable(ToolArguments):
+        check: Callable[[], None] | None = None
+
+    tool, _ = make_typed_tool("probe")
+    broken = dataclasses.replace(tool, arguments=Unshowable)
+    with pytest.raises(SelfTestError, match="'probe' has an arguments model with no JSON schema"):
+        self_test(ToolRegistry([broken]), _table(["probe"]))
