@@ -10,6 +10,13 @@ plaintext, then measures:
 
 - recall: ``MemoryStore.recall()`` end to end — the FTS5 query, the blended ranking, and the
   USED bookkeeping it commits — for ~200 varied queries (p50, p99, mean, max in ms);
+- the baselines, on the same file, connection and queries, in the same run: a bare
+  ``SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? LIMIT k`` (the MATCH expression recall
+  builds from the query, k = recall's default limit), and the same ordered by FTS5's bm25 rank
+  (``ORDER BY rank LIMIT k``: the index work recall cannot avoid, since it returns the best
+  matches, not the first ones). The report gives recall's p50 over each baseline's p50, and,
+  to show where recall's time goes, recall's own query and ranking without the USED
+  bookkeeping (its read-only path, as when the disk is full);
 - bytes per fact: the file size after a WAL checkpoint, divided by the number of facts (the
   ADD events the store writes with each fact are included, as they would be).
 
@@ -40,10 +47,22 @@ from typing import Any
 
 from bench.machine import filesystem_of, machine_details
 from memory.db import open_database, schema_version
-from memory.store import MemoryStore
-from memory.types import EventKind, Fact, FactSource, FactStatus, Sensitivity
+from memory.store import MemoryStore, build_match_query, query_terms
+from memory.types import (
+    SENSITIVITY_ORDER,
+    EventKind,
+    Fact,
+    FactSource,
+    FactStatus,
+    Sensitivity,
+)
 
 TARGET_P50_MS = 5.0
+# Issue 8: recall p50 at 100k facts at most this many times a bare FTS5 MATCH's p50.
+TARGET_RATIO = 2.0
+RECALL_LIMIT = 5  # MemoryStore.recall()'s default limit, and the baselines' LIMIT
+BARE_SQL = "SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? LIMIT ?"
+RANKED_SQL = "SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? ORDER BY rank LIMIT ?"
 KEY = bytes(range(32))
 START = 1_700_000_000.0
 
@@ -208,6 +227,52 @@ def measure_recall(store: MemoryStore, queries: list[str]) -> tuple[dict[str, fl
     return summary_ms(times), hits / len(queries)
 
 
+def measure_bare(store: MemoryStore, queries: list[str], sql: str) -> dict[str, float]:
+    """One FTS5 query per message on the store's own connection: the same MATCH expression
+    recall builds, fetched to the end, nothing else (no filters, no ranking blend, no writes).
+    A message with no words is timed as recall handles it: no query at all."""
+    conn = store.database.conn
+    matches = [build_match_query(query) for query in queries]
+
+    def once(match: str | None) -> None:
+        if match is not None:
+            conn.execute(sql, (match, RECALL_LIMIT)).fetchall()
+
+    for match in matches[:20]:  # the same warm-up recall gets
+        once(match)
+    times: list[float] = []
+    for match in matches:
+        start = time.perf_counter()
+        once(match)
+        times.append((time.perf_counter() - start) * 1000)
+    return summary_ms(times)
+
+
+def measure_recall_read_only(store: MemoryStore, queries: list[str]) -> dict[str, float]:
+    """recall() minus its bookkeeping: the same query, filters and ranking, through the
+    read-only path recall falls back to when use counts cannot be written. Private on purpose
+    (like bulk_fill): it splits recall's time into finding and counting."""
+    at = BenchClock().now()
+    every_level = SENSITIVITY_ORDER[Sensitivity.SECRET]  # recall()'s default max_sensitivity
+
+    def once(query: str) -> None:
+        terms = query_terms(query)
+        if terms:
+            with store._read() as conn:
+                store._recall_in(
+                    conn, terms, " OR ".join(terms), every_level, at, RECALL_LIMIT, count_use=False
+                )
+
+    for query in queries[:20]:
+        once(query)
+    times: list[float] = []
+    for query in queries:
+        start = time.perf_counter()
+        once(query)
+        times.append((time.perf_counter() - start) * 1000)
+    return summary_ms(times)
+
+
 def measure_forget(store: MemoryStore, n: int = 5) -> dict[str, float]:
     """forget() of single facts: the delete, the full-text index merge, the WAL checkpoint."""
     ids = [f.id for f in store.list(limit=n)]
@@ -239,6 +304,9 @@ def measure_size(
         store.database.checkpoint()
         per_fact = path.stat().st_size / size
         recall, hit_rate = measure_recall(store, queries)
+        bare = measure_bare(store, queries, BARE_SQL)
+        ranked = measure_bare(store, queries, RANKED_SQL)
+        read_only = measure_recall_read_only(store, queries)
         forget_ms = measure_forget(store)
         store.close()
         reopen_start = time.perf_counter()
@@ -250,6 +318,11 @@ def measure_size(
         store.close()
         result[label] = {
             "recall_ms": recall,
+            "bare_match_ms": bare,
+            "ranked_match_ms": ranked,
+            "recall_read_only_ms": read_only,
+            "recall_over_bare_p50": round(recall["p50"] / bare["p50"], 2),
+            "recall_over_ranked_p50": round(recall["p50"] / ranked["p50"], 2),
             "queries_with_a_hit": round(hit_rate, 3),
             "bytes_per_fact": round(per_fact, 1),
             "file_bytes": path.stat().st_size,
@@ -313,6 +386,8 @@ def run(sizes: list[int], n_queries: int, n_adds: int, parent: Path | None) -> d
         report: dict[str, Any] = {
             "machine": machine(directory),
             "target_recall_p50_ms": TARGET_P50_MS,
+            "target_recall_over_bare_p50": TARGET_RATIO,
+            "baseline_sql": {"bare": BARE_SQL, "ranked": RANKED_SQL, "k": RECALL_LIMIT},
             "queries": n_queries,
             "sizes": [measure_size(directory, size, texts, queries) for size in sizes],
             "writes": measure_adds(directory, n_adds, texts),
@@ -341,6 +416,21 @@ def render(report: dict[str, Any]) -> str:
                 f"{r['queries_with_a_hit'] * 100:>7.0f}{r['bytes_per_fact']:>8.0f}"
                 f"{r['open_ms']:>9.1f}{r['forget_ms']['median']:>11.1f}"
                 f"{r['integrity_check_ms']:>10.1f}"
+            )
+    lines += [
+        "",
+        f"baselines on the same rows and queries, LIMIT {RECALL_LIMIT} (target: recall p50 ≤ "
+        f"{report['target_recall_over_bare_p50']}× the bare MATCH p50 at 100k)",
+        f"{'facts':>8} {'mode':<10}{'recall':>9}{'no-count':>9}{'bare':>9}{'ranked':>9}"
+        f"{'÷bare':>8}{'÷ranked':>9}   (p50 ms; ratios of p50s)",
+    ]
+    for entry in report["sizes"]:
+        for label in ("encrypted", "plaintext"):
+            r = entry[label]
+            lines.append(
+                f"{entry['facts']:>8} {label:<10}{r['recall_ms']['p50']:>9.2f}"
+                f"{r['recall_read_only_ms']['p50']:>9.2f}{r['bare_match_ms']['p50']:>9.3f}{r['ranked_match_ms']['p50']:>9.2f}"
+                f"{r['recall_over_bare_p50']:>8.1f}{r['recall_over_ranked_p50']:>9.2f}"
             )
     writes = report["writes"]
     lines += ["", f"add(), one durable transaction each, {writes['adds']} facts into a new store"]

@@ -12,7 +12,9 @@ of failing) and ``synchronous = FULL`` (a committed fact survives a crash or pow
 store lowers it for recall's use-count bookkeeping alone). A connection that wrote nothing
 closes without the checkpoint that would wait for other writers. The
 schema is versioned with ``PRAGMA user_version``: each step in ``MIGRATIONS`` runs in order, all
-pending steps in one transaction.
+pending steps in one transaction, through sqlite-utils (table and index creation, and table
+rebuilds for later steps), which is imported only then: opening an up-to-date store reads
+``user_version`` and never loads it.
 
 What it must never do: overwrite, truncate or re-create a file it could not open. A wrong key,
 a file that is not a database, a damaged file, or a file written by a newer Chamberlain raises a
@@ -151,14 +153,22 @@ def disk_error(path: Path, exc: BaseException, *, outcome: str) -> MemoryDiskErr
 
 # --- the schema -----------------------------------------------------------------------------
 
-Migration = Callable[[sqlite3.Connection], None]
+# A migration step gets the sqlite-utils view of the connection, inside the one transaction
+# `_migrate` holds: sqlite-utils creates tables and indexes and rebuilds tables (`transform`)
+# where SQLite's own ALTER TABLE cannot, and it is imported only when a step is pending, i.e.
+# when a store is created or upgraded, never when an up-to-date one is opened.
+Migration = Callable[["sqlite_utils.Database"], None]
 
-_SCHEMA_V1: tuple[str, ...] = (
-    # `seq` is the row's stable integer key: the FTS index refers to facts by it (a table
-    # without an INTEGER PRIMARY KEY may renumber its rowids on VACUUM). `id` is the public id.
-    # `norm_digest` is the SHA-256 of the normalised text, for dedupe: a second copy of the text
-    # would be one more place a forgotten fact could linger.
-    """
+# What sqlite-utils cannot say, and so stays SQL (each checked against the store schema 1 wrote,
+# tests/memory/test_db_migrations.py): the CHECK constraints on `facts`, partial indexes,
+# AUTOINCREMENT on `events`, and the full-text index. `enable_fts` makes an external-content
+# table whose update trigger fires on every column, so each recall's use-count UPDATE would
+# re-index the fact; this one is contentless and re-indexed only when the text changes.
+# `seq` is the row's stable integer key: the FTS index refers to facts by it (a table without
+# an INTEGER PRIMARY KEY may renumber its rowids on VACUUM). `id` is the public id.
+# `norm_digest` is the SHA-256 of the normalised text, for dedupe: a second copy of the text
+# would be one more place a forgotten fact could linger.
+_FACTS_V1 = """
     CREATE TABLE facts (
         seq INTEGER PRIMARY KEY,
         id TEXT NOT NULL UNIQUE,
@@ -181,15 +191,20 @@ _SCHEMA_V1: tuple[str, ...] = (
         expires_at REAL,
         superseded_by TEXT REFERENCES facts (id) ON DELETE SET NULL
     )
-    """,
-    "CREATE INDEX facts_norm ON facts (norm_digest)",
+"""
+_FACTS_PARTIAL_INDEXES_V1 = (
     "CREATE INDEX facts_slot ON facts (subject, slot) WHERE slot IS NOT NULL",
-    "CREATE INDEX facts_status ON facts (status, created_at)",
-    "CREATE INDEX facts_category ON facts (category)",
-    "CREATE INDEX facts_superseded_by ON facts (superseded_by)",
     "CREATE INDEX facts_expires ON facts (expires_at) WHERE expires_at IS NOT NULL",
-    # Contentless: the index holds terms and positions, never a copy of the text, and rows are
-    # deleted by rowid alone. The triggers keep it in step inside whatever transaction writes.
+)
+_FACTS_INDEXES_V1: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("facts_norm", ("norm_digest",)),
+    ("facts_status", ("status", "created_at")),
+    ("facts_category", ("category",)),
+    ("facts_superseded_by", ("superseded_by",)),
+)
+# Contentless: the index holds terms and positions, never a copy of the text, and rows are
+# deleted by rowid alone. The triggers keep it in step inside whatever transaction writes.
+_FTS_V1: tuple[str, ...] = (
     """
     CREATE VIRTUAL TABLE facts_fts USING fts5 (
         text, content = '', contentless_delete = 1, tokenize = 'porter unicode61'
@@ -211,17 +226,10 @@ _SCHEMA_V1: tuple[str, ...] = (
         INSERT INTO facts_fts (rowid, text) VALUES (new.seq, new.text);
     END
     """,
-    """
-    CREATE TABLE anchors (
-        id TEXT PRIMARY KEY,
-        text TEXT NOT NULL,
-        position INTEGER NOT NULL,
-        created_at REAL NOT NULL
-    )
-    """,
-    # Events outlive the facts they describe, so fact_id is not a foreign key. They hold a
-    # digest of the content, never the content.
-    """
+)
+# Events outlive the facts they describe, so fact_id is not a foreign key. They hold a digest
+# of the content, never the content. AUTOINCREMENT: an event id is never reused after pruning.
+_EVENTS_V1 = """
     CREATE TABLE events (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         kind TEXT NOT NULL,
@@ -230,14 +238,24 @@ _SCHEMA_V1: tuple[str, ...] = (
         digest TEXT,
         detail TEXT NOT NULL DEFAULT ''
     )
-    """,
-    "CREATE INDEX events_fact ON events (fact_id)",
-)
+"""
 
 
-def _schema_v1(conn: sqlite3.Connection) -> None:
-    for statement in _SCHEMA_V1:
-        conn.execute(statement)
+def _schema_v1(db: sqlite_utils.Database) -> None:
+    db.execute(_FACTS_V1)
+    facts = db.table("facts")
+    for name, columns in _FACTS_INDEXES_V1:
+        facts.create_index(columns, index_name=name, if_not_exists=True)
+    for statement in (*_FACTS_PARTIAL_INDEXES_V1, *_FTS_V1):
+        db.execute(statement)
+    db.table("anchors").create(
+        {"id": str, "text": str, "position": int, "created_at": float},
+        pk="id",
+        not_null={"text", "position", "created_at"},
+        if_not_exists=True,
+    )
+    db.execute(_EVENTS_V1)
+    db.table("events").create_index(["fact_id"], index_name="events_fact", if_not_exists=True)
 
 
 # Applied in order: MIGRATIONS[i] takes a database from user_version i to i + 1. Append only.
@@ -268,10 +286,7 @@ class MemoryDatabase:
     def db(self) -> sqlite_utils.Database:
         """The sqlite-utils view of the same connection (imported here, not at start-up)."""
         if self._db is None:
-            import sqlite_utils
-
-            # Plugins are third-party code: none of it runs on the memory connection.
-            self._db = sqlite_utils.Database(self.conn, execute_plugins=False)
+            self._db = _sqlite_utils_view(self.conn)
         return self._db
 
     def integrity_check(self) -> str:
@@ -309,6 +324,16 @@ class MemoryDatabase:
                 # a session that only read has nothing of its own in the WAL.
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.conn.close()
+
+
+def _sqlite_utils_view(conn: sqlite3.Connection) -> sqlite_utils.Database:
+    """sqlite-utils on an open connection. Imported here, on first use: it pulls in numpy and
+    costs about 0.16 s, which opening an up-to-date store, recall, add and forget never pay."""
+    import sqlite_utils
+
+    # Plugins are third-party code: none of it runs on the memory connection. sqlite-utils
+    # 4 nests its own writes in a savepoint inside the caller's transaction (`atomic`).
+    return sqlite_utils.Database(conn, execute_plugins=False)
 
 
 def scratch_connection() -> sqlite3.Connection:
@@ -603,8 +628,10 @@ def _migrate(conn: sqlite3.Connection, path: Path, version: int) -> int:
                     f"Chamberlain (schema {current}); update Chamberlain to use it."
                 )
             return _migrate(conn, path, current)
-        for step in steps:
-            step(conn)
+        if steps:
+            db = _sqlite_utils_view(conn)
+            for step in steps:
+                step(db)
         conn.execute(f"PRAGMA user_version = {target}")
         conn.execute("COMMIT")
     except DatabaseError as exc:

@@ -334,6 +334,61 @@ def _fact(row: Sequence[Any]) -> Fact:
     return Fact.model_validate(values)
 
 
+def _fact_from_record(record: dict[str, Any]) -> Fact:
+    return _fact([record[c] for c in _FACT_COLUMNS])
+
+
+def _fact_record(fact: Fact) -> dict[str, Any]:
+    """A fact as the row ``facts`` holds: the columns Fact has, plus the dedupe digest and the
+    sensitivity rank recall filters on (keys in _ROW_COLUMNS order)."""
+    values = (
+        fact.id,
+        fact.text,
+        text_digest(normalise(fact.text)),
+        fact.subject,
+        fact.slot,
+        fact.category,
+        fact.sensitivity.value,
+        _rank(fact.sensitivity),
+        json.dumps(fact.reasons, ensure_ascii=False),
+        fact.status.value,
+        fact.source.value,
+        fact.evidence,
+        fact.created_at,
+        fact.confirmed_at,
+        fact.last_used_at,
+        fact.use_count,
+        fact.expires_at,
+        fact.superseded_by,
+    )
+    return dict(zip(_ROW_COLUMNS, values, strict=True))
+
+
+_ROW_COLUMNS = (
+    "id",
+    "text",
+    "norm_digest",
+    "subject",
+    "slot",
+    "category",
+    "sensitivity",
+    "sensitivity_rank",
+    "reasons",
+    "status",
+    "source",
+    "evidence",
+    "created_at",
+    "confirmed_at",
+    "last_used_at",
+    "use_count",
+    "expires_at",
+    "superseded_by",
+)
+_INSERT_FACT = (
+    f"INSERT INTO facts ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})"
+)
+
+
 def _anchor(row: Sequence[Any]) -> Anchor:
     return Anchor(id=row[0], text=row[1], position=row[2], created_at=row[3])
 
@@ -525,32 +580,7 @@ class MemoryStore:
         return fact
 
     def _insert(self, conn: sqlite3.Connection, fact: Fact) -> None:
-        conn.execute(
-            "INSERT INTO facts (id, text, norm_digest, subject, slot, category, sensitivity, "
-            "sensitivity_rank, reasons, status, source, evidence, created_at, confirmed_at, "
-            "last_used_at, use_count, expires_at, superseded_by) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                fact.id,
-                fact.text,
-                text_digest(normalise(fact.text)),
-                fact.subject,
-                fact.slot,
-                fact.category,
-                fact.sensitivity.value,
-                _rank(fact.sensitivity),
-                json.dumps(fact.reasons, ensure_ascii=False),
-                fact.status.value,
-                fact.source.value,
-                fact.evidence,
-                fact.created_at,
-                fact.confirmed_at,
-                fact.last_used_at,
-                fact.use_count,
-                fact.expires_at,
-                fact.superseded_by,
-            ),
-        )
+        conn.execute(_INSERT_FACT, tuple(_fact_record(fact).values()))
 
     def _same_slot_active(self, conn: sqlite3.Connection, fact: Fact) -> builtins.list[Fact]:
         if fact.slot is None:
@@ -1307,11 +1337,17 @@ class MemoryStore:
     # --- export and import --------------------------------------------------------------------
 
     def _everything(self) -> tuple[builtins.list[Fact], builtins.list[Anchor]]:
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {_SELECT_FACT} FROM facts f ORDER BY f.created_at, f.seq"
-            ).fetchall()
-            return [_fact(r) for r in rows], self._anchors(conn)
+        """Every fact and anchor, in one read snapshot, through sqlite-utils (loaded here:
+        export is not a path a turn takes)."""
+        with self._read():
+            db = self._database.db
+            facts = db.table("facts").rows_where(
+                select=", ".join(_FACT_COLUMNS), order_by="created_at, seq"
+            )
+            anchors = db.table("anchors").rows_where(order_by="position, created_at")
+            return [_fact_from_record(r) for r in facts], [
+                Anchor.model_validate(r) for r in anchors
+            ]
 
     def _log_export(self, what: str, body: str, facts: int, anchors: int) -> None:
         now = self._now()
@@ -1397,18 +1433,22 @@ class MemoryStore:
                     "SELECT 1 FROM facts WHERE norm_digest = ? AND status != 'superseded'",
                     (digest,),
                 ).fetchone()
-                if exists:
-                    continue
-                self._insert(conn, fact)
-                self._event(
-                    conn,
-                    EventKind.IMPORT,
-                    fact.id,
-                    now,
-                    text=fact.text,
-                    detail=f"pending sensitivity={fact.sensitivity.value}",
-                )
-                imported.append(fact)
+                if not exists:
+                    imported.append(fact)
+            # sqlite-utils writes the rows in batches, inside this transaction; the triggers
+            # index each fact's text as it is inserted.
+            db = self._database.db
+            db.table("facts").insert_all(_fact_record(fact) for fact in imported)
+            db.table("events").insert_all(
+                {
+                    "kind": EventKind.IMPORT.value,
+                    "fact_id": fact.id,
+                    "at": now,
+                    "digest": text_digest(fact.text),
+                    "detail": f"pending sensitivity={fact.sensitivity.value}",
+                }
+                for fact in imported
+            )
         log.info("imported %d of %d facts (as pending)", len(imported), len(records))
         return imported
 

@@ -27,6 +27,10 @@ def test_memory_recall_reports_every_size_and_mode(tmp_path: Path, capsys) -> No
     assert set(report["machine"]) >= {"uname", "cpu", "nproc", "python", "sqlcipher", "date"}
     assert report["target_recall_p50_ms"] == memory_recall.TARGET_P50_MS
     assert report["queries"] == 12
+    assert report["target_recall_over_bare_p50"] == memory_recall.TARGET_RATIO == 2.0
+    assert report["baseline_sql"]["bare"] == (
+        "SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? LIMIT ?"
+    )
     assert [entry["facts"] for entry in report["sizes"]] == [50, 200]
     for entry in report["sizes"]:
         for mode in MODES:
@@ -42,6 +46,17 @@ def test_memory_recall_reports_every_size_and_mode(tmp_path: Path, capsys) -> No
             assert set(r["forget_ms"]) == {"median", "max"}
             assert r["open_ms"] > 0
             assert r["integrity"] == "ok"
+            # The baselines ran on the same store and queries, and the ratios are recall's p50
+            # over theirs.
+            for baseline in ("bare_match_ms", "ranked_match_ms", "recall_read_only_ms"):
+                assert set(r[baseline]) == SUMMARY_KEYS, (entry["facts"], mode, baseline)
+                assert 0 < r[baseline]["p50"] <= r[baseline]["max"]
+            for ratio, baseline in (
+                ("recall_over_bare_p50", "bare_match_ms"),
+                ("recall_over_ranked_p50", "ranked_match_ms"),
+            ):
+                expected = r["recall_ms"]["p50"] / r[baseline]["p50"]
+                assert r[ratio] == pytest.approx(expected, abs=0.01), (entry["facts"], mode)
 
     writes = report["writes"]
     assert writes["adds"] == 10
@@ -60,6 +75,7 @@ def test_memory_recall_text_report(tmp_path: Path, capsys) -> None:
     assert "target p50 ≤ 5.0 ms at 100k" in text
     assert "      40 encrypted" in text
     assert "      40 plaintext" in text
+    assert "target: recall p50 ≤ 2.0× the bare MATCH p50 at 100k" in text
     assert "add(), one durable transaction each, 3 facts into a new store" in text
     assert list(tmp_path.iterdir()) == []
 

@@ -13,6 +13,7 @@ import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import sqlcipher3  # type: ignore[import-untyped]
@@ -29,6 +30,9 @@ from memory.db import (
 )
 from memory.store import MemoryStore
 from memory.types import Sensitivity
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))
@@ -138,9 +142,9 @@ def test_a_missing_folder_is_a_clear_error(tmp_path):
 # --- migrations ---------------------------------------------------------------------------------
 
 
-def _add_notes_table(conn: sqlite3.Connection) -> None:
-    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
-    conn.execute("INSERT INTO notes (body) SELECT 'from ' || id FROM facts")
+def _add_notes_table(db: sqlite_utils.Database) -> None:
+    db.table("notes").create({"id": int, "body": str}, pk="id")
+    db.execute("INSERT INTO notes (body) SELECT 'from ' || id FROM facts")
 
 
 def test_a_new_migration_step_upgrades_an_old_file_in_place(tmp_path, encrypted, monkeypatch):
@@ -162,9 +166,9 @@ def test_a_failing_migration_leaves_the_old_schema_whole(tmp_path, encrypted, mo
     path = tmp_path / "memory.db"
     _make(path, encrypted=encrypted)
 
-    def half_done(conn: sqlite3.Connection) -> None:
-        conn.execute("CREATE TABLE half (x)")
-        conn.execute("INSERT INTO no_such_table VALUES (1)")
+    def half_done(db: sqlite_utils.Database) -> None:
+        db.table("half").create({"x": int})
+        db.execute("INSERT INTO no_such_table VALUES (1)")
 
     monkeypatch.setattr(memory_db, "MIGRATIONS", [*memory_db.MIGRATIONS, half_done])
     with pytest.raises(MemorySchemaError, match="left at schema 1"):
