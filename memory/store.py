@@ -364,25 +364,14 @@ def _fact_record(fact: Fact) -> dict[str, Any]:
     return dict(zip(_ROW_COLUMNS, values, strict=True))
 
 
+# A stored row: the fact's columns, plus the digest used for dedupe and the sensitivity's rank.
 _ROW_COLUMNS = (
     "id",
     "text",
     "norm_digest",
-    "subject",
-    "slot",
-    "category",
-    "sensitivity",
+    *_FACT_COLUMNS[2 : _FACT_COLUMNS.index("sensitivity") + 1],
     "sensitivity_rank",
-    "reasons",
-    "status",
-    "source",
-    "evidence",
-    "created_at",
-    "confirmed_at",
-    "last_used_at",
-    "use_count",
-    "expires_at",
-    "superseded_by",
+    *_FACT_COLUMNS[_FACT_COLUMNS.index("sensitivity") + 1 :],
 )
 _INSERT_FACT = (
     f"INSERT INTO facts ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})"
