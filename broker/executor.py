@@ -122,6 +122,12 @@ def direct_arguments(router: RouterOutput) -> tuple[str, dict[str, Any]] | None:
     return tool, ({"topics": topics} if topics else {})
 
 
+def takes_direct(router: RouterOutput, policy: PolicyDecision) -> tuple[str, dict[str, Any]] | None:
+    """The tool and arguments of the direct action this turn runs (no model), or None."""
+    direct = direct_arguments(router)
+    return direct if direct is not None and direct[0] in policy.allowed_tools else None
+
+
 class Executor:
     def __init__(
         self,
@@ -147,8 +153,8 @@ class Executor:
         turn: TurnScope,
         context: list[str] | None = None,
     ) -> ExecutionResult:
-        direct = direct_arguments(router)
-        if direct is not None and direct[0] in policy.allowed_tools:
+        direct = takes_direct(router, policy)
+        if direct is not None:
             return self._direct(router, turn, *direct)
         if self.model is None:
             return ExecutionResult(reply=self._no_model_reply(router, policy), failed=True)

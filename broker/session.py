@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from broker.audit import AuditEvent, AuditLog, digest
 from broker.clock import Clock, SystemClock
-from broker.executor import DIRECT_CONFIDENCE, ExecutionResult, Executor, direct_arguments
+from broker.executor import DIRECT_CONFIDENCE, ExecutionResult, Executor, takes_direct
 from broker.keys import InstallSecret, load_install_secret
 from broker.llm.base import ChatModel, ModelError
 from broker.permissions import (
@@ -198,8 +198,7 @@ class Session:
             return False, True
         if self.model is None:
             return False, False
-        direct = direct_arguments(router)
-        recall = direct is None or direct[0] not in policy.allowed_tools
+        recall = takes_direct(router, policy) is None
         from broker.memory_hooks import extracts
 
         return recall, extracts(self.model, self.settings.memory, temporary=self.temporary)

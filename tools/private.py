@@ -40,6 +40,8 @@ CREDENTIAL_HOME_PATHS: tuple[str, ...] = (
 CREDENTIAL_SYSTEM_PATHS: tuple[str, ...] = (
     "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
     "/etc/sudoers.d", "/etc/ssh", "/etc/security/opasswd",
+    # Session sockets: the D-Bus session bus (and through it the keyring), ssh and gpg agents.
+    "/run", "/var/run",
 )  # fmt: skip
 
 

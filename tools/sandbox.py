@@ -186,9 +186,11 @@ def _exists(path: Path) -> bool:
     return os.path.lexists(path)
 
 
-def _hidden_roots(plan: SandboxPlan) -> list[Path]:
+def hidden_roots(home: Path, hide: Sequence[Path] = ()) -> list[Path]:
+    """The folders the sandbox covers with an empty tmpfs before mounting a call's own places:
+    HIDDEN_TOP, the user's home and `hide`, each once (none inside another)."""
     roots = [Path(p) for p in HIDDEN_TOP]
-    for extra in (plan.home, *plan.hide):
+    for extra in (home, *hide):
         if not any(within(extra, r) for r in roots):
             roots.append(extra)
     return roots
@@ -198,7 +200,7 @@ def bwrap_args(plan: SandboxPlan, argv: Sequence[str]) -> list[str]:
     """The bubblewrap arguments (program excluded) that run `argv` inside `plan`'s walls."""
     args = _base_args(network=plan.network)
     args += ["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
-    hidden = _hidden_roots(plan)
+    hidden = hidden_roots(plan.home, plan.hide)
     for root in hidden:
         if root != Path("/tmp") and root.is_dir() and not root.is_symlink():
             args += ["--tmpfs", os.fspath(root)]

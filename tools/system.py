@@ -33,6 +33,7 @@ import os
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -75,6 +76,7 @@ from tools.sandbox import (
     SandboxPlan,
     SandboxStatus,
     command_environment,
+    hidden_roots,
     sandbox_status,
     wrap_stage,
 )
@@ -90,7 +92,6 @@ __all__ = [
     "normalise_url",
     "parse_command",
     "run_argv",
-    "scrub_environment",
     "system_opener",
 ]
 
@@ -111,19 +112,6 @@ _DESKTOP_NAMES = frozenset(
         "XDG_RUNTIME_DIR",
     }
 )  # fmt: skip
-
-
-def scrub_environment(
-    environ: Mapping[str, str],
-    *,
-    home: Path,
-    cwd: Path | None = None,
-    keep: frozenset[str] = frozenset(),
-) -> dict[str, str]:
-    """The environment a command gets: built from an allowlist (`tools.sandbox`), never the
-    user's whole environment less a denylist. `keep` names pass too (the desktop-session
-    variables for the opener)."""
-    return command_environment(environ, home=home, cwd=cwd, keep=keep)
 
 
 # --- running a pipeline -------------------------------------------------------------------------
@@ -455,6 +443,8 @@ class _Checked:
     check: CommandCheck
     cwd: Path
     env: dict[str, str]
+    # The program file each stage runs, found once: what ran is what was checked.
+    executables: tuple[str, ...]
     targets: tuple[str, ...]
     plan: SandboxPlan | None  # None: run without a sandbox (the user turned that on)
 
@@ -532,14 +522,15 @@ class _CommandTool:
             private=private,
             search_path=env["PATH"],
         )
-        executables = [_find_program(stage[0], env, cwd) for stage in check.stages]
+        executables = tuple(_find_program(stage[0], env, cwd) for stage in check.stages)
         places = _mounted_places(check.paths, cwd, self.home)
-        targets = [check.target, f"cwd:{cwd}", *(f"dir:{p}" for p in places)]
+        programs = _program_places(executables, self.home, (cwd, *places))
+        # Every place the command can see is a target: the prompt names it, the grant covers it.
+        targets = [check.target, f"cwd:{cwd}", *(f"dir:{p}" for p in (*places, *programs))]
         if check.network:
             targets.append("net:")
         plan: SandboxPlan | None = None
         if status.available:
-            programs = _program_places(executables, self.home)
             visible = (cwd, *places)
             plan = SandboxPlan(
                 cwd=cwd,
@@ -550,7 +541,7 @@ class _CommandTool:
                 private=private,
                 hide=tuple(self.config.app_dirs),
             )
-        return _Checked(check, cwd, env, tuple(targets), plan)
+        return _Checked(check, cwd, env, executables, tuple(targets), plan)
 
     def prepare(self, args: SystemExecuteArguments) -> Prepared:
         """Check the call once; the result is what the runner checks and `run_checked` runs."""
@@ -624,7 +615,7 @@ class _CommandTool:
                 "it names changed); it was not run. Ask again to check it anew."
             )
         check, cwd = fresh.check, fresh.cwd
-        executables = [_find_program(stage[0], fresh.env, cwd) for stage in check.stages]
+        executables = list(fresh.executables)
         stages: list[list[str]] = [list(stage) for stage in check.stages]
         if fresh.plan is not None:
             wrapped = [
@@ -674,26 +665,53 @@ class _CommandTool:
 
 def _hidden(path: Path, home: Path) -> bool:
     """Whether the sandbox hides `path` unless it is mounted for the call."""
-    roots = [Path(p) for p in HIDDEN_TOP] + [home]
-    return any(is_within(path, root) for root in roots)
+    return any(is_within(path, root) for root in hidden_roots(home))
 
 
-def _program_places(executables: Sequence[str], home: Path) -> list[Path]:
+def _program_places(executables: Sequence[str], home: Path, visible: Sequence[Path]) -> list[Path]:
     """What the sandbox must show read-only for programs installed where it hides things.
 
     A program under a home folder (`~/.local/bin/tool`, a pyenv or nvm install, a venv) needs
     its whole installation, not just its file: the top folder it lies in under the hidden area
-    (`~/.pyenv`, `~/.local`). Private places inside stay covered.
+    (`~/.pyenv`, `~/.local`). A program already inside a place the call sees needs nothing
+    more. Private places inside stay covered.
     """
-    tops = [Path(p) for p in HIDDEN_TOP] + [home]
+    # The deepest hidden area a program lies in decides (the home, even inside /tmp).
+    areas = [Path(p) for p in HIDDEN_TOP] + [home]
+    tops = sorted(areas, key=lambda t: len(t.parts), reverse=True)
     places: list[Path] = []
     for exe in executables:
         for candidate in dict.fromkeys([Path(exe), Path(os.path.realpath(exe))]):
-            for top in sorted(tops, key=lambda t: len(t.parts), reverse=True):
+            if any(is_within(candidate, seen) for seen in visible):
+                continue
+            for top in tops:
                 if candidate != top and is_within(candidate, top):
                     places.append(top / candidate.relative_to(top).parts[0])
                     break
     return list(dict.fromkeys(places))
+
+
+def _refuse_sockets(place: Path) -> None:
+    """A socket is a door to another program (an agent, a display, a terminal multiplexer)
+    outside the sandbox: never mounted, nor a folder in /tmp that holds one."""
+    try:
+        st = os.lstat(place)
+        if stat.S_ISSOCK(st.st_mode):
+            raise ToolRefused(f"refused: {place} is a socket to another program; never mounted")
+        if stat.S_ISDIR(st.st_mode) and any(
+            is_within(place, Path(t)) for t in ("/tmp", "/var/tmp")
+        ):
+            with os.scandir(place) as entries:
+                for count, entry in enumerate(entries):
+                    if count >= 4096:
+                        break
+                    if stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
+                        raise ToolRefused(
+                            f"refused: {place} holds a socket to another program "
+                            f"({entry.name}); it is never mounted"
+                        )
+    except OSError:
+        return  # what cannot be looked at is not mounted with anything special in it
 
 
 def _mounted_places(paths: Sequence[Path], cwd: Path, home: Path) -> list[Path]:
@@ -701,7 +719,8 @@ def _mounted_places(paths: Sequence[Path], cwd: Path, home: Path) -> list[Path]:
 
     Only what the sandbox would otherwise hide (the home, /tmp, /home, …): the rest of the
     system is visible read-only anyway. A path that does not exist yet is mounted through its
-    nearest existing folder, unless that is a whole hidden area (/tmp, /home) itself.
+    nearest existing folder, unless that is a whole hidden area (/tmp, /home) itself. Sockets
+    are refused (`_refuse_sockets`).
     """
     tops = {Path(p) for p in HIDDEN_TOP}
     found: list[Path] = []
@@ -713,6 +732,7 @@ def _mounted_places(paths: Sequence[Path], cwd: Path, home: Path) -> list[Path]:
             place = place.parent
         if place in tops or place == Path("/"):
             continue
+        _refuse_sockets(place)
         found.append(place)
     unique = sorted(set(found), key=lambda p: len(p.parts))
     kept: list[Path] = []
@@ -752,7 +772,7 @@ def system_opener(environ: Mapping[str, str] | None = None, *, home: Path | None
                 raise ToolError(f"Windows could not open {target}: {exc.strerror or exc}") from exc
             return
         source = environ if environ is not None else os.environ
-        env = scrub_environment(
+        env = command_environment(
             source, home=home or Path.home(), keep=frozenset(_DESKTOP_NAMES & set(source))
         )
         name = "open" if sys.platform == "darwin" else "xdg-open"

@@ -522,3 +522,46 @@ def test_loopback_is_reachable_from_the_test_itself(server):
         while chunk := conn.recv(4096):
             received += chunk
     assert b"hello-from-loopback" in received
+
+
+# --- doors to other programs ------------------------------------------------------------------
+
+
+def test_a_socket_or_a_tmp_folder_holding_one_is_never_mounted(rig, tmp_path):
+    """An agent, display or multiplexer socket would let a command act outside the sandbox."""
+    import socket as sockets
+
+    door = Path(tempfile.mkdtemp(prefix="chamberlain-agent-", dir="/tmp"))
+    server = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    try:
+        server.bind(str(door / "agent.sock"))
+        for line in (f"cat {door}/agent.sock", f"ls {door}", f"grep -r x {door}"):
+            outcome = rig.run(line, typed=True)
+            assert outcome.record.status == "refused", (line, outcome.record.reason)
+            assert "socket" in outcome.record.reason
+    finally:
+        server.close()
+        shutil.rmtree(door)
+
+
+def test_the_session_bus_and_agents_under_run_are_never_named(rig):
+    line = "gdbus call --address unix:path=/run/user/1000/bus --dest org.freedesktop.secrets"
+    outcome = rig.run(line, typed=True)
+    assert outcome.record.status == "refused"
+    assert "/run" in outcome.record.reason
+    assert rig.prompter.asked == []
+
+
+def test_a_program_installed_in_the_home_is_shown_in_the_prompt_and_runs_as_checked(rig):
+    bin_dir = rig.home.user / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "hello"
+    tool.write_text("#!/bin/sh\necho checked\n")
+    tool.chmod(0o755)
+    docs = rig.home.user / "Documents"
+    outcome = rig.run(f"{tool}", typed=True, cwd=docs)
+    assert outcome.record.status == "ok", outcome.record.reason
+    assert outcome.result.data["stdout"] == "checked\n"
+    request = rig.prompter.asked[0]
+    # The prompt says the command sees its folder and the program's own folder, nothing else.
+    assert f"sees only {docs}, {bin_dir} (never" in request.reason

@@ -25,13 +25,13 @@ import pytest
 from tools.commands import assess_command
 from tools.manual import Capability, Tool, ToolError, ToolRefused
 from tools.registry import ToolConfig, builtin_registry
+from tools.sandbox import command_environment
 from tools.system import (
     KILL_GRACE_S,
     command_target,
     make_system_tools,
     normalise_url,
     parse_command,
-    scrub_environment,
     system_opener,
 )
 
@@ -416,13 +416,13 @@ def test_secret_looking_variables_never_reach_a_command(user_home, monkeypatch):
     ],
 )  # fmt: skip
 def test_scrub_drops(name, tmp_path):
-    env = scrub_environment({name: "x", "LANG": "C.UTF-8"}, home=tmp_path)
+    env = command_environment({name: "x", "LANG": "C.UTF-8"}, home=tmp_path)
     assert name not in env
     assert env["LANG"] == "C.UTF-8"
 
 
 def test_scrub_keeps_only_absolute_path_entries(tmp_path):
-    env = scrub_environment({"PATH": ":.:bin:/usr/bin::/bin"}, home=tmp_path)
+    env = command_environment({"PATH": ":.:bin:/usr/bin::/bin"}, home=tmp_path)
     assert env["PATH"] == "/usr/bin:/bin"
 
 
@@ -678,3 +678,19 @@ def test_command_overhead_bench_reports_its_figures(capsys):
         assert report["ms"][name]["p95"] >= report["ms"][name]["median"]
     assert report["ratio"]["true"]["median"] > 0
     assert report["ratio"]["echo"]["p95"] > 0
+
+
+@posix_only
+def test_the_program_that_runs_is_the_one_that_was_checked(user_home, tmp_path):
+    """A program put earlier on PATH between the check and the run is not what runs."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (second / "greet").write_text("#!/bin/sh\necho checked\n")
+    (second / "greet").chmod(0o755)
+    environ = {"PATH": f"{first}:{second}:/usr/bin:/bin"}
+    tool = build(user_home, environ=environ)["system_execute"]
+    prepared = tool.prepare({"command": "greet"})
+    (first / "greet").write_text("#!/bin/sh\necho swapped\n")
+    (first / "greet").chmod(0o755)
+    assert tool.execute(prepared).data["stdout"] == "checked\n"
