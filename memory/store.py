@@ -1111,6 +1111,8 @@ class MemoryStore:
         best by bm25 (FTS5 finds those from its index alone), widened to 512 and then to all
         matches whenever too few of them pass the filters. Filtering is therefore exact; only
         a fact outside the 32 best text matches can miss a boost that would have lifted it.
+        Facts holding every word are looked for first (FTS5 then ranks only that
+        intersection); the best of those holding any word are added when too few do.
         """
         terms = query_terms(query)
         if not terms:
@@ -1140,7 +1142,21 @@ class MemoryStore:
         *,
         count_use: bool,
     ) -> builtins.list[Fact]:
-        candidates = self._recall_candidates(conn, match, rank, at, limit)
+        candidates: builtins.list[_Candidate] = []
+        if len(terms) > 1:
+            # Facts holding every word rank first whatever their score (see _WordCoverage), so
+            # when enough of them pass the filters they are the answer, and FTS5 ranks only
+            # their intersection instead of every fact holding any one word.
+            every = " AND ".join(f"({term})" for term in terms)
+            candidates = self._recall_candidates(conn, every, rank, at, limit)
+        if len(candidates) < limit:
+            # Too few hold every word: the best of those holding any join them.
+            found = {c.seq for c in candidates}
+            candidates += [
+                c
+                for c in self._recall_candidates(conn, match, rank, at, limit)
+                if c.seq not in found
+            ]
         coverage = self._coverage().count(terms, {c.seq: c.text for c in candidates})
         candidates.sort(
             key=lambda c: (coverage[c.seq], _blend(c, at), c.created_at, c.seq), reverse=True

@@ -402,6 +402,20 @@ def test_filters_are_exact_even_when_many_better_matches_are_filtered_out(store)
     assert [f.id for f in store.recall("garden")] == [wanted.id]
 
 
+def test_a_fact_holding_every_word_is_found_even_when_dozens_score_higher_on_one_word(store):
+    """Short facts holding one of the words outscore a long fact holding both, by bm25; the
+    fact that answers the whole question must still come first."""
+    for i in range(40):
+        store.add(f"sister {i}", sensitivity=LOW)
+        store.add(f"peanut {i}", sensitivity=LOW)
+    wanted = store.add(
+        "long ago at the lake house my younger sister once told everyone at the table a story "
+        "about the day she found out she could not eat a single peanut without trouble",
+        sensitivity=LOW,
+    ).fact
+    assert store.recall("sister peanut")[0].id == wanted.id
+
+
 def test_recency_confirmation_and_use_break_ties(store, clock):
     old = store.add("my favourite colour is blue", sensitivity=LOW).fact
     clock.advance(365 * DAY)
