@@ -296,8 +296,28 @@ def _turn_json(turn: Any) -> dict[str, Any]:
     return data
 
 
-def _trace_to_stderr(stage: str, value: object) -> None:
-    shown = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+def _trace_to_stderr(event: object) -> None:
+    """--debug-routing: each pipeline stage's output, one JSON line per stage, from the turn's
+    events (the same ones the desktop app shows)."""
+    from broker.events import PolicyDecided, Routed, ToolFinished
+
+    shown: object
+    if isinstance(event, Routed):
+        stage, shown = "router", event.router.model_dump(mode="json")
+    elif isinstance(event, PolicyDecided):
+        stage, shown = "policy", event.policy.model_dump(mode="json")
+    elif isinstance(event, ToolFinished):
+        stage = "tool_call"
+        shown = {
+            "tool": event.tool,
+            "status": event.status,
+            "reason": event.reason,
+            "capability": event.capability.value if event.capability else None,
+            "call_id": event.call_id,
+            "duration_s": round(event.duration_s, 3),
+        }
+    else:
+        return
     sys.stderr.write(f"[{stage}] {json.dumps(shown, ensure_ascii=False, default=str)}\n")
 
 
@@ -347,7 +367,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         model=choice.model,
         model_problem=choice.problem,
         prompter=prompter,
-        trace=_trace_to_stderr if args.debug_routing else None,
+        events=_trace_to_stderr if args.debug_routing else None,
         memory_opener=open_memory,
         temporary=args.temporary,
     )

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from broker.audit import AuditEvent, AuditLog, redact
 from broker.clock import Clock
+from broker.events import PermissionAnswered, PermissionAsked, PermissionOutcome, TurnObserver, emit
 from broker.types import Grant, GrantMode
 from tools.manual import PATH_SCOPED, Capability, Reversibility, Risk
 from tools.paths import resolve_path
@@ -38,6 +39,7 @@ from tools.scopes import (
     natural_scope,
     scope_covers,
 )
+from tools.stop import Stopped, current_stop, stop_hook
 
 log = logging.getLogger("chamberlain.broker.permissions")
 
@@ -78,7 +80,8 @@ class PermissionRequest(BaseModel):
     once_only: bool = False
 
 
-DecisionReason = Literal["user", "rule", "timeout", "headless", "error"]
+# "cancelled": the person stopped the turn while the prompt was open (not a denial).
+DecisionReason = Literal["user", "rule", "timeout", "headless", "error", "cancelled"]
 
 
 class PromptDecision(BaseModel):
@@ -168,6 +171,9 @@ def ask_within(
             log.error("permission prompt failed: %s", exc)
             return PromptDecision(allow=False, reason="error")
     pending = PendingPrompt(request)
+    stop = current_stop()
+    if stop is not None and stop.stopped:
+        return PromptDecision(allow=False, reason="cancelled")
 
     def target() -> None:
         try:
@@ -182,10 +188,11 @@ def ask_within(
 
     worker = threading.Thread(target=target, name="permission-prompt", daemon=True)
     worker.start()
-    decision = pending.wait(timeout_s)
-    if decision is not None:
+    with stop_hook(lambda: pending.cancel("cancelled")):
+        decision = pending.wait(timeout_s)
+    if decision is not None and not pending.cancelled:
         return decision
-    pending.cancel("timeout")
+    pending.cancel("timeout")  # no-op when Stop already ended it as cancelled
     cancel = getattr(prompter, "cancel", None)
     if callable(cancel):
         try:
@@ -193,7 +200,9 @@ def ask_within(
         except Exception as exc:  # noqa: BLE001 - a failed close must not undo the denial
             log.error("closing a timed-out permission prompt failed: %s", exc)
     decision = pending.wait(0)
-    return decision if decision is not None else PromptDecision(allow=False, reason="timeout")
+    if decision is None:
+        return PromptDecision(allow=False, reason="timeout")
+    return decision
 
 
 # --- grants ----------------------------------------------------------------------------------
@@ -669,9 +678,19 @@ class PermissionBroker:
         risk: Risk = "safe",
         reversibility: Reversibility = "easy",
         turn_id: str | None = None,
+        events: TurnObserver | None = None,
     ) -> PermissionToken | Denial:
+        """A token for this call from a live grant, or from the person's answer; else a Denial.
+        Raises `Stopped` when the turn is stopped while the question is open."""
         self.expire(turn_id)
         digest = args_digest(arguments)
+
+        def answered(scope: str, outcome: PermissionOutcome) -> None:
+            emit(
+                events,
+                PermissionAnswered(turn_id or "", call_id, tool, capability, scope, outcome),
+            )
+
         grant = self.grants.find(capability, targets)
         if grant is not None:
             # A live grant covers the call: one line says which, and the token it backs.
@@ -687,6 +706,7 @@ class PermissionBroker:
                 grant_id=grant.id,
                 token_id=token.id,
             )
+            answered(grant.scope, "grant")
             return token
         scope, from_user = self.proposed_scope(capability, targets, user_scopes)
         runs_code = any(t.startswith(CODE_TARGET) for t in targets)
@@ -705,6 +725,7 @@ class PermissionBroker:
                 scope=scope,
                 why="runs_code",
             )
+            answered(scope, "refused")
             return Denial(status="refused", reason=why, capability=capability, scope=scope)
         request = PermissionRequest(
             capability=capability,
@@ -744,9 +765,24 @@ class PermissionBroker:
                 mode=answer.mode.value if answer.mode else None,
             )
 
+        emit(events, PermissionAsked(turn_id or "", call_id, tool, capability, scope))
         decision = ask_within(self.prompter, request, self.prompt_timeout_s, on_late=late)
+        if decision.reason == "cancelled":
+            self.audit.append(
+                AuditEvent.PERMISSION_DENIED,
+                turn_id=turn_id,
+                tool=tool,
+                call_id=call_id,
+                capability=capability.value,
+                scope=scope,
+                why="cancelled",
+            )
+            answered(scope, "cancelled")
+            raise Stopped()
         if not decision.allow or decision.mode is None:
-            return self._deny(decision, capability, scope, tool, call_id, turn_id)
+            denial = self._deny(decision, capability, scope, tool, call_id, turn_id)
+            answered(scope, "timeout" if denial.status == "timeout" else "denied")
+            return denial
         grant = self._grant_from(decision, request, digest, targets)
         self.grants.add(grant)
         token = self.tokens.issue(grant, call_id, digest)
@@ -763,6 +799,7 @@ class PermissionBroker:
             decided_by=grant.decided_by,
             token_id=token.id,
         )
+        answered(grant.scope, grant.mode.value)
         return token
 
     def _deny(

@@ -12,10 +12,12 @@ Nothing here trusts the model: names, arguments and sizes are checked as untrust
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ import jsonschema
 from pydantic import PydanticUserError
 
 from broker.audit import AuditEvent, AuditLog, digest
+from broker.events import ToolFinished, ToolStarted, TurnObserver, emit, summarize_arguments
 from broker.permissions import (
     TOKEN_PROBLEM_TEXT,
     Denial,
@@ -37,6 +40,7 @@ from broker.types import ToolCallRecord, ToolStatus
 from tools.arguments import ToolArguments
 from tools.manual import InvalidArguments, Prepared, Tool, ToolError, ToolRefused, ToolResult
 from tools.registry import ToolRegistry
+from tools.stop import Stopped, StopSignal, check_stopped, current_stop
 
 log = logging.getLogger("chamberlain.broker.runner")
 
@@ -89,6 +93,8 @@ class TurnScope:
     turn_id: str
     allowed: Collection[str]
     user_scopes: list[str] = field(default_factory=list)
+    # Told when a call starts and ends, and of permission questions (broker/events.py).
+    events: TurnObserver | None = None
 
 
 _Job = tuple[Callable[[], object], list[object], threading.Event]
@@ -116,8 +122,13 @@ class _ToolWorker:
                 box.append(exc)
             done.set()
 
-    def call(self, work: Callable[[], object], timeout_s: float) -> tuple[bool, object]:
-        """(True, result or the exception it raised), or (False, None) after `timeout_s`."""
+    def call(
+        self, work: Callable[[], object], timeout_s: float, stop: StopSignal | None = None
+    ) -> tuple[bool, object]:
+        """(True, result or the exception it raised), or (False, None) after `timeout_s`.
+
+        When `stop` fires, the tool is given STOP_GRACE_S to end (a command ends its process
+        groups on the same signal) before it is abandoned like one that timed out."""
         with self._lock:
             if self._jobs is None:
                 self._jobs = queue.SimpleQueue()
@@ -128,13 +139,36 @@ class _ToolWorker:
         box: list[object] = []
         done = threading.Event()
         jobs.put((work, box, done))
-        if done.wait(timeout_s):
+        if stop is None:
+            finished = done.wait(timeout_s)
+        else:
+            with_stop = stop.on_stop(done.set)  # wakes the wait; `box` tells the two apart
+            try:
+                done.wait(timeout_s)
+            finally:
+                with_stop()
+            finished = bool(box) or (stop.stopped and _wait_for(box, done, STOP_GRACE_S))
+        if finished and box:
             return True, box[0]
         with self._lock:
             if self._jobs is jobs:
                 self._jobs = None
         jobs.put(None)  # the stuck thread leaves when its call finally returns
         return False, None
+
+
+STOP_GRACE_S = 3.0
+
+
+def _wait_for(box: list[object], done: threading.Event, seconds: float) -> bool:
+    """Wait up to `seconds` for the worker to put its result in `box`."""
+    end = time.monotonic() + seconds
+    while not box and time.monotonic() < end:
+        done.clear()
+        if box:
+            break
+        done.wait(min(0.05, max(0.0, end - time.monotonic())))
+    return bool(box)
 
 
 class ToolRunner:
@@ -170,6 +204,7 @@ class ToolRunner:
             )
             return self._finish(turn, call_id, short, raw_arguments, "refused", why, tool)
 
+        check_stopped()  # nothing is asked or run for a turn the person already stopped
         arguments, values, problem = self._parse_arguments(tool, raw_arguments)
         if arguments is None:
             return self._finish(turn, call_id, name, raw_arguments, "error", problem, tool)
@@ -198,6 +233,7 @@ class ToolRunner:
             risk=tool.manual.risk,
             reversibility=reversibility,
             turn_id=turn.turn_id,
+            events=turn.events,
         )
         if isinstance(grant, Denial):
             return self._finish(turn, call_id, name, arguments, grant.status, grant.reason, tool)
@@ -319,10 +355,37 @@ class ToolRunner:
             targets=targets,
             reversibility=call.reversibility,
         )
-        finished, value = self._worker.call(lambda: tool.execute(call), tool.manual.timeout_s)
+        started = time.monotonic()
+        emit(
+            turn.events,
+            ToolStarted(
+                turn.turn_id, call_id, tool.name, tool.capability, summarize_arguments(arguments)
+            ),
+        )
+        # The tool runs on the worker thread, in this turn's context: it sees the turn's Stop.
+        context = contextvars.copy_context()
+        stop = current_stop()
+        finished, value = self._worker.call(
+            lambda: context.run(tool.execute, call), tool.manual.timeout_s, stop
+        )
+        if stop is not None and stop.stopped:
+            self._finish(
+                turn,
+                call_id,
+                tool.name,
+                arguments,
+                "cancelled",
+                "stopped",
+                tool,
+                token_id,
+                started=started,
+            )
+            raise Stopped()
         if not finished:
             why = f"{tool.name} did not finish within {tool.manual.timeout_s:g} s"
-            return self._finish(turn, call_id, tool.name, arguments, "timeout", why, tool, token_id)
+            return self._finish(
+                turn, call_id, tool.name, arguments, "timeout", why, tool, token_id, started=started
+            )
         if not isinstance(value, ToolResult):
             if isinstance(value, ToolError | OSError | ValueError):
                 why = str(value)
@@ -330,7 +393,9 @@ class ToolRunner:
                 exc_info = value if isinstance(value, BaseException) else None
                 log.error("tool %s crashed", tool.name, exc_info=exc_info)
                 why = f"{tool.name} failed unexpectedly ({type(value).__name__})"
-            return self._finish(turn, call_id, tool.name, arguments, "error", why, tool, token_id)
+            return self._finish(
+                turn, call_id, tool.name, arguments, "error", why, tool, token_id, started=started
+            )
         result = value
         model_text = json.dumps(result.data, ensure_ascii=False, default=str)
         cap = tool.manual.output_cap
@@ -338,7 +403,17 @@ class ToolRunner:
         if len(model_text) > cap:
             model_text = model_text[:cap] + f"… [output truncated at {cap} characters]"
         outcome = self._finish(
-            turn, call_id, tool.name, arguments, "ok", "", tool, token_id, model_text
+            turn,
+            call_id,
+            tool.name,
+            arguments,
+            "ok",
+            "",
+            tool,
+            token_id,
+            model_text,
+            started=started,
+            result_text=result.text,
         )
         outcome.result = result
         return outcome
@@ -354,6 +429,9 @@ class ToolRunner:
         tool: Tool | None,
         token_id: str | None = None,
         output: str | None = None,
+        *,
+        started: float | None = None,
+        result_text: str | None = None,
     ) -> CallOutcome:
         shown_args: str | dict[str, Any] = arguments
         if isinstance(arguments, str) and len(arguments) > 2000:
@@ -381,6 +459,19 @@ class ToolRunner:
             capability=tool.capability.value if tool else None,
             token_id=token_id,
             output=out,
+        )
+        emit(
+            turn.events,
+            ToolFinished(
+                turn.turn_id,
+                call_id,
+                name,
+                tool.capability if tool else None,
+                status,
+                time.monotonic() - started if started is not None else 0.0,
+                reason,
+                result_text,
+            ),
         )
         model_text = (
             output if status == "ok" and output is not None else (f"error ({status}): {reason}")

@@ -16,9 +16,19 @@ from typing import TYPE_CHECKING, Literal
 
 from broker.audit import AuditEvent, AuditLog, digest
 from broker.clock import Clock, SystemClock
+from broker.events import (
+    MemoryNotice,
+    PolicyDecided,
+    Routed,
+    TextDelta,
+    TurnEnded,
+    TurnObserver,
+    TurnStarted,
+    emit,
+)
 from broker.executor import DIRECT_CONFIDENCE, ExecutionResult, Executor, takes_direct
 from broker.keys import InstallSecret, load_install_secret
-from broker.llm.base import ChatModel, ModelError
+from broker.llm.base import ChatModel, ModelError, deltas_to
 from broker.permissions import (
     DenyPrompter,
     GrantStore,
@@ -34,6 +44,7 @@ from broker.settings import Settings, load_settings
 from broker.types import GrantMode, Intent, PolicyDecision, RouterOutput, TurnResult
 from tools.manual import RequestWords
 from tools.registry import ToolConfig, ToolRegistry, builtin_registry
+from tools.stop import Stopped, StopSignal, check_stopped, stopping
 
 if TYPE_CHECKING:
     # The memory side (SQLCipher, the sensitivity detectors) is imported when a turn first
@@ -108,8 +119,8 @@ class Session:
     memory_opener: Callable[[], MemoryStore] | None = None
     # A temporary chat: nothing recalled, nothing remembered (anchors still apply).
     temporary: bool = False
-    # Called with each stage's output when the user asked to see the pipeline.
-    trace: Callable[[str, object], None] | None = None
+    # Told of every step of every turn (see broker/events.py), unless a turn names its own.
+    events: TurnObserver | None = None
 
     def __post_init__(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -229,17 +240,42 @@ class Session:
         tools = {tool.name: tool.capability for tool in self.tools}
         return decide(router, self.policy_table, tools, self.settings.policy)
 
-    def ask(self, text: str) -> TurnResult:
-        """One whole turn. It always ends: an exception inside any stage ends it as failed, and
-        Ctrl-C (KeyboardInterrupt) as cancelled; either way one-shot grants end and the turn's
-        summary is audited. A cancelled turn re-raises KeyboardInterrupt after that."""
+    def ask(
+        self,
+        text: str,
+        *,
+        events: TurnObserver | None = None,
+        stop: StopSignal | None = None,
+    ) -> TurnResult:
+        """One whole turn. It always ends: an exception inside any stage ends it as failed;
+        `stop` fired (the person's Stop) or Ctrl-C (KeyboardInterrupt) ends it as cancelled;
+        either way one-shot grants end and the turn's summary is audited. A turn cancelled by
+        Ctrl-C re-raises KeyboardInterrupt after that.
+
+        `events` (else the session's own observer) is told of each step as it happens, on this
+        thread. Firing `stop` from any thread cuts the model's stream, ends a running command's
+        process groups and resolves a pending permission prompt as cancelled."""
         turn_id = "t-" + uuid.uuid4().hex[:12]
+        observer = events if events is not None else self.events
+        emit(observer, TurnStarted(turn_id, text))
+
+        def delta(piece: str) -> None:
+            emit(observer, TextDelta(turn_id, piece))
+
+        with stopping(stop), deltas_to(delta if observer is not None else None):
+            turn = self._ask(text, turn_id, observer)
+        emit(observer, TurnEnded(turn_id, turn.status, turn))
+        return turn
+
+    def _ask(self, text: str, turn_id: str, observer: TurnObserver | None) -> TurnResult:
         router = RouterOutput(text=text)
         policy = PolicyDecision(
             intent=router.intent, allowed_tools=[], forbidden_tools=[], required_capabilities=[]
         )
         try:
-            turn = self._turn(text, turn_id)
+            turn = self._turn(text, turn_id, observer)
+        except Stopped:
+            return self._end_abruptly(turn_id, router, policy, "cancelled", "Stopped.")
         except KeyboardInterrupt:
             self._end_abruptly(turn_id, router, policy, "cancelled", "Cancelled.")
             raise
@@ -279,7 +315,7 @@ class Session:
             log.exception("ending turn %s as %s failed too", turn_id, how)
         return turn
 
-    def _turn(self, text: str, turn_id: str) -> TurnResult:
+    def _turn(self, text: str, turn_id: str, observer: TurnObserver | None) -> TurnResult:
         router = self.route(text, turn_id)
         self.audit.append(
             AuditEvent.ROUTER_OUTPUT,
@@ -288,24 +324,29 @@ class Session:
             **router.model_dump(mode="json", exclude={"text", "arguments"}),
             arguments=_auditable_arguments(router),
         )
-        self._trace("router", router)
+        emit(observer, Routed(turn_id, router))
+        check_stopped()
 
         policy = self.decide(router)
         self.audit.append(
             AuditEvent.POLICY_DECISION, turn_id=turn_id, **policy.model_dump(mode="json")
         )
-        self._trace("policy", policy)
+        emit(observer, PolicyDecided(turn_id, policy))
+        check_stopped()
 
         scope = TurnScope(
             turn_id=turn_id,
             allowed=policy.allowed_tools,
             user_scopes=user_scopes(router, self.tool_config, self.tools),
+            events=observer,
         )
         recall, write = self._memory_use(router, policy)
         if recall or write:
             self._open_memory()
         recollection = self._recollect(router, turn_id) if recall else None
+        check_stopped()
         result = self._execute(router, policy, scope, recollection)
+        check_stopped()
         self.audit.append(
             AuditEvent.EXECUTOR_RESPONSE,
             turn_id=turn_id,
@@ -324,8 +365,6 @@ class Session:
             model=self.model.name if self.model else None,
             failed=result.failed,
         )
-        for record in turn.tool_calls:
-            self._trace("tool_call", record)
         run_posthooks(
             turn,
             turn_id=turn_id,
@@ -333,6 +372,9 @@ class Session:
             audit=self.audit,
             memory_hooks=self.memory_hooks,
         )
+        for event in turn.memory:
+            if event.get("notice"):
+                emit(observer, _memory_notice(turn_id, event))
         notices = [str(event["notice"]) for event in turn.memory if event.get("notice")]
         if notices:
             turn.reply = "\n\n".join(part for part in (turn.reply, *notices) if part)
@@ -384,9 +426,16 @@ class Session:
         context = recollection.context_lines() if recollection is not None else []
         return self.executor.run(router, policy, scope, context)
 
-    def _trace(self, stage: str, value: object) -> None:
-        if self.trace is not None:
-            self.trace(stage, value)
+
+def _memory_notice(turn_id: str, event: dict[str, object]) -> MemoryNotice:
+    fact_id = event.get("fact_id")
+    return MemoryNotice(
+        turn_id,
+        action=str(event.get("action", "")),
+        notice=str(event.get("notice", "")),
+        fact_id=str(fact_id) if fact_id else None,
+        detail={k: v for k, v in event.items() if k not in ("action", "notice", "fact_id")},
+    )
 
 
 def user_scopes(

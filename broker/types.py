@@ -111,7 +111,8 @@ class Grant(BaseModel):
     revoked: bool = False
 
 
-ToolStatus = Literal["ok", "denied", "refused", "error", "timeout"]
+# "cancelled": the person stopped the turn while the call was running.
+ToolStatus = Literal["ok", "denied", "refused", "error", "timeout", "cancelled"]
 
 
 class ToolCallRecord(BaseModel):

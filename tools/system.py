@@ -80,6 +80,7 @@ from tools.sandbox import (
     sandbox_status,
     wrap_stage,
 )
+from tools.stop import Stopped, current_stop
 
 log = logging.getLogger("chamberlain.tools.system")
 
@@ -97,6 +98,8 @@ __all__ = [
 
 # After SIGTERM, how long the command's processes get to exit before SIGKILL.
 KILL_GRACE_S = 1.0
+# How often a running command looks at the turn's Stop.
+STOP_POLL_S = 0.05
 # How long the opener waits for xdg-open / open to report a failure before assuming success.
 OPENER_WAIT_S = 5.0
 MAX_URL_CHARS = 2048
@@ -314,6 +317,10 @@ def run_argv(
     deadline = started + timeout_s
     timed_out = False
     stragglers_killed = False
+    # The person's Stop ends the command as the time limit would; the wait below wakes often
+    # enough to notice it (a stop costs at most STOP_POLL_S more).
+    stop = current_stop()
+    stopped = False
 
     def pump(wait: float) -> None:
         for key, _ in sel.select(wait):
@@ -344,9 +351,17 @@ def run_argv(
             if remaining <= 0:
                 timed_out = not watch.all_exited
                 break
+            if stop is not None:
+                if stop.stopped:
+                    stopped = timed_out = not watch.all_exited
+                    break
+                remaining = min(remaining, STOP_POLL_S)
             pump(min(remaining, 0.01) if watch.polling else remaining)
         if timed_out:
-            log.debug("command timed out after %.1f s; ending its process groups", timeout_s)
+            log.debug(
+                "command %s; ending its process groups",
+                "stopped" if stopped else f"timed out after {timeout_s:.1f} s",
+            )
             _signal_groups(procs, signal.SIGTERM)
             grace_end = clock() + KILL_GRACE_S
             while not watch.all_exited and clock() < grace_end:
@@ -379,6 +394,8 @@ def run_argv(
         err.total,
         duration,
     )
+    if stopped:
+        raise Stopped("The command was stopped; its processes were ended.")
     return CommandOutcome(
         exit_codes=tuple(codes),
         stdout=out.text(),

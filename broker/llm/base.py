@@ -9,8 +9,11 @@ callers note the failure (`note_failure`) and ask before calling (`failure_in_tu
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -114,3 +117,26 @@ def failure_in_turn(model: object, turn_id: str) -> ModelError | None:
     """The first failure of `model` in turn `turn_id`, if it failed: then do not call it again
     in that turn (a dead model would cost a full deadline per call) and name this failure."""
     return _FAILURES.get(model, turn_id)
+
+
+# --- streamed reply text ---------------------------------------------------------------------
+
+_DELTAS: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
+    "chamberlain_reply_deltas", default=None
+)
+
+
+@contextlib.contextmanager
+def deltas_to(sink: Callable[[str], None] | None) -> Iterator[None]:
+    """Within the block, chat replies hand each piece of text to `sink` as it arrives (the
+    session sets this per turn; structured calls such as routing and extraction never do)."""
+    token = _DELTAS.set(sink)
+    try:
+        yield
+    finally:
+        _DELTAS.reset(token)
+
+
+def delta_sink() -> Callable[[str], None] | None:
+    """Where the current turn wants reply text as it streams, if anywhere."""
+    return _DELTAS.get()

@@ -29,9 +29,16 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletion
 
-from broker.llm.base import AssistantMessage, ModelError, ModelToolCall, ModelUnavailable
+from broker.llm.base import (
+    AssistantMessage,
+    ModelError,
+    ModelToolCall,
+    ModelUnavailable,
+    delta_sink,
+)
 from broker.llm.endpoints import is_loopback_url
 from broker.settings import LLMSettings
+from tools.stop import Stopped, stop_hook
 
 log = logging.getLogger("chamberlain.broker.llm")
 
@@ -156,6 +163,7 @@ class _Deadline:
         self.seconds = seconds
         self._ends_at = time.monotonic() + seconds
         self.expired = False
+        self.stopped = False
         self._lock = threading.Lock()
         self._done = False
         self._sockets: list[socket.socket] = []
@@ -192,6 +200,16 @@ class _Deadline:
         with self._lock:
             if self._done:
                 return
+            self.expired = True
+            for sock in self._sockets:
+                _shutdown(sock)
+
+    def stop(self) -> None:
+        """The person stopped the turn: cut the call now, and say so (`stopped`)."""
+        with self._lock:
+            if self._done:
+                return
+            self.stopped = True
             self.expired = True
             for sock in self._sockets:
                 _shutdown(sock)
@@ -361,20 +379,27 @@ class OpenAIChatModel:
     def chat(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> AssistantMessage:
-        with self._deadline() as deadline:
+        # The person's Stop cuts the connection as the deadline would, and is told apart.
+        with self._deadline() as deadline, stop_hook(deadline.stop):
             try:
                 if self._stream:
                     message = self._chat_streaming(messages, tools, deadline)
                 else:
                     message = self._chat_plain(messages, tools, deadline)
             except ModelError as exc:
+                if deadline.stopped:
+                    raise Stopped() from exc
                 if deadline.expired:
                     raise self._timed_out() from exc
                 raise
             except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, ValueError) as exc:
+                if deadline.stopped:
+                    raise Stopped() from exc
                 if deadline.expired:
                     raise self._timed_out() from exc
                 raise self._translate(exc) from exc
+            if deadline.stopped:
+                raise Stopped()
             if deadline.expired:
                 # The cut connection ended the stream as if the server had closed it.
                 raise self._timed_out()
@@ -517,9 +542,22 @@ class OpenAIChatModel:
             timeout=deadline.remaining(),
         )
         message = self._collect_plain(response)
-        if self.on_delta is not None and message.content:
-            self.on_delta(message.content)
+        sink = self._delta_sink()
+        if sink is not None and message.content:
+            sink(message.content)
         return message
+
+    def _delta_sink(self) -> Callable[[str], None] | None:
+        """Where reply text goes as it arrives: this client's own `on_delta`, and the turn's."""
+        own, turn = self.on_delta, delta_sink()
+        if own is None or turn is None:
+            return own or turn
+
+        def both(text: str) -> None:
+            own(text)
+            turn(text)
+
+        return both
 
     def _collect_plain(self, response: object) -> AssistantMessage:
         if isinstance(response, str | bytes):
@@ -552,7 +590,7 @@ class OpenAIChatModel:
         tools: list[dict[str, Any]] | None,
         deadline: _Deadline,
     ) -> AssistantMessage:
-        acc = _Accumulator(self.on_delta)
+        acc = _Accumulator(self._delta_sink())
         stream = self._client.chat.completions.create(
             model=self._model,
             messages=cast(Any, messages),

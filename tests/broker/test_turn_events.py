@@ -1,0 +1,256 @@
+"""What a turn tells its observer, and Stop: the seams the desktop app and the CLI are built on.
+
+Real parts: the builtin tools on real files, a real home (audit log, grants, keys), the real
+OpenAI client against the scripted OpenAI server on 127.0.0.1, and a real command in the real
+bubblewrap sandbox for Stop during a command. The prompters stand in for the person.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from broker.clock import ManualClock
+from broker.events import (
+    PermissionAnswered,
+    PermissionAsked,
+    PolicyDecided,
+    Routed,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnEvent,
+    TurnStarted,
+)
+from broker.llm.openai_client import OpenAIChatModel
+from broker.permissions import PendingPrompt, PermissionRequest, PromptDecision
+from broker.session import Session
+from broker.settings import Settings
+from broker.types import GrantMode
+from tests.support.openai_server import ScriptedOpenAIServer, Text, Trickle
+from tools.sandbox import sandbox_status
+from tools.stop import StopSignal
+
+
+class AllowOnce:
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        return PromptDecision(allow=True, mode=GrantMode.ONCE)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[TurnEvent] = []
+
+    def __call__(self, event: TurnEvent) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+def session_at(tmp_path: Path, **options: Any) -> Session:
+    options.setdefault("prompter", AllowOnce())
+    settings = options.pop("settings", Settings())
+    settings.router.model_refinement = False
+    return Session(home=tmp_path / "home", settings=settings, clock=ManualClock(), **options)
+
+
+def audit(session: Session, name: str) -> list[dict[str, Any]]:
+    records = [json.loads(line) for line in session.audit.path.read_text().splitlines()]
+    return [r["data"] for r in records if r["event"] == name]
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "Documents"
+    folder.mkdir()
+    (folder / "plan.txt").write_text("Buy milk\n")
+    return folder
+
+
+def test_a_granted_file_turn_reports_every_step_in_order(tmp_path, docs):
+    seen = Recorder()
+    turn = session_at(tmp_path).ask(f"list files in {docs}", events=seen)
+
+    kinds = [type(e) for e in seen.events]
+    assert kinds == [
+        TurnStarted,
+        Routed,
+        PolicyDecided,
+        PermissionAsked,
+        PermissionAnswered,
+        ToolStarted,
+        ToolFinished,
+        TurnEnded,
+    ]
+    assert len({e.turn_id for e in seen.events}) == 1
+    [asked] = seen.of(PermissionAsked)
+    assert (asked.tool, asked.capability.value) == ("file_list", "file_read")
+    assert asked.scope == str(docs)
+    [answer] = seen.of(PermissionAnswered)
+    assert (answer.outcome, answer.allowed) == ("once", True)
+    [started] = seen.of(ToolStarted)
+    assert str(docs) in started.summary
+    [finished] = seen.of(ToolFinished)
+    assert finished.call_id == started.call_id
+    assert (finished.status, finished.duration_s >= 0) == ("ok", True)
+    assert "plan.txt" in (finished.result_text or "")
+    [ended] = seen.of(TurnEnded)
+    assert (ended.status, ended.result) == ("done", turn)
+
+
+def test_a_denied_call_is_reported_as_denied_and_never_started(tmp_path, docs):
+    class Deny:
+        def ask(self, request: PermissionRequest) -> PromptDecision:
+            return PromptDecision(allow=False)
+
+    seen = Recorder()
+    session_at(tmp_path, prompter=Deny()).ask(f"read {docs}/plan.txt", events=seen)
+    assert [a.outcome for a in seen.of(PermissionAnswered)] == ["denied"]
+    assert seen.of(ToolStarted) == []
+    assert [f.status for f in seen.of(ToolFinished)] == ["denied"]
+
+
+def test_an_observer_that_raises_never_breaks_the_turn(tmp_path, docs):
+    def broken(event: TurnEvent) -> None:
+        raise RuntimeError("a bug in the window")
+
+    turn = session_at(tmp_path).ask(f"list files in {docs}", events=broken)
+    assert (turn.status, turn.failed) == ("done", False)
+    assert "plan.txt" in turn.reply
+
+
+def test_the_model_reply_streams_as_text_deltas_that_add_up_to_the_reply(tmp_path):
+    with ScriptedOpenAIServer([Text("Paris is the capital of France, on the Seine.")]) as server:
+        model = OpenAIChatModel(server.base_url, model="scripted")
+        seen = Recorder()
+        turn = session_at(tmp_path, model=model).ask("what is the capital of france", events=seen)
+        model.close()
+    pieces = [d.text for d in seen.of(TextDelta)]
+    assert len(pieces) > 1
+    assert "".join(pieces) == turn.reply == "Paris is the capital of France, on the Seine."
+
+
+def test_stop_during_a_streaming_reply_ends_the_turn_as_cancelled_and_audits_it(tmp_path):
+    # 400 pieces of ~200 bytes each, a byte every 2 ms: about three minutes in all.
+    long_reply = Text("word " * 16000)
+    with ScriptedOpenAIServer([Trickle(long_reply, interval=0.002)], fragments=400) as server:
+        model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=100)
+        session = session_at(tmp_path, model=model)
+        stop = StopSignal()
+        seen = Recorder()
+
+        def observe(event: TurnEvent) -> None:
+            seen(event)
+            if isinstance(event, TextDelta) and len(seen.of(TextDelta)) == 1:
+                threading.Timer(0.3, stop.stop).start()
+
+        started = time.monotonic()
+        turn = session.ask("tell me a long story", events=observe, stop=stop)
+        elapsed = time.monotonic() - started
+        model.close()
+
+    assert (turn.status, turn.failed) == ("cancelled", True)
+    assert elapsed < 20  # the whole reply would take minutes
+    assert seen.of(TextDelta)  # it was streaming when stopped
+    [ended] = seen.of(TurnEnded)
+    assert ended.status == "cancelled"
+    [summary] = audit(session, "POSTHOOK_SUMMARY")
+    assert summary["status"] == "cancelled"
+
+
+class Waiting:
+    """A person who looks at the prompt and never answers; the prompt can be closed."""
+
+    def __init__(self) -> None:
+        self.shown = threading.Event()
+        self.closed: list[PendingPrompt] = []
+        self._release = threading.Event()
+
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        self.shown.set()
+        self._release.wait(30)
+        return PromptDecision(allow=True, mode=GrantMode.ALWAYS)  # too late to count
+
+    def cancel(self, pending: PendingPrompt) -> None:
+        self.closed.append(pending)
+        self._release.set()
+
+
+def test_stop_at_an_open_prompt_cancels_it_closes_it_and_grants_nothing(tmp_path, docs):
+    prompter = Waiting()
+    session = session_at(tmp_path, prompter=prompter)
+    stop = StopSignal()
+    seen = Recorder()
+
+    def press_stop() -> None:
+        prompter.shown.wait(10)
+        stop.stop()
+
+    threading.Thread(target=press_stop, daemon=True).start()
+    turn = session.ask(f"read {docs}/plan.txt", events=seen, stop=stop)
+
+    assert turn.status == "cancelled"
+    assert [a.outcome for a in seen.of(PermissionAnswered)] == ["cancelled"]
+    [closed] = prompter.closed
+    assert closed.cancelled
+    assert session.permissions.grants.live() == []
+    assert "Buy milk" not in turn.reply
+    assert [d["why"] for d in audit(session, "PERMISSION_DENIED")] == ["cancelled"]
+    assert audit(session, "PERMISSION_TIMEOUT") == []
+    assert audit(session, "TOOL_CALL_START") == []
+
+
+def test_a_turn_stopped_before_it_starts_runs_nothing(tmp_path, docs):
+    stop = StopSignal()
+    stop.stop()
+    session = session_at(tmp_path)
+    turn = session.ask(f"list files in {docs}", stop=stop)
+    assert turn.status == "cancelled"
+    assert audit(session, "PERMISSION_CHECK") == []
+    assert audit(session, "TOOL_CALL_START") == []
+
+
+def _processes_with(marker: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if marker in (proc.info["cmdline"] or []):
+            found.append(proc)
+    return found
+
+
+@pytest.mark.skipif(not sandbox_status().available, reason="needs bubblewrap (scripts/setup.sh)")
+def test_stop_during_a_running_command_ends_its_whole_process_group(tmp_path):
+    marker = "61.0417"  # a sleep length no other process here uses
+    session = session_at(tmp_path)
+    stop = StopSignal()
+    seen = Recorder()
+
+    def observe(event: TurnEvent) -> None:
+        seen(event)
+        if isinstance(event, ToolStarted):
+            threading.Timer(0.8, stop.stop).start()
+
+    started = time.monotonic()
+    turn = session.ask(f"run `sleep {marker}`", events=observe, stop=stop)
+    elapsed = time.monotonic() - started
+
+    assert turn.status == "cancelled"
+    assert elapsed < 20  # the command would run for a minute
+    [finished] = seen.of(ToolFinished)
+    assert finished.status == "cancelled"
+    deadline = time.monotonic() + 5
+    while _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _processes_with(marker) == []
+    ends = audit(session, "TOOL_CALL_END")
+    assert [e["status"] for e in ends] == ["cancelled"]
+    # The one-shot grant for the stopped call ended with its turn.
+    assert [g for g in session.permissions.grants.live() if g.mode is GrantMode.ONCE] == []
