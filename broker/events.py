@@ -104,6 +104,15 @@ class TextDelta(TurnEvent):
 
 
 @dataclass(frozen=True)
+class Recalled(TurnEvent):
+    """The remembered facts this turn's model was given: (fact id, text) pairs, and how many
+    more matched but were held back from a model outside this machine."""
+
+    facts: tuple[tuple[str, str], ...]
+    held_back: int = 0
+
+
+@dataclass(frozen=True)
 class MemoryNotice(TurnEvent):
     """What memory did after the turn: a fact kept (with its id, so it can be undone), one
     waiting for consent, one refused. `notice` is the sentence shown to the person."""

@@ -19,6 +19,7 @@ from broker.clock import Clock, SystemClock
 from broker.events import (
     MemoryNotice,
     PolicyDecided,
+    Recalled,
     Routed,
     TextDelta,
     TurnEnded,
@@ -166,6 +167,14 @@ class Session:
         )
         self.memory_hooks.append(writer)
         return writer
+
+    def set_temporary(self, temporary: bool) -> None:
+        """Make the next turns a temporary chat (nothing recalled, nothing remembered) or not:
+        the desktop app's toggle, for its one long-lived session."""
+        self.temporary = temporary
+        for hook in self.memory_hooks:
+            if hasattr(hook, "temporary"):
+                hook.temporary = temporary
 
     def close(self) -> None:
         """Close the memory store this session opened itself (one given to it stays open)."""
@@ -344,6 +353,9 @@ class Session:
         if recall or write:
             self._open_memory()
         recollection = self._recollect(router, turn_id) if recall else None
+        if recollection is not None:
+            facts = tuple((f.id, f.text) for f in recollection.facts)
+            emit(observer, Recalled(turn_id, facts, recollection.held_back))
         check_stopped()
         result = self._execute(router, policy, scope, recollection)
         check_stopped()

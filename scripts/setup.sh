@@ -17,14 +17,18 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
-# On Debian-like Linux: OpenCV under the OCR engine needs libGL and GLib, and every command runs
-# inside bubblewrap (always). For the tests
+# On Debian-like Linux: OpenCV under the OCR engine needs libGL and GLib, every command runs
+# inside bubblewrap (always), and the desktop app needs Qt's system libraries. For the tests
 # (--test): Xvfb runs a real X server, xmessage (x11-utils) shows a window with known text in a
 # large core font (xfonts-100dpi; xfonts-base has the default "fixed"), and evilwm is a tiny
 # EWMH window manager. Installed only when missing, and only when we may (root, or sudo without
 # a password); otherwise setup says what is missing.
 screen_apt=()
 wanted=(libgl1 libglib2.0-0 bubblewrap)
+# Qt (PySide6-Essentials) on X11/xcb and offscreen: EGL, fontconfig, xkbcommon, the xcb helpers.
+wanted+=(libegl1 libfontconfig1 libxkbcommon0 libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4
+  libxcb-keysyms1 libxcb-shape0 libxcb-randr0 libxcb-render-util0 libxcb-xinerama0 libxcb-xkb1
+  libdbus-1-3)
 $for_tests && wanted+=(xvfb x11-utils xfonts-base xfonts-100dpi evilwm)
 if [ "$(uname -s)" = Linux ] && command -v dpkg-query >/dev/null && command -v apt-get >/dev/null
 then

@@ -21,6 +21,9 @@ os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
 # the developer's shell would leak into tests; tests that want a home use the `home` fixture.
 for _name in [name for name in os.environ if name.startswith("CHAMBERLAIN_")]:
     del os.environ[_name]
+# Qt widgets in tests render offscreen (pytest-qt makes the QApplication); the screenshots
+# script, not the tests, uses a real X server.
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,174 @@
+"""The desktop app's one long-lived Session, driven from the UI thread without ever blocking it.
+
+`Assistant` is a QObject that lives on the UI thread. Turns run on a worker thread of their
+own (one at a time); everything else that blocks — opening memory (key derivation), database
+writes from the windows, revoking grants — runs on a second, single "io" thread, so a window can
+still revoke a grant or list memory while a turn is running. Every step of a turn arrives as a
+`broker.events` event through the `turn_event` signal, queued onto the UI thread.
+
+This module adds no policy, no routing and no storage: it calls the broker and relays what the
+broker reports. It must never call `QDialog.exec()` or start a nested event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from PySide6.QtCore import QObject, Signal
+
+from broker.events import (
+    PermissionAnswered,
+    PermissionAsked,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnEvent,
+    TurnStarted,
+)
+from broker.types import TurnResult
+from tools.stop import StopSignal
+
+if TYPE_CHECKING:
+    from broker.session import Session
+
+log = logging.getLogger("chamberlain.app.assistant")
+
+T = TypeVar("T")
+
+# What the tray icon shows.
+IDLE, THINKING, TOOL, ASKING, PAUSED = "idle", "thinking", "tool", "asking", "paused"
+
+
+class Busy(Exception):
+    """A turn is already running; the person must wait for it or stop it."""
+
+
+class Paused(Exception):
+    """The assistant is paused from the tray; nothing runs until it is resumed."""
+
+
+class Assistant(QObject):
+    """The app's session, its turns and its state, for the windows and the tray."""
+
+    # A broker.events.TurnEvent, on the UI thread, in the order the turn produced them.
+    turn_event = Signal(object)
+    # (state, detail): idle | thinking | tool (detail: the capability) | asking | paused.
+    state_changed = Signal(str, str)
+    # Grants were added, used up or revoked: the Permissions window refreshes.
+    grants_changed = Signal()
+
+    def __init__(self, session: Session, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self._turns = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chamberlain-turn")
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chamberlain-io")
+        self._stop: StopSignal | None = None
+        self._paused = False
+        self._state = (IDLE, "")
+        self._closed = False
+        # Queued onto the UI thread whatever thread emits: the worker only ever emits.
+        self.turn_event.connect(self._track_state)
+
+    # -- turns ---------------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        return self._stop is not None
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def state(self) -> tuple[str, str]:
+        return self._state
+
+    async def ask(self, text: str, *, temporary: bool = False) -> TurnResult:
+        """Run one turn on the turn thread; its events arrive through `turn_event` meanwhile."""
+        if self._paused:
+            raise Paused("Chamberlain is paused. Resume it from the tray menu to ask again.")
+        if self._stop is not None:
+            raise Busy("Chamberlain is still working on the last request. Wait, or press Stop.")
+        stop = StopSignal()
+        self._stop = stop
+        self.session.set_temporary(temporary)
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(
+                self._turns, lambda: self.session.ask(text, events=self.turn_event.emit, stop=stop)
+            )
+        finally:
+            self._stop = None
+            self.grants_changed.emit()
+
+    def stop(self) -> bool:
+        """Stop the running turn (the Stop button, Esc in the dialog is not this); False when
+        nothing was running."""
+        stop = self._stop
+        if stop is None:
+            return False
+        stop.stop()
+        return True
+
+    def set_paused(self, paused: bool) -> None:
+        """Pause: no new turn starts, and a running one is stopped."""
+        self._paused = paused
+        if paused:
+            self.stop()
+            self._set_state(PAUSED, "")
+        elif not self.busy:
+            self._set_state(IDLE, "")
+
+    # -- blocking work off the UI thread ---------------------------------------------------------
+
+    async def run_io(self, work: Callable[..., T], *args: Any) -> T:
+        """Run `work(*args)` on the io thread (one at a time: the single writer)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._io, lambda: work(*args))
+
+    async def revoke_all(self) -> int:
+        """Revoke every live grant; a running turn's next tool call already needs a new one."""
+        revoked = await self.run_io(self.session.permissions.revoke_all, "revoked from the app")
+        self.grants_changed.emit()
+        return len(revoked)
+
+    async def revoke(self, grant_id: str) -> bool:
+        found = await self.run_io(self.session.permissions.revoke, grant_id, "revoked from the app")
+        self.grants_changed.emit()
+        return found is not None
+
+    def close(self) -> None:
+        """Stop any turn, wait for the threads, close the session."""
+        if self._closed:
+            return
+        self._closed = True
+        self.stop()
+        self._turns.shutdown(wait=True, cancel_futures=True)
+        self._io.shutdown(wait=True, cancel_futures=True)
+        self.session.close()
+
+    # -- state for the tray ----------------------------------------------------------------------
+
+    def _track_state(self, event: TurnEvent) -> None:
+        if self._paused:
+            return
+        if isinstance(event, TurnStarted | TextDelta | PermissionAnswered):
+            self._set_state(THINKING, "")
+        elif isinstance(event, PermissionAsked):
+            self._set_state(ASKING, event.capability.value)
+        elif isinstance(event, ToolStarted):
+            self._set_state(TOOL, event.capability.value)
+        elif isinstance(event, ToolFinished):
+            self._set_state(THINKING, "")
+        elif isinstance(event, TurnEnded):
+            self._set_state(IDLE, "")
+
+    def _set_state(self, state: str, detail: str) -> None:
+        if (state, detail) != self._state:
+            self._state = (state, detail)
+            self.state_changed.emit(state, detail)
