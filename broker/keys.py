@@ -8,6 +8,10 @@ Both live in the system keyring. Where no keyring works (a headless box, a test 
 - the memory key is never written to a file: the user gives a passphrase instead (an environment
   variable or a terminal prompt), or explicitly opts out of encryption. Never silently plaintext.
 
+Beside them, the API keys of model endpoints the user saves in Settings: in the keyring only,
+one per endpoint. With no keyring they are not saved anywhere (`KeyringUnavailable` says to use
+the environment variable `llm.api_key_env` names instead); never a file.
+
 Keys are never logged, never sent to a model, never written to the audit log.
 """
 
@@ -24,6 +28,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("chamberlain.broker.keys")
 
@@ -356,3 +361,119 @@ def load_memory_key(
             needs_passphrase=True,
         )
     return MemoryKey(None, passphrase, "passphrase", f"passphrase ({why})", typed=typed)
+
+
+# --- API keys for model endpoints --------------------------------------------------------------
+
+DEFAULT_API_KEY_ENV = "CHAMBERLAIN_API_KEY"
+
+
+class KeyringUnavailable(Exception):
+    """There is no usable system keyring, so an API key cannot be kept safely here.
+
+    `env_var` is the environment variable to give the key in instead (the setting
+    `llm.api_key_env`); the message says so, and a front end may phrase it its own way.
+    """
+
+    def __init__(self, why: str, env_var: str) -> None:
+        super().__init__(
+            f"There is no system keyring here ({why}), so an API key cannot be kept safely "
+            f"and none is saved. Give the key in the environment variable {env_var} instead "
+            "(the setting llm.api_key_env names that variable)."
+        )
+        self.why = why
+        self.env_var = env_var
+
+
+def _api_key_user(url: str) -> str:
+    """The keyring entry of an endpoint's key: one per base URL, however it was typed
+    ("localhost:1234" and "http://localhost:1234/v1/" are the same endpoint)."""
+    from broker.llm.endpoints import normalise_url
+
+    return f"api-key {normalise_url(url)}"
+
+
+def _api_keyring(env_var: str) -> Any:
+    """The keyring module, when a real backend is there; else KeyringUnavailable."""
+    chosen = os.environ.get("PYTHON_KEYRING_BACKEND", "").strip()
+    if chosen in _NO_KEYRING_BACKENDS and "keyring" not in sys.modules:
+        raise KeyringUnavailable(f"the keyring backend is {chosen}", env_var)
+    try:
+        import keyring
+    except ImportError:
+        raise KeyringUnavailable("the keyring package is not installed", env_var) from None
+    backend = keyring.get_keyring()
+    priority = getattr(backend, "priority", 0)
+    name = type(backend).__module__ + "." + type(backend).__name__
+    if priority is None or priority <= 0 or "fail" in name:
+        raise KeyringUnavailable(f"the keyring backend is {name}", env_var)
+    return keyring
+
+
+def save_api_key(url: str, key: str, *, env_var: str = DEFAULT_API_KEY_ENV) -> None:
+    """Keep the API key of the endpoint at `url` in the system keyring (never in a file).
+
+    Raises KeyringUnavailable when there is no keyring (or it refuses), naming `env_var` as
+    the place to give the key instead; InvalidEndpoint for a `url` that is not an endpoint;
+    ValueError for an empty key or one with line breaks (a paste gone wrong).
+    """
+    key = key.strip()
+    if not key or "\n" in key or "\r" in key:
+        raise ValueError("The API key is empty or spans several lines; nothing was saved.")
+    user = _api_key_user(url)
+    keyring = _api_keyring(env_var)
+    from keyring.errors import KeyringError
+
+    try:
+        keyring.set_password(SERVICE, user, key)
+    except (KeyringError, OSError) as exc:
+        raise KeyringUnavailable(f"the keyring refused it: {exc}", env_var) from exc
+    log.info("API key for %s saved in the keyring", user.removeprefix("api-key "))
+
+
+def load_api_key(url: str) -> str | None:
+    """The API key kept for the endpoint at `url`, or None: none saved, no keyring here (so
+    none can have been saved), the keyring locked or failing, or `url` not an endpoint."""
+    from broker.llm.endpoints import InvalidEndpoint
+
+    try:
+        user = _api_key_user(url)
+        keyring = _api_keyring(DEFAULT_API_KEY_ENV)
+    except (KeyringUnavailable, InvalidEndpoint):
+        return None
+    from keyring.errors import KeyringError
+
+    try:
+        stored = keyring.get_password(SERVICE, user)
+    except (KeyringError, OSError) as exc:
+        log.warning("the keyring could not be read for the API key: %s", exc)
+        return None
+    return str(stored) if stored else None
+
+
+def delete_api_key(url: str, *, env_var: str = DEFAULT_API_KEY_ENV) -> bool:
+    """Remove the endpoint's API key from the keyring; False when none was kept there.
+    Raises KeyringUnavailable when there is no keyring to remove it from."""
+    user = _api_key_user(url)
+    keyring = _api_keyring(env_var)
+    from keyring.errors import KeyringError, PasswordDeleteError
+
+    try:
+        if keyring.get_password(SERVICE, user) is None:
+            return False
+        keyring.delete_password(SERVICE, user)
+    except PasswordDeleteError:
+        return False
+    except (KeyringError, OSError) as exc:
+        raise KeyringUnavailable(f"the keyring refused it: {exc}", env_var) from exc
+    return True
+
+
+def api_keyring_problem(env_var: str = DEFAULT_API_KEY_ENV) -> str | None:
+    """Why an API key cannot be saved here (the KeyringUnavailable message), or None when a
+    keyring is there to take it. Asks nothing of the keyring but which backend it has."""
+    try:
+        _api_keyring(env_var)
+    except KeyringUnavailable as exc:
+        return str(exc)
+    return None

@@ -84,13 +84,15 @@ def connect_model(
             None, "No local model server answered on the usual ports (11434, 1234, 8080, 8000)."
         )
     # Only now that a model will be used: the openai SDK alone costs about 0.25 s to import.
+    from broker.keys import load_api_key
     from broker.llm.openai_client import OpenAIChatModel
 
     try:
         model = OpenAIChatModel(
             base_url=base,
             model=name or settings.llm.model,
-            api_key=os.environ.get(settings.llm.api_key_env),
+            # The environment wins; else a key saved from the Settings window, in the keyring.
+            api_key=os.environ.get(settings.llm.api_key_env) or load_api_key(base),
             timeout_s=settings.llm.timeout_s,
             stream=settings.llm.stream,
         )
@@ -167,6 +169,23 @@ class Session:
         )
         self.memory_hooks.append(writer)
         return writer
+
+    def use_model(self, model: ChatModel | None, problem: str | None = None) -> None:
+        """Answer the next turns with `model` (None: no model, `problem` says why). The desktop
+        app connects its model after the tray is up, and again when Settings change it."""
+        self.model, self.model_problem = model, problem
+        self.executor.model, self.executor.model_problem = model, problem
+        for hook in self.memory_hooks:
+            if hasattr(hook, "model"):
+                hook.model = model
+
+    def attach_memory(self, store: MemoryStore) -> None:
+        """Use `store` from now on (opened by the caller, e.g. after asking for the passphrase
+        in a dialog); the session closes it in `close`."""
+        if self.memory is not None:
+            raise RuntimeError("this session's memory is already open")
+        self.memory, self.memory_problem = store, None
+        self._opened_writer = self._add_memory_writer(store)
 
     def set_temporary(self, temporary: bool) -> None:
         """Make the next turns a temporary chat (nothing recalled, nothing remembered) or not:

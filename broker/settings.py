@@ -18,7 +18,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 log = logging.getLogger("chamberlain.broker.settings")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def default_home() -> Path:
@@ -125,6 +125,14 @@ class MemorySettings(BaseModel):
     allow_remote: list[str] = Field(default_factory=list)
 
 
+class ChatSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # How long a saved conversation is kept after it was last updated; 0 keeps it forever.
+    # Temporary chats are never saved at all, whatever this says.
+    retention_days: float = Field(default=90.0, ge=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CHAMBERLAIN_", env_nested_delimiter="__")
 
@@ -137,6 +145,7 @@ class Settings(BaseSettings):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    chat: ChatSettings = Field(default_factory=ChatSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -156,6 +165,17 @@ class SettingsError(Exception):
     pass
 
 
+def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 added the `chat` section (conversation retention); a version 1 file has none,
+    so it gets the defaults. The version was raised so that an older Chamberlain meeting a
+    file with `chat` says it is newer, instead of calling the section unknown."""
+    return raw
+
+
+# _STEPS[v] takes a file from schema_version v to v + 1. Append only.
+_STEPS = {1: _v1_to_v2}
+
+
 def _migrate(raw: dict[str, Any]) -> dict[str, Any]:
     """Bring an older settings file up to SCHEMA_VERSION. Version 1 is the first."""
     version = raw.get("schema_version", 1)
@@ -164,6 +184,8 @@ def _migrate(raw: dict[str, Any]) -> dict[str, Any]:
             f"settings.json has schema_version {version!r}, newer than this Chamberlain "
             f"understands ({SCHEMA_VERSION}); upgrade Chamberlain or move the file away"
         )
+    for step in range(max(version, 1), SCHEMA_VERSION):
+        raw = _STEPS[step](raw)
     raw["schema_version"] = SCHEMA_VERSION
     return raw
 

@@ -28,7 +28,8 @@ A zero-byte file beside a WAL that holds data is refused as damaged: the WAL is 
 When a WAL is left over (a crash, or another process has the file open), the key and the
 version are first proved on a read-only connection, because closing a read-write connection
 checkpoints the WAL into the main file even after a failed read. The schema's tables are
-created here, by the migration steps; what their rows mean is ``memory/store.py``'s business.
+created here, by the migration steps; what their rows mean is ``memory/store.py``'s business
+(facts, anchors, events) and ``memory/conversations.py``'s (conversations, from schema 2).
 """
 
 from __future__ import annotations
@@ -258,8 +259,42 @@ def _schema_v1(db: sqlite_utils.Database) -> None:
     db.table("events").create_index(["fact_id"], index_name="events_fact", if_not_exists=True)
 
 
+# Schema 2: conversations kept across restarts (``memory/conversations.py``), under the same key
+# as the facts. `seq` orders a conversation's messages (two may share a timestamp); `id` is the
+# public id. The role CHECK and the cascading foreign key are SQL: sqlite-utils cannot say them.
+# Nothing indexes a message's text, so deleting the row (secure_delete) is deleting the text.
+_CHAT_MESSAGES_V2 = """
+    CREATE TABLE chat_messages (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'notice')),
+        text TEXT NOT NULL,
+        meta TEXT NOT NULL DEFAULT '{}',
+        created_at REAL NOT NULL
+    )
+"""
+
+
+def _schema_v2(db: sqlite_utils.Database) -> None:
+    conversations = db.table("conversations")
+    conversations.create(
+        {"id": str, "title": str, "created_at": float, "updated_at": float},
+        pk="id",
+        not_null={"title", "created_at", "updated_at"},
+        if_not_exists=True,
+    )
+    conversations.create_index(
+        ["updated_at"], index_name="conversations_updated", if_not_exists=True
+    )
+    db.execute(_CHAT_MESSAGES_V2)
+    db.table("chat_messages").create_index(
+        ["conversation_id", "seq"], index_name="chat_messages_conversation", if_not_exists=True
+    )
+
+
 # Applied in order: MIGRATIONS[i] takes a database from user_version i to i + 1. Append only.
-MIGRATIONS: list[Migration] = [_schema_v1]
+MIGRATIONS: list[Migration] = [_schema_v1, _schema_v2]
 
 
 def schema_version() -> int:

@@ -526,6 +526,31 @@ class MemoryStore:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
 
+    # --- for the other tables in the same file (memory/conversations.py) -----------------------
+
+    def now(self) -> float:
+        """The store's clock (a test's manual clock, when one was given)."""
+        return self._now()
+
+    @contextlib.contextmanager
+    def write_transaction(
+        self, outcome: str = "nothing was changed"
+    ) -> Iterator[sqlite3.Connection]:
+        """A write transaction on this store's connection, under its lock, with its error
+        translation: what the fact store's own writes use, for tables beside the facts."""
+        with self._write(outcome) as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def read_transaction(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction (one snapshot) on this store's connection, under its lock."""
+        with self._read() as conn:
+            yield conn
+
+    def scrub_wal(self) -> None:
+        """After a deletion: checkpoint the WAL into the main file and truncate it."""
+        self._scrub_wal()
+
     def _event(
         self,
         conn: sqlite3.Connection,
