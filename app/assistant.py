@@ -62,9 +62,19 @@ class Assistant(QObject):
     # Grants were added, used up or revoked: the Permissions window refreshes.
     grants_changed = Signal()
 
-    def __init__(self, session: Session, parent: QObject | None = None) -> None:
+    def __init__(
+        self, session: Session | Callable[[], Session], parent: QObject | None = None
+    ) -> None:
+        """`session`, or what builds it: then `await start()` builds it on the io thread, so
+        the tray is up before the broker's imports and files are read."""
         super().__init__(parent)
-        self.session = session
+        self._session: Session | None = None
+        self._make_session: Callable[[], Session] | None = None
+        self._starting: asyncio.Future[Session] | None = None
+        if callable(session) and not hasattr(session, "ask"):
+            self._make_session = session
+        else:
+            self._session = session  # type: ignore[assignment]
         self._turns = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chamberlain-turn")
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chamberlain-io")
         self._stop: StopSignal | None = None
@@ -73,6 +83,27 @@ class Assistant(QObject):
         self._closed = False
         # Queued onto the UI thread whatever thread emits: the worker only ever emits.
         self.turn_event.connect(self._track_state)
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            raise RuntimeError("the session is not started yet (await Assistant.start())")
+        return self._session
+
+    @property
+    def started(self) -> bool:
+        return self._session is not None
+
+    async def start(self) -> Session:
+        """Build the session on the io thread, once, however many callers wait for it."""
+        if self._session is not None:
+            return self._session
+        if self._starting is None:
+            assert self._make_session is not None
+            self._starting = asyncio.ensure_future(self.run_io(self._make_session))
+        session = await asyncio.shield(self._starting)
+        self._session = session
+        return session
 
     # -- turns ---------------------------------------------------------------------------------
 
@@ -96,6 +127,11 @@ class Assistant(QObject):
             raise Busy("Chamberlain is still working on the last request. Wait, or press Stop.")
         stop = StopSignal()
         self._stop = stop
+        try:
+            await self.start()
+        except BaseException:
+            self._stop = None
+            raise
         self.session.set_temporary(temporary)
         loop = asyncio.get_running_loop()
         try:
@@ -150,7 +186,8 @@ class Assistant(QObject):
         self.stop()
         self._turns.shutdown(wait=True, cancel_futures=True)
         self._io.shutdown(wait=True, cancel_futures=True)
-        self.session.close()
+        if self._session is not None:
+            self._session.close()
 
     # -- state for the tray ----------------------------------------------------------------------
 

@@ -1,0 +1,712 @@
+"""The chat window: past conversations, the transcript of this one, and the box to type in.
+
+It renders what a turn reports (`Assistant.turn_event`): the reply streaming in as markdown, each
+tool call as a card, memory lines with Undo, the turn's details on demand. Conversations are
+kept through the `ConversationStore` the window is given (when memory is open), written on the
+Assistant's io thread; a temporary chat writes nothing at all, and the broker is told it is
+temporary so nothing is recalled or remembered either.
+
+The window decides nothing about permissions, routing or memory: it asks the Assistant and shows
+the answer. It never blocks the UI thread (every read and write goes through `run_io`) and never
+opens a dialog with `exec()` (deleting asks through `app.windows.confirm`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import Qt, QTimer, QUrl
+from PySide6.QtGui import QGuiApplication, QKeyEvent, QKeySequence, QShortcut, QShowEvent
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.assistant import Assistant, Busy, Paused
+from app.chat_view import (
+    Details,
+    Entry,
+    MemoryEntry,
+    NoticeEntry,
+    ReplyEntry,
+    ToolCall,
+    ToolEntry,
+    Transcript,
+    UserEntry,
+)
+from app.windows import confirm, problem_color, spawn, when
+from broker.events import (
+    MemoryNotice,
+    PermissionAnswered,
+    PermissionAsked,
+    PolicyDecided,
+    Recalled,
+    Routed,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnEvent,
+    TurnStarted,
+)
+from broker.types import TurnResult
+from memory.db import MemoryStoreError
+
+if TYPE_CHECKING:
+    from memory.conversations import ChatMessage, ConversationStore
+
+log = logging.getLogger("chamberlain.app.chat")
+
+# Streaming text is re-rendered at most this often (the first piece at once).
+RENDER_MS = 50
+TITLE_CHARS = 60
+# Memory actions that kept something new, which Undo forgets again ("duplicate" kept nothing).
+KEPT_ACTIONS = ("added", "updated", "superseded", "pending")
+
+BUSY_HINT = "Wait for this request to finish, or press Stop, to send your next message."
+TEMPORARY_BANNER = "Temporary: nothing is kept or remembered"
+NO_MODEL_HINT = (
+    "No language model is connected{why}, so Chamberlain can only carry out clear requests "
+    "such as “list files in ~/Documents”. To chat, start a local OpenAI-compatible server "
+    "(Ollama, LM Studio, llama.cpp server) on its usual port and restart Chamberlain, or set "
+    "its address in Settings."
+)
+# Of the 64 KiB a kept message's metadata may hold (memory.conversations.MAX_META_CHARS),
+# what its tool results may take together.
+META_RESULT_CHARS = 40_000
+# What the person's own failure to save looks like: the store's errors, the disk's.
+SAVE_ERRORS = (MemoryStoreError, sqlite3.Error, OSError)
+
+
+@dataclass
+class _Turn:
+    """The turn this window started and is showing."""
+
+    text: str
+    temporary: bool
+    turn_id: str | None = None
+    reply: ReplyEntry | None = None
+    tools: dict[str, ToolEntry] = field(default_factory=dict)
+    cards: list[ToolEntry] = field(default_factory=list)
+    details: Details = field(default_factory=Details)
+    memory: list[MemoryNotice] = field(default_factory=list)
+    shown_memory: list[MemoryEntry] = field(default_factory=list)
+    ended: bool = False
+    rendered_at: float = 0.0
+
+
+class MessageInput(QPlainTextEdit):
+    """Enter sends, Shift+Enter starts a new line; the window decides whether sending may."""
+
+    def __init__(self, send: Callable[[], None]) -> None:
+        super().__init__()
+        self._send = send
+        self.setTabChangesFocus(True)
+        self.setPlaceholderText("Ask Chamberlain…  (Enter sends, Shift+Enter adds a line)")
+        self.setAccessibleName("Message")
+        self.setAccessibleDescription("Enter sends, Shift+Enter adds a line, Esc hides the window")
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+                self.insertPlainText("\n")
+            else:
+                self._send()
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+
+class ChatWindow(QWidget):
+    """See the module docstring. `history()` is the conversation store, or None when memory is
+    not open (then nothing is kept, and the window says so once)."""
+
+    def __init__(
+        self,
+        assistant: Assistant,
+        history: Callable[[], ConversationStore | None],
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.assistant = assistant
+        self.history = history
+        self.conversation_id: str | None = None
+        self._turn: _Turn | None = None
+        self._said_not_kept = False
+        # One message written at a time, in order, and one conversation started for them.
+        self._keeping = asyncio.Lock()
+        self._pending: set[asyncio.Task[Any]] = set()
+        self._render_timer = QTimer(self)
+        self._render_timer.setSingleShot(True)
+        self._render_timer.timeout.connect(self._render_reply)
+        self.setWindowTitle("Chamberlain — Chat")
+        self.setAccessibleName("Chamberlain chat")
+        self.resize(900, 650)
+        self._build()
+        assistant.turn_event.connect(self._on_event)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.hide)
+        QShortcut(QKeySequence("Ctrl+N"), self, self.new_chat)
+        self._update_controls()
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        sidebar = QWidget()
+        side = QVBoxLayout(sidebar)
+        side.setContentsMargins(8, 8, 4, 8)
+        self.new_button = QPushButton("New chat")
+        self.new_button.setAccessibleName("New chat")
+        self.new_button.setToolTip("Start a new conversation (Ctrl+N)")
+        self.new_button.clicked.connect(self.new_chat)
+        side.addWidget(self.new_button)
+        self.conversation_list = QListWidget()
+        self.conversation_list.setAccessibleName("Past conversations")
+        self.conversation_list.setAccessibleDescription("Newest first; Enter opens one")
+        self.conversation_list.setUniformItemSizes(True)
+        self.conversation_list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.conversation_list.setWordWrap(False)
+        self.conversation_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.conversation_list.itemActivated.connect(self._open_item)
+        self.conversation_list.itemClicked.connect(self._open_item)
+        self.conversation_list.currentItemChanged.connect(lambda *_: self._update_controls())
+        side.addWidget(self.conversation_list, 1)
+        self.delete_button = QPushButton("Delete…")
+        self.delete_button.setAccessibleName("Delete the selected conversation for good")
+        self.delete_button.clicked.connect(lambda: self._start(self.delete_selected()))
+        QShortcut(
+            QKeySequence(QKeySequence.StandardKey.Delete),
+            self.conversation_list,
+            lambda: self._start(self.delete_selected()),
+            context=Qt.ShortcutContext.WidgetShortcut,
+        )
+        side.addWidget(self.delete_button)
+
+        main = QWidget()
+        column = QVBoxLayout(main)
+        column.setContentsMargins(4, 8, 8, 8)
+        column.setSpacing(6)
+        header = QHBoxLayout()
+        self.title = QLabel("New chat")
+        font = self.title.font()
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 1.15)
+        self.title.setFont(font)
+        self.title.setAccessibleName("Conversation title")
+        header.addWidget(self.title, 1)
+        self.temporary_toggle = QCheckBox("Temporary chat")
+        self.temporary_toggle.setAccessibleName("Temporary chat")
+        self.temporary_toggle.setToolTip(
+            "A temporary chat is not kept, and nothing in it is recalled or remembered"
+        )
+        self.temporary_toggle.toggled.connect(self._temporary_toggled)
+        header.addWidget(self.temporary_toggle)
+        column.addLayout(header)
+
+        self.temporary_banner = self._banner(TEMPORARY_BANNER, "Temporary chat notice")
+        self.model_hint = self._banner("", "No model notice")
+        self.history_note = self._banner("", "Conversations not kept notice")
+        for banner in (self.temporary_banner, self.model_hint, self.history_note):
+            column.addWidget(banner)
+
+        self.transcript = Transcript()
+        self.transcript.link_activated.connect(self._link)
+        self.transcript.undo_requested.connect(lambda entry: self._start(self.undo(entry)))
+        column.addWidget(self.transcript, 1)
+
+        self.hint = QLabel("")
+        self.hint.setWordWrap(True)
+        self.hint.setAccessibleName("Status")
+        self.hint.setForegroundRole(self.hint.foregroundRole())
+        self.hint.hide()
+        column.addWidget(self.hint)
+
+        row = QHBoxLayout()
+        self.input = MessageInput(self.submit)
+        self.input.setMaximumHeight(80)
+        self.input.setMinimumHeight(48)
+        row.addWidget(self.input, 1)
+        buttons = QVBoxLayout()
+        self.send_button = QPushButton("Send")
+        self.send_button.setAccessibleName("Send")
+        self.send_button.setDefault(False)
+        self.send_button.clicked.connect(self.submit)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setAccessibleName("Stop the running request")
+        self.stop_button.clicked.connect(self.stop)
+        buttons.addWidget(self.send_button)
+        buttons.addWidget(self.stop_button)
+        buttons.addStretch(1)
+        row.addLayout(buttons)
+        column.addLayout(row)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(sidebar)
+        splitter.addWidget(main)
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([220, 680])
+        splitter.setChildrenCollapsible(False)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(splitter)
+        self.input.setFocus()
+
+    def _banner(self, text: str, name: str) -> QLabel:
+        label = QLabel(text)
+        label.setWordWrap(True)
+        label.setAccessibleName(name)
+        label.setMargin(6)
+        label.setStyleSheet(
+            "background: palette(alternate-base); border: 1px solid palette(mid);"
+            " border-radius: 6px;"
+        )
+        label.hide()
+        return label
+
+    def _start(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = spawn(work)
+        if task is not None:
+            self._pending.add(task)
+            task.add_done_callback(self._pending.discard)
+
+    async def settled(self) -> None:
+        """Wait until the work this window started (reads, writes, turns) has finished."""
+        while self._pending:
+            await asyncio.wait(set(self._pending))
+
+    # -- showing -----------------------------------------------------------------------------
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self._update_controls()
+        self._start(self.refresh())
+
+    async def refresh(self) -> None:
+        """List the past conversations again (on the io thread)."""
+        store = self.history()
+        if store is None:
+            self.conversation_list.clear()
+            if self.assistant.session.memory_problem:
+                self._say_not_kept()
+            self._update_controls()
+            return
+        try:
+            found = await self.assistant.run_io(store.conversations)
+        except SAVE_ERRORS as exc:
+            self._hint(f"Past conversations could not be read: {exc}", problem=True)
+            return
+        self.conversation_list.clear()
+        for conversation in found:
+            item = QListWidgetItem(conversation.title)
+            item.setData(Qt.ItemDataRole.UserRole, conversation.id)
+            plural = "" if conversation.messages == 1 else "s"
+            item.setToolTip(
+                f"{conversation.title}\n{when(conversation.updated_at)} · "
+                f"{conversation.messages} message{plural}"
+            )
+            self.conversation_list.addItem(item)
+            if conversation.id == self.conversation_id:
+                self.conversation_list.setCurrentItem(item)
+        self._update_controls()
+
+    def _update_controls(self) -> None:
+        running = self._turn is not None
+        self.send_button.setEnabled(not running)
+        self.stop_button.setEnabled(running)
+        self.new_button.setEnabled(not running)
+        self.conversation_list.setEnabled(not running)
+        self.temporary_toggle.setEnabled(not running)
+        self.delete_button.setEnabled(
+            not running and self.conversation_list.currentItem() is not None
+        )
+        self.temporary_banner.setVisible(self.temporary_toggle.isChecked())
+        session = self.assistant.session
+        if session.model is None:
+            why = f" ({session.model_problem.rstrip('.')})" if session.model_problem else ""
+            self.model_hint.setText(NO_MODEL_HINT.format(why=why))
+        self.model_hint.setVisible(session.model is None)
+
+    def _say_not_kept(self) -> None:
+        """Once per window: conversations are not kept this time, and why."""
+        if self._said_not_kept:
+            return
+        self._said_not_kept = True
+        why = self.assistant.session.memory_problem or "memory is not open"
+        self.history_note.setText(f"Conversations are not kept this time: {why.rstrip('.')}.")
+        self.history_note.show()
+
+    def _hint(self, text: str, *, problem: bool = False) -> None:
+        self.hint.setText(text)
+        self.hint.setAccessibleDescription(text)
+        color = problem_color(self.palette()).name() if problem else ""
+        self.hint.setStyleSheet(f"color: {color};" if color else "")
+        self.hint.setVisible(bool(text))
+
+    # -- conversations -----------------------------------------------------------------------
+
+    def new_chat(self) -> None:
+        if self._turn is not None:
+            return
+        self.conversation_id = None
+        self.transcript.clear()
+        self.title.setText("Temporary chat" if self.temporary_toggle.isChecked() else "New chat")
+        self.conversation_list.clearSelection()
+        self.conversation_list.setCurrentRow(-1)
+        self._hint("")
+        self._update_controls()
+        self.input.setFocus()
+
+    def _temporary_toggled(self, on: bool) -> None:
+        # A temporary chat starts afresh, and so does leaving one: neither mixes with the other.
+        self.new_chat()
+
+    def _open_item(self, item: QListWidgetItem) -> None:
+        conversation_id = item.data(Qt.ItemDataRole.UserRole)
+        if isinstance(conversation_id, str) and conversation_id != self.conversation_id:
+            self._start(self.open_conversation(conversation_id, item.text()))
+
+    async def open_conversation(self, conversation_id: str, title: str = "") -> None:
+        """Show a past conversation's messages."""
+        store = self.history()
+        if store is None or self._turn is not None:
+            return
+        try:
+            messages = await self.assistant.run_io(store.messages, conversation_id)
+        except SAVE_ERRORS as exc:
+            self._hint(f"This conversation could not be opened: {exc}", problem=True)
+            return
+        if self.temporary_toggle.isChecked():
+            self.temporary_toggle.blockSignals(True)
+            self.temporary_toggle.setChecked(False)
+            self.temporary_toggle.blockSignals(False)
+        self.conversation_id = conversation_id
+        self.title.setText(title or "Conversation")
+        self.transcript.load(entries_of(messages))
+        self._hint("")
+        self._update_controls()
+
+    async def delete_selected(self) -> None:
+        """Delete the selected conversation for good, once the person confirms."""
+        item = self.conversation_list.currentItem()
+        store = self.history()
+        if item is None or store is None or self._turn is not None:
+            return
+        conversation_id = item.data(Qt.ItemDataRole.UserRole)
+        title = item.text()
+        if not await confirm(
+            self,
+            "Delete this conversation?",
+            f"Delete “{title}” and all its messages for good? It cannot be undone.",
+            "Delete",
+        ):
+            return
+        try:
+            await self.assistant.run_io(store.delete, conversation_id)
+        except SAVE_ERRORS as exc:
+            self._hint(f"“{title}” could not be deleted: {exc}", problem=True)
+            return
+        if conversation_id == self.conversation_id:
+            self.new_chat()
+        self._hint(f"Deleted “{title}”.")
+        await self.refresh()
+
+    async def _keep(self, role: str, text: str, meta: dict[str, Any] | None = None) -> None:
+        """Write one message of this (kept) conversation on the io thread."""
+        async with self._keeping:
+            await self._keep_one(role, text, meta)
+
+    async def _keep_one(self, role: str, text: str, meta: dict[str, Any] | None) -> None:
+        store = self.history()
+        if store is None:
+            self._say_not_kept()
+            return
+        try:
+            if self.conversation_id is None:
+                title = " ".join(text.split())
+                if len(title) > TITLE_CHARS:
+                    title = title[: TITLE_CHARS - 1].rstrip() + "…"
+                started = await self.assistant.run_io(store.start, title)
+                self.conversation_id = started.id
+                self.title.setText(started.title)
+            await self.assistant.run_io(store.add, self.conversation_id, role, text, meta)
+        except SAVE_ERRORS as exc:
+            log.warning("a chat message was not kept: %s", exc)
+            self._hint(f"This message was not kept in the history: {exc}", problem=True)
+
+    # -- sending -----------------------------------------------------------------------------
+
+    def submit(self) -> None:
+        """Send what is typed, unless a turn is running (the text stays, with a hint)."""
+        text = self.input.toPlainText().strip()
+        if not text:
+            return
+        if self._turn is not None:
+            self._hint(BUSY_HINT)
+            return
+        self.input.clear()
+        self._start(self.send(text))
+
+    async def send(self, text: str) -> TurnResult | None:
+        """Ask `text` as one turn and show it; None when the Assistant refused to start it."""
+        if self._turn is not None:
+            self._hint(BUSY_HINT)
+            return None
+        temporary = self.temporary_toggle.isChecked()
+        turn = _Turn(text=text, temporary=temporary)
+        self._turn = turn
+        self._hint("")
+        self._update_controls()
+        self.transcript.append(UserEntry(body=text))
+        self.transcript.scroll_to_bottom()
+        new_conversation = self.conversation_id is None
+        try:
+            result = await self.assistant.ask(text, temporary=temporary)
+        except (Busy, Paused) as exc:
+            # Not sent: say why, and give the text back to send again later.
+            self.transcript.append(NoticeEntry(body=f"Not sent. {exc}", tone="warning"))
+            if not self.input.toPlainText():
+                self.input.setPlainText(text)
+            return None
+        finally:
+            # However the turn ended (even by a bug), the window takes messages again.
+            self._turn = None
+            self._update_controls()
+        self._finish(turn, result.status, result)
+        if not temporary:
+            await self._keep_turn(turn, result)
+            if new_conversation:
+                await self.refresh()
+        return result
+
+    def stop(self) -> None:
+        if self.assistant.stop():
+            self._hint("Stopping…")
+
+    async def _keep_turn(self, turn: _Turn, result: TurnResult) -> None:
+        reply = turn.reply.body if turn.reply is not None else ""
+        # The results share what a message's metadata may hold; the rest is cut.
+        share = META_RESULT_CHARS // max(1, len(turn.cards))
+        meta = {
+            "status": result.status,
+            "plain": turn.reply is not None and turn.reply.plain,
+            "tools": [card.call.to_meta(result_chars=share) for card in turn.cards],
+            "details": turn.details.to_meta(),
+        }
+        if reply or turn.cards or result.status != "cancelled":
+            await self._keep("assistant", reply, meta)
+        for notice in turn.shown_memory:
+            await self._keep("notice", notice.body, {"kind": "memory"})
+        if result.status == "cancelled":
+            await self._keep("notice", result.reply or "Stopped.", {"kind": "stopped"})
+
+    # -- what the turn reports ---------------------------------------------------------------
+
+    def _on_event(self, event: TurnEvent) -> None:
+        turn = self._turn
+        if turn is None or turn.ended:
+            return
+        if isinstance(event, TurnStarted):
+            if turn.turn_id is None and event.text == turn.text:
+                turn.turn_id = event.turn_id
+                if not turn.temporary:
+                    # Kept once the turn has really started (not when it was refused).
+                    self._start(self._keep("user", turn.text))
+            return
+        if event.turn_id != turn.turn_id:
+            return  # a turn started elsewhere (another window)
+        if isinstance(event, Routed):
+            router = event.router
+            turn.details.intent = router.intent.value
+            turn.details.confidence = router.confidence
+            turn.details.source = router.source
+        elif isinstance(event, PolicyDecided):
+            turn.details.allowed_tools = list(event.policy.allowed_tools)
+        elif isinstance(event, Recalled):
+            turn.details.recalled = [text for _, text in event.facts]
+            turn.details.held_back = event.held_back
+        elif isinstance(event, PermissionAsked):
+            self._hint(f"Waiting for your permission ({event.tool}: {event.scope})…")
+        elif isinstance(event, PermissionAnswered):
+            self._hint("")
+        elif isinstance(event, ToolStarted):
+            self._card(turn, event.call_id).call.summary = event.summary
+            entry = turn.tools[event.call_id]
+            entry.call.capability = event.capability.value
+            self.transcript.refresh(entry)
+        elif isinstance(event, ToolFinished):
+            entry = self._card(turn, event.call_id, event.tool)
+            call = entry.call
+            call.status = event.status
+            call.duration_s = event.duration_s
+            call.reason = event.reason
+            call.result = event.result_text
+            if event.capability is not None:
+                call.capability = event.capability.value
+            self.transcript.refresh(entry)
+        elif isinstance(event, TextDelta):
+            if turn.reply is None:
+                turn.reply = ReplyEntry()
+                self.transcript.append(turn.reply)
+            turn.reply.body += event.text
+            self._schedule_render()
+        elif isinstance(event, MemoryNotice):
+            turn.memory.append(event)
+        elif isinstance(event, TurnEnded):
+            self._finish(turn, event.status, event.result)
+
+    def _card(self, turn: _Turn, call_id: str, tool: str = "") -> ToolEntry:
+        """The card for `call_id`, made now if the call never started (denied, refused)."""
+        entry = turn.tools.get(call_id)
+        if entry is None:
+            # Text after a tool call goes below its card, not into the text above it.
+            self._render_reply()
+            turn.reply = None
+            entry = ToolEntry(call=ToolCall(call_id=call_id, tool=tool or "tool", capability=None))
+            turn.tools[call_id] = entry
+            turn.cards.append(entry)
+            self.transcript.append(entry)
+        if tool:
+            entry.call.tool = tool
+        return entry
+
+    def _schedule_render(self) -> None:
+        turn = self._turn
+        if turn is None:
+            return
+        waited = (time.monotonic() - turn.rendered_at) * 1000
+        if waited >= RENDER_MS:
+            self._render_reply()
+        elif not self._render_timer.isActive():
+            self._render_timer.start(max(1, int(RENDER_MS - waited)))
+
+    def _render_reply(self) -> None:
+        turn = self._turn
+        if turn is None or turn.reply is None:
+            return
+        turn.rendered_at = time.monotonic()
+        self.transcript.refresh(turn.reply)
+
+    def _finish(self, turn: _Turn, status: str, result: TurnResult) -> None:
+        """Show how the turn ended: the final reply, memory lines, "Stopped." (once)."""
+        if turn.ended:
+            return
+        turn.ended = True
+        self._render_timer.stop()
+        for card in turn.cards:
+            if card.call.status == "running":  # stopped while it ran, and never reported
+                card.call.status = "cancelled"
+                self.transcript.refresh(card)
+        reply = result.reply
+        for notice in turn.memory:
+            reply = reply.replace(notice.notice, "")  # shown as its own line, with Undo
+        reply = reply.strip()
+        if status == "cancelled":
+            # What had streamed stays, as it was; the turn ends with the broker's "Stopped.".
+            if turn.reply is not None:
+                turn.reply.status = "cancelled"
+                turn.reply.details = turn.details
+                self.transcript.refresh(turn.reply)
+            self.transcript.append(NoticeEntry(body=reply or "Stopped.", tone="stopped"))
+        else:
+            if turn.reply is None:
+                turn.reply = ReplyEntry()
+                self.transcript.append(turn.reply)
+            turn.reply.body = reply
+            turn.reply.plain = any(
+                (card.call.result or "").strip() == reply for card in turn.cards if reply
+            )
+            # A request that could not be carried out reads as such (its reply says why).
+            turn.reply.status = "failed" if result.failed else status
+            turn.reply.details = turn.details
+            self.transcript.refresh(turn.reply)
+        for notice in turn.memory:
+            entry = memory_entry(notice)
+            turn.shown_memory.append(entry)
+            self.transcript.append(entry)
+        self._hint("")
+        self._update_controls()
+
+    # -- memory ------------------------------------------------------------------------------
+
+    async def undo(self, entry: MemoryEntry) -> None:
+        """Forget a fact this chat just remembered."""
+        if entry.state != "kept" or entry.fact_id is None:
+            return
+        memory = self.assistant.session.memory
+        if memory is None:
+            entry.state, entry.problem = "failed", "Memory is closed now; nothing was forgotten."
+            self.transcript.refresh(entry)
+            return
+        entry.state = "forgetting"
+        self.transcript.refresh(entry)
+        try:
+            await self.assistant.run_io(memory.forget, entry.fact_id)
+        except MemoryStoreError as exc:
+            entry.state, entry.problem = "failed", f"Not forgotten: {exc}"
+        else:
+            entry.state = "forgotten"
+        self.transcript.refresh(entry)
+
+    # -- links -------------------------------------------------------------------------------
+
+    def _link(self, url: QUrl) -> None:
+        # A reply's link opens nothing by itself: it could point anywhere the model chose.
+        text = url.toString()
+        QGuiApplication.clipboard().setText(text)
+        self._hint(f"Links are not opened automatically. Copied to the clipboard: {text}")
+
+
+def memory_entry(notice: MemoryNotice) -> MemoryEntry:
+    """A memory line: "Remembered: … (Undo)" for a fact just kept, else the notice itself."""
+    text = str(notice.detail.get("text") or "").strip()
+    if notice.fact_id and notice.action in KEPT_ACTIONS and text:
+        if notice.action == "pending":
+            body = f"Waiting for your approval in the Memory window: {text}"
+        else:
+            body = f"Remembered: {text}"
+        return MemoryEntry(body=body, fact_id=notice.fact_id, state="kept")
+    return MemoryEntry(body=notice.notice, state="plain")
+
+
+def entries_of(messages: list[ChatMessage]) -> list[Entry]:
+    """A kept conversation as transcript entries: cards before the reply they led to."""
+    entries: list[Entry] = []
+    for message in messages:
+        if message.role == "user":
+            entries.append(UserEntry(body=message.text))
+        elif message.role == "assistant":
+            meta = message.meta
+            for card in meta.get("tools", []):
+                if isinstance(card, dict):
+                    entries.append(ToolEntry(call=ToolCall.from_meta(card)))
+            details = meta.get("details")
+            entries.append(
+                ReplyEntry(
+                    body=message.text,
+                    plain=bool(meta.get("plain", False)),
+                    status=str(meta.get("status", "done")),
+                    details=Details.from_meta(details) if isinstance(details, dict) else None,
+                )
+            )
+        elif message.role == "tool":
+            entries.append(ToolEntry(call=ToolCall.from_meta(message.meta)))
+        elif message.meta.get("kind") == "memory":
+            entries.append(MemoryEntry(body=message.text, state="plain"))
+        else:
+            stopped = message.meta.get("kind") == "stopped"
+            entries.append(NoticeEntry(body=message.text, tone="stopped" if stopped else "info"))
+    return entries

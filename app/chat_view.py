@@ -1,0 +1,847 @@
+"""The chat transcript: messages, tool cards, memory lines and notices, built lazily.
+
+A transcript is a list of entries (plain data) and a widget for each entry that is on show.
+Only the newest entries get widgets when a conversation opens; older ones are built a page at a
+time as the person scrolls up, and the oldest widgets are dropped again while the view follows
+the newest message. So a chat of thousands of messages costs about as much to append to, and to
+open, as a short one (`python -m bench.chat_window` measures it).
+
+Replies are markdown rendered by QTextDocument. A rendered reply never fetches anything (no
+image, no file, no URL: `loadResource` answers nothing) and a link opens nothing by itself: it is
+handed to the window (`link_activated`), which decides. This module keeps no conversation and
+calls nothing of the broker's; the window feeds it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QFont, QFontDatabase, QPalette, QResizeEvent
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QTextBrowser,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.windows import capability_words, good_color, problem_color
+
+# Widgets built when a conversation opens, and per page while scrolling up.
+PAGE = 24
+# While following the newest message, widgets beyond this many are dropped (rebuilt on demand).
+MAX_LIVE = 120
+# A tool result shows this much until "Show more"; and never more than FULL_RESULT_CHARS.
+RESULT_PREVIEW_CHARS = 1200
+RESULT_PREVIEW_LINES = 20
+FULL_RESULT_CHARS = 100_000
+
+STATUS_WORDS = {
+    "running": "Running…",
+    "ok": "OK",
+    "denied": "Denied",
+    "refused": "Refused",
+    "error": "Error",
+    "timeout": "Timed out",
+    "cancelled": "Cancelled",
+}
+
+ToolState = Literal["running", "ok", "denied", "refused", "error", "timeout", "cancelled"]
+Tone = Literal["info", "warning", "error", "stopped"]
+
+STYLE = """
+#userBubble { background: palette(alternate-base); border: 1px solid palette(midlight);
+              border-radius: 10px; }
+#toolCard { background: palette(base); border: 1px solid palette(mid); border-radius: 8px; }
+#toolCard[state="denied"], #toolCard[state="refused"], #toolCard[state="error"],
+#toolCard[state="timeout"] { border-color: %(problem)s; }
+#toolResult { background: palette(alternate-base); border-radius: 4px; padding: 6px; }
+#notice { color: palette(placeholder-text); }
+#notice[tone="error"] { color: %(problem)s; }
+#notice[tone="warning"] { color: palette(text); }
+#memoryLine { background: palette(alternate-base); border-radius: 6px; }
+#reply[failed="true"] { border-left: 3px solid %(problem)s; padding-left: 6px; }
+#details { color: palette(placeholder-text); }
+QToolButton#disclosure { border: none; color: palette(link); padding: 0; }
+QPushButton#linkButton { border: none; color: palette(link); text-decoration: underline;
+                         padding: 0 4px; background: transparent; }
+"""
+
+
+# -- entries: what the transcript holds ---------------------------------------------------------
+
+
+@dataclass
+class ToolCall:
+    """One tool call as its card shows it; kept in the reply's meta as a plain dict."""
+
+    call_id: str
+    tool: str
+    capability: str | None
+    summary: str = ""
+    status: ToolState = "running"
+    duration_s: float | None = None
+    reason: str = ""
+    result: str | None = None
+
+    def to_meta(self, result_chars: int = FULL_RESULT_CHARS) -> dict[str, Any]:
+        result = self.result
+        if result is not None and len(result) > result_chars:
+            result = result[:result_chars] + "\n… (cut when the conversation was kept)"
+        return {
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "capability": self.capability,
+            "summary": self.summary,
+            "status": self.status,
+            "duration_s": self.duration_s,
+            "reason": self.reason,
+            "result": result,
+        }
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any]) -> ToolCall:
+        status = meta.get("status")
+        duration = meta.get("duration_s")
+        result = meta.get("result")
+        return cls(
+            call_id=str(meta.get("call_id", "")),
+            tool=str(meta.get("tool", "tool")),
+            capability=str(meta["capability"]) if meta.get("capability") else None,
+            summary=str(meta.get("summary", "")),
+            status=status if status in STATUS_WORDS and status != "running" else "cancelled",
+            duration_s=float(duration) if isinstance(duration, int | float) else None,
+            reason=str(meta.get("reason", "")),
+            result=str(result) if result is not None else None,
+        )
+
+
+@dataclass
+class Details:
+    """What the router, the policy and memory made of one turn, shown on demand."""
+
+    intent: str = ""
+    confidence: float | None = None
+    source: str = ""
+    allowed_tools: list[str] = field(default_factory=list)
+    recalled: list[str] = field(default_factory=list)
+    held_back: int = 0
+
+    def to_meta(self) -> dict[str, Any]:
+        return {
+            "intent": self.intent,
+            "confidence": self.confidence,
+            "source": self.source,
+            "allowed_tools": list(self.allowed_tools),
+            "recalled": list(self.recalled),
+            "held_back": self.held_back,
+        }
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any]) -> Details:
+        confidence = meta.get("confidence")
+        return cls(
+            intent=str(meta.get("intent", "")),
+            confidence=float(confidence) if isinstance(confidence, int | float) else None,
+            source=str(meta.get("source", "")),
+            allowed_tools=[str(t) for t in meta.get("allowed_tools", [])],
+            recalled=[str(t) for t in meta.get("recalled", [])],
+            held_back=int(meta.get("held_back", 0) or 0),
+        )
+
+    def lines(self) -> list[str]:
+        intent = self.intent.replace("_", " ") or "not routed"
+        how = f"{intent}"
+        if self.confidence is not None:
+            how += f", confidence {self.confidence:.2f}"
+        if self.source:
+            how += f" ({self.source})"
+        tools = ", ".join(self.allowed_tools) if self.allowed_tools else "none"
+        lines = [f"Understood as: {how}", f"Tools allowed: {tools}"]
+        if self.recalled:
+            lines.append("Memories used:")
+            lines.extend(f"  • {fact}" for fact in self.recalled)
+        else:
+            lines.append("Memories used: none")
+        if self.held_back:
+            lines.append(f"  ({self.held_back} more kept back from a model outside this computer)")
+        return lines
+
+
+@dataclass(eq=False)
+class Entry:
+    """One item of the transcript; `widget` is set while it is on show."""
+
+    widget: QWidget | None = field(default=None, init=False, repr=False)
+
+
+@dataclass(eq=False)
+class UserEntry(Entry):
+    body: str = ""
+
+
+@dataclass(eq=False)
+class ReplyEntry(Entry):
+    body: str = ""
+    status: str = "streaming"  # streaming | done | failed | cancelled
+    details: Details | None = None
+    # Preformatted, not markdown: a direct action's reply is the tool's own rendering.
+    plain: bool = False
+
+
+@dataclass(eq=False)
+class ToolEntry(Entry):
+    call: ToolCall = field(default_factory=lambda: ToolCall("", "tool", None))
+    expanded: bool = False
+    full: bool = False
+
+
+@dataclass(eq=False)
+class NoticeEntry(Entry):
+    body: str = ""
+    tone: Tone = "info"
+
+
+@dataclass(eq=False)
+class MemoryEntry(Entry):
+    body: str = ""
+    fact_id: str | None = None
+    # "kept" (Undo offered) | "forgetting" | "forgotten" | "plain" (no Undo) | "failed"
+    state: str = "plain"
+    problem: str = ""
+
+
+# -- widgets ------------------------------------------------------------------------------------
+
+
+class MarkdownView(QTextBrowser):
+    """A reply rendered from markdown, as tall as its text, that loads and opens nothing."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.viewport().setAutoFillBackground(False)
+        # Transparent through the palette: a style sheet per reply costs a style polish each.
+        palette = self.palette()
+        palette.setColor(QPalette.ColorRole.Base, Qt.GlobalColor.transparent)
+        self.setPalette(palette)
+        policy = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+        self.document().setDocumentMargin(2)
+        self._markdown = ""
+        self._plain = False
+
+    def set_markdown(self, text: str, *, plain: bool = False) -> None:
+        """Render `text` as markdown, or (`plain`) as preformatted text, e.g. a tool's own
+        listing, whose columns markdown would run together."""
+        if text == self._markdown and plain == self._plain:
+            return
+        self._markdown, self._plain = text, plain
+        if plain:
+            self.setCurrentFont(_monospace())
+            self.setPlainText(text)
+        else:
+            self.setMarkdown(text)
+        self.updateGeometry()
+
+    def loadResource(self, kind: int, name: QUrl | str) -> Any:
+        # Images, style sheets, files: a reply never makes the app read or fetch anything.
+        return None
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        document = self.document()
+        frame = 2 * self.frameWidth()
+        document.setTextWidth(max(1, width - frame))
+        return math.ceil(document.size().height()) + frame
+
+    def sizeHint(self) -> QSize:
+        width = max(self.width(), 200)
+        return QSize(width, self.heightForWidth(width))
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(50, self.heightForWidth(max(self.width(), 200)))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self.updateGeometry()
+
+
+def _label(text: str = "", *, selectable: bool = False, wrap: bool = True) -> QLabel:
+    label = QLabel(text)
+    label.setWordWrap(wrap)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    if selectable:
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
+def _link_button(text: str, accessible: str) -> QPushButton:
+    button = QPushButton(text)
+    button.setObjectName("linkButton")
+    button.setFlat(True)
+    button.setCursor(Qt.CursorShape.PointingHandCursor)
+    button.setAccessibleName(accessible)
+    button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+    return button
+
+
+def _restyle(widget: QWidget) -> None:
+    style = widget.style()
+    style.unpolish(widget)
+    style.polish(widget)
+
+
+class UserBubble(QWidget):
+    """The person's message, in a bubble on the right."""
+
+    def __init__(self, entry: UserEntry) -> None:
+        super().__init__()
+        row = QHBoxLayout(self)
+        row.setContentsMargins(80, 0, 0, 0)
+        row.addStretch(1)
+        self.bubble = QFrame()
+        self.bubble.setObjectName("userBubble")
+        inner = QHBoxLayout(self.bubble)
+        inner.setContentsMargins(12, 8, 12, 8)
+        self.label = _label(entry.body, selectable=True)
+        self.label.setAccessibleName("Your message")
+        inner.addWidget(self.label)
+        row.addWidget(self.bubble)
+        lines = entry.body.splitlines() or [""]
+        metrics = self.label.fontMetrics()
+        self._natural = max(metrics.horizontalAdvance(line) for line in lines) + 4
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        # A wrapped QLabel asks for its narrowest width; the bubble is as wide as its text,
+        # up to the room there is.
+        room = max(80, event.size().width() - 80 - 24)
+        self.label.setMinimumWidth(min(self._natural, room))
+        super().resizeEvent(event)
+
+
+class ReplyBubble(QWidget):
+    """The assistant's reply (markdown) and, on demand, the turn's details."""
+
+    def __init__(self, entry: ReplyEntry, on_link: Callable[[QUrl], None]) -> None:
+        super().__init__()
+        self.entry = entry
+        self.setObjectName("reply")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 2, 4, 2)
+        layout.setSpacing(2)
+        self.view = MarkdownView()
+        self.view.setAccessibleName("Chamberlain's reply")
+        self.view.anchorClicked.connect(on_link)
+        layout.addWidget(self.view)
+        self.details_button = QToolButton()
+        self.details_button.setObjectName("disclosure")
+        self.details_button.setText("Details")
+        self.details_button.setCheckable(True)
+        self.details_button.setArrowType(Qt.ArrowType.RightArrow)
+        self.details_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.details_button.setAccessibleName("Show how this request was handled")
+        self.details_button.toggled.connect(self._toggle_details)
+        layout.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignLeft)
+        self.details = _label(selectable=True)
+        self.details.setObjectName("details")
+        self.details.setAccessibleName("How this request was handled")
+        self.details.setContentsMargins(14, 0, 0, 4)
+        self.details.hide()
+        layout.addWidget(self.details)
+        self.refresh()
+
+    def refresh(self) -> None:
+        entry = self.entry
+        self.view.set_markdown(entry.body, plain=entry.plain)
+        self.view.setVisible(bool(entry.body.strip()))
+        failed = entry.status == "failed"
+        if bool(self.property("failed")) != failed:
+            self.setProperty("failed", failed)
+            _restyle(self)
+        self.details_button.setVisible(entry.details is not None and entry.status != "streaming")
+        if entry.details is not None:
+            self.details.setText("\n".join(entry.details.lines()))
+
+    def _toggle_details(self, shown: bool) -> None:
+        self.details_button.setArrowType(
+            Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow
+        )
+        self.details.setVisible(shown)
+
+
+def _monospace() -> QFont:
+    return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+
+
+class ToolCard(QFrame):
+    """One tool call: what ran, with what, how it ended, and (on demand) what it returned."""
+
+    def __init__(self, entry: ToolEntry) -> None:
+        super().__init__()
+        self.entry = entry
+        self.setObjectName("toolCard")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        layout.setSpacing(3)
+
+        heading = QHBoxLayout()
+        heading.setSpacing(8)
+        self.tool = _label(wrap=False)
+        bold = self.tool.font()
+        bold.setBold(True)
+        self.tool.setFont(bold)
+        self.capability = _label(wrap=False)
+        self.capability.setObjectName("notice")
+        self.spinner = QProgressBar()
+        self.spinner.setRange(0, 0)
+        self.spinner.setTextVisible(False)
+        self.spinner.setFixedSize(40, 6)
+        self.spinner.setAccessibleName("Running")
+        self.status = _label(wrap=False)
+        self.status.setAccessibleName("Status")
+        self.duration = _label(wrap=False)
+        self.duration.setObjectName("notice")
+        heading.addWidget(self.tool)
+        heading.addWidget(self.capability)
+        heading.addStretch(1)
+        heading.addWidget(self.spinner, 0, Qt.AlignmentFlag.AlignVCenter)
+        heading.addWidget(self.status)
+        heading.addWidget(self.duration)
+        layout.addLayout(heading)
+
+        self.summary = _label(selectable=True)
+        self.summary.setFont(_monospace())
+        self.summary.setAccessibleName("Arguments")
+        layout.addWidget(self.summary)
+        self.reason = _label(selectable=True)
+        self.reason.setAccessibleName("Why it did not run")
+        layout.addWidget(self.reason)
+
+        self.toggle = QToolButton()
+        self.toggle.setObjectName("disclosure")
+        self.toggle.setText("Result")
+        self.toggle.setCheckable(True)
+        self.toggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setAccessibleName("Show the tool's result")
+        self.toggle.toggled.connect(self._toggled)
+        layout.addWidget(self.toggle, 0, Qt.AlignmentFlag.AlignLeft)
+        self.result = _label(selectable=True)
+        self.result.setObjectName("toolResult")
+        self.result.setFont(_monospace())
+        self.result.setAccessibleName("The tool's result")
+        layout.addWidget(self.result)
+        self.more = _link_button("Show more", "Show the whole result")
+        self.more.clicked.connect(self._show_more)
+        layout.addWidget(self.more, 0, Qt.AlignmentFlag.AlignLeft)
+        self.refresh()
+
+    def refresh(self) -> None:
+        call = self.entry.call
+        self.tool.setText(call.tool)
+        words = capability_words(call.capability) if call.capability else ""
+        self.capability.setText(words)
+        self.capability.setVisible(bool(words))
+        running = call.status == "running"
+        self.spinner.setVisible(running)
+        self.status.setText(STATUS_WORDS.get(call.status, call.status))
+        tint = {"ok": good_color, "running": None}.get(call.status, problem_color)
+        if tint is not None:
+            self.status.setStyleSheet(f"color: {tint(self.palette()).name()};")
+        # A call denied or refused before it ran has no duration worth showing.
+        ran = call.status not in ("running", "denied", "refused")
+        self.duration.setText(
+            _duration(call.duration_s) if call.duration_s is not None and ran else ""
+        )
+        self.summary.setText(call.summary)
+        self.summary.setVisible(bool(call.summary))
+        self.reason.setText(call.reason)
+        self.reason.setVisible(bool(call.reason) and call.status != "ok")
+        if self.property("state") != call.status:
+            self.setProperty("state", call.status)
+            _restyle(self)
+        self.setAccessibleName(f"Tool {call.tool}: {STATUS_WORDS.get(call.status, call.status)}")
+        has_result = call.result is not None and bool(call.result.strip())
+        self.toggle.setVisible(has_result)
+        self.toggle.setChecked(self.entry.expanded and has_result)
+        self._show_result()
+
+    def status_text(self) -> str:
+        return self.status.text()
+
+    def _toggled(self, expanded: bool) -> None:
+        self.entry.expanded = expanded
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow if expanded else Qt.ArrowType.RightArrow)
+        self._show_result()
+
+    def _show_more(self) -> None:
+        self.entry.full = True
+        self._show_result()
+
+    def _show_result(self) -> None:
+        result = self.entry.call.result or ""
+        shown = self.entry.expanded and bool(result.strip())
+        self.result.setVisible(shown)
+        if not shown:
+            self.more.hide()
+            return
+        preview, cut = _preview(result, full=self.entry.full)
+        self.result.setText(preview)
+        self.more.setVisible(cut and not self.entry.full)
+
+
+def _preview(text: str, *, full: bool) -> tuple[str, bool]:
+    """The result as shown: the first lines (or all, up to the cap); and whether it was cut."""
+    if full:
+        cut = len(text) > FULL_RESULT_CHARS
+        shown = text[:FULL_RESULT_CHARS]
+        return (shown + "\n… (cut at 100,000 characters)" if cut else shown), cut
+    lines = text.splitlines()
+    shown = "\n".join(lines[:RESULT_PREVIEW_LINES])[:RESULT_PREVIEW_CHARS]
+    cut = len(shown) < len(text.rstrip("\n"))
+    return (shown + "\n…" if cut else shown), cut
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+
+
+class NoticeLine(QLabel):
+    def __init__(self, entry: NoticeEntry) -> None:
+        super().__init__(entry.body)
+        self.setObjectName("notice")
+        self.setProperty("tone", entry.tone)
+        self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.setContentsMargins(6, 2, 6, 2)
+        if entry.tone in ("error", "stopped"):
+            font = self.font()
+            font.setItalic(entry.tone == "stopped")
+            font.setBold(entry.tone == "error")
+            self.setFont(font)
+
+
+class MemoryLine(QFrame):
+    """ "Remembered: … (Undo)"; the window does the forgetting and calls `refresh`."""
+
+    undo_requested = Signal(object)  # the MemoryEntry
+
+    def __init__(self, entry: MemoryEntry) -> None:
+        super().__init__()
+        self.entry = entry
+        self.setObjectName("memoryLine")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 4)
+        self.label = _label(selectable=True)
+        self.label.setAccessibleName("Memory")
+        layout.addWidget(self.label, 1)
+        self.undo = _link_button("Undo", "Forget this again")
+        self.undo.clicked.connect(lambda: self.undo_requested.emit(self.entry))
+        layout.addWidget(self.undo, 0, Qt.AlignmentFlag.AlignTop)
+        self.refresh()
+
+    def refresh(self) -> None:
+        entry = self.entry
+        text = entry.body
+        if entry.state == "forgotten":
+            text = f"{entry.body}  —  Forgotten."
+        elif entry.state == "failed":
+            text = f"{entry.body}  —  {entry.problem}"
+        self.label.setText(text)
+        self.undo.setVisible(entry.state in ("kept", "forgetting"))
+        self.undo.setEnabled(entry.state == "kept")
+
+
+# -- the transcript -----------------------------------------------------------------------------
+
+
+class Transcript(QScrollArea):
+    """The entries of one conversation, newest at the bottom; see the module docstring."""
+
+    link_activated = Signal(QUrl)
+    undo_requested = Signal(object)  # a MemoryEntry
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setAccessibleName("Conversation")
+        self.entries: list[Entry] = []
+        # entries[first:last] have widgets (and only they).
+        self.first = 0
+        self.last = 0
+        self._follow = True
+        # While widgets are being built or dropped around what is on show: a widget on show and
+        # how far below the view's top edge it was, so it stays put as the layout changes.
+        self._anchor: tuple[QWidget, int] | None = None
+        self._adjusting = False
+        self._page_queued = False
+        body = QWidget()
+        body.setObjectName("transcriptBody")
+        body.setStyleSheet(STYLE % {"problem": problem_color(self.palette()).name()})
+        self._layout = QVBoxLayout(body)
+        self._layout.setContentsMargins(14, 10, 14, 10)
+        self._layout.setSpacing(8)
+        self.earlier = _link_button("Show earlier messages", "Show earlier messages")
+        self.earlier.clicked.connect(self.show_earlier)
+        self.earlier.hide()
+        self._layout.addWidget(self.earlier, 0, Qt.AlignmentFlag.AlignHCenter)
+        self.placeholder = QLabel("Ask Chamberlain something, or pick a past conversation.")
+        self.placeholder.setObjectName("notice")
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._layout.addWidget(self.placeholder)
+        self.later = _link_button("Show newer messages", "Show newer messages")
+        self.later.clicked.connect(self.show_later)
+        self.later.hide()
+        self._layout.addWidget(self.later, 0, Qt.AlignmentFlag.AlignHCenter)
+        self._layout.addStretch(1)
+        self.setWidget(body)
+        bar = self.verticalScrollBar()
+        bar.rangeChanged.connect(self._range_changed)
+        bar.valueChanged.connect(self._scrolled)
+
+    # -- contents --
+
+    def clear(self) -> None:
+        for entry in self.entries[self.first : self.last]:
+            self._drop(entry)
+        self.entries = []
+        self.first = self.last = 0
+        self._follow = True
+        self._update_ends()
+
+    def load(self, entries: list[Entry]) -> None:
+        """Show a whole conversation: widgets for its newest page only."""
+        self.setUpdatesEnabled(False)
+        try:
+            self.clear()
+            self.entries = list(entries)
+            self.first = self.last = len(self.entries)
+            self._build_above(max(0, len(self.entries) - PAGE))
+        finally:
+            self.setUpdatesEnabled(True)
+        self.scroll_to_bottom()
+
+    def append(self, entry: Entry) -> QWidget | None:
+        """Add `entry` at the bottom, and follow it unless the person scrolled up. It gets a
+        widget when the newest messages are on show (None otherwise, until they are)."""
+        self.entries.append(entry)
+        if self.last != len(self.entries) - 1:
+            self._update_ends()
+            return None
+        widget = self._build(entry)
+        self._layout.insertWidget(self._bottom_index(), widget)
+        self.last += 1
+        if self._follow:
+            self._drop_above(self.last - self.first - MAX_LIVE)
+        self._update_ends()
+        return widget
+
+    def refresh(self, entry: Entry) -> None:
+        """Redraw `entry` after its data changed (nothing to do when it is not on show)."""
+        widget = entry.widget
+        if isinstance(widget, ReplyBubble | ToolCard | MemoryLine):
+            widget.refresh()
+
+    def text(self) -> str:
+        """Everything on show, as plain text, in order (what a screen reader would read)."""
+        parts = []
+        for entry in self.entries[self.first : self.last]:
+            widget = entry.widget
+            if isinstance(widget, ReplyBubble):
+                parts.append(widget.view.toPlainText())
+            elif isinstance(widget, UserBubble):
+                parts.append(widget.label.text())
+            elif isinstance(widget, ToolCard):
+                parts.append(" ".join(lbl.text() for lbl in widget.findChildren(QLabel)))
+            elif isinstance(widget, MemoryLine):
+                parts.append(widget.label.text())
+            elif isinstance(widget, QLabel):
+                parts.append(widget.text())
+        return "\n".join(p for p in parts if p)
+
+    def widgets(self) -> list[QWidget]:
+        return [e.widget for e in self.entries[self.first : self.last] if e.widget is not None]
+
+    # -- scrolling --
+
+    def scroll_to_bottom(self) -> None:
+        """Show the newest message (building the newest page again if it was dropped)."""
+        if self.last < len(self.entries):
+            self.load(self.entries)
+            return
+        self._release_anchor()
+        self._follow = True
+        self._set_value(self.verticalScrollBar().maximum())
+
+    def at_bottom(self) -> bool:
+        bar = self.verticalScrollBar()
+        return bar.value() >= bar.maximum() - 4
+
+    def show_earlier(self) -> int:
+        """Build the previous page of widgets, keeping what is on screen where it is; drop the
+        newest ones beyond MAX_LIVE (they are built again on the way back down)."""
+        if self.first == 0:
+            return 0
+        self._hold(self.entries[self.first].widget)
+        self._follow = False
+        before = self.first
+        self._build_above(max(0, self.first - PAGE))
+        self._drop_below(self.last - self.first - MAX_LIVE)
+        self._update_ends()
+        return before - self.first
+
+    def show_later(self) -> int:
+        """Build the next page of widgets below, dropping the oldest beyond MAX_LIVE."""
+        if self.last >= len(self.entries):
+            return 0
+        self._hold(self.entries[self.last - 1].widget if self.last > self.first else None)
+        before = self.last
+        for entry in self.entries[self.last : min(len(self.entries), self.last + PAGE)]:
+            self._layout.insertWidget(self._bottom_index(), self._build(entry))
+            self.last += 1
+        self._drop_above(self.last - self.first - MAX_LIVE)
+        self._update_ends()
+        return self.last - before
+
+    def _hold(self, widget: QWidget | None) -> None:
+        self._release_anchor()
+        if widget is not None:
+            self._anchor = (widget, widget.y() - self.verticalScrollBar().value())
+            widget.installEventFilter(self)
+
+    def _bottom_index(self) -> int:
+        """Where the newest live widget goes in the layout: before "newer", the stretch."""
+        return self._layout.count() - 2
+
+    def _build_above(self, start: int) -> None:
+        """Give entries[start:first] widgets, above the ones on show."""
+        for offset, entry in enumerate(self.entries[start : self.first]):
+            self._layout.insertWidget(2 + offset, self._build(entry))
+        if start < self.first:
+            self.first = start
+        self._update_ends()
+
+    def _drop_above(self, count: int) -> None:
+        for entry in self.entries[self.first : self.first + max(0, count)]:
+            self._drop(entry)
+            self.first += 1
+
+    def _drop_below(self, count: int) -> None:
+        for entry in reversed(self.entries[self.last - max(0, count) : self.last]):
+            self._drop(entry)
+            self.last -= 1
+
+    def _update_ends(self) -> None:
+        self.earlier.setVisible(self.first > 0)
+        self.later.setVisible(self.last < len(self.entries))
+        self.placeholder.setVisible(not self.entries)
+
+    def _drop(self, entry: Entry) -> None:
+        if entry.widget is not None:
+            if self._anchor is not None and self._anchor[0] is entry.widget:
+                self._release_anchor()
+            self._layout.removeWidget(entry.widget)
+            entry.widget.deleteLater()
+            entry.widget = None
+
+    def _range_changed(self, minimum: int, maximum: int) -> None:
+        if self._anchor is not None:
+            self._hold_anchor()
+        elif self._follow:
+            self._set_value(maximum)
+
+    def _hold_anchor(self) -> None:
+        if self._anchor is not None:
+            widget, offset = self._anchor
+            self._set_value(widget.y() - offset)
+
+    def _release_anchor(self) -> None:
+        if self._anchor is not None:
+            self._anchor[0].removeEventFilter(self)
+            self._anchor = None
+
+    def _set_value(self, value: int) -> None:
+        self._adjusting = True
+        try:
+            self.verticalScrollBar().setValue(value)
+        finally:
+            self._adjusting = False
+
+    def _scrolled(self, value: int) -> None:
+        if self._adjusting:
+            return
+        self._release_anchor()  # the person scrolled: what they see now is theirs to move
+        self._follow = self.at_bottom()
+        bar = self.verticalScrollBar()
+        ends = (value == 0 and self.first > 0) or (
+            value == bar.maximum() and self.last < len(self.entries)
+        )
+        if ends and not self._page_queued:
+            # Reaching either end builds the next page there (after this scroll settles).
+            self._page_queued = True
+            QTimer.singleShot(0, self._page)
+
+    def _page(self) -> None:
+        self._page_queued = False
+        bar = self.verticalScrollBar()
+        if bar.value() == 0:
+            self.show_earlier()
+        elif bar.value() == bar.maximum():
+            self.show_later()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        # The anchor moves down when the layout places the new widgets above it, which may be
+        # after the scroll bar's range changed: hold it there too.
+        anchor = self._anchor
+        if anchor is not None and watched is anchor[0] and event.type() == QEvent.Type.Move:
+            self._hold_anchor()
+        return super().eventFilter(watched, event)
+
+    # -- widgets --
+
+    def _build(self, entry: Entry) -> QWidget:
+        widget: QWidget
+        if isinstance(entry, UserEntry):
+            widget = UserBubble(entry)
+        elif isinstance(entry, ReplyEntry):
+            widget = ReplyBubble(entry, self.link_activated.emit)
+        elif isinstance(entry, ToolEntry):
+            widget = ToolCard(entry)
+        elif isinstance(entry, MemoryEntry):
+            line = MemoryLine(entry)
+            line.undo_requested.connect(self.undo_requested.emit)
+            widget = line
+        elif isinstance(entry, NoticeEntry):
+            widget = NoticeLine(entry)
+        else:
+            raise TypeError(f"no widget for {type(entry).__name__}")
+        entry.widget = widget
+        return widget

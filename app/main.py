@@ -1,0 +1,465 @@
+"""The desktop app's one bootstrap: the qasync loop, the tray, the windows, the long-lived session.
+
+`run_app(argv)` builds the QApplication and a qasync event loop over it, routes uncaught
+exceptions and Qt's own messages into logging, claims the single instance, and runs `Shell`
+until Quit is chosen from the tray menu (closing the last window never quits a tray app).
+
+Start-up order keeps the tray quick: the session (keys, audit, grants) and the tray first;
+then, off the UI thread, the model client and memory (with its passphrase dialog where there
+is no keyring). Windows are built the first time they are opened.
+
+Nothing here decides anything about permissions, routing or storage: that is the broker's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, Qt, QTimer, QtMsgType, qInstallMessageHandler
+from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
+
+from app.assistant import Assistant
+from app.single_instance import SingleInstance, server_name
+from app.tray import Tray, icon
+from broker.events import MemoryNotice, TurnEnded, TurnEvent, TurnStarted
+
+if TYPE_CHECKING:
+    from broker.permissions import Prompter
+    from broker.session import Session
+    from memory.conversations import ConversationStore
+
+log = logging.getLogger("chamberlain.app")
+
+WINDOWS = ("chat", "permissions", "memory", "activity", "settings")
+# A turn that takes longer than this, finishing while the chat is hidden, is announced.
+LONG_TURN_S = 10.0
+
+NO_TRAY_TEXT = (
+    "This desktop has no system tray, so Chamberlain runs in its chat window instead. Closing "
+    "the window hides it; quit from the window's menu. (On GNOME, the AppIndicator extension "
+    "adds a tray.)"
+)
+
+
+class Shell(QObject):
+    """The running app: the assistant, the tray, the windows."""
+
+    def __init__(
+        self,
+        home: Path,
+        *,
+        prompter: Prompter | None = None,
+        use_tray: bool | None = None,
+        connect_model: bool = True,
+    ) -> None:
+        super().__init__()
+        from app.permission_prompt import GuiPrompter
+        from broker.settings import load_settings
+
+        settings = load_settings(home)
+        self.home = home
+        self.prompter: Prompter = prompter or GuiPrompter(
+            timeout_s=settings.permissions.prompt_timeout_s,
+            timed_default_minutes=settings.permissions.timed_default_minutes,
+        )
+
+        def make_session() -> Session:
+            # On the io thread, after the tray is up: the broker's imports (tree-sitter, the
+            # tools) and its files (keys, audit, grants) are read here.
+            from broker.session import Session
+
+            return Session(
+                home=home,
+                settings=settings,
+                prompter=self.prompter,
+                model_problem="Chamberlain is still looking for a model.",
+            )
+
+        self.assistant = Assistant(make_session, self)
+        self.tray = Tray(self.assistant, self)
+        self.windows: dict[str, QWidget] = {}
+        self.finished: asyncio.Future[int] = asyncio.get_event_loop().create_future()
+        self._history: ConversationStore | None = None
+        self._turn_started = 0.0
+        # Work started from a signal handler, kept so it is not collected mid-flight.
+        self._pending: list[asyncio.Future[Any]] = []
+        self._connect_model = connect_model
+        self.use_tray = Tray.available() if use_tray is None else use_tray
+
+        self.tray.open_chat.connect(lambda: self.show_window("chat"))
+        for name in ("permissions", "memory", "activity", "settings"):
+            getattr(self.tray, f"open_{name}").connect(lambda n=name: self.show_window(n))
+        self.tray.revoke_all.connect(self._revoke_all)
+        self.tray.quit_requested.connect(self.quit)
+        waiting = getattr(self.prompter, "waiting_changed", None)
+        if waiting is not None:
+            waiting.connect(self.tray.set_waiting)
+        self.assistant.turn_event.connect(self._on_turn_event)
+
+    # -- start-up --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Show the tray (or, without one, the chat window as soon as the session is up); the
+        rest loads afterwards."""
+        if self.use_tray:
+            self.tray.show()
+        else:
+            log.info("no system tray here: opening the chat window instead")
+            self.show_window("chat")
+            self._say_once_no_tray()
+
+    async def load(self) -> None:
+        """What the first turn needs but the tray does not: the session, memory, the model."""
+        await self.assistant.start()
+        await self.open_memory()
+        if self._connect_model:
+            await self.connect_model()
+
+    async def connect_model(self) -> None:
+        from broker.session import connect_model
+
+        session = self.assistant.session
+        choice = await self.assistant.run_io(connect_model, session.settings)
+        session.use_model(choice.model, choice.problem)
+
+    async def open_memory(self) -> None:
+        """Open memory once per start; ask for the passphrase in a dialog where needed."""
+        from app.passphrase import PassphraseAsker
+        from broker.keys import MemoryKeyUnavailable
+        from broker.memory_hooks import MEMORY_FILE, open_memory
+        from broker.settings import save_settings
+        from memory.db import MemoryStoreError
+
+        session = self.assistant.session
+        settings = session.settings
+        asker = PassphraseAsker(
+            asyncio.get_running_loop(), new=not (self.home / MEMORY_FILE).exists()
+        )
+
+        def opened() -> Any:
+            return open_memory(self.home, settings.memory, session.clock, ask_passphrase=asker)
+
+        try:
+            store = await self.assistant.run_io(opened)
+        except (MemoryKeyUnavailable, MemoryStoreError) as exc:
+            if not asker.outcome.encryption_off:
+                session.memory_problem = str(exc)
+                log.info("memory not opened: %s", exc)
+                return
+            settings.memory.encryption = "off"
+            await self.assistant.run_io(save_settings, self.home, settings)
+            try:
+                store = await self.assistant.run_io(opened)
+            except (MemoryKeyUnavailable, MemoryStoreError) as again:
+                session.memory_problem = str(again)
+                return
+        session.attach_memory(store)
+        await self.assistant.run_io(self._prune_history)
+
+    def history(self) -> ConversationStore | None:
+        """The conversation store, when memory is open (conversations share its key)."""
+        store = self.assistant.session.memory
+        if store is None:
+            return None
+        if self._history is None:
+            from memory.conversations import ConversationStore
+
+            self._history = ConversationStore(store)
+        return self._history
+
+    def _prune_history(self) -> None:
+        history = self.history()
+        if history is not None:
+            removed = history.prune(self.assistant.session.settings.chat.retention_days)
+            if removed:
+                log.info("removed %d conversations past their retention", removed)
+
+    # -- windows ---------------------------------------------------------------------------------
+
+    def window(self, name: str) -> QWidget:
+        """The window `name`, built the first time it is asked for."""
+        if name not in self.windows:
+            self.windows[name] = self._build(name)
+        return self.windows[name]
+
+    def _build(self, name: str) -> QWidget:
+        widget: QWidget
+        if name == "chat":
+            from app.chat import ChatWindow
+
+            widget = ChatWindow(self.assistant, self.history)
+        elif name == "permissions":
+            from app.windows.permissions import PermissionsWindow
+
+            widget = PermissionsWindow(self.assistant)
+        elif name == "memory":
+            from app.windows.memory import MemoryWindow
+
+            widget = MemoryWindow(self.assistant)
+        elif name == "activity":
+            from app.windows.activity import ActivityWindow
+
+            widget = ActivityWindow(self.assistant)
+        elif name == "settings":
+            from app.windows.settings import SettingsWindow
+
+            widget = SettingsWindow(self.assistant)
+        else:
+            raise KeyError(name)
+        widget.setWindowIcon(icon("idle"))
+        return widget
+
+    def show_window(self, name: str) -> QWidget | None:
+        """Show the window `name` (built now if new). Before the session is up, it is shown as
+        soon as it is, and None is returned."""
+        if not self.assistant.started:
+            self._spawn(self._show_when_started(name))
+            return None
+        widget = self.window(name)
+        widget.show()
+        widget.raise_()
+        widget.activateWindow()
+        return widget
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` on the loop; a failure is logged (the app stays up)."""
+        self._pending = [f for f in self._pending if not f.done()]
+        future = asyncio.ensure_future(work)
+        future.add_done_callback(_log_failure)
+        self._pending.append(future)
+
+    async def _show_when_started(self, name: str) -> None:
+        await self.assistant.start()
+        self.show_window(name)
+
+    def bring_to_front(self) -> None:
+        """A second launch: show the chat."""
+        self.show_window("chat")
+
+    def _say_once_no_tray(self) -> None:
+        box = QMessageBox(QMessageBox.Icon.Information, "Chamberlain", NO_TRAY_TEXT)
+        box.setWindowModality(Qt.WindowModality.NonModal)
+        box.open()
+        self._no_tray_box = box
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def _on_turn_event(self, event: TurnEvent) -> None:
+        if isinstance(event, TurnStarted):
+            self._turn_started = time.monotonic()
+        elif isinstance(event, MemoryNotice) and event.action == "pending":
+            self.tray.notify("A memory is waiting for your consent", event.notice)
+        elif isinstance(event, TurnEnded):
+            took = time.monotonic() - self._turn_started
+            chat = self.windows.get("chat")
+            if took >= LONG_TURN_S and (chat is None or not chat.isVisible()):
+                first = event.result.reply.strip().splitlines()[0] if event.result.reply else ""
+                self.tray.notify("Chamberlain finished your request", first[:200])
+
+    def _revoke_all(self) -> None:
+        self._spawn(self._revoke_all_now())
+
+    async def _revoke_all_now(self) -> None:
+        count = await self.assistant.revoke_all()
+        self.tray.notify(
+            "Permissions revoked",
+            f"{count} permission(s) revoked. Chamberlain will ask again before its next step.",
+        )
+
+    # -- quitting --------------------------------------------------------------------------------
+
+    def quit(self) -> None:
+        # A question still open is answered "cancelled", so no broker thread is left waiting.
+        cancel_all = getattr(self.prompter, "cancel_all", None)
+        if callable(cancel_all):
+            cancel_all("cancelled")
+        for widget in self.windows.values():
+            widget.close()
+        self.tray.hide()
+        self.assistant.close()
+        if not self.finished.done():
+            self.finished.set_result(0)
+
+
+def _log_failure(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.error("a background step failed", exc_info=future.exception())
+
+
+class UiThreadCollector(QObject):
+    """Python's cycle collector, run only here on the UI thread.
+
+    Left automatic, it runs on whichever thread allocates at the wrong moment — a turn or io
+    thread — and a Qt object caught in a cycle is then destroyed off its thread (Qt: "Timers
+    cannot be stopped from another thread"). Automatic collection is off; this timer runs each
+    generation when its threshold is passed, as the collector itself would.
+    """
+
+    INTERVAL_MS = 1000
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        gc.disable()
+        self._timer = QTimer(self)
+        self._timer.setInterval(self.INTERVAL_MS)
+        self._timer.timeout.connect(self.collect)
+        self._timer.start()
+
+    def collect(self) -> None:
+        counts, thresholds = gc.get_count(), gc.get_threshold()
+        for generation in (2, 1, 0):
+            if counts[generation] > thresholds[generation]:
+                gc.collect(generation)
+                return
+
+    def stop(self) -> None:
+        self._timer.stop()
+        gc.enable()
+
+
+# --- bootstrap ---------------------------------------------------------------------------------
+
+
+# What Qt's offscreen and minimal platforms say about features they lack: expected, not news.
+_PLATFORM_NOISE = ("This plugin does not support",)
+
+
+def _qt_messages(mode: QtMsgType, context: Any, message: str) -> None:
+    if message.startswith(_PLATFORM_NOISE):
+        logging.getLogger("chamberlain.qt").debug("%s", message)
+        return
+    level = {
+        QtMsgType.QtDebugMsg: logging.DEBUG,
+        QtMsgType.QtInfoMsg: logging.INFO,
+        QtMsgType.QtWarningMsg: logging.WARNING,
+        QtMsgType.QtCriticalMsg: logging.ERROR,
+        QtMsgType.QtFatalMsg: logging.CRITICAL,
+    }.get(mode, logging.WARNING)
+    logging.getLogger("chamberlain.qt").log(level, "%s", message)
+
+
+def _install_exception_hooks(loop: asyncio.AbstractEventLoop) -> None:
+    def excepthook(
+        kind: type[BaseException], value: BaseException, tb: TracebackType | None
+    ) -> None:
+        log.error("uncaught exception", exc_info=(kind, value, tb))
+
+    def loop_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        log.error("error in the event loop: %s", context.get("message"), exc_info=exc)
+
+    sys.excepthook = excepthook
+    loop.set_exception_handler(loop_handler)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="chamberlain", description="Chamberlain desktop app")
+    parser.add_argument("--home", help="where every file Chamberlain writes lives")
+    # For bench.app_startup: print the wall-clock time once the tray is up, then quit.
+    parser.add_argument("--ready-and-quit", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--smoke-test",
+        action="store_true",
+        help="start offscreen, open every window, run one request, quit (exit 0 when all worked)",
+    )
+    return parser.parse_args(list(argv))
+
+
+def run_app(argv: Sequence[str] = ()) -> int:
+    """Start the desktop app; returns the exit code."""
+    import qasync
+
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=os.environ.get("CHAMBERLAIN_LOG", "WARNING").upper(),
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    cleanup: Callable[[], None] | None = None
+    if args.smoke_test:
+        cleanup = _smoke_environment(args)
+    from broker.settings import default_home
+
+    home = Path(args.home).expanduser() if args.home else default_home()
+    qInstallMessageHandler(_qt_messages)
+    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "chamberlain"])
+    assert isinstance(app, QApplication)
+    app.setApplicationName("Chamberlain")
+    app.setApplicationDisplayName("Chamberlain")
+    app.setDesktopFileName("chamberlain")
+    app.setWindowIcon(icon("idle"))
+    app.setQuitOnLastWindowClosed(False)
+
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    _install_exception_hooks(loop)
+    collector = UiThreadCollector()
+    try:
+        with loop:
+            if args.smoke_test:
+                from app.smoke import smoke_test
+
+                code: int = loop.run_until_complete(smoke_test(home))
+            else:
+                code = loop.run_until_complete(_main(home, ready_and_quit=args.ready_and_quit))
+            return code
+    finally:
+        collector.stop()
+        if cleanup is not None:
+            cleanup()
+
+
+async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
+    instance = SingleInstance(server_name(home))
+    if not instance.claim():
+        log.info("Chamberlain is already running; asked it to show its window")
+        return 0
+    shell = Shell(home)
+    instance.activated.connect(shell.bring_to_front)
+    shell.start()
+    if ready_and_quit:
+        await asyncio.sleep(0)  # one turn of the loop: the tray (or window) is on screen
+        sys.stdout.write(f"ready {time.time():.6f}\n")
+        sys.stdout.flush()
+        shell.quit()
+        instance.release()
+        return 0
+    try:
+        await shell.load()
+        return await shell.finished
+    finally:
+        instance.release()
+
+
+def _smoke_environment(args: argparse.Namespace) -> Callable[[], None]:
+    """The smoke test runs offscreen in a throwaway home (and user home) unless given one, and
+    never touches the real keyring; returns what removes it afterwards."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
+    if args.home:
+        return lambda: None
+    scratch = Path(tempfile.mkdtemp(prefix="chamberlain-smoke-"))
+    (scratch / "user").mkdir()
+    os.environ["HOME"] = str(scratch / "user")
+    os.environ["XDG_CONFIG_HOME"] = str(scratch / "user" / ".config")
+    os.environ["XDG_RUNTIME_DIR"] = str(scratch / "runtime")
+    (scratch / "runtime").mkdir(mode=0o700)
+    args.home = str(scratch / "chamberlain")
+
+    def remove() -> None:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(scratch)
+
+    return remove

@@ -1,0 +1,658 @@
+"""The permission dialog: one `PermissionQuestion`, rendered so a person can answer it safely.
+
+It says what is asked in plain words, who asked for it (the person's own words, or the model on
+its own mid-turn, shown with a warning accent), the exact path, command, site or display, how
+risky and how reversible it is; offers the answers the question allows; and counts down to the
+denial it ends in when nobody answers.
+
+Guarantees a person relies on: nothing is allowed until `ACTIVATION_DELAY_S` after the dialog
+appeared (a click or keystroke meant for another window cannot approve); Deny, Esc and closing
+the window all deny at once; Enter denies unless the focused button is the Allow button; the
+dialog stays on top but never takes the keyboard focus when it appears.
+
+It renders and forwards; what may be offered and what each answer decides is the question's
+(`app.permission_prompt`). It never calls `QDialog.exec()`: it is shown through
+`app.async_dialog.show_dialog`, the one seam every modal goes through.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import math
+import os
+import re
+
+from PySide6.QtCore import QSize, Qt, QTimer
+from PySide6.QtGui import QFont, QPalette, QShowEvent, QTextOption
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QDialog,
+    QFormLayout,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QRadioButton,
+    QSizePolicy,
+    QStyle,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app import async_dialog
+from app.permission_prompt import TIMED_MINUTES, Choice, PermissionQuestion
+from broker.permissions import PromptDecision
+from tools.manual import Capability
+from tools.scopes import ANY, UNSCOPED_CAPS, describe_scope
+
+# Seconds after the dialog appears before any Allow can be pressed.
+ACTIVATION_DELAY_S = 0.8
+
+# The one colour of its own: the accent of a request to be wary of (the model asked on its own,
+# or the highest risk). Everything else follows the system palette, light or dark.
+WARNING_ACCENT = "#d97706"
+
+# (the capability as a line of the details, the headline's verb phrase)
+_WHAT: dict[Capability, tuple[str, str]] = {
+    Capability.FILE_READ: ("Read files", "read files"),
+    Capability.FILE_WRITE: ("Change files", "change files"),
+    Capability.SYSTEM_READ: ("Look up system information", "look up system information"),
+    Capability.SYSTEM_EXECUTE: ("Run a command", "run a command"),
+    Capability.WEB_ACCESS: ("Use the web", "use the web"),
+    Capability.SCREEN_READ: ("See your screen", "see your screen"),
+    Capability.OPEN_EXTERNAL: ("Open something in another app", "open something in another app"),
+    Capability.MEMORY_WRITE: ("Remember something about you", "remember something about you"),
+}
+
+# What the scope row is called, per capability.
+_SCOPE_LABEL: dict[Capability, str] = {
+    Capability.FILE_READ: "Where",
+    Capability.FILE_WRITE: "Where",
+    Capability.SYSTEM_EXECUTE: "Command",
+    Capability.WEB_ACCESS: "Site",
+    Capability.SCREEN_READ: "Display",
+    Capability.OPEN_EXTERNAL: "Opens",
+}
+
+_RISK = {
+    "safe": "Low",
+    "moderate": "Medium",
+    "dangerous": "High: it can do serious harm",
+}
+
+_UNDO = {
+    "easy": "Easy to undo",
+    "effort": "Can be undone, with some effort",
+    "irreversible": "Cannot be undone",
+}
+
+_ONCE_ONLY_NOTE = (
+    "This runs code that cannot be shown here, so it can only be allowed once: "
+    "Chamberlain will ask again next time."
+)
+
+_MODEL_INITIATED_NOTE = (
+    "You did not ask for this. The assistant wants to do it on its own, partway through your "
+    "request. Allow it only if you expected it."
+)
+
+_HIGH_RISK_NOTE = "This is a high-risk action. Read the details before you allow it."
+
+
+def capability_words(capability: Capability) -> str:
+    """The capability in plain words: "Read files", "Run a command", "See your screen"…"""
+    return _WHAT[capability][0]
+
+
+def duration_words(minutes: float) -> str:
+    if minutes >= 60 and minutes % 60 == 0:
+        hours = int(minutes // 60)
+        return f"{hours} hour" + ("" if hours == 1 else "s")
+    return f"{minutes:g} min"
+
+
+def _is_folder(path: str) -> bool:
+    return os.path.isdir(path)
+
+
+def always_rule_words(question: PermissionQuestion) -> str:
+    """The rule "Always allow" saves, in words: "Always allow reading files in /home/ann"."""
+    request = question.request
+    capability, scope = request.capability, request.scope
+    described = describe_scope(capability, scope).replace("`", "")
+    if capability is Capability.FILE_READ:
+        what = f"reading files in {scope}" if _is_folder(scope) else f"reading {scope}"
+    elif capability is Capability.FILE_WRITE:
+        what = f"changing files in {scope}" if _is_folder(scope) else f"changing {scope}"
+    elif capability is Capability.SYSTEM_EXECUTE:
+        what = f"running {described}"
+    elif capability is Capability.WEB_ACCESS:
+        what = f"visiting {described} and its subdomains"
+    elif capability is Capability.SCREEN_READ:
+        what = "seeing any display" if scope == ANY else f"seeing display {described}"
+    elif capability is Capability.OPEN_EXTERNAL:
+        what = f"opening {described} in another app"
+    elif capability is Capability.SYSTEM_READ:
+        what = "looking up system information"
+    else:
+        what = "remembering things about you"
+    return f"Always allow {what}"
+
+
+def _code_html(text: str) -> str:
+    """Plain text with `backticked` parts in the system's fixed-width font, as rich text."""
+    parts = re.split(r"`([^`]*)`", text)
+    out = []
+    for index, part in enumerate(parts):
+        if index % 2:
+            out.append(f"<code>{html.escape(part)}</code>")
+        else:
+            out.append(html.escape(part))
+    return "".join(out)
+
+
+def _command_parts(reason: str) -> tuple[str | None, list[str]]:
+    """Split `describe_command_call` text into its command clause and the rest."""
+    clauses = [c.strip() for c in reason.split("; ") if c.strip()]
+    if clauses and clauses[0].startswith("runs "):
+        return clauses[0][len("runs ") :], clauses[1:]
+    return None, clauses
+
+
+class _ExactText(QTextEdit):
+    """Text that must be seen whole (a path, a command): wraps anywhere, as tall as its text,
+    never scrolls or elides. (A QLabel breaks lines only where Unicode allows, so a long file
+    name without spaces or slashes would widen the dialog instead.)"""
+
+    def __init__(self, rich: str, plain: str, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setLineWrapMode(QTextEdit.LineWrapMode.WidgetWidth)
+        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        policy = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+        self.document().setDocumentMargin(4)
+        self.setHtml(rich)
+        self.setAccessibleName(name)
+        self.setAccessibleDescription(plain)
+        self._heights: dict[int, int] = {}
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        if width not in self._heights:
+            document = self.document().clone(self)
+            document.setTextWidth(max(1, width - 2 * self.frameWidth()))
+            self._heights[width] = math.ceil(document.size().height()) + 2 * self.frameWidth()
+            document.deleteLater()
+        return self._heights[width]
+
+    def sizeHint(self) -> QSize:
+        return QSize(320, self.heightForWidth(320))
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(160, self.heightForWidth(160))
+
+
+def _secondary(label: QLabel) -> QLabel:
+    """A label in the palette's dimmer text colour (follows light and dark themes)."""
+    label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+    return label
+
+
+def _wrapping(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
+class PermissionDialog(QDialog):
+    """Renders one PermissionQuestion; every way it closes answers the question."""
+
+    def __init__(
+        self,
+        question: PermissionQuestion,
+        *,
+        activation_delay_s: float = ACTIVATION_DELAY_S,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.question = question
+        self.activation_delay_s = activation_delay_s
+        self._armed = False
+        self._closing = False
+        self._sized = False
+        request = question.request
+        cautious = question.model_initiated or question.high_risk
+
+        self.setWindowTitle("Permission needed — Chamberlain")
+        self.setWindowFlags(
+            Qt.WindowType.Dialog
+            | Qt.WindowType.WindowStaysOnTopHint
+            | Qt.WindowType.WindowTitleHint
+            | Qt.WindowType.WindowCloseButtonHint
+        )
+        # On top, but the keyboard stays where the person was typing.
+        self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating, True)
+        self.setMinimumWidth(500)
+
+        root = QVBoxLayout(self)
+        root.setContentsMargins(22, 20, 22, 16)
+        root.setSpacing(14)
+
+        # -- headline ---------------------------------------------------------------------------
+        self.headline = QLabel(f"Allow Chamberlain to {_WHAT[request.capability][1]}?")
+        font = QFont(self.headline.font())
+        font.setBold(True)
+        if font.pointSizeF() > 0:
+            font.setPointSizeF(font.pointSizeF() * 1.3)
+        else:  # a font sized in pixels
+            font.setPixelSize(round(font.pixelSize() * 1.3))
+        self.headline.setFont(font)
+        self.headline.setWordWrap(True)
+        self.headline.setAccessibleName(self.headline.text())
+        heading = QVBoxLayout()
+        heading.setSpacing(2)
+        heading.addWidget(self.headline)
+        self.waiting_label = _secondary(QLabel())
+        heading.addWidget(self.waiting_label)
+        root.addLayout(heading)
+
+        # -- the caution, when there is reason for it ------------------------------------------
+        self.warning: QFrame | None = None
+        self.warning_text: QLabel | None = None
+        self.scope_text: _ExactText | None = None
+        if cautious:
+            root.addWidget(self._warning_frame(question))
+
+        # -- the details ------------------------------------------------------------------------
+        details = QFormLayout()
+        details.setHorizontalSpacing(14)
+        details.setVerticalSpacing(7)
+        details.setLabelAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        details.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        details.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
+        self._add_row(details, "What", _wrapping(capability_words(request.capability)))
+        self._add_scope_rows(details, question)
+        if question.model_initiated:
+            why = f"The assistant asked on its own; your message did not name this ({request.tool})"
+        else:
+            why = f"You asked for this ({request.tool})"
+        self._add_row(details, "Why", _wrapping(why))
+        if question.read_only and request.reversibility == "easy":
+            undo = "changes nothing"
+        else:
+            undo = _UNDO[request.reversibility].lower()
+        self._add_row(details, "Risk", _wrapping(f"{_RISK[request.risk]}; {undo}"))
+        root.addLayout(details)
+
+        # -- the choices ------------------------------------------------------------------------
+        root.addWidget(self._separator())
+        root.addLayout(self._choices(question))
+
+        # -- the answer -------------------------------------------------------------------------
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        self.deny_button = QPushButton("&Deny")
+        self.deny_button.setAccessibleName("Deny")
+        self.deny_button.setAccessibleDescription(
+            "Refuse this request. The assistant is told that you said no. Esc does the same."
+        )
+        # Enter anywhere but on a focused Allow button denies: a stray Enter never approves.
+        self.deny_button.setDefault(True)
+        self.allow_button = QPushButton()
+        self.allow_button.setAutoDefault(True)
+        self.allow_button.setEnabled(False)
+        self.allow_button.setMinimumWidth(170)
+        buttons.addWidget(self.deny_button)
+        buttons.addWidget(self.allow_button)
+        root.addLayout(buttons)
+
+        # -- the countdown ----------------------------------------------------------------------
+        countdown = QVBoxLayout()
+        countdown.setSpacing(4)
+        self.countdown_bar = QProgressBar()
+        self.countdown_bar.setTextVisible(False)
+        self.countdown_bar.setFixedHeight(6)
+        self.countdown_bar.setRange(0, max(1, round(question.timeout_s * 10)))
+        self.countdown_bar.setAccessibleName("Time left to answer")
+        self.countdown_label = _secondary(QLabel())
+        countdown.addWidget(self.countdown_bar)
+        countdown.addWidget(self.countdown_label)
+        root.addLayout(countdown)
+
+        self.deny_button.clicked.connect(self._deny)
+        self.allow_button.clicked.connect(self._allow)
+        self._group.idToggled.connect(self._on_choice_toggled)
+        question.remaining_changed.connect(self._show_remaining)
+        question.queue_changed.connect(self._show_waiting)
+        question.closed.connect(self._on_question_closed)
+
+        self._arm_timer = QTimer(self)
+        self._arm_timer.setSingleShot(True)
+        self._arm_timer.timeout.connect(self._arm)
+
+        self._set_tab_order()
+        self._show_waiting(question.queued_behind)
+        self._show_remaining(question.remaining_s())
+        self._show_choice()
+        self.choice_buttons[question.preselected].setFocus()
+
+    # -- building --------------------------------------------------------------------------------
+
+    def _add_row(self, form: QFormLayout, name: str, field: QWidget) -> None:
+        label = _secondary(QLabel(name))
+        label.setBuddy(field)
+        if isinstance(field, _ExactText):
+            # Level with the first line of the boxed text (its document margin).
+            margin = round(field.document().documentMargin())
+            label.setContentsMargins(0, margin, 0, 0)
+        form.addRow(label, field)
+
+    def _add_scope_rows(self, form: QFormLayout, question: PermissionQuestion) -> None:
+        request = question.request
+        capability = request.capability
+        if capability is Capability.SYSTEM_EXECUTE:
+            command, rest = _command_parts(request.reason)
+            described = describe_scope(capability, request.scope)
+            shown = command if command is not None else described
+            form_name = _SCOPE_LABEL[capability]
+            self.scope_text = _ExactText(_code_html(shown), shown.replace("`", ""), form_name)
+            self._add_row(form, form_name, self.scope_text)
+            if rest:
+                effects = _wrapping("\n".join(f"• {c[0].upper()}{c[1:]}" for c in rest))
+                effects.setTextFormat(Qt.TextFormat.PlainText)
+                self._add_row(form, "Effects", effects)
+            return
+        if capability in UNSCOPED_CAPS or (request.scope == ANY and capability not in _SCOPE_LABEL):
+            return
+        shown = describe_scope(capability, request.scope)
+        name = _SCOPE_LABEL.get(capability, "Scope")
+        self.scope_text = _ExactText(
+            f"<code>{html.escape(shown)}</code>" if request.scope != ANY else html.escape(shown),
+            shown,
+            name,
+        )
+        self._add_row(form, name, self.scope_text)
+
+    def _warning_frame(self, question: PermissionQuestion) -> QFrame:
+        frame = QFrame()
+        frame.setObjectName("caution")
+        frame.setStyleSheet(
+            f"QFrame#caution {{ border-left: 4px solid {WARNING_ACCENT};"
+            " background: rgba(217, 119, 6, 0.12); border-radius: 4px; }"
+        )
+        row = QHBoxLayout(frame)
+        row.setContentsMargins(12, 10, 12, 10)
+        row.setSpacing(10)
+        icon = QLabel()
+        size = self.style().pixelMetric(QStyle.PixelMetric.PM_SmallIconSize)
+        warning_icon = self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
+        icon.setPixmap(warning_icon.pixmap(size, size))
+        icon.setAlignment(Qt.AlignmentFlag.AlignTop)
+        row.addWidget(icon)
+        notes = []
+        if question.model_initiated:
+            notes.append(_MODEL_INITIATED_NOTE)
+        if question.high_risk:
+            notes.append(_HIGH_RISK_NOTE)
+        self.warning_text = _wrapping("\n\n".join(notes))
+        self.warning_text.setAccessibleName("Caution")
+        row.addWidget(self.warning_text, 1)
+        self.warning = frame
+        return frame
+
+    def _separator(self) -> QFrame:
+        line = QFrame()
+        line.setFrameShape(QFrame.Shape.HLine)
+        line.setFrameShadow(QFrame.Shadow.Sunken)
+        return line
+
+    def _choices(self, question: PermissionQuestion) -> QVBoxLayout:
+        box = QVBoxLayout()
+        box.setSpacing(6)
+        caption = QLabel("How long may it do this?")
+        bold = QFont(caption.font())
+        bold.setBold(True)
+        caption.setFont(bold)
+        box.addWidget(caption)
+        request = question.request
+        if request.capability is Capability.SYSTEM_EXECUTE and question.read_only:
+            # A longer answer covers the class, not only this line: say so before it is given.
+            covers = describe_scope(request.capability, request.scope)
+            note = _secondary(_wrapping(f"Any answer but once also covers {covers}."))
+            box.addWidget(note)
+
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(8)
+        grid.setVerticalSpacing(6)
+        self._group = QButtonGroup(self)
+        self.choice_buttons: dict[Choice, QRadioButton] = {}
+        # Parented to the dialog even where "Allow for" is not offered (then it stays hidden).
+        self.duration_box = QComboBox(self)
+        for minutes in TIMED_MINUTES:
+            self.duration_box.addItem(duration_words(minutes), minutes)
+        self.duration_box.setCurrentIndex(TIMED_MINUTES.index(question.default_minutes))
+        self.duration_box.setAccessibleName("How long to allow")
+        self.duration_box.setAccessibleDescription(
+            "The time an 'Allow for' answer lasts; Chamberlain asks again after it."
+        )
+        # Picking a duration means "Allow for" that long.
+        self.duration_box.activated.connect(lambda _: self.select(Choice.TIMED))
+        self.duration_box.currentIndexChanged.connect(lambda _: self._show_choice())
+        self.always_rule: QLabel | None = None
+
+        texts = {
+            Choice.ONCE: (
+                "Allow &once",
+                "Allow once",
+                "Allow only this one request; Chamberlain asks again next time.",
+            ),
+            Choice.TIMED: (
+                "Allow &for",
+                "Allow for a while",
+                "Allow the same again, without asking, for the time chosen next to it.",
+            ),
+            Choice.SESSION: (
+                "Allow for this &session",
+                "Allow for this session",
+                "Allow the same again, without asking, until Chamberlain quits.",
+            ),
+            Choice.ALWAYS: (
+                "Always allo&w",
+                "Always allow",
+                always_rule_words(question) + ". Saved until you remove it in Permissions.",
+            ),
+        }
+        row = 0
+        for index, choice in enumerate(question.choices):
+            if choice is Choice.DENY:
+                continue
+            text, name, description = texts[choice]
+            radio = QRadioButton(text)
+            radio.setAccessibleName(name)
+            radio.setAccessibleDescription(description)
+            self._group.addButton(radio, index)
+            self.choice_buttons[choice] = radio
+            if choice is Choice.TIMED:
+                timed = QHBoxLayout()
+                timed.setSpacing(8)
+                timed.addWidget(radio)
+                timed.addWidget(self.duration_box)
+                timed.addStretch(1)
+                grid.addLayout(timed, row, 0)
+            else:
+                grid.addWidget(radio, row, 0)
+            row += 1
+            if choice is Choice.ALWAYS:
+                self.always_rule = _secondary(_wrapping(always_rule_words(question)))
+                self.always_rule.setContentsMargins(24, 0, 0, 0)
+                self.always_rule.setAccessibleName("The rule Always allow saves")
+                grid.addWidget(self.always_rule, row, 0)
+                row += 1
+        box.addLayout(grid)
+        if Choice.TIMED not in self.choice_buttons:
+            self.duration_box.setVisible(False)
+
+        self.once_only_note: QLabel | None = None
+        if question.request.once_only:
+            self.once_only_note = _secondary(_wrapping(_ONCE_ONLY_NOTE))
+            box.addWidget(self.once_only_note)
+        self.choice_buttons[question.preselected].setChecked(True)
+        return box
+
+    def _set_tab_order(self) -> None:
+        chain: list[QWidget] = []
+        for choice, radio in self.choice_buttons.items():
+            chain.append(radio)
+            if choice is Choice.TIMED:
+                chain.append(self.duration_box)
+        chain += [self.deny_button, self.allow_button]
+        for first, second in itertools.pairwise(chain):
+            QWidget.setTabOrder(first, second)
+
+    def sizeHint(self) -> QSize:
+        # Wide enough to read a path or a command at a glance, and exactly as tall as the
+        # wrapped text needs at that width (the default hint under-counts wrapped lines).
+        width = max(self.minimumWidth(), self.fontMetrics().averageCharWidth() * 66)
+        layout = self.layout()
+        if layout is not None and layout.hasHeightForWidth():
+            return QSize(width, layout.totalHeightForWidth(width))
+        return QSize(width, super().sizeHint().height())
+
+    # -- what the person sees change -------------------------------------------------------------
+
+    @property
+    def armed(self) -> bool:
+        """Whether the Allow button can be pressed yet."""
+        return self._armed
+
+    def selected_choice(self) -> Choice:
+        checked = self._group.checkedButton()
+        for choice, radio in self.choice_buttons.items():
+            if radio is checked:
+                return choice
+        return Choice.ONCE
+
+    def selected_minutes(self) -> float:
+        return float(self.duration_box.currentData())
+
+    def select(self, choice: Choice) -> None:
+        self.choice_buttons[choice].setChecked(True)
+
+    def _on_choice_toggled(self, _id: int, checked: bool) -> None:
+        if checked:
+            self._show_choice()
+
+    def _show_choice(self) -> None:
+        """The Allow button says exactly what it will allow."""
+        choice = self.selected_choice()
+        text = {
+            Choice.ONCE: "&Allow once",
+            Choice.TIMED: f"&Allow for {duration_words(self.selected_minutes())}",
+            Choice.SESSION: "&Allow for this session",
+            Choice.ALWAYS: "&Always allow",
+        }[choice]
+        self.allow_button.setText(text)
+        self.allow_button.setAccessibleName(text.replace("&", ""))
+        self.allow_button.setAccessibleDescription(
+            "Answer with the choice selected above. It can be pressed a moment after this "
+            "dialog appears, so a click meant for another window cannot approve."
+        )
+
+    def _show_waiting(self, count: int) -> None:
+        if count <= 0:
+            self.waiting_label.setVisible(False)
+            return
+        requests = "request is" if count == 1 else "requests are"
+        self.waiting_label.setText(f"{count} more {requests} waiting after this one")
+        self.waiting_label.setVisible(True)
+
+    def _show_remaining(self, seconds: float) -> None:
+        self.countdown_bar.setValue(max(0, round(seconds * 10)))
+        whole = math.ceil(seconds)
+        self.countdown_label.setText(f"Denies automatically in {whole} s if you do not answer")
+        self.countdown_bar.setAccessibleDescription(f"{whole} seconds left")
+
+    # -- answering -------------------------------------------------------------------------------
+
+    def _arm(self) -> None:
+        self._armed = True
+        self.allow_button.setEnabled(True)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._sized:
+            # show() sized the window from its hint but capped it at 2/3 of the screen, which
+            # squeezes wrapped lines; give it the height its text needs (the screen allowing).
+            self._sized = True
+            hint = self.sizeHint()
+            screen = self.screen().availableGeometry() if self.screen() else None
+            height = min(hint.height(), screen.height() - 48) if screen else hint.height()
+            self.resize(hint.width(), max(height, self.minimumSizeHint().height()))
+        if not self._armed and not self._arm_timer.isActive():
+            if self.activation_delay_s <= 0:
+                self._arm()
+            else:
+                self._arm_timer.start(round(self.activation_delay_s * 1000))
+
+    def _allow(self) -> None:
+        if not self._armed:  # disabled anyway; a queued click must not slip through either
+            return
+        choice = self.selected_choice()
+        self.question.choose(choice, self.selected_minutes() if choice is Choice.TIMED else None)
+
+    def _deny(self) -> None:
+        self.question.answer(PromptDecision(allow=False, reason="user"))
+
+    def reject(self) -> None:
+        """Esc and the window's close button: a denial."""
+        if not self.question.done:
+            self.question.answer(PromptDecision(allow=False, reason="user"))
+        if not self._closing:
+            self._close(QDialog.DialogCode.Rejected)
+
+    def _on_question_closed(self) -> None:
+        decision = self.question.decision
+        accepted = decision is not None and decision.allow
+        self._close(QDialog.DialogCode.Accepted if accepted else QDialog.DialogCode.Rejected)
+
+    def _close(self, code: QDialog.DialogCode) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        self._arm_timer.stop()
+        self.done(code)
+
+
+async def present_question(
+    question: PermissionQuestion, *, activation_delay_s: float = ACTIVATION_DELAY_S
+) -> PromptDecision | None:
+    """Show `question` in a PermissionDialog and return once it is over, with its decision.
+
+    The dialog is shown through the one awaitable seam (`app.async_dialog.show_dialog`); if it
+    goes away unanswered, that is a denial.
+    """
+    if question.done:
+        return question.decision
+    dialog = PermissionDialog(question, activation_delay_s=activation_delay_s)
+    try:
+        await async_dialog.show_dialog(dialog)
+    finally:
+        if not question.done:
+            question.answer(PromptDecision(allow=False, reason="user"))
+        dialog.deleteLater()
+    return question.decision

@@ -1,0 +1,173 @@
+"""The tray icon and its menu: where Chamberlain lives while it runs.
+
+The icon shows what the assistant is doing — idle, thinking, asking for permission (it flashes
+while a question waits), using a tool (one glyph per kind of capability), paused — from SVG
+files that the icon engine renders sharp at any size. The menu opens the windows, pauses the
+assistant, revokes every permission and quits; quitting is only ever done from here.
+
+It renders the Assistant's state and forwards the person's choices; it decides nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+
+from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance
+from PySide6.QtGui import QAction, QIcon
+from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+
+from app.assistant import ASKING, PAUSED, THINKING, TOOL, Assistant
+
+log = logging.getLogger("chamberlain.app.tray")
+
+FLASH_MS = 450
+
+# The glyph a tool's capability shows while it runs.
+_TOOL_ICONS = {
+    "file_read": "tool-files",
+    "file_write": "tool-files",
+    "open_external": "tool-files",
+    "system_execute": "tool-command",
+    "system_read": "tool-system",
+    "screen_read": "tool-screen",
+    "web_access": "tool-web",
+}
+
+_STATE_TIPS = {
+    "idle": "Chamberlain — ready",
+    THINKING: "Chamberlain — working on your request",
+    ASKING: "Chamberlain — waiting for your permission",
+    PAUSED: "Chamberlain — paused",
+}
+
+
+def icon(name: str) -> QIcon:
+    """One of the bundled SVG icons (resources/icons/NAME.svg)."""
+    path = resources.files("resources") / "icons" / f"{name}.svg"
+    return QIcon(str(path))
+
+
+def icon_for(state: str, detail: str = "") -> QIcon:
+    if state == TOOL:
+        return icon(_TOOL_ICONS.get(detail, "tool-system"))
+    return icon(state if state in ("idle", THINKING, ASKING, PAUSED) else "idle")
+
+
+class Tray(QObject):
+    """The tray icon, its menu and its notifications."""
+
+    open_chat = Signal()
+    open_permissions = Signal()
+    open_memory = Signal()
+    open_activity = Signal()
+    open_settings = Signal()
+    revoke_all = Signal()
+    quit_requested = Signal()
+
+    def __init__(self, assistant: Assistant, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.assistant = assistant
+        self.icon = QSystemTrayIcon(icon("idle"), self)
+        self.icon.setToolTip(_STATE_TIPS["idle"])
+        self.menu = QMenu()
+        self.menu.setAccessibleName("Chamberlain menu")
+        self.actions: dict[str, QAction] = {}
+        self._add("chat", "Open chat", self.open_chat)
+        self.pause = self._add("pause", "Pause assistant", None)
+        self.pause.setCheckable(True)
+        self.pause.toggled.connect(self._pause_toggled)
+        self._add("revoke", "Revoke all permissions", self.revoke_all)
+        self.menu.addSeparator()
+        self._add("permissions", "Permissions…", self.open_permissions)
+        self._add("memory", "Memory…", self.open_memory)
+        self._add("activity", "Activity…", self.open_activity)
+        self._add("settings", "Settings…", self.open_settings)
+        self.menu.addSeparator()
+        self._add("quit", "Quit Chamberlain", self.quit_requested)
+        self.icon.setContextMenu(self.menu)
+        self.icon.activated.connect(self._activated)
+
+        self._state = ("idle", "")
+        self._waiting = 0
+        self._flash_on = False
+        self._flash = QTimer(self)
+        self._flash.setInterval(FLASH_MS)
+        self._flash.timeout.connect(self._toggle_flash)
+        assistant.state_changed.connect(self.show_state)
+
+    def _add(self, key: str, text: str, signal: SignalInstance | None) -> QAction:
+        action = QAction(text, self.menu)
+        if signal is not None:
+            action.triggered.connect(signal.emit)
+        self.menu.addAction(action)
+        self.actions[key] = action
+        return action
+
+    # -- state -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def available() -> bool:
+        """Whether the desktop has a system tray to live in (GNOME without AppIndicator and a
+        bare X server have none)."""
+        return QSystemTrayIcon.isSystemTrayAvailable()
+
+    def show(self) -> None:
+        self.icon.show()
+
+    def hide(self) -> None:
+        self.icon.hide()
+
+    @property
+    def shown_state(self) -> tuple[str, str]:
+        return self._state
+
+    def show_state(self, state: str, detail: str = "") -> None:
+        self._state = (state, detail)
+        if not self._flash.isActive():
+            self.icon.setIcon(icon_for(state, detail))
+        tip = _STATE_TIPS.get(state)
+        if state == TOOL:
+            tip = f"Chamberlain — using {detail.replace('_', ' ') or 'a tool'}"
+        self.icon.setToolTip(tip or _STATE_TIPS["idle"])
+        self.pause.blockSignals(True)
+        self.pause.setChecked(state == PAUSED)
+        self.pause.setText("Resume assistant" if state == PAUSED else "Pause assistant")
+        self.pause.blockSignals(False)
+
+    def set_waiting(self, count: int) -> None:
+        """Flash while `count` permission questions wait for an answer."""
+        self._waiting = count
+        if count and not self._flash.isActive():
+            self._flash.start()
+        elif not count and self._flash.isActive():
+            self._flash.stop()
+            self._flash_on = False
+            self.icon.setIcon(icon_for(*self._state))
+
+    @property
+    def flashing(self) -> bool:
+        return self._flash.isActive()
+
+    def _toggle_flash(self) -> None:
+        self._flash_on = not self._flash_on
+        self.icon.setIcon(icon(ASKING) if self._flash_on else icon_for(*self._state))
+
+    def notify(self, title: str, text: str) -> None:
+        """A desktop notification, where the tray can show one."""
+        if self.icon.isVisible() and QSystemTrayIcon.supportsMessages():
+            self.icon.showMessage(title, text, icon("idle"), 8000)
+        else:
+            log.info("notification (no tray to show it): %s — %s", title, text)
+
+    # -- the person's choices --------------------------------------------------------------------
+
+    def _pause_toggled(self, paused: bool) -> None:
+        self.assistant.set_paused(paused)
+
+    def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
+        if reason in (
+            QSystemTrayIcon.ActivationReason.Trigger,
+            QSystemTrayIcon.ActivationReason.DoubleClick,
+        ):
+            self.open_chat.emit()

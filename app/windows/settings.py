@@ -1,0 +1,777 @@
+"""The Settings window: the settings a person changes most, checked by the settings model itself.
+
+Every edit is checked by building the candidate ``Settings`` from the edited values
+(``Settings.model_validate``), so the window holds no range or rule of its own: each
+validation error is shown beside the field it names, the first bad field takes the focus, and
+nothing is saved until every field is valid. Saving writes ``settings.json`` (``save_settings``)
+on the Assistant's io thread, then updates the running session's settings in place where that
+is safe, and says which changes wait for the next start. An API key goes to the system keyring
+only (``broker.keys``); with no keyring the window says so beside the field and writes the key
+nowhere. Start at login writes or removes the XDG autostart entry (``app.autostart``).
+
+What it must never do: save a value the model rejects, write an API key to any file, probe any
+address but the loopback ports ``broker.llm.endpoints`` names, or block the UI thread (the
+probe, the keyring and every file write run through ``Assistant.run_io``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence, QPalette, QShortcut, QShowEvent
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QFrame,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app import autostart
+from app.assistant import Assistant
+from app.windows import good_color, problem_color, spawn
+from broker.keys import (
+    KeyringUnavailable,
+    api_keyring_problem,
+    delete_api_key,
+    load_api_key,
+    save_api_key,
+)
+from broker.llm import endpoints
+from broker.llm.endpoints import InvalidEndpoint, normalise_url
+from broker.settings import Settings, save_settings
+
+log = logging.getLogger("chamberlain.app.windows.settings")
+
+# The llm.url choices that are not an address.
+AUTO, NONE, CUSTOM = "auto", "none", "custom"
+
+# Settings the running session reads as it goes (the section objects are updated in place):
+# they apply to the next request. The permission broker copies its two at start, so the
+# window hands it the new values too. Everything else shown here waits for the next start.
+_LIVE = frozenset(
+    {
+        "router.confidence_threshold",
+        "executor.max_iterations",
+        "memory.allow_remote",
+        "permissions.prompt_timeout_s",
+        "permissions.timed_default_minutes",
+    }
+)
+# Shown in the window, so the person knows before saving.
+_AFTER_RESTART = {
+    "tools.screenshot_retention_days": "screenshot retention",
+    "chat.retention_days": "conversation retention",
+}
+
+# (settings path, label with its mnemonic, what the number means). Typed as text and parsed by
+# the model, so a bad value is the model's error, shown beside the field, never clamped away.
+_NUMBERS: tuple[tuple[str, str, str], ...] = (
+    (
+        "router.confidence_threshold",
+        "Router &refinement threshold",
+        "0 to 1. When the router is less sure than this of what you asked, the model checks.",
+    ),
+    ("executor.max_iterations", "&Iteration budget", "1 to 10 model steps per request."),
+    (
+        "permissions.timed_default_minutes",
+        "Default timed &grant",
+        "Minutes an “allow for a while” answer lasts.",
+    ),
+    (
+        "permissions.prompt_timeout_s",
+        "Permission &dialog timeout",
+        "Seconds before an unanswered permission question is denied.",
+    ),
+    (
+        "tools.screenshot_retention_days",
+        "Keep &screenshots for",
+        "Days. Older screenshots are deleted at the next capture; applies after a restart.",
+    ),
+    (
+        "chat.retention_days",
+        "Keep &conversations for",
+        "Days since a conversation was last used; 0 keeps them forever. Applies at the next "
+        "start. Temporary chats are never kept.",
+    ),
+)
+
+
+_URL_HINTS = {
+    AUTO: "Tries the usual local ports (Ollama, LM Studio, llama.cpp, vLLM) at each start.",
+    NONE: "Without a model, Chamberlain only carries out requests it can do directly.",
+    CUSTOM: "The base address of an OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1.",
+    "detected": "A server running on this computer now.",
+}
+
+
+def local_servers(timeout_s: float = 0.3) -> list[tuple[str, str]]:
+    """(name, base URL) of every local model server that answers, probed on loopback only, on
+    the ports "auto" would try (one short GET of /models each)."""
+    # The same probe "auto" uses; endpoints.py only offers the first that answers.
+    found: list[tuple[str, str]] = []
+    for name, port in endpoints.PROBE_PORTS:
+        base_url = f"http://127.0.0.1:{port}/v1"
+        if endpoints._answers_with_models(base_url, timeout_s):
+            found.append((name, base_url))
+    return found
+
+
+def _env_override(path: str) -> str | None:
+    """The environment variable that sets `path` over settings.json, if one is set."""
+    section = path.split(".", 1)[0]
+    names = {f"CHAMBERLAIN_{path.replace('.', '__')}".upper(), f"CHAMBERLAIN_{section}".upper()}
+    for variable in os.environ:
+        if variable.upper() in names:
+            return variable
+    return None
+
+
+def _number_text(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _path_of(loc: Sequence[int | str]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+class SettingField(QWidget):
+    """An input, its explanation below it, and the error beside it when it has one."""
+
+    def __init__(self, editor: QWidget, hint: str = "", trailing: Sequence[QWidget] = ()) -> None:
+        super().__init__()
+        self.editor = editor
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(2)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        compact = editor.maximumWidth() < 1000
+        row.addWidget(editor, 0 if compact else 1)
+        for widget in trailing:
+            row.addWidget(widget)
+        if compact:
+            row.addStretch(1)
+        outer.addLayout(row)
+        self.hint = QLabel(hint)
+        self.hint.setWordWrap(True)
+        self.hint.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.hint.setVisible(bool(hint))
+        outer.addWidget(self.hint)
+        self.error = QLabel()
+        self.error.setObjectName("field-error")
+        self.error.setWordWrap(True)
+        self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error.hide()
+        outer.addWidget(self.error)
+
+    def set_error(self, text: str | None) -> None:
+        self.error.setText(text or "")
+        self.error.setStyleSheet(f"color: {problem_color(self.palette()).name()};")
+        self.error.setVisible(bool(text))
+        self.hint.setVisible(bool(self.hint.text()))
+        self.editor.setAccessibleDescription(text or self.hint.text())
+
+    def set_note(self, text: str, *, good: bool = False, problem: bool = False) -> None:
+        """A status line under the field (not an error of the value); it stands in for the
+        hint while it is shown."""
+        self.hint.setVisible(bool(self.hint.text()) and not text)
+        color = (
+            problem_color(self.palette()).name()
+            if problem
+            else good_color(self.palette()).name()
+            if good
+            else ""
+        )
+        self.error.setStyleSheet(f"color: {color};" if color else "")
+        self.error.setText(text)
+        self.error.setVisible(bool(text))
+
+    @property
+    def message(self) -> str:
+        """What the field says under its input now (an error or a note), "" when nothing."""
+        return self.error.text() if not self.error.isHidden() else ""
+
+
+class SettingsWindow(QWidget):
+    """Settings for the Assistant's session. See the module docstring."""
+
+    def __init__(
+        self,
+        assistant: Assistant,
+        parent: QWidget | None = None,
+        *,
+        autostart_command: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.assistant = assistant
+        self._autostart_command = list(autostart_command or autostart.default_command())
+        self._detected: list[tuple[str, str]] = []
+        self._probed = False
+        self._key_saved = False
+        self.fields: dict[str, SettingField] = {}
+        self.setWindowTitle("Chamberlain Settings")
+        self.setObjectName("settings-window")
+        self.setAccessibleName("Chamberlain Settings")
+        self.resize(640, 760)
+        self._build()
+        self.load()
+
+    # -- building ------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(0)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(16, 16, 16, 8)
+        layout.setSpacing(12)
+        layout.addWidget(self._model_group())
+        layout.addWidget(self._behaviour_group())
+        layout.addWidget(self._privacy_group())
+        layout.addWidget(self._startup_group())
+        layout.addStretch(1)
+        # One label column for every group, so the fields line up down the window.
+        captions = [c for c in body.findChildren(QLabel) if c.objectName() == "caption"]
+        width = max(c.sizeHint().width() for c in captions)
+        for caption in captions:
+            caption.setMinimumWidth(width)
+            caption.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+        scroll.setWidget(body)
+        outer.addWidget(scroll, 1)
+
+        line = QFrame()
+        line.setFrameShape(QFrame.Shape.HLine)
+        line.setFrameShadow(QFrame.Shadow.Sunken)
+        outer.addWidget(line)
+        footer = QHBoxLayout()
+        footer.setContentsMargins(16, 8, 16, 12)
+        self.status = QLabel()
+        self.status.setObjectName("settings-status")
+        self.status.setWordWrap(True)
+        self.status.setAccessibleName("Settings status")
+        self.status.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        footer.addWidget(self.status, 1)
+        self.revert_button = QPushButton("Re&vert")
+        self.revert_button.setAccessibleName("Revert to the saved settings")
+        self.revert_button.clicked.connect(self._revert)
+        self.save_button = QPushButton("&Save")
+        self.save_button.setAccessibleName("Save settings")
+        self.save_button.setDefault(True)
+        self.save_button.setAutoDefault(True)
+        self.save_button.clicked.connect(self._save_clicked)
+        footer.addWidget(self.revert_button)
+        footer.addWidget(self.save_button)
+        outer.addLayout(footer)
+        save = QShortcut(QKeySequence(QKeySequence.StandardKey.Save), self)
+        save.activated.connect(self._save_clicked)
+        close = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
+        close.activated.connect(self.close)
+
+    # Slots are bound methods, not lambdas holding `self`: a lambda makes a reference cycle,
+    # and a cycle may be collected on the io thread, where destroying a widget is an error.
+    def _save_clicked(self) -> None:
+        spawn(self.save())
+
+    def _detect_clicked(self) -> None:
+        spawn(self.detect_servers())
+
+    def _forget_key_clicked(self) -> None:
+        spawn(self.remove_api_key())
+
+    def _form(self, title: str) -> tuple[QGroupBox, QFormLayout]:
+        group = QGroupBox(title)
+        group.setAccessibleName(title)
+        form = QFormLayout(group)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+        form.setVerticalSpacing(10)
+        return group, form
+
+    def _row(
+        self,
+        form: QFormLayout,
+        path: str,
+        label: str,
+        editor: QWidget,
+        hint: str = "",
+        trailing: Sequence[QWidget] = (),
+    ) -> SettingField:
+        plain = label.replace("&", "")
+        editor.setObjectName(path)
+        editor.setAccessibleName(plain)
+        field = SettingField(editor, hint, trailing)
+        field.set_error(None)
+        caption = QLabel(label + ":")
+        caption.setObjectName("caption")
+        caption.setBuddy(editor)
+        # Top-aligned (hints and errors grow the field downwards), level with the input's text.
+        lift = min(8, max(0, (editor.sizeHint().height() - caption.sizeHint().height()) // 2))
+        caption.setContentsMargins(0, lift, 0, 0)
+        form.addRow(caption, field)
+        self.fields[path] = field
+        return field
+
+    def _model_group(self) -> QGroupBox:
+        group, form = self._form("Model")
+        self.url_choice = QComboBox()
+        self.url_custom = QLineEdit()
+        self.url_custom.setObjectName("llm.url.custom")
+        self.url_custom.setAccessibleName("Model server address")
+        self.url_custom.setPlaceholderText("http://127.0.0.1:11434/v1")
+        self.url_custom.setClearButtonEnabled(True)
+        self.detect_button = QPushButton("&Find local servers")
+        self.detect_button.setAccessibleName("Find local model servers")
+        self.detect_button.clicked.connect(self._detect_clicked)
+        self._row(
+            form,
+            "llm.url",
+            "Model &server",
+            self.url_choice,
+            _URL_HINTS[AUTO],
+            [self.detect_button],
+        )
+        # The address box sits under the choice, inside the same field.
+        field = self.fields["llm.url"]
+        layout = field.layout()
+        assert isinstance(layout, QVBoxLayout)
+        layout.insertWidget(1, self.url_custom)
+        self.url_choice.currentIndexChanged.connect(self._url_choice_changed)
+        self.url_choice.activated.connect(self._recheck_key)
+        self.url_custom.textChanged.connect(self._url_text_changed)
+        self.url_custom.editingFinished.connect(self._recheck_key)
+
+        self.model_name = QLineEdit()
+        self.model_name.setPlaceholderText("The server's default model")
+        self.model_name.setClearButtonEnabled(True)
+        self._row(form, "llm.model", "Model &name", self.model_name)
+
+        self.api_key = QLineEdit()
+        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.api_key.setClearButtonEnabled(True)
+        self.forget_key = QPushButton("Re&move key")
+        self.forget_key.setAccessibleName("Remove the saved API key")
+        self.forget_key.clicked.connect(self._forget_key_clicked)
+        self._row(
+            form,
+            "llm.api_key",
+            "API &key",
+            self.api_key,
+            "Kept in the system keyring, never in a file. Local servers usually need none.",
+            [self.forget_key],
+        )
+        return group
+
+    def _behaviour_group(self) -> QGroupBox:
+        group, form = self._form("Requests and permissions")
+        self.numbers: dict[str, QLineEdit] = {}
+        for path, label, hint in _NUMBERS:
+            if path.startswith(("tools.", "chat.")):
+                continue
+            self._number_row(form, path, label, hint)
+        return group
+
+    def _number_row(self, form: QFormLayout, path: str, label: str, hint: str) -> None:
+        edit = QLineEdit()
+        edit.setMaximumWidth(140)
+        edit.setAlignment(Qt.AlignmentFlag.AlignRight)
+        self.numbers[path] = edit
+        self._row(form, path, label, edit, hint)
+
+    def _privacy_group(self) -> QGroupBox:
+        group, form = self._form("Memory and privacy")
+        self.allow_remote = QPlainTextEdit()
+        self.allow_remote.setTabChangesFocus(True)
+        self.allow_remote.setPlaceholderText("https://models.example.com/v1")
+        self.allow_remote.setFixedHeight(self.fontMetrics().lineSpacing() * 4 + 12)
+        self._row(
+            form,
+            "memory.allow_remote",
+            "&Trusted remote servers",
+            self.allow_remote,
+            "One address per line. A model on this computer may see every remembered fact; a "
+            "remote one sees only low-sensitivity facts, unless it is listed here.",
+        )
+        for path, label, hint in _NUMBERS:
+            if path.startswith(("tools.", "chat.")):
+                self._number_row(form, path, label, hint)
+        return group
+
+    def _startup_group(self) -> QGroupBox:
+        group, form = self._form("Start-up and appearance")
+        self.start_at_login = QCheckBox("Start Chamberlain when I log in")
+        self._row(form, "autostart", "Start-&up", self.start_at_login)
+        theme = QLabel("Light or dark follows your system’s theme.")
+        theme.setWordWrap(True)
+        theme.setAccessibleName("Light or dark follows your system’s theme")
+        caption = QLabel("Appearance:")
+        caption.setObjectName("caption")
+        form.addRow(caption, theme)
+        return group
+
+    # -- showing the saved settings --------------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        return self.assistant.session.settings
+
+    def load(self) -> None:
+        """Show the session's settings (what is saved), clearing every error."""
+        settings = self.settings
+        self._fill_url_choice(settings.llm.url)
+        self.model_name.setText(settings.llm.model or "")
+        self.api_key.clear()
+        for path, edit in self.numbers.items():
+            section, name = path.split(".")
+            edit.setText(_number_text(getattr(getattr(settings, section), name)))
+        self.allow_remote.setPlainText("\n".join(settings.memory.allow_remote))
+        self.start_at_login.setChecked(autostart.is_enabled())
+        for field in self.fields.values():
+            field.set_error(None)
+        for path, field in self.fields.items():
+            variable = _env_override(path)
+            field.editor.setEnabled(variable is None)
+            if variable is not None:
+                field.set_note(f"Set by the environment variable {variable}; change it there.")
+        self._update_key_row()
+
+    def _fill_url_choice(self, current: str) -> None:
+        choice = self.url_choice
+        choice.blockSignals(True)
+        choice.clear()
+        choice.addItem("Automatic (first local server found)", AUTO)
+        choice.addItem("No model", NONE)
+        for name, url in self._detected:
+            choice.addItem(f"{name} — {url}", url)
+        choice.addItem("Another address…", CUSTOM)
+        value = current.strip()
+        index = choice.findData(value.lower() if value.lower() in (AUTO, NONE) else value)
+        if index < 0:
+            index = choice.findData(CUSTOM)
+            self.url_custom.setText(value)
+        choice.setCurrentIndex(index)
+        choice.blockSignals(False)
+        self._url_choice_changed()
+
+    def _url_choice_changed(self, *_: object) -> None:
+        data = self.url_choice.currentData()
+        custom = data == CUSTOM
+        self.url_custom.setVisible(custom)
+        self.fields["llm.url"].hint.setText(_URL_HINTS.get(str(data), _URL_HINTS["detected"]))
+        if custom and self.isVisible():
+            self.url_custom.setFocus()
+        self._update_key_row()
+
+    def _url_text_changed(self, *_: object) -> None:
+        self._key_saved = False  # until the keyring is asked about this address
+        self._update_key_row()
+
+    def _recheck_key(self, *_: object) -> None:
+        """Ask the keyring (on the io thread) whether the chosen server has a key saved."""
+        self._key_saved = False
+        self._update_key_row()
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # a test driving the window without its loop
+        spawn(self._check_saved_key())
+
+    def _chosen_url(self) -> str:
+        data = self.url_choice.currentData()
+        return self.url_custom.text().strip() if data == CUSTOM else str(data)
+
+    def _key_url(self) -> str | None:
+        """The endpoint an API key would belong to: an address, not auto or none."""
+        url = self._chosen_url()
+        if url.lower() in (AUTO, NONE, ""):
+            return None
+        try:
+            return normalise_url(url)
+        except InvalidEndpoint:
+            return None
+
+    def _update_key_row(self, *_: object) -> None:
+        field = self.fields["llm.api_key"]
+        url = self._key_url()
+        problem = api_keyring_problem(self.settings.llm.api_key_env)
+        self.api_key.setEnabled(url is not None and problem is None)
+        self.forget_key.setEnabled(url is not None and problem is None and self._key_saved)
+        if problem is not None:
+            self.api_key.setPlaceholderText("No system keyring here")
+            field.set_note(problem)
+        elif url is None:
+            self.api_key.setPlaceholderText("Choose a server first")
+            field.set_note("")
+        else:
+            self.api_key.setPlaceholderText(
+                "A key is saved; type a new one to replace it"
+                if self._key_saved
+                else "Paste the server's API key"
+            )
+
+    # -- detecting servers ---------------------------------------------------------------------
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if self._probed:
+            return
+        self._probed = True
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # a test driving the window without its loop; the button still works
+        spawn(self.refresh())
+
+    async def refresh(self) -> None:
+        """What needs the io thread: the local servers, and whether a key is saved."""
+        await self.detect_servers()
+        await self._check_saved_key()
+
+    async def detect_servers(self) -> list[tuple[str, str]]:
+        """Probe the local ports (on the io thread) and list the servers that answer."""
+        field = self.fields["llm.url"]
+        self.detect_button.setEnabled(False)
+        field.set_note("Looking for local model servers…")
+        try:
+            found = await self.assistant.run_io(local_servers)
+        finally:
+            self.detect_button.setEnabled(True)
+        self._detected = found
+        current = self._chosen_url()
+        self._fill_url_choice(current)
+        if found:
+            names = ", ".join(name for name, _ in found)
+            field.set_note(f"Found running here: {names}.", good=True)
+        else:
+            ports = ", ".join(str(port) for _, port in endpoints.PROBE_PORTS)
+            field.set_note(f"No local model server answered (ports {ports}).")
+        return found
+
+    async def _check_saved_key(self) -> None:
+        url = self._key_url()
+        saved = url is not None and bool(await self.assistant.run_io(load_api_key, url))
+        if self._key_url() == url:  # not another address chosen meanwhile
+            self._key_saved = saved
+            self._update_key_row()
+
+    # -- checking and saving -------------------------------------------------------------------
+
+    def candidate(self) -> tuple[Settings | None, dict[str, str]]:
+        """The settings as edited, checked by the model: (settings, {}) or (None, errors by
+        field path)."""
+        data: dict[str, Any] = self.settings.model_dump()
+        errors: dict[str, str] = {}
+        url = self._chosen_url()
+        if url.lower() not in (AUTO, NONE):
+            try:
+                normalise_url(url)
+            except InvalidEndpoint as exc:
+                errors["llm.url"] = str(exc) if url else "Type the model server's address."
+        data["llm"]["url"] = url
+        data["llm"]["model"] = self.model_name.text().strip() or None
+        for path, edit in self.numbers.items():
+            section, name = path.split(".")
+            data[section][name] = edit.text().strip()
+        remote: list[str] = []
+        for line in self.allow_remote.toPlainText().splitlines():
+            if not line.strip():
+                continue
+            try:
+                remote.append(normalise_url(line))
+            except InvalidEndpoint as exc:
+                errors.setdefault("memory.allow_remote", str(exc))
+        data["memory"]["allow_remote"] = remote
+        try:
+            checked = Settings.model_validate(data)
+        except ValidationError as exc:
+            for error in exc.errors():
+                path = self._field_for(_path_of(error["loc"]))
+                message = str(error["msg"])
+                errors.setdefault(path, message[:1].upper() + message[1:] + ".")
+            return None, errors
+        return (None, errors) if errors else (checked, {})
+
+    def _field_for(self, path: str) -> str:
+        """The field showing a settings path (a list item's error goes to its list)."""
+        while path and path not in self.fields:
+            path = path.rpartition(".")[0]
+        return path or "status"
+
+    def show_errors(self, errors: dict[str, str]) -> None:
+        first: SettingField | None = None
+        for path, field in self.fields.items():
+            if path in ("llm.api_key", "autostart"):
+                continue
+            message = errors.get(path)
+            if message is None and field.editor.isEnabled():
+                field.set_error(None)
+            elif message is not None:
+                field.set_error(message)
+                first = first or field
+        if first is not None:
+            first.editor.setFocus()
+        if errors:
+            self._say(
+                errors.get("status") or "Nothing was saved: fix the fields marked in red.",
+                problem=True,
+            )
+
+    async def save(self) -> bool:
+        """Check every field; when all are valid, save, apply what can be applied now, and
+        say what waits for a restart. False (and nothing saved) when a field is invalid."""
+        checked, errors = self.candidate()
+        if checked is None:
+            self.show_errors(errors)
+            return False
+        self.show_errors({})
+        self.save_button.setEnabled(False)
+        try:
+            try:
+                await self.assistant.run_io(save_settings, self.assistant.session.home, checked)
+            except OSError as exc:
+                self._say(
+                    f"The settings could not be saved ({exc.strerror or exc}); nothing changed. "
+                    f"Check that {self.assistant.session.home} is writable.",
+                    problem=True,
+                )
+                return False
+            changed = self._apply(checked)
+            notes = [await self._save_autostart()]
+            key_saved = await self._save_api_key(checked)
+            if key_saved or any(p.startswith("llm.") for p in changed):
+                notes.append(await self._reconnect())
+        finally:
+            self.save_button.setEnabled(True)
+        self._say(self._summary(changed, [n for n in notes if n]))
+        return True
+
+    def _apply(self, new: Settings) -> list[str]:
+        """Copy the new values into the session's settings objects (the broker holds references
+        to the sections, so they are updated in place, not replaced). The changed paths."""
+        settings = self.settings
+        changed: list[str] = []
+        for section_name in type(new).model_fields:
+            section = getattr(new, section_name)
+            if not isinstance(section, BaseModel):
+                continue
+            target = getattr(settings, section_name)
+            for name in type(section).model_fields:
+                value = getattr(section, name)
+                if getattr(target, name) != value:
+                    setattr(target, name, value)
+                    changed.append(f"{section_name}.{name}")
+        permissions = self.assistant.session.permissions
+        permissions.prompt_timeout_s = settings.permissions.prompt_timeout_s
+        permissions.timed_default_s = settings.permissions.timed_default_minutes * 60
+        return changed
+
+    async def _save_autostart(self) -> str:
+        field = self.fields["autostart"]
+        wanted = self.start_at_login.isChecked()
+        if wanted == autostart.is_enabled():
+            field.set_note("")
+            return ""
+        try:
+            if wanted:
+                path = await self.assistant.run_io(autostart.enable, self._autostart_command)
+                field.set_note(f"Chamberlain will start at login ({path}).", good=True)
+                return "Chamberlain will start when you log in."
+            await self.assistant.run_io(autostart.disable)
+        except autostart.AutostartError as exc:
+            field.set_note(str(exc), problem=True)
+            self.start_at_login.setChecked(autostart.is_enabled())
+            return "Start at login was not changed."
+        field.set_note("")
+        return "Chamberlain will no longer start when you log in."
+
+    async def _save_api_key(self, settings: Settings) -> bool:
+        typed = self.api_key.text()
+        field = self.fields["llm.api_key"]
+        url = self._key_url()
+        if not typed.strip() or url is None:
+            return False
+        # The key lives in the field only until it is handed to the keyring (or refused).
+        self.api_key.clear()
+        try:
+            await self.assistant.run_io(
+                lambda: save_api_key(url, typed, env_var=settings.llm.api_key_env)
+            )
+        except KeyringUnavailable as exc:
+            field.set_note(str(exc), problem=True)
+            return False
+        except ValueError as exc:
+            field.set_note(str(exc), problem=True)
+            return False
+        self._key_saved = True
+        self._update_key_row()
+        field.set_note(f"Saved in the system keyring for {url}.", good=True)
+        return True
+
+    async def remove_api_key(self) -> None:
+        url = self._key_url()
+        field = self.fields["llm.api_key"]
+        if url is None:
+            return
+        try:
+            env_var = self.settings.llm.api_key_env
+            removed = await self.assistant.run_io(lambda: delete_api_key(url, env_var=env_var))
+        except KeyringUnavailable as exc:
+            field.set_note(str(exc), problem=True)
+            return
+        self._key_saved = False
+        self._update_key_row()
+        field.set_note("The saved key was removed." if removed else "No key was saved.")
+
+    async def _reconnect(self) -> str:
+        """Connect the model the new settings name, unless a request is running."""
+        if self.assistant.busy:
+            return "The model change applies after the current request; save again then."
+        from broker.session import connect_model
+
+        session = self.assistant.session
+        choice = await self.assistant.run_io(connect_model, session.settings)
+        session.use_model(choice.model, choice.problem)
+        if choice.model is None:
+            return f"Model: {choice.problem}"
+        return "The model was reconnected with the new settings."
+
+    def _summary(self, changed: list[str], notes: list[str]) -> str:
+        if not changed and not notes:
+            return "Saved. Nothing had changed."
+        waiting = sorted({_AFTER_RESTART[p] for p in changed if p in _AFTER_RESTART})
+        parts = ["Saved."]
+        if any(p in _LIVE for p in changed):
+            parts.append("Changes apply to your next request.")
+        if waiting:
+            parts.append(f"The {' and '.join(waiting)} apply after a restart.")
+        parts.extend(notes)
+        return " ".join(parts)
+
+    def _revert(self) -> None:
+        self.load()
+        self._say("Showing the saved settings.")
+
+    def _say(self, text: str, *, problem: bool = False) -> None:
+        color = problem_color(self.palette()).name() if problem else ""
+        self.status.setStyleSheet(f"color: {color};" if color else "")
+        self.status.setText(text)

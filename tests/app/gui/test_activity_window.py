@@ -1,0 +1,191 @@
+"""The Activity window: the audit log as a filterable table, and Verify naming a bad line.
+
+Real parts: real widgets offscreen, a real Session on a real home and files, real turns through
+the Assistant writing the real audit log, which one test then damages by hand. The prompter
+stands in for the person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtWidgets import QApplication
+
+from app.assistant import Assistant
+from app.windows.activity import DECISION, STAGE, TOOL, ActivityWindow
+from broker.clock import ManualClock
+from broker.permissions import PermissionRequest, PromptDecision
+from broker.session import Session
+from broker.settings import Settings
+from broker.types import GrantMode
+
+
+class Person:
+    def __init__(self, allow: bool) -> None:
+        self.allow = allow
+
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        if not self.allow:
+            return PromptDecision(allow=False)
+        return PromptDecision(allow=True, mode=GrantMode.ONCE)
+
+
+def open_assistant(home: Path, allow: bool = True) -> Assistant:
+    settings = Settings()
+    settings.router.model_refinement = False
+    session = Session(home=home, settings=settings, clock=ManualClock(), prompter=Person(allow))
+    return Assistant(session)
+
+
+async def until(done: Callable[[], bool], seconds: float = 10.0) -> None:
+    for _ in range(int(seconds / 0.02)):
+        if done():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the window did not get there in time")
+
+
+@pytest.fixture(autouse=True)
+def _windows_are_deleted_on_the_ui_thread() -> Iterator[None]:
+    """Delete the closed windows now, on this thread. Left to the garbage collector, a window
+    can be freed on whichever thread next allocates (an io or turn thread of a later test),
+    and Qt warns that its timers cannot be stopped from there."""
+    yield
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    gc.collect()
+
+
+@pytest.fixture
+def docs(app_home: Path) -> Path:
+    folder = app_home.parent / "user" / "Documents"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("hello\n")
+    return folder
+
+
+def shown(window: ActivityWindow, column: int) -> list[str]:
+    proxy = window.proxy
+    return [str(proxy.index(r, column).data()) for r in range(proxy.rowCount())]
+
+
+def choose(window: ActivityWindow, column: int, value: str) -> None:
+    combo = window.filters[column]
+    index = combo.findText(value)
+    assert index > 0, (
+        f"{value!r} is not offered: {[combo.itemText(i) for i in range(combo.count())]}"
+    )
+    combo.setCurrentIndex(index)
+
+
+def test_the_table_shows_each_stage_of_a_turn_and_the_filters_narrow_it(qtbot, run, app_home, docs):
+    assistant = open_assistant(app_home)
+    window = ActivityWindow(assistant)
+    qtbot.addWidget(window)
+    window.show()
+    assert window.listing.showing_empty
+    assert "Nothing has been recorded yet" in window.listing.empty.text()
+
+    async def two_turns() -> None:
+        await assistant.ask(f"list files in {docs}")
+        await assistant.ask("what time is it in the system?")  # refreshes on TurnEnded
+        await until(
+            lambda: (
+                "Turn ended" in shown(window, STAGE)
+                and shown(window, STAGE).count("Turn ended") == 2
+            )
+        )
+
+    run(two_turns())
+    assert not window.listing.showing_empty
+    stages = shown(window, STAGE)
+    for stage in ("Request understood", "Tools allowed", "Permission given", "Tool finished"):
+        assert stage in stages
+    assert stages[0] == "Turn ended"  # newest first
+    offered = [window.filters[TOOL].itemText(i) for i in range(window.filters[TOOL].count())]
+    assert offered[0] == "All tools"
+    assert "file_list" in offered
+
+    choose(window, TOOL, "file_list")
+    assert set(shown(window, TOOL)) == {"file_list"}
+    assert "Tool finished" in shown(window, STAGE)
+    choose(window, STAGE, "Permission given")
+    assert shown(window, STAGE) == ["Permission given"]
+    assert shown(window, DECISION) == ["allowed (once)"]
+    window.view.setCurrentIndex(window.proxy.index(0, 0))  # the step, in full, below the table
+    assert "Permission given · file_list · Read files · allowed (once)" in window.details.text()
+    assert f"file_read for {docs}, by user" in window.details.text()
+    assert window.count.text().startswith("1 of ")
+
+    window.filters[TOOL].setCurrentIndex(0)
+    window.filters[STAGE].setCurrentIndex(0)
+    qtbot.keyClicks(window.search, str(docs.name))
+    assert shown(window, STAGE)
+    assert all(
+        any(
+            "documents" in str(window.proxy.index(r, c).data()).lower()
+            for c in range(window.proxy.columnCount())
+        )
+        for r in range(window.proxy.rowCount())
+    )
+    window.search.setText("no step says this")
+    assert window.listing.showing_empty
+    assert "No step matches these filters" in window.listing.empty.text()
+    assistant.close()
+
+
+def test_verify_says_the_log_is_intact_then_names_the_first_bad_line_after_an_edit(
+    qtbot, run, app_home, docs
+):
+    assistant = open_assistant(app_home, allow=False)
+    window = ActivityWindow(assistant)
+    qtbot.addWidget(window)
+    window.show()
+    run(assistant.ask(f"list files in {docs}"))
+
+    async def verify_by_keyboard() -> None:
+        window.verify_button.setFocus()
+        qtbot.keyClick(window.verify_button, Qt.Key.Key_Space)
+        await until(lambda: "intact" in window.verdict.text() or "not" in window.verdict.text())
+
+    run(verify_by_keyboard())
+    assert window.verdict.text().startswith("The audit log is intact:")
+
+    path = assistant.session.audit.path
+    lines = path.read_text().splitlines(keepends=True)
+    record = json.loads(lines[2])
+    record["data"]["why"] = "user says yes"  # someone rewrites a refusal
+    lines[2] = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
+    path.write_text("".join(lines))
+
+    result = run(window.verify())
+    assert result is not None
+    assert result.first_bad_line == 3
+    text = window.verdict.text()
+    assert text.startswith(
+        "The audit log does not check out. The first problem is at line 3: hash does not match"
+    )
+    assert "(the line was edited)" in text
+    assert "The 2 lines before it are intact." in text
+    [selected] = window.view.selectionModel().selectedRows()
+    assert selected.data() == "3"  # the edited line is shown, selected
+    assistant.close()
+
+
+def test_a_damaged_line_shows_as_a_row_that_says_so(qtbot, run, app_home, docs):
+    assistant = open_assistant(app_home)
+    run(assistant.ask(f"list files in {docs}"))
+    path = assistant.session.audit.path
+    with path.open("ab") as log:
+        log.write(b"this is not json\n")
+    window = ActivityWindow(assistant)
+    qtbot.addWidget(window)
+    run(window.refresh())
+    assert shown(window, STAGE)[0] == "Damaged line"
+    assert "not an audit record" in str(window.proxy.index(0, 7).data())
+    assistant.close()

@@ -1,0 +1,650 @@
+"""The chat window: tool cards, streaming, Stop, keys, temporary chats, kept conversations, Undo.
+
+Real parts: real widgets offscreen driven by real key presses and clicks, a real Session on a
+real home and files, real turns through the Assistant on a qasync loop, a real plaintext memory
+database (facts and conversations in one SQLite file, reopened from disk for the restart test),
+the real OpenAI client against the scripted OpenAI server on 127.0.0.1 where a model is needed,
+and the real confirmation box, answered by clicking its button. The prompters stand in for the
+person answering permission questions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtWidgets import QMessageBox
+
+from app.assistant import Assistant
+from app.chat import ChatWindow
+from app.chat_view import (
+    MAX_LIVE,
+    PAGE,
+    MemoryLine,
+    NoticeEntry,
+    ReplyBubble,
+    ToolCard,
+    UserEntry,
+)
+from broker.events import TextDelta, TurnEvent
+from broker.llm.openai_client import OpenAIChatModel
+from broker.permissions import PermissionRequest, PromptDecision
+from broker.types import GrantMode
+from memory.conversations import ConversationNotFoundError, ConversationStore
+from memory.db import open_database
+from memory.store import MemoryStore
+from tests.app.gui.conftest import make_session
+from tests.support.openai_server import Raw, Text, ToolCalls, Trickle
+
+
+class Allow:
+    """Says yes, once, to every permission question."""
+
+    def __init__(self) -> None:
+        self.asked: list[PermissionRequest] = []
+
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        self.asked.append(request)
+        return PromptDecision(allow=True, mode=GrantMode.ONCE)
+
+
+class Deny:
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        return PromptDecision(allow=False)
+
+
+async def until(done: Callable[[], object], seconds: float = 15.0) -> None:
+    for _ in range(int(seconds / 0.02)):
+        if done():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the window did not get there in time")
+
+
+def open_memory(path: Path) -> MemoryStore:
+    return MemoryStore(open_database(path, key=None, encrypted=False))
+
+
+@pytest.fixture
+def docs(app_home: Path) -> Path:
+    folder = app_home.parent / "user" / "Documents"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("hello\n")
+    (folder / "budget-2026.ods").write_text("1,2\n")
+    return folder
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[MemoryStore]:
+    store = open_memory(tmp_path / "memory.db")
+    yield store
+    store.close()
+
+
+class Rig:
+    """One assistant and its chat window; `close()` stops both."""
+
+    def __init__(self, qtbot: Any, assistant: Assistant, history: ConversationStore | None):
+        self.assistant = assistant
+        self.history = history
+        self.window = ChatWindow(assistant, lambda: self.history)
+        qtbot.addWidget(self.window)
+        self.window.resize(900, 650)
+
+    async def shown(self) -> ChatWindow:
+        self.window.show()
+        await until(self.window.isVisible)
+        await self.window.settled()
+        return self.window
+
+    def close(self) -> None:
+        self.window.hide()
+        self.assistant.close()
+
+
+def rig(qtbot: Any, home: Path, memory: MemoryStore | None = None, **options: Any) -> Rig:
+    session = make_session(home, memory=memory, **options)
+    return Rig(qtbot, Assistant(session), ConversationStore(memory) if memory else None)
+
+
+async def type_and_send(qtbot: Any, window: ChatWindow, text: str) -> None:
+    window.input.setFocus()
+    qtbot.keyClicks(window.input, text)
+    qtbot.keyClick(window.input, Qt.Key.Key_Return)
+
+
+async def turn_done(window: ChatWindow) -> None:
+    await until(lambda: window.send_button.isEnabled() and window.transcript.entries)
+    await window.settled()
+
+
+def cards(window: ChatWindow) -> list[ToolCard]:
+    return [w for w in window.transcript.widgets() if isinstance(w, ToolCard)]
+
+
+def replies(window: ChatWindow) -> list[ReplyBubble]:
+    return [w for w in window.transcript.widgets() if isinstance(w, ReplyBubble)]
+
+
+def test_a_file_request_shows_an_ok_tool_card_whose_result_lists_the_files_and_the_reply(
+    qtbot, run, app_home, docs
+):
+    prompter = Allow()
+    chat = rig(qtbot, app_home, prompter=prompter)
+
+    async def scenario() -> None:
+        window = await chat.shown()
+        await type_and_send(qtbot, window, f"list files in {docs}")
+        await turn_done(window)
+
+    run(scenario())
+    window = chat.window
+    assert prompter.asked, "the permission was asked for"
+    [card] = cards(window)
+    assert card.entry.call.status == "ok"
+    assert card.status_text() == "OK"
+    assert card.tool.text() == "file_list"
+    assert card.capability.text() == "Read files"
+    assert str(docs) in card.summary.text()
+    assert card.duration.text().endswith(("ms", "s"))
+    # Collapsed until asked for.
+    assert card.result.isHidden()
+    card.toggle.click()
+    assert not card.result.isHidden()
+    assert "notes.txt" in card.result.text()
+    assert "budget-2026.ods" in card.result.text()
+    [reply] = replies(window)
+    assert "notes.txt" in reply.view.toPlainText()
+    assert window.input.toPlainText() == ""
+    chat.close()
+
+
+def test_a_call_denied_before_it_started_still_gets_a_card(qtbot, run, app_home, docs):
+    chat = rig(qtbot, app_home, prompter=Deny())
+
+    async def scenario() -> None:
+        window = await chat.shown()
+        await type_and_send(qtbot, window, f"read {docs}/notes.txt")
+        await turn_done(window)
+
+    run(scenario())
+    [card] = cards(chat.window)
+    assert card.entry.call.status == "denied"
+    assert card.status_text() == "Denied"
+    assert not card.spinner.isVisibleTo(card)
+    assert "hello" not in chat.window.transcript.text()
+    chat.close()
+
+
+def test_a_streaming_reply_shows_its_text_before_the_turn_ends(
+    qtbot, run, app_home, scripted_server
+):
+    answer = "Paris is the capital of France. It sits on the Seine, in the north of the country."
+    server = scripted_server([Trickle(Text(answer), interval=0.001)], fragments=8)
+    model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=30)
+    chat = rig(qtbot, app_home, model=model)
+    window = chat.window
+    seen_while_streaming: list[str] = []
+
+    def watch(event: TurnEvent) -> None:
+        # Connected after the window: the window has handled this event already.
+        if isinstance(event, TextDelta) and not seen_while_streaming:
+            seen_while_streaming.append(window.transcript.text())
+
+    chat.assistant.turn_event.connect(watch)
+
+    async def scenario() -> None:
+        await chat.shown()
+        await type_and_send(qtbot, window, "what is the capital of france")
+        await turn_done(window)
+
+    run(scenario())
+    [partial] = seen_while_streaming
+    assert "what is the capital of france" in partial
+    streamed = partial.split("what is the capital of france", 1)[1].strip()
+    assert streamed
+    assert answer.startswith(streamed)
+    assert streamed != answer
+    [reply] = replies(window)
+    assert reply.view.toPlainText() == answer
+    chat.close()
+    model.close()
+
+
+def test_replies_render_markdown_and_a_link_opens_nothing_by_itself(
+    qtbot, run, app_home, scripted_server
+):
+    server = scripted_server([Text("Here is **bold** and a [link](https://example.com/x).")])
+    model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=30)
+    chat = rig(qtbot, app_home, model=model)
+
+    async def scenario() -> None:
+        window = await chat.shown()
+        await type_and_send(qtbot, window, "say something")
+        await turn_done(window)
+
+    run(scenario())
+    [reply] = replies(chat.window)
+    assert reply.view.toPlainText() == "Here is bold and a link."  # rendered, not raw markdown
+    assert "font-weight" in reply.view.toHtml()
+    reply.view.anchorClicked.emit(QUrl("https://example.com/x"))
+    assert reply.view.toPlainText() == "Here is bold and a link."  # nothing navigated
+    assert "https://example.com/x" in chat.window.hint.text()
+    assert "not opened automatically" in chat.window.hint.text()
+    chat.close()
+    model.close()
+
+
+def test_stop_during_a_trickling_reply_ends_with_stopped_and_sending_works_again(
+    qtbot, run, app_home, scripted_server
+):
+    # 400 pieces of ~200 bytes, a byte every 2 ms: minutes in all, unless stopped.
+    server = scripted_server(
+        [Trickle(Text("word " * 16000), interval=0.002), Text("Second answer.")], fragments=400
+    )
+    model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=100)
+    chat = rig(qtbot, app_home, model=model)
+    window = chat.window
+
+    async def scenario() -> None:
+        await chat.shown()
+        assert not window.stop_button.isEnabled()
+        await type_and_send(qtbot, window, "tell me a long story")
+        await until(lambda: replies(window) and "word" in replies(window)[0].view.toPlainText())
+        assert window.stop_button.isEnabled()
+        assert not window.send_button.isEnabled()
+        # Typing goes on during the turn; Enter does not send it, and says why.
+        qtbot.keyClicks(window.input, "and then?")
+        qtbot.keyClick(window.input, Qt.Key.Key_Return)
+        assert window.input.toPlainText() == "and then?"
+        assert "Wait for this request to finish" in window.hint.text()
+        qtbot.mouseClick(window.stop_button, Qt.MouseButton.LeftButton)
+        await turn_done(window)
+
+    run(scenario(), timeout=40)
+    assert window.transcript.text().rstrip().endswith("Stopped.")
+    assert "word" in replies(window)[0].view.toPlainText()  # what streamed stays
+    assert window.send_button.isEnabled()
+    assert not window.stop_button.isEnabled()
+    assert sum(isinstance(e, UserEntry) for e in window.transcript.entries) == 1
+
+    async def again() -> None:
+        qtbot.keyClick(window.input, Qt.Key.Key_Return)  # "and then?" is sent now
+        await turn_done(window)
+
+    run(again())
+    assert window.input.toPlainText() == ""
+    assert replies(window)[-1].view.toPlainText() == "Second answer."
+    chat.close()
+    model.close()
+
+
+def test_shift_enter_adds_a_line_without_sending(qtbot, run, app_home):
+    chat = rig(qtbot, app_home)
+    window = chat.window
+
+    async def scenario() -> None:
+        await chat.shown()
+        window.input.setFocus()
+        qtbot.keyClicks(window.input, "first line")
+        qtbot.keyClick(window.input, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+        qtbot.keyClicks(window.input, "second line")
+        await asyncio.sleep(0.2)
+
+    run(scenario())
+    assert window.input.toPlainText() == "first line\nsecond line"
+    assert window.transcript.entries == []
+    assert window.send_button.isEnabled()
+    chat.close()
+
+
+def test_escape_hides_the_window(qtbot, run, app_home):
+    chat = rig(qtbot, app_home)
+    window = chat.window
+    run(chat.shown())
+    window.activateWindow()
+    window.input.setFocus()
+    qtbot.keyClick(window.input, Qt.Key.Key_Escape)
+    assert not window.isVisible()
+    chat.close()
+
+
+def test_a_temporary_chat_shows_its_banner_and_keeps_nothing(qtbot, run, app_home, docs, memory):
+    chat = rig(qtbot, app_home, memory, prompter=Allow())
+    window = chat.window
+
+    async def scenario() -> None:
+        await chat.shown()
+        assert window.temporary_banner.isHidden()
+        window.temporary_toggle.click()
+        assert window.temporary_banner.isVisible()
+        assert window.temporary_banner.text() == "Temporary: nothing is kept or remembered"
+        await type_and_send(qtbot, window, f"list files in {docs}")
+        await turn_done(window)
+        await type_and_send(qtbot, window, "remember that my cat is called Tom")
+        await turn_done(window)
+
+    run(scenario())
+    assert "notes.txt" in window.transcript.text()  # the turns ran
+    assert ConversationStore(memory).conversations() == []
+    assert memory.count() == 0  # and nothing was remembered either
+    assert window.conversation_list.count() == 0
+    chat.close()
+
+
+def test_a_kept_conversation_is_listed_and_shown_again_after_a_restart(
+    qtbot, run, app_home, docs, tmp_path
+):
+    path = tmp_path / "kept.db"
+    first_memory = open_memory(path)
+    chat = rig(qtbot, app_home, first_memory, prompter=Allow())
+
+    async def first() -> None:
+        window = await chat.shown()
+        await type_and_send(qtbot, window, f"list files in {docs}")
+        await turn_done(window)
+        await until(lambda: window.conversation_list.count() == 1)
+
+    run(first())
+    chat.close()
+    first_memory.close()
+
+    memory = open_memory(path)  # a restart: the file read afresh
+    again = rig(qtbot, app_home, memory, prompter=Allow())
+    window = again.window
+    run(again.shown())
+    assert window.conversation_list.count() == 1
+    item = window.conversation_list.item(0)
+    assert item.text().startswith("list files in ")
+    assert window.transcript.entries == []
+
+    async def reopen() -> None:
+        window.conversation_list.setCurrentItem(item)
+        qtbot.mouseClick(
+            window.conversation_list.viewport(),
+            Qt.MouseButton.LeftButton,
+            pos=window.conversation_list.visualItemRect(item).center(),
+        )
+        await until(lambda: window.transcript.entries)
+        await window.settled()
+
+    run(reopen())
+    text = window.transcript.text()
+    assert f"list files in {docs}" in text
+    [card] = cards(window)
+    assert card.entry.call.status == "ok"
+    assert card.status_text() == "OK"
+    card.toggle.click()
+    assert "notes.txt" in card.result.text()
+    [reply] = replies(window)
+    assert "notes.txt" in reply.view.toPlainText()
+    again.close()
+    memory.close()
+
+
+def test_deleting_a_conversation_asks_first_then_removes_it_for_good(
+    qtbot, run, app_home, docs, memory
+):
+    chat = rig(qtbot, app_home, memory, prompter=Allow())
+    window = chat.window
+    history = ConversationStore(memory)
+
+    async def answer(button: str) -> None:
+        window.conversation_list.setCurrentRow(0)
+        window.delete_button.click()
+        await until(lambda: window.findChild(QMessageBox, "confirmation"))
+        box = window.findChild(QMessageBox, "confirmation")
+        assert box is not None
+        assert "for good" in box.text()
+        [chosen] = [b for b in box.buttons() if b.text() == button]
+        chosen.click()
+        await window.settled()
+
+    async def scenario() -> None:
+        await chat.shown()
+        await type_and_send(qtbot, window, f"list files in {docs}")
+        await turn_done(window)
+        await until(lambda: window.conversation_list.count() == 1)
+        await answer("Cancel")
+        assert window.conversation_list.count() == 1
+        assert len(history.conversations()) == 1
+        await answer("Delete")
+
+    run(scenario())
+    assert window.conversation_list.count() == 0
+    assert history.conversations() == []
+    assert window.transcript.entries == []  # the open conversation went with it
+    chat.close()
+
+
+def test_deleted_messages_cannot_be_read_back(qtbot, run, app_home, docs, memory):
+    chat = rig(qtbot, app_home, memory, prompter=Allow())
+    window = chat.window
+    history = ConversationStore(memory)
+
+    async def scenario() -> None:
+        await chat.shown()
+        await type_and_send(qtbot, window, f"list files in {docs}")
+        await turn_done(window)
+        await until(lambda: window.conversation_list.count() == 1)
+        window.conversation_list.setCurrentRow(0)
+        window.delete_button.click()
+        await until(lambda: window.findChild(QMessageBox, "confirmation"))
+        box = window.findChild(QMessageBox, "confirmation")
+        assert box is not None
+        [delete] = [b for b in box.buttons() if b.text() == "Delete"]
+        conversation_id = window.conversation_list.item(0).data(Qt.ItemDataRole.UserRole)
+        delete.click()
+        await window.settled()
+        with pytest.raises(ConversationNotFoundError):
+            history.messages(conversation_id)
+
+    run(scenario())
+    chat.close()
+
+
+def test_undo_on_a_remembered_fact_forgets_it(qtbot, run, app_home, memory):
+    chat = rig(qtbot, app_home, memory)
+    window = chat.window
+
+    async def scenario() -> None:
+        await chat.shown()
+        await type_and_send(qtbot, window, "remember that my cat is called Tom")
+        await turn_done(window)
+
+    run(scenario())
+    [line] = [w for w in window.transcript.widgets() if isinstance(w, MemoryLine)]
+    assert line.label.text() == "Remembered: my cat is called Tom"
+    assert line.undo.isVisibleTo(line)
+    fact_id = line.entry.fact_id
+    assert fact_id is not None
+    assert memory.get(fact_id) is not None
+    # The CLI's "undo: `chamberlain memory forget …`" is not repeated in the reply.
+    assert "chamberlain memory forget" not in window.transcript.text()
+
+    async def undo() -> None:
+        line.undo.click()
+        await until(lambda: "Forgotten." in line.label.text())
+        await window.settled()
+
+    run(undo())
+    assert memory.get(fact_id) is None
+    assert not line.undo.isVisibleTo(line)
+    chat.close()
+
+
+def test_without_a_model_the_window_says_how_to_connect_one(qtbot, run, app_home):
+    chat = rig(qtbot, app_home, model_problem="No local model server answered.")
+    run(chat.shown())
+    hint = chat.window.model_hint
+    assert hint.isVisible()
+    assert "No language model is connected" in hint.text()
+    assert "No local model server answered" in hint.text()
+    assert "start a local OpenAI-compatible server" in hint.text()
+    chat.close()
+
+
+def test_without_memory_the_window_says_once_that_conversations_are_not_kept(
+    qtbot, run, app_home, docs
+):
+    chat = rig(qtbot, app_home, prompter=Allow(), memory_problem="The passphrase was wrong.")
+    window = chat.window
+
+    async def scenario() -> None:
+        await chat.shown()
+        for _ in range(2):
+            await type_and_send(qtbot, window, f"list files in {docs}")
+            await turn_done(window)
+
+    run(scenario())
+    note = window.history_note
+    assert note.isVisible()
+    assert note.text() == "Conversations are not kept this time: The passphrase was wrong."
+    assert "not kept" not in window.transcript.text()  # said in one place, once
+    assert len(replies(window)) == 2
+    chat.close()
+
+
+def test_a_paused_assistant_refuses_the_message_and_gives_the_text_back(qtbot, run, app_home, docs):
+    chat = rig(qtbot, app_home, prompter=Allow())
+    window = chat.window
+    chat.assistant.set_paused(True)
+
+    async def scenario() -> None:
+        await chat.shown()
+        await type_and_send(qtbot, window, f"list files in {docs}")
+        await until(lambda: any(isinstance(e, NoticeEntry) for e in window.transcript.entries))
+        await window.settled()
+
+    run(scenario())
+    assert "Not sent. Chamberlain is paused" in window.transcript.text()
+    assert "Resume it from the tray menu" in window.transcript.text()
+    assert window.input.toPlainText() == f"list files in {docs}"
+    assert window.send_button.isEnabled()
+    chat.close()
+
+
+def test_details_show_the_intent_the_allowed_tools_and_the_memories_used(
+    qtbot, run, app_home, memory, scripted_server
+):
+    server = scripted_server([Text("Your cat is called Tom.")])
+    model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=30)
+    chat = rig(qtbot, app_home, memory, model=model)
+
+    async def scenario() -> None:
+        window = await chat.shown()
+        await type_and_send(qtbot, window, "remember that my cat is called Tom")
+        await turn_done(window)
+        await type_and_send(qtbot, window, "what is my cat called")
+        await turn_done(window)
+
+    run(scenario())
+    reply = replies(chat.window)[-1]
+    assert reply.view.toPlainText() == "Your cat is called Tom."
+    assert reply.details.isHidden()
+    reply.details_button.click()
+    details = reply.details.text()
+    assert not reply.details.isHidden()
+    assert "Understood as: memory read, confidence" in details
+    assert "Tools allowed:" in details
+    assert "my cat is called Tom" in details
+    chat.close()
+    model.close()
+
+
+def test_a_model_tool_call_streams_its_card_before_the_reply(
+    qtbot, run, app_home, docs, scripted_server
+):
+    server = scripted_server(
+        [ToolCalls([("file_list", {"path": str(docs)})]), Text("Two files: notes and budget.")]
+    )
+    model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=30)
+    chat = rig(qtbot, app_home, model=model, prompter=Allow())
+
+    async def scenario() -> None:
+        window = await chat.shown()
+        await type_and_send(qtbot, window, "which of my documents looks like a budget?")
+        await turn_done(window)
+
+    run(scenario())
+    kinds = [type(w).__name__ for w in chat.window.transcript.widgets()]
+    assert kinds == ["UserBubble", "ToolCard", "ReplyBubble"]
+    assert replies(chat.window)[0].view.toPlainText() == "Two files: notes and budget."
+    chat.close()
+    model.close()
+
+
+def test_a_long_chat_keeps_few_widgets_however_far_it_is_scrolled(qtbot, run, app_home):
+    chat = rig(qtbot, app_home)
+    window = chat.window
+    transcript = window.transcript
+    bar = transcript.verticalScrollBar()
+    entries = [UserEntry(body=f"message {n}") for n in range(1000)]
+
+    async def scenario() -> None:
+        await chat.shown()
+        transcript.load(entries)
+        await asyncio.sleep(0.05)
+        assert len(transcript.widgets()) == PAGE
+        assert transcript.text().endswith("message 999")
+        assert "message 975\n" not in transcript.text()
+
+        bar.setValue(0)
+        top = transcript.entries[transcript.first].widget
+        assert top is not None
+        on_screen = top.y() - bar.value()
+        await until(lambda: len(transcript.widgets()) == 2 * PAGE)
+        await asyncio.sleep(0.05)
+        assert bar.value() > 0
+        assert top.y() - bar.value() == on_screen  # what was on show stayed where it was
+
+        while transcript.first > 0:  # all the way up to the first message
+            bar.setValue(0)
+            await asyncio.sleep(0.01)
+        assert transcript.text().startswith("message 0\n")
+        assert len(transcript.widgets()) <= MAX_LIVE
+        assert transcript.later.isVisibleTo(transcript)
+
+        # A message arriving meanwhile waits below; sending one shows the newest again.
+        assert transcript.append(UserEntry(body="a new one")) is None
+        transcript.scroll_to_bottom()
+        await asyncio.sleep(0.05)
+        assert transcript.text().endswith("message 999\na new one")
+        for n in range(MAX_LIVE * 2):  # following the bottom drops the oldest widgets
+            transcript.append(UserEntry(body=f"new {n}"))
+        await asyncio.sleep(0.05)
+        assert transcript.at_bottom()
+
+    run(scenario())
+    assert len(transcript.widgets()) <= MAX_LIVE
+    assert transcript.text().endswith(f"new {MAX_LIVE * 2 - 1}")
+    assert len(transcript.entries) == 1001 + MAX_LIVE * 2
+    chat.close()
+
+
+def test_a_failed_request_shows_its_reply_as_a_sentence_marked_as_failed(
+    qtbot, run, app_home, scripted_server
+):
+    server = scripted_server([Raw.error(500, "the model crashed")])
+    model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=30)
+    chat = rig(qtbot, app_home, model=model)
+
+    async def scenario() -> None:
+        window = await chat.shown()
+        await type_and_send(qtbot, window, "tell me a joke")
+        await turn_done(window)
+
+    run(scenario())
+    [reply] = replies(chat.window)
+    text = reply.view.toPlainText()
+    assert text.startswith("The model failed")
+    assert "the model crashed" in text
+    assert "Traceback" not in text
+    assert reply.property("failed") is True
+    assert chat.window.send_button.isEnabled()
+    chat.close()
+    model.close()

@@ -1,0 +1,696 @@
+"""The permission dialog, its question model and the GuiPrompter bridge from the broker's threads.
+
+Real parts: real widgets (offscreen), real worker threads blocked in `GuiPrompter.ask`, the real
+qasync loop showing dialogs through `app.async_dialog.show_dialog`, and at the end a real
+Session whose broker asks through the dialog. Time that a clock drives (the countdown) is moved
+with `ManualClock`; the activation delay is a constructor argument, shortened where a test must
+get past it (its default value is checked on its own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QComboBox, QDialog, QPushButton, QRadioButton
+
+from app import async_dialog
+from app.assistant import Assistant
+from app.permission_dialog import (
+    ACTIVATION_DELAY_S,
+    PermissionDialog,
+    capability_words,
+    present_question,
+)
+from app.permission_prompt import Choice, GuiPrompter, PermissionQuestion
+from broker.clock import ManualClock
+from broker.permissions import PendingPrompt, PermissionRequest, PromptDecision
+from broker.settings import Settings
+from broker.types import GrantMode
+from tests.app.gui.conftest import make_session
+from tools.manual import Capability
+
+DOCS = "/home/ann/Documents"
+
+
+def file_read(**changes: Any) -> PermissionRequest:
+    fields: dict[str, Any] = {
+        "capability": Capability.FILE_READ,
+        "scope": DOCS,
+        "tool": "list_files",
+        "arguments": {"path": DOCS},
+        "call_id": "call-1",
+        "user_scope": True,
+    }
+    return PermissionRequest(**{**fields, **changes})
+
+
+def command(scope: str, **changes: Any) -> PermissionRequest:
+    fields: dict[str, Any] = {
+        "capability": Capability.SYSTEM_EXECUTE,
+        "scope": scope,
+        "tool": "run_command",
+        "arguments": {},
+        "call_id": "call-2",
+        "user_scope": True,
+        "risk": "moderate",
+        "reversibility": "effort",
+        "reason": f"runs `make` in {DOCS}; sees only {DOCS}; can change files in {DOCS}; "
+        "no network",
+    }
+    return PermissionRequest(**{**fields, **changes})
+
+
+@pytest.fixture
+def show(qtbot: Any) -> Callable[..., tuple[PermissionQuestion, PermissionDialog]]:
+    """`show(request, delay_s=0, timeout_s=60, clock=None)`: a question in a shown dialog."""
+
+    def make(
+        request: PermissionRequest,
+        *,
+        delay_s: float = 0.0,
+        timeout_s: float = 60.0,
+        clock: ManualClock | None = None,
+        minutes: float = 5.0,
+    ) -> tuple[PermissionQuestion, PermissionDialog]:
+        question = PermissionQuestion(
+            request, timeout_s, timed_default_minutes=minutes, clock=clock
+        )
+        dialog = PermissionDialog(question, activation_delay_s=delay_s)
+        qtbot.addWidget(dialog)
+        dialog.show()
+        question.start()
+        if delay_s == 0:
+            qtbot.waitUntil(lambda: dialog.allow_button.isEnabled(), timeout=2000)
+        return question, dialog
+
+    return make
+
+
+def answers(question: PermissionQuestion) -> list[PromptDecision]:
+    seen: list[PromptDecision] = []
+    question.answered.connect(seen.append)
+    return seen
+
+
+def click(qtbot: Any, button: QPushButton | QRadioButton) -> None:
+    """A left click where a person would aim: on a radio button's circle, a push button's middle."""
+    where = button.rect().center()
+    if isinstance(button, QRadioButton):
+        where.setX(8)
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton, pos=where)
+
+
+# --- each choice decides what it says -------------------------------------------------------
+
+
+def test_allow_once_answers_a_one_time_grant_and_closes_the_dialog(qtbot, show):
+    question, dialog = show(file_read())
+    seen = answers(question)
+    click(qtbot, dialog.choice_buttons[Choice.ONCE])
+    assert dialog.allow_button.text().replace("&", "") == "Allow once"
+    click(qtbot, dialog.allow_button)
+    assert seen == [PromptDecision(allow=True, mode=GrantMode.ONCE)]
+    assert not dialog.isVisible()
+    assert dialog.result() == QDialog.DialogCode.Accepted
+
+
+@pytest.mark.parametrize(
+    ("index", "minutes", "words"), [(0, 1, "1 min"), (2, 15, "15 min"), (3, 60, "1 hour")]
+)
+def test_allow_for_a_while_grants_exactly_the_minutes_chosen(qtbot, show, index, minutes, words):
+    question, dialog = show(file_read())
+    seen = answers(question)
+    click(qtbot, dialog.choice_buttons[Choice.TIMED])
+    dialog.duration_box.setCurrentIndex(index)
+    assert dialog.allow_button.text().replace("&", "") == f"Allow for {words}"
+    click(qtbot, dialog.allow_button)
+    assert seen == [PromptDecision(allow=True, mode=GrantMode.TIMED, duration_s=minutes * 60)]
+
+
+@pytest.mark.parametrize(
+    ("default", "shown"), [(5, "5 min"), (12, "15 min"), (45, "1 hour"), (0.2, "1 min")]
+)
+def test_the_duration_offered_first_is_the_settings_default_rounded_to_an_offer(
+    show, default, shown
+):
+    _, dialog = show(file_read(), minutes=default)
+    assert dialog.duration_box.currentText() == shown
+
+
+def test_a_read_only_request_the_person_named_preselects_this_session(qtbot, show):
+    question, dialog = show(file_read())
+    seen = answers(question)
+    assert dialog.choice_buttons[Choice.SESSION].isChecked()
+    click(qtbot, dialog.allow_button)
+    assert seen == [PromptDecision(allow=True, mode=GrantMode.SESSION)]
+
+
+def test_a_request_that_changes_things_preselects_once(show):
+    _, dialog = show(file_read(capability=Capability.FILE_WRITE, reversibility="effort"))
+    assert dialog.choice_buttons[Choice.ONCE].isChecked()
+
+
+def test_always_allow_shows_the_rule_it_saves_in_words_and_saves_it(qtbot, show, tmp_path):
+    docs = tmp_path / "Documents"
+    docs.mkdir()
+    question, dialog = show(file_read(scope=str(docs)))
+    seen = answers(question)
+    assert dialog.always_rule is not None
+    assert dialog.always_rule.text() == f"Always allow reading files in {docs}"
+    click(qtbot, dialog.choice_buttons[Choice.ALWAYS])
+    click(qtbot, dialog.allow_button)
+    assert seen == [PromptDecision(allow=True, mode=GrantMode.ALWAYS)]
+
+
+def test_deny_answers_no_from_the_person(qtbot, show):
+    question, dialog = show(file_read())
+    seen = answers(question)
+    click(qtbot, dialog.deny_button)
+    assert seen == [PromptDecision(allow=False, reason="user")]
+    assert not dialog.isVisible()
+    assert dialog.result() == QDialog.DialogCode.Rejected
+
+
+def test_esc_denies(qtbot, show):
+    question, dialog = show(file_read())
+    seen = answers(question)
+    qtbot.keyClick(dialog, Qt.Key.Key_Escape)
+    assert seen == [PromptDecision(allow=False, reason="user")]
+    assert not dialog.isVisible()
+
+
+def test_closing_the_window_denies(show):
+    question, dialog = show(file_read())
+    seen = answers(question)
+    dialog.close()
+    assert seen == [PromptDecision(allow=False, reason="user")]
+
+
+def test_enter_on_the_choices_denies_and_never_allows(qtbot, show):
+    question, dialog = show(file_read())
+    seen = answers(question)
+    dialog.activateWindow()
+    qtbot.waitUntil(dialog.isActiveWindow, timeout=2000)
+    dialog.choice_buttons[Choice.SESSION].setFocus()
+    qtbot.keyClick(dialog.choice_buttons[Choice.SESSION], Qt.Key.Key_Return)
+    assert seen == [PromptDecision(allow=False, reason="user")]
+
+
+def test_the_first_answer_wins(qtbot, show):
+    question, dialog = show(file_read())
+    seen = answers(question)
+    click(qtbot, dialog.deny_button)
+    assert question.answer(PromptDecision(allow=True, mode=GrantMode.ALWAYS)) is False
+    assert seen == [PromptDecision(allow=False, reason="user")]
+    assert question.decision == PromptDecision(allow=False, reason="user")
+
+
+# --- the countdown --------------------------------------------------------------------------
+
+
+def test_the_countdown_shows_the_seconds_left_and_ends_in_a_timeout_denial(qtbot, show):
+    clock = ManualClock()
+    question, dialog = show(file_read(), timeout_s=30, clock=clock)
+    seen = answers(question)
+    assert "30 s" in dialog.countdown_label.text()
+    assert dialog.countdown_bar.value() == dialog.countdown_bar.maximum()
+
+    clock.advance(20)
+    qtbot.waitUntil(lambda: "10 s" in dialog.countdown_label.text(), timeout=2000)
+    assert dialog.countdown_bar.value() == dialog.countdown_bar.maximum() // 3
+    assert dialog.isVisible()
+    assert not seen
+
+    clock.advance(10)
+    with qtbot.waitSignal(question.answered, timeout=2000):
+        pass
+    assert seen == [PromptDecision(allow=False, reason="timeout")]
+    assert not dialog.isVisible()
+
+
+# --- the activation delay -------------------------------------------------------------------
+
+
+def test_the_activation_delay_is_eight_tenths_of_a_second_by_default(qtbot):
+    assert ACTIVATION_DELAY_S == 0.8
+    dialog = PermissionDialog(PermissionQuestion(file_read(), 60))
+    qtbot.addWidget(dialog)
+    assert dialog.activation_delay_s == 0.8
+
+
+def test_allow_does_nothing_before_the_activation_delay_while_deny_works_at_once(qtbot, show):
+    question, dialog = show(file_read(), delay_s=ACTIVATION_DELAY_S)
+    seen = answers(question)
+    assert not dialog.allow_button.isEnabled()
+    click(qtbot, dialog.allow_button)
+    dialog.allow_button.click()  # even a programmatic click
+    assert seen == []
+    assert dialog.isVisible()
+    click(qtbot, dialog.deny_button)
+    assert seen == [PromptDecision(allow=False, reason="user")]
+
+
+def test_allow_works_once_the_activation_delay_has_passed(qtbot, show):
+    question, dialog = show(file_read(), delay_s=0.05)
+    seen = answers(question)
+    qtbot.waitUntil(lambda: dialog.allow_button.isEnabled(), timeout=2000)
+    click(qtbot, dialog.allow_button)
+    assert seen == [PromptDecision(allow=True, mode=GrantMode.SESSION)]
+
+
+# --- what is offered ------------------------------------------------------------------------
+
+
+def test_a_request_that_runs_code_that_cannot_be_shown_offers_only_once_and_says_why(qtbot, show):
+    question, dialog = show(command("command:sed -f x.sed notes\nin /home/ann", once_only=True))
+    seen = answers(question)
+    assert set(dialog.choice_buttons) == {Choice.ONCE}
+    assert not dialog.duration_box.isVisible()
+    assert dialog.once_only_note is not None
+    assert "runs code that cannot be shown here" in dialog.once_only_note.text()
+    with pytest.raises(ValueError, match="not offered"):
+        question.decision_for(Choice.SESSION)
+    click(qtbot, dialog.allow_button)
+    assert seen == [PromptDecision(allow=True, mode=GrantMode.ONCE)]
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        command("command:rm -rf build\nin /home/ann", risk="dangerous"),
+        command("command:make\nin /home/ann"),
+        file_read(capability=Capability.FILE_WRITE, risk="dangerous"),
+    ],
+    ids=["high-risk command", "exact command", "high-risk file write"],
+)
+def test_always_allow_is_not_offered_for_commands_or_the_highest_risk(show, request_):
+    question, dialog = show(request_)
+    assert Choice.ALWAYS not in dialog.choice_buttons
+    assert dialog.always_rule is None
+    with pytest.raises(ValueError, match="not offered"):
+        question.decision_for(Choice.ALWAYS)
+
+
+def test_always_allow_is_offered_for_the_read_only_command_class(show):
+    _, dialog = show(command(f"readonly-in:{DOCS}", risk="safe", reversibility="easy"))
+    assert Choice.ALWAYS in dialog.choice_buttons
+    assert dialog.always_rule is not None
+    assert dialog.always_rule.text() == f"Always allow running read-only commands in {DOCS}"
+
+
+# --- what the person is shown ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("capability", "words"),
+    [
+        (Capability.FILE_READ, "Read files"),
+        (Capability.SYSTEM_EXECUTE, "Run a command"),
+        (Capability.SCREEN_READ, "See your screen"),
+        (Capability.WEB_ACCESS, "Use the web"),
+    ],
+)
+def test_the_capability_is_said_in_plain_words(capability, words):
+    assert capability_words(capability) == words
+
+
+def test_every_capability_has_plain_words():
+    for capability in Capability:
+        assert capability_words(capability)
+
+
+def test_the_dialog_shows_what_where_why_and_the_risk(show):
+    _, dialog = show(file_read())
+    text = visible_text(dialog)
+    assert "Allow Chamberlain to read files?" in text
+    assert "Read files" in text
+    assert dialog.scope_text is not None
+    assert dialog.scope_text.toPlainText() == DOCS
+    assert "You asked for this (list_files)" in text
+    assert "Low; changes nothing" in text
+    assert dialog.warning is None
+
+
+def test_a_command_shows_the_exact_line_its_folder_and_what_it_can_do(show):
+    _, dialog = show(
+        command(f"command:make\nin {DOCS}", risk="dangerous", reversibility="irreversible")
+    )
+    assert dialog.scope_text is not None
+    assert dialog.scope_text.toPlainText() == f"make in {DOCS}"
+    text = visible_text(dialog)
+    assert f"Can change files in {DOCS}" in text
+    assert "No network" in text
+    assert "High: it can do serious harm; cannot be undone" in text
+
+
+def test_a_request_the_model_made_on_its_own_is_flagged_and_preselects_only_once(show):
+    _, dialog = show(file_read(user_scope=False))
+    assert dialog.warning is not None
+    assert dialog.warning.isVisible()
+    assert dialog.warning_text is not None
+    assert "You did not ask for this" in dialog.warning_text.text()
+    assert "your message did not name this" in visible_text(dialog)
+    assert dialog.choice_buttons[Choice.ONCE].isChecked()
+
+
+def test_it_stays_on_top_without_taking_the_keyboard_focus(qtbot, monkeypatch):
+    """The offscreen platform activates every window it shows, so what is checked is what the
+    dialog asks of the window system: on top, shown without activation, never activated."""
+    activated: list[str] = []
+    monkeypatch.setattr(PermissionDialog, "activateWindow", lambda self: activated.append("a"))
+    monkeypatch.setattr(PermissionDialog, "raise_", lambda self: activated.append("r"))
+    dialog = PermissionDialog(PermissionQuestion(file_read(), 60))
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    assert dialog.windowFlags() & Qt.WindowType.WindowStaysOnTopHint
+    assert dialog.testAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
+    assert activated == []
+
+
+def test_every_control_has_an_accessible_name_and_description(show):
+    _, dialog = show(file_read())
+    controls = [
+        *dialog.findChildren(QPushButton),
+        *dialog.findChildren(QRadioButton),
+        *dialog.findChildren(QComboBox),
+    ]
+    assert len(controls) == 7  # allow, deny, four choices, the duration
+    for control in controls:
+        assert control.accessibleName(), control
+        assert control.accessibleDescription(), control
+
+
+def test_it_can_be_answered_with_the_keyboard_alone(qtbot, show):
+    question, dialog = show(file_read())
+    seen = answers(question)
+    dialog.activateWindow()
+    qtbot.waitUntil(dialog.isActiveWindow, timeout=2000)
+    # Alt+O picks "Allow once"; Tab walks on through the duration and Deny to Allow.
+    qtbot.keyClick(dialog, Qt.Key.Key_O, Qt.KeyboardModifier.AltModifier)
+    qtbot.waitUntil(dialog.choice_buttons[Choice.ONCE].isChecked, timeout=2000)  # animated click
+    dialog.choice_buttons[Choice.TIMED].setFocus()
+    order = [QApplication.focusWidget()]
+    for _ in range(3):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        order.append(QApplication.focusWidget())
+    assert order[1:] == [dialog.duration_box, dialog.deny_button, dialog.allow_button]
+    qtbot.keyClick(dialog.allow_button, Qt.Key.Key_Space)
+    assert seen == [PromptDecision(allow=True, mode=GrantMode.ONCE)]
+
+
+def visible_text(dialog: PermissionDialog) -> str:
+    from PySide6.QtWidgets import QLabel
+
+    return "\n".join(label.text() for label in dialog.findChildren(QLabel) if label.isVisible())
+
+
+# --- the seam -------------------------------------------------------------------------------
+
+
+def test_show_dialog_returns_the_result_while_the_loop_keeps_running(qapp, run):
+    dialog = QDialog()
+    ticks: list[int] = []
+
+    async def scenario() -> int:
+        async def tick() -> None:
+            for n in range(3):
+                ticks.append(n)
+                await asyncio.sleep(0.01)
+            dialog.done(7)
+
+        ticker = asyncio.ensure_future(tick())
+        result = await async_dialog.show_dialog(dialog)
+        await ticker
+        return result
+
+    assert run(scenario()) == 7
+    assert ticks == [0, 1, 2]  # the loop ran while the dialog was open
+    dialog.deleteLater()
+
+
+def test_cancelling_the_wait_closes_the_dialog(qapp, run):
+    dialog = QDialog()
+
+    async def scenario() -> None:
+        waiting = asyncio.ensure_future(async_dialog.show_dialog(dialog))
+        await asyncio.sleep(0.05)
+        assert dialog.isVisible()
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    run(scenario())
+    assert not dialog.isVisible()
+    dialog.deleteLater()
+
+
+# --- GuiPrompter: the bridge from the broker's threads ----------------------------------------
+
+
+def open_dialogs() -> list[PermissionDialog]:
+    return [
+        widget
+        for widget in QApplication.topLevelWidgets()
+        if isinstance(widget, PermissionDialog) and widget.isVisible()
+    ]
+
+
+async def until(predicate: Callable[[], object], timeout_s: float = 10.0) -> None:
+    """Wait, with the loop running, until `predicate()` holds."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the condition")
+        await asyncio.sleep(0.02)
+
+
+class Asker:
+    """`prompter.ask(request)` on a real worker thread, as the broker calls it."""
+
+    def __init__(self, prompter: GuiPrompter, request: PermissionRequest) -> None:
+        self.decision: PromptDecision | None = None
+        self.thread_name = ""
+        self.thread = threading.Thread(target=self._ask, args=(prompter, request), daemon=True)
+        self.thread.start()
+
+    def _ask(self, prompter: GuiPrompter, request: PermissionRequest) -> None:
+        self.thread_name = threading.current_thread().name
+        self.decision = prompter.ask(request)
+
+    @property
+    def done(self) -> bool:
+        return not self.thread.is_alive()
+
+
+@pytest.fixture
+def prompter(qapp: Any) -> Iterator[GuiPrompter]:
+    """A GuiPrompter whose dialogs can be answered at once (no activation delay)."""
+    gui = GuiPrompter(
+        timeout_s=60,
+        timed_default_minutes=5,
+        present=functools.partial(present_question, activation_delay_s=0),
+    )
+    yield gui
+    gui.cancel_all()
+
+
+def test_a_worker_thread_gets_the_answer_given_in_the_dialog(qtbot, run, prompter):
+    shown: list[str] = []
+    waiting: list[int] = []
+    prompter.question_shown.connect(shown.append)
+    prompter.waiting_changed.connect(waiting.append)
+
+    async def scenario() -> Asker:
+        asker = Asker(prompter, file_read())
+        await until(open_dialogs)
+        assert not asker.done  # blocked until the person answers
+        (dialog,) = open_dialogs()
+        click(qtbot, dialog.choice_buttons[Choice.TIMED])
+        dialog.duration_box.setCurrentIndex(2)
+        await until(dialog.allow_button.isEnabled)
+        click(qtbot, dialog.allow_button)
+        await until(lambda: asker.done)
+        return asker
+
+    asker = run(scenario())
+    assert asker.decision == PromptDecision(allow=True, mode=GrantMode.TIMED, duration_s=900)
+    assert asker.thread_name != threading.main_thread().name
+    assert shown == ["file_read"]
+    assert waiting == [1, 0]
+    assert not open_dialogs()
+
+
+def test_asking_on_the_ui_thread_denies_instead_of_freezing(prompter, caplog):
+    started = time.monotonic()
+    decision = prompter.ask(file_read())
+    assert decision == PromptDecision(allow=False, reason="error")
+    assert time.monotonic() - started < 1
+    assert "asked on the UI thread" in caplog.text
+    assert not open_dialogs()
+
+
+@pytest.mark.parametrize("reason", ["timeout", "cancelled"])
+def test_cancel_from_another_thread_closes_the_open_dialog(run, prompter, reason):
+    request = file_read()
+
+    async def scenario() -> Asker:
+        asker = Asker(prompter, request)
+        await until(open_dialogs)
+        pending = PendingPrompt(request)
+        pending.cancel(reason)  # as ask_within does: the timeout, or the person's Stop
+
+        canceller = threading.Thread(target=prompter.cancel, args=(pending,))
+        canceller.start()
+        await until(lambda: asker.done and not open_dialogs())
+        canceller.join(5)
+        return asker
+
+    asker = run(scenario())
+    assert asker.decision == PromptDecision(allow=False, reason=reason)
+    assert prompter.waiting == 0
+
+
+def test_several_prompts_are_shown_one_at_a_time_with_the_count_waiting(qtbot, run, prompter):
+    waiting: list[int] = []
+    prompter.waiting_changed.connect(waiting.append)
+    requests = [file_read(call_id=f"call-{n}", scope=f"/home/ann/{n}") for n in range(3)]
+
+    async def scenario() -> list[Asker]:
+        askers = []
+        for request in requests:
+            askers.append(Asker(prompter, request))
+            count = len(askers)
+            await until(lambda count=count: prompter.waiting == count)
+        await until(open_dialogs)
+        seen_scopes = []
+        for left in (2, 1, 0):
+            await until(lambda: len(open_dialogs()) == 1)
+            (dialog,) = open_dialogs()
+            assert len(open_dialogs()) == 1  # never stacked
+            if left:
+                more = "request is" if left == 1 else "requests are"
+                assert dialog.waiting_label.isVisible()
+                assert dialog.waiting_label.text() == f"{left} more {more} waiting after this one"
+            else:
+                assert not dialog.waiting_label.isVisible()
+            assert dialog.scope_text is not None
+            seen_scopes.append(dialog.scope_text.toPlainText())
+            (click(qtbot, dialog.deny_button) if left == 1 else click(qtbot, dialog.allow_button))
+            await until(lambda d=dialog: not d.isVisible())
+        await until(lambda: all(a.done for a in askers))
+        assert seen_scopes == [r.scope for r in requests]  # in the order asked
+        return askers
+
+    askers = run(scenario())
+    assert [a.decision for a in askers] == [
+        PromptDecision(allow=True, mode=GrantMode.SESSION),
+        PromptDecision(allow=False, reason="user"),
+        PromptDecision(allow=True, mode=GrantMode.SESSION),
+    ]
+    assert waiting == [1, 2, 3, 2, 1, 0]
+
+
+def test_a_queued_prompt_cancelled_before_its_turn_is_never_shown(qtbot, run, prompter):
+    first, second = file_read(call_id="a", scope="/a"), file_read(call_id="b", scope="/b")
+
+    async def scenario() -> tuple[Asker, Asker]:
+        one = Asker(prompter, first)
+        await until(open_dialogs)
+        two = Asker(prompter, second)
+        await until(lambda: prompter.waiting == 2)
+        pending = PendingPrompt(second)
+        pending.cancel("timeout")
+        prompter.cancel(pending)
+        await until(lambda: two.done and prompter.waiting == 1)
+        (dialog,) = open_dialogs()
+        assert not dialog.waiting_label.isVisible()
+        click(qtbot, dialog.deny_button)
+        await until(lambda: one.done and not open_dialogs())
+        return one, two
+
+    one, two = run(scenario())
+    assert two.decision == PromptDecision(allow=False, reason="timeout")
+    assert one.decision == PromptDecision(allow=False, reason="user")
+
+
+# --- end to end: a real Session asks through the dialog ---------------------------------------
+
+
+def test_a_turn_asks_through_the_dialog_and_allow_for_5_min_grants_a_timed_lease(
+    qtbot, run, app_home
+):
+    docs = app_home.parent / "user" / "Documents"
+    docs.mkdir()
+    (docs / "notes.txt").write_text("hello\n")
+    (docs / "plan.md").write_text("# plan\n")
+    settings = Settings()
+    settings.permissions.timed_default_minutes = 15  # the dialog must not just take the default
+    gui = GuiPrompter(
+        timeout_s=settings.permissions.prompt_timeout_s,
+        timed_default_minutes=settings.permissions.timed_default_minutes,
+        present=functools.partial(present_question, activation_delay_s=0),
+    )
+    assistant = Assistant(make_session(app_home, prompter=gui, settings=settings))
+
+    async def scenario() -> Any:
+        turn = asyncio.ensure_future(assistant.ask(f"list files in {docs}"))
+        await until(lambda: open_dialogs() or turn.done())
+        (dialog,) = open_dialogs()
+        assert dialog.question.request.capability is Capability.FILE_READ
+        click(qtbot, dialog.choice_buttons[Choice.TIMED])
+        dialog.duration_box.setCurrentIndex(dialog.duration_box.findText("5 min"))
+        await until(dialog.allow_button.isEnabled)
+        assert dialog.allow_button.text().replace("&", "") == "Allow for 5 min"
+        click(qtbot, dialog.allow_button)
+        return await turn
+
+    try:
+        result = run(scenario())
+        assert "notes.txt" in result.reply
+        assert "plan.md" in result.reply
+        timed = [
+            g for g in assistant.session.permissions.grants.live() if g.mode is GrantMode.TIMED
+        ]
+        assert len(timed) == 1
+        grant = timed[0]
+        assert grant.capability is Capability.FILE_READ
+        assert grant.expires_at is not None
+        assert grant.expires_at - grant.issued_at == pytest.approx(300)
+    finally:
+        gui.cancel_all()
+        assistant.close()
+
+
+def test_stop_while_the_dialog_is_open_closes_it_and_ends_the_turn_as_cancelled(
+    qtbot, run, app_home
+):
+    docs = app_home.parent / "user" / "Documents"
+    docs.mkdir()
+    gui = GuiPrompter(timeout_s=60, timed_default_minutes=5)
+    assistant = Assistant(make_session(app_home, prompter=gui))
+
+    async def scenario() -> Any:
+        turn = asyncio.ensure_future(assistant.ask(f"list files in {docs}"))
+        await until(lambda: open_dialogs() or turn.done())
+        assert open_dialogs()
+        assert assistant.stop()
+        result = await turn
+        await until(lambda: not open_dialogs())
+        return result
+
+    try:
+        result = run(scenario())
+        assert result.status == "cancelled"
+        assert gui.waiting == 0
+        assert assistant.session.permissions.grants.live() == []
+    finally:
+        gui.cancel_all()
+        assistant.close()

@@ -1,0 +1,104 @@
+"""The running app (Shell): the tray's Revoke all mid-turn, notifications, windows on demand.
+
+Real parts: a real Session on a real home and files, the real OpenAI client against the
+scripted OpenAI server on 127.0.0.1, real Qt offscreen on a qasync loop. The person answering
+permission prompts is a scripted prompter (the dialog has its own tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from app.main import Shell
+from broker.events import ToolFinished
+from broker.llm.openai_client import OpenAIChatModel
+from broker.permissions import PermissionRequest, PromptDecision
+from broker.types import GrantMode
+from tests.support.openai_server import Stall, Text, ToolCalls
+
+
+class AllowFiveMinutes:
+    def __init__(self) -> None:
+        self.asked: list[PermissionRequest] = []
+
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        self.asked.append(request)
+        return PromptDecision(allow=True, mode=GrantMode.TIMED, duration_s=300)
+
+
+@pytest.fixture
+def docs(app_home: Path) -> Path:
+    folder = app_home.parent / "user" / "Documents"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("hello\n")
+    return folder
+
+
+@pytest.fixture
+def shell(qapp, app_home, event_loop_qt, monkeypatch):
+    monkeypatch.setenv("CHAMBERLAIN_MEMORY__ENCRYPTION", "off")
+    made = Shell(app_home, prompter=AllowFiveMinutes(), use_tray=True, connect_model=False)
+    yield made
+    made.quit()
+
+
+def test_revoke_all_from_the_tray_mid_turn_makes_the_next_call_ask_again(
+    shell, run, docs, scripted_server
+):
+    listing = ToolCalls([("file_list", {"path": str(docs)})])
+    server = scripted_server([listing, Stall(1.5, listing), Text("Two looks, one file.")])
+    prompter = shell.prompter
+
+    async def turn() -> object:
+        await shell.load()
+        session = shell.assistant.session
+        session.use_model(OpenAIChatModel(server.base_url, model="scripted"))
+
+        revoked: list[str] = []
+
+        def revoke_after_the_first_call(event: object) -> None:
+            if isinstance(event, ToolFinished) and not revoked:
+                revoked.append(event.call_id)
+                shell.tray.actions["revoke"].trigger()
+
+        shell.assistant.turn_event.connect(revoke_after_the_first_call)
+        result = await shell.assistant.ask("look through ~/Documents and tell me what is there")
+        return result
+
+    result = run(turn())
+    assert [c.status for c in result.tool_calls] == ["ok", "ok"]
+    assert len(prompter.asked) == 2  # the 5-minute grant was revoked between the two calls
+    revoked = [
+        line for line in (shell.home / "audit.jsonl").read_text().splitlines()
+        if "PERMISSION_REVOKED" in line and "revoked from the app" in line
+    ]  # fmt: skip
+    assert len(revoked) == 1
+
+
+def test_windows_open_from_the_tray_once_the_session_is_up(shell, run):
+    run(shell.load())
+    shell.tray.actions["permissions"].trigger()
+    assert shell.windows["permissions"].isVisible()
+    shell.tray.actions["activity"].trigger()
+    assert shell.windows["activity"].isVisible()
+
+
+def test_a_window_asked_for_before_the_session_is_up_opens_when_it_is(shell, run):
+    assert shell.show_window("settings") is None
+
+    async def later() -> None:
+        await shell.load()
+        await asyncio.sleep(0.05)
+
+    run(later())
+    assert shell.windows["settings"].isVisible()
+
+
+def test_quit_from_the_tray_ends_the_app(shell, run):
+    run(shell.load())
+    shell.tray.actions["quit"].trigger()
+    assert shell.finished.done()
+    assert shell.finished.result() == 0
