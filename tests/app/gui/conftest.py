@@ -48,6 +48,12 @@ def event_loop_qt(qapp: Any) -> Iterator[asyncio.AbstractEventLoop]:
     try:
         yield loop
     finally:
+        # Work a window started and nobody awaited (a refresh) ends with the test, not later.
+        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         asyncio.set_event_loop(None)
         loop.close()
 
