@@ -1,13 +1,13 @@
 """How long the UI thread stalls while a turn streams a reply and runs a tool, against idle.
 
-    python -m bench.app_lag [--runs 5] [--files 20000] [--json]
+    python -m bench.app_lag [--runs 5] [--files 20000] [--items 100] [--json]
 
 Offscreen Qt (QT_QPA_PLATFORM=offscreen unless set), a qasync loop, the real chat window with
 the real Assistant and Session in a scratch home, and the scripted OpenAI server on 127.0.0.1 as
 the model. Each turn: the model calls `file_search` over a folder of `--files` small files (a
 tool that keeps a worker thread busy in Python, so it competes for the GIL), then streams a
-markdown reply of 100 list items in ~400 pieces. A 10 ms QTimer runs on the UI thread throughout and the
-gaps between its ticks are recorded:
+markdown reply of `--items` list items in up to 400 pieces, a byte at a time. A 10 ms QTimer
+runs on the UI thread throughout and the gaps between its ticks are recorded:
 
 - ``turn``: from sending the message to the reply's end;
 - ``idle``: the same timer for the same length of time with nothing running — the floor
@@ -33,10 +33,13 @@ from typing import Any
 from bench.machine import machine_details
 
 TICK_MS = 10
-REPLY = "## Findings\n\n" + "".join(
-    f"- item {n}: a **line** of the answer with `code` and some words to lay out\n"
-    for n in range(100)
-)
+
+
+def reply(items: int) -> str:
+    return "## Findings\n\n" + "".join(
+        f"- item {n}: a **line** of the answer with `code` and some words to lay out\n"
+        for n in range(items)
+    )
 
 
 class Ticks:
@@ -113,7 +116,7 @@ async def _round(home: Path, folder: Path, base_url: str, ticks: Ticks) -> dict[
     return {"turn": turn, "idle": idle, "turn_s": round(took, 2), "status": status, "calls": calls}
 
 
-async def _measure(runs: int, files: int) -> dict[str, Any]:
+async def _measure(runs: int, files: int, items: int) -> dict[str, Any]:
     from tests.support.openai_server import ScriptedOpenAIServer, Text, ToolCalls, Trickle
 
     with tempfile.TemporaryDirectory(prefix="chamberlain-bench-") as tmp:
@@ -127,9 +130,9 @@ async def _measure(runs: int, files: int) -> dict[str, Any]:
         for _ in range(runs + 1):
             script += [
                 ToolCalls([("file_search", {"root": str(folder), "content": "budget line 7"})]),
-                Trickle(Text(REPLY), interval=0.00002),
+                Trickle(Text(reply(items)), interval=0.00002),
             ]
-        server = ScriptedOpenAIServer(script, fragments=400).start()
+        server = ScriptedOpenAIServer(script, fragments=max(8, min(400, items * 4))).start()
         ticks = Ticks()
         try:
             rounds = []
@@ -176,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--files", type=int, default=20000)
+    parser.add_argument("--items", type=int, default=100, help="list items in the reply")
     parser.add_argument("--json", action="store_true")
     options = parser.parse_args(argv)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -189,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     with loop:
-        report = loop.run_until_complete(_measure(options.runs, options.files))
+        report = loop.run_until_complete(_measure(options.runs, options.files, options.items))
     print(json.dumps(report, indent=2) if options.json else render(report))
     return 0
 

@@ -36,7 +36,8 @@ LONG_REPLY = (
     "Here is how the three you asked about compare. **Bitwarden** is open source and its "
     "free plan syncs across devices; **1Password** has the most polished apps and travel "
     "mode; **KeePassXC** keeps everything in one encrypted file you sync yourself.\n\n"
-    + "- a point worth weighing, explained at some length so the reply keeps coming\n" * 60
+    + "- a point worth weighing, explained at some length so the reply keeps coming\n"
+    * 60
 )
 
 
@@ -104,7 +105,7 @@ async def _shots(out: Path) -> None:
     from app.permission_dialog import PermissionDialog
     from app.permission_prompt import Choice
     from broker.llm.openai_client import OpenAIChatModel
-    from tests.support.openai_server import ScriptedOpenAIServer, Text, Trickle, Turn
+    from tests.support.openai_server import ScriptedOpenAIServer, Text, Trickle
 
     def visible(kind: type) -> object:
         for widget in QApplication.topLevelWidgets():
