@@ -166,8 +166,9 @@ async def _shots(out: Path) -> None:
         _grab_region(out / "tray.png", left, 0, 1280 - left, geometry.bottom() + 16)
         shell.tray.menu.hide()
 
-        chat = shell.show_window("chat")
-        assert chat is not None
+        shell.tray.actions["chat"].trigger()  # "Open chat" in the tray menu
+        await asyncio.sleep(0.2)
+        chat = shell.windows["chat"]
         chat.resize(940, 640)
         chat.move(40, 60)
         await asyncio.sleep(0.5)
@@ -198,6 +199,14 @@ async def _shots(out: Path) -> None:
             window.move(60, 40)
             await asyncio.sleep(1.2)
             _grab(window, out / f"{name}.png")
+            if name == "permissions":
+                # Watch it count down, then revoke it as a person would: select, Revoke.
+                await asyncio.sleep(2.0)
+                view = window.live_view  # type: ignore[attr-defined]
+                view.selectRow(0)
+                window.revoke_button.click()  # type: ignore[attr-defined]
+                await _until(lambda: not session.permissions.grants.live())
+                print("the 5-minute grant was revoked from the Permissions window")
             window.hide()
 
         chat.show()

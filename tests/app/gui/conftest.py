@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 
 import pytest
 import qasync
+from PySide6.QtCore import QEvent
+from PySide6.QtWidgets import QApplication
 
 from broker.clock import SystemClock
 from broker.session import Session
@@ -35,7 +37,17 @@ def _collect_qt_garbage_on_the_ui_thread() -> Iterator[None]:
     warns "Timers cannot be stopped from another thread", which fails that unrelated test.
     """
     yield
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
     gc.collect()
+
+
+async def until(done: Callable[[], object], seconds: float = 15.0) -> None:
+    """Wait, with the loop running (Qt events processed), until `done()` holds."""
+    for _ in range(int(seconds / 0.02)):
+        if done():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("timed out waiting for the condition")
 
 
 @pytest.fixture

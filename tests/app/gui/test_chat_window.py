@@ -11,7 +11,7 @@ person answering permission questions.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from broker.types import GrantMode
 from memory.conversations import ConversationNotFoundError, ConversationStore
 from memory.db import open_database
 from memory.store import MemoryStore
-from tests.app.gui.conftest import make_session
+from tests.app.gui.conftest import make_session, until
 from tests.support.openai_server import Raw, Text, ToolCalls, Trickle
 
 
@@ -55,14 +55,6 @@ class Allow:
 class Deny:
     def ask(self, request: PermissionRequest) -> PromptDecision:
         return PromptDecision(allow=False)
-
-
-async def until(done: Callable[[], object], seconds: float = 15.0) -> None:
-    for _ in range(int(seconds / 0.02)):
-        if done():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the window did not get there in time")
 
 
 def open_memory(path: Path) -> MemoryStore:

@@ -8,14 +8,12 @@ box clicked like a person would, and the real settings file.
 
 from __future__ import annotations
 
-import asyncio
-import gc
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QMessageBox
 
 from app.assistant import Assistant
@@ -27,26 +25,9 @@ from memory.db import open_database
 from memory.sensitivity import refuse_credentials
 from memory.store import MemoryStore
 from memory.types import FactSource, FactStatus, Sensitivity
+from tests.app.gui.conftest import until
 
 START = 1_800_000_000.0
-
-
-async def until(done: Callable[[], bool], seconds: float = 10.0) -> None:
-    for _ in range(int(seconds / 0.02)):
-        if done():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the window did not get there in time")
-
-
-@pytest.fixture(autouse=True)
-def _windows_are_deleted_on_the_ui_thread() -> Iterator[None]:
-    """Delete the closed windows now, on this thread. Left to the garbage collector, a window
-    can be freed on whichever thread next allocates (an io or turn thread of a later test),
-    and Qt warns that its timers cannot be stopped from there."""
-    yield
-    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
-    gc.collect()
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ from broker.clock import ManualClock
 from broker.permissions import PendingPrompt, PermissionRequest, PromptDecision
 from broker.settings import Settings
 from broker.types import GrantMode
-from tests.app.gui.conftest import make_session
+from tests.app.gui.conftest import make_session, until
 from tools.manual import Capability
 
 DOCS = "/home/ann/Documents"
@@ -461,15 +461,6 @@ def open_dialogs() -> list[PermissionDialog]:
         for widget in QApplication.topLevelWidgets()
         if isinstance(widget, PermissionDialog) and widget.isVisible()
     ]
-
-
-async def until(predicate: Callable[[], object], timeout_s: float = 10.0) -> None:
-    """Wait, with the loop running, until `predicate()` holds."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the condition")
-        await asyncio.sleep(0.02)
 
 
 class Asker:

@@ -8,12 +8,10 @@ confirmation box, answered by clicking its button. The prompter stands in for th
 from __future__ import annotations
 
 import asyncio
-import gc
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app.assistant import Assistant
@@ -24,6 +22,7 @@ from broker.permissions import PermissionRequest, PromptDecision
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
+from tests.app.gui.conftest import until
 
 START = 1_800_000_000.0
 
@@ -46,24 +45,6 @@ def open_assistant(home: Path, person: Person, clock: ManualClock) -> Assistant:
     settings = Settings()
     settings.router.model_refinement = False
     return Assistant(Session(home=home, settings=settings, clock=clock, prompter=person))
-
-
-async def until(done: Callable[[], bool], seconds: float = 10.0) -> None:
-    for _ in range(int(seconds / 0.02)):
-        if done():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the window did not get there in time")
-
-
-@pytest.fixture(autouse=True)
-def _windows_are_deleted_on_the_ui_thread() -> Iterator[None]:
-    """Delete the closed windows now, on this thread. Left to the garbage collector, a window
-    can be freed on whichever thread next allocates (an io or turn thread of a later test),
-    and Qt warns that its timers cannot be stopped from there."""
-    yield
-    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
-    gc.collect()
 
 
 @pytest.fixture
