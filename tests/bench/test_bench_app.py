@@ -56,3 +56,12 @@ def test_the_app_startup_benchmark_reaches_ready_in_both_cases(tmp_path):
         assert report[case]["exit_codes"] == [0]
         assert report[case]["median_s"] > 0
     assert report["chamberlain_over_bare"] > 0
+
+
+def test_the_stop_latency_benchmark_stops_each_kind_of_wait(tmp_path):
+    report = _report(tmp_path, "bench.stop_latency", "--runs", "1")
+    for name in ("stream", "prompt"):
+        assert report[name]["statuses"] == ["cancelled"]
+        assert report[name]["median_ms"] > 0
+    if report["command"] is not None:
+        assert report["command"]["statuses"] == ["cancelled"]

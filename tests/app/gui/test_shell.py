@@ -102,3 +102,42 @@ def test_quit_from_the_tray_ends_the_app(shell, run):
     shell.tray.actions["quit"].trigger()
     assert shell.finished.done()
     assert shell.finished.result() == 0
+
+
+def test_a_memory_waiting_for_consent_is_announced_on_the_desktop(shell, run):
+    from broker.events import MemoryNotice
+
+    run(shell.load())
+    shown: list[tuple[str, str]] = []
+    shell.tray.notify = lambda title, text: shown.append((title, text))  # type: ignore[method-assign]
+    shell.assistant.turn_event.emit(
+        MemoryNotice("t-1", action="pending", notice="Waiting for your approval: my PIN rule")
+    )
+    assert shown == [
+        ("A memory is waiting for your consent", "Waiting for your approval: my PIN rule")
+    ]
+
+
+def test_a_long_turn_finishing_while_the_chat_is_hidden_is_announced(shell, run, monkeypatch):
+    from broker.events import TurnEnded, TurnStarted
+    from broker.types import PolicyDecision, RouterOutput, TurnResult
+
+    run(shell.load())
+    shown: list[tuple[str, str]] = []
+    shell.tray.notify = lambda title, text: shown.append((title, text))  # type: ignore[method-assign]
+    clock = iter([100.0, 100.0 + 30.0, 200.0, 201.0])
+    monkeypatch.setattr("app.main.time.monotonic", lambda: next(clock))
+    result = TurnResult(
+        router=RouterOutput(),
+        policy=PolicyDecision(
+            intent="chat_only", allowed_tools=[], forbidden_tools=[], required_capabilities=[]
+        ),
+        reply="Here is the summary you asked for.\nMore lines.",
+    )
+    shell.assistant.turn_event.emit(TurnStarted("t-1", "summarise"))
+    shell.assistant.turn_event.emit(TurnEnded("t-1", "done", result))
+    assert shown == [("Chamberlain finished your request", "Here is the summary you asked for.")]
+    # A quick turn, or one the person is watching, is not announced.
+    shell.assistant.turn_event.emit(TurnStarted("t-2", "hi"))
+    shell.assistant.turn_event.emit(TurnEnded("t-2", "done", result))
+    assert len(shown) == 1
