@@ -21,6 +21,7 @@ import os
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -204,15 +205,17 @@ class _Deadline:
             for sock in self._sockets:
                 _shutdown(sock)
 
-    def stop(self) -> None:
-        """The person stopped the turn: cut the call now, and say so (`stopped`)."""
+    def stop(self) -> bool:
+        """The person stopped the turn: cut the call now, and say so (`stopped`). False when
+        no response had arrived yet, so there was no connection of its own to cut."""
         with self._lock:
             if self._done:
-                return
+                return True
             self.stopped = True
             self.expired = True
             for sock in self._sockets:
                 _shutdown(sock)
+            return bool(self._sockets)
 
 
 def _shutdown(sock: socket.socket) -> None:
@@ -317,8 +320,12 @@ class OpenAIChatModel:
         # The deadline of the call in progress on each thread, for the response hook.
         self._calls = threading.local()
         # No proxies for a server on this machine: a proxy would see (and might log) everything.
+        # Every connection this client opens, so that Stop can cut a request whose response
+        # has not begun (a server still loading its model sends no headers for a while).
+        self._connections: weakref.WeakSet[socket.socket] = weakref.WeakSet()
         http_client = openai.DefaultHttpx2Client(
-            trust_env=not self._loopback, event_hooks={"response": [self._on_response]}
+            trust_env=not self._loopback,
+            event_hooks={"request": [self._on_request], "response": [self._on_response]},
         )
         try:
             self._client = openai.OpenAI(
@@ -380,7 +387,7 @@ class OpenAIChatModel:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> AssistantMessage:
         # The person's Stop cuts the connection as the deadline would, and is told apart.
-        with self._deadline() as deadline, stop_hook(deadline.stop):
+        with self._deadline() as deadline, stop_hook(lambda: self._stop_call(deadline)):
             try:
                 if self._stream:
                     message = self._chat_streaming(messages, tools, deadline)
@@ -491,6 +498,24 @@ class OpenAIChatModel:
         finally:
             deadline.finish()
             self._calls.deadline = outer
+
+    def _stop_call(self, deadline: _Deadline) -> None:
+        """Stop: cut the call's response; before one has begun, cut this client's connections
+        (one turn uses a model at a time, so they are this call's; the pool drops them)."""
+        if not deadline.stop():
+            for sock in list(self._connections):
+                _shutdown(sock)
+
+    def _on_request(self, request: httpx2.Request) -> None:
+        # Called before the request is sent: note the connection if a new one is opened.
+        request.extensions["trace"] = self._trace
+
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
+        if event == "connection.connect_tcp.complete":
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if isinstance(sock, socket.socket):
+                self._connections.add(sock)
 
     def _on_response(self, response: httpx2.Response) -> None:
         # Called by the HTTP client once the headers are in, before the body is read.

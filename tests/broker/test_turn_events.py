@@ -34,7 +34,7 @@ from broker.permissions import PendingPrompt, PermissionRequest, PromptDecision
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
-from tests.support.openai_server import ScriptedOpenAIServer, Text, Trickle
+from tests.support.openai_server import ScriptedOpenAIServer, Stall, Text, Trickle
 from tools.sandbox import sandbox_status
 from tools.stop import StopSignal
 
@@ -254,3 +254,20 @@ def test_stop_during_a_running_command_ends_its_whole_process_group(tmp_path):
     assert [e["status"] for e in ends] == ["cancelled"]
     # The one-shot grant for the stopped call ended with its turn.
     assert [g for g in session.permissions.grants.live() if g.mode is GrantMode.ONCE] == []
+
+
+def test_stop_before_the_model_server_has_answered_at_all_still_ends_the_turn(tmp_path):
+    """A server still loading its model sends no response headers for a long while."""
+    with ScriptedOpenAIServer([Stall(60, Text("far too late"))]) as server:
+        model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=100)
+        session = session_at(tmp_path, model=model)
+        stop = StopSignal()
+        threading.Timer(0.5, stop.stop).start()
+        started = time.monotonic()
+        turn = session.ask("tell me a long story", stop=stop)
+        elapsed = time.monotonic() - started
+        model.close()
+    assert turn.status == "cancelled"
+    assert elapsed < 20  # the server would answer after a minute
+    [summary] = audit(session, "POSTHOOK_SUMMARY")
+    assert summary["status"] == "cancelled"
