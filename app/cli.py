@@ -638,61 +638,16 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 # --- the audit log, one readable line per stage ---------------------------------------------------
 
-# Fields that say nothing to a person reading the log (ids of calls and tokens, digests).
-_QUIET = {"call_id", "token_id", "message", "reply", "output", "turn_id"}
-
-
-def _short(value: object, limit: int = 60) -> str:
-    """A value in words, never cut in the middle of a JSON value: long text ends with "…"."""
-    if isinstance(value, dict) and "len" in value and "sha256" in value:
-        return f"{value['len']} chars"
-    if isinstance(value, list):
-        text = ", ".join(_short(v, limit) for v in value) or "none"
-    elif isinstance(value, dict):
-        text = ", ".join(f"{k} {_short(v, limit)}" for k, v in value.items()) or "none"
-    else:
-        text = str(value)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
 
 def _audit_summary(event: str, data: dict[str, Any]) -> str:
-    get = data.get
-    scope = f" for {_short(get('scope'))}" if get("scope") not in (None, "*") else ""
-    cap = get("capability", "")
-    if event == "ROUTER_OUTPUT":
-        return (
-            f"routed as {get('intent')} ({get('source')}, confidence {get('confidence')}, "
-            f"risk {get('risk_level')})"
-        )
-    if event == "POLICY_DECISION":
-        return f"allowed tools: {_short(get('allowed_tools') or [])}"
-    if event == "PERMISSION_CHECK":
-        if get("outcome") == "grant":
-            return f"{cap}{scope}: covered by {get('grant_id')}"
-        return f"asked for {cap}{scope} (risk {get('risk')})"
-    if event == "PERMISSION_GRANTED":
-        return f"{get('mode')} grant {get('grant_id')}: {cap}{scope}, by {get('decided_by')}"
-    if event in ("PERMISSION_DENIED", "PERMISSION_TIMEOUT"):
-        return f"{cap}{scope} not allowed ({get('why')})"
-    if event in ("PERMISSION_REVOKED", "PERMISSION_EXPIRED"):
-        why = f" ({_short(get('why'))})" if get("why") else ""
-        return f"{get('grant_id')} {cap}{scope}{why}".replace("  ", " ")
-    if event == "TOOL_CALL_START":
-        return f"{get('tool')} {_short(get('arguments') or {})}"
-    if event == "TOOL_CALL_END":
-        reason = f": {_short(get('reason'))}" if get("reason") else ""
-        return f"{get('tool')} {get('status')}{reason}"
-    if event == "EXECUTOR_RESPONSE":
-        how = "direct" if get("direct") else f"{get('iterations')} model step(s)"
-        return f"reply of {_short(get('reply'))}, {get('calls')} tool call(s), {how}"
-    if event == "MEMORY_RECALL":
-        return f"recalled {len(get('fact_ids') or [])} fact(s), held back {get('held_back')}"
-    if event == "POSTHOOK_SUMMARY":
-        status = get("status", "done")
-        return f"turn {status}: {get('intent')}, {len(get('calls') or [])} tool call(s)"
-    shown = {k: v for k, v in data.items() if k not in _QUIET}
-    return _short(shown, 120)
+    """The Activity window's words for a stage (broker/activity.py), with the tool named."""
+    from broker.activity import summary
+
+    text = summary(event, data)
+    tool = data.get("tool")
+    if event in ("TOOL_CALL_START", "TOOL_CALL_END") and tool:
+        text = f"{tool} {text}"
+    return text
 
 
 def _audit_line(record: dict[str, Any]) -> str:

@@ -132,7 +132,7 @@ _QUIET = frozenset({"call_id", "token_id", "message", "reply", "output", "turn_i
 
 
 def summary(event: str, data: dict[str, Any]) -> str:
-    """One stage in one short line (the same words as `chamberlain audit tail`)."""
+    """One stage in one short line: the Activity window's Detail and `chamberlain audit tail`."""
     get = data.get
     scope = f" for {_short(get('scope'), 160)}" if get("scope") not in (None, "*") else ""
     cap = get("capability") or ""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime
 from typing import Any
 
@@ -70,6 +70,30 @@ def _finished(task: asyncio.Task[Any]) -> None:
     _tasks.discard(task)
     if not task.cancelled() and task.exception() is not None:
         log.error("a window's background work failed", exc_info=task.exception())
+
+
+class Coalesced:
+    """An async reload asked for again while it runs: it then runs once more, after — never
+    twice at once (each window's refresh goes through one)."""
+
+    def __init__(self, job: Callable[[], Awaitable[None]]) -> None:
+        self._job = job
+        self._running = False
+        self._again = False
+
+    async def __call__(self) -> None:
+        if self._running:
+            self._again = True
+            return
+        self._running = True
+        try:
+            while True:
+                self._again = False
+                await self._job()
+                if not self._again:
+                    return
+        finally:
+            self._running = False
 
 
 async def confirm(parent: QWidget, title: str, text: str, accept: str) -> bool:

@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
 
 from app.assistant import Assistant
 from app.windows import (
+    Coalesced,
     EmptyOr,
     capability_words,
     good_color,
@@ -212,8 +213,7 @@ class ActivityWindow(QWidget):
         self.setWindowTitle("Chamberlain — Activity")
         self.setAccessibleName("Activity")
         self.resize(1100, 640)
-        self._refreshing = False
-        self._again = False
+        self._reload = Coalesced(self._load)
 
         # Owned by the window, so Qt deletes them with it, on the UI thread.
         self.model = ActivityModel(self)
@@ -328,22 +328,12 @@ class ActivityWindow(QWidget):
 
     async def refresh(self) -> None:
         """Read the end of the log again (io thread); the filters keep their choices."""
-        if self._refreshing:
-            self._again = True
-            return
-        self._refreshing = True
-        try:
-            while True:
-                self._again = False
-                found = await self.assistant.run_io(
-                    rows, self.assistant.session.audit.path, ROWS_SHOWN
-                )
-                self.model.set_rows(found)
-                self._fill_filters(found)
-                if not self._again:
-                    return
-        finally:
-            self._refreshing = False
+        await self._reload()
+
+    async def _load(self) -> None:
+        found = await self.assistant.run_io(rows, self.assistant.session.audit.path, ROWS_SHOWN)
+        self.model.set_rows(found)
+        self._fill_filters(found)
 
     def _fill_filters(self, found: list[ActivityRow]) -> None:
         for column, combo in self.filters.items():

@@ -56,7 +56,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.assistant import Assistant
-from app.windows import EmptyOr, confirm, problem_color, spawn, table, when
+from app.windows import Coalesced, EmptyOr, confirm, problem_color, spawn, table, when
 from broker.events import MemoryNotice, TurnEnded, TurnEvent
 from broker.settings import save_settings
 from memory.db import MemoryStoreError
@@ -331,8 +331,7 @@ class MemoryWindow(QWidget):
         self.setWindowTitle("Chamberlain — Memory")
         self.setAccessibleName("Memory")
         self.resize(920, 640)
-        self._refreshing = False
-        self._again = False
+        self._reload = Coalesced(self._load)
         self._dialogs: list[QFileDialog] = []
 
         self.banner = QLabel("")
@@ -553,30 +552,20 @@ class MemoryWindow(QWidget):
 
     async def refresh(self) -> None:
         """Read the store again (io thread). Asked for while one runs: once more after it."""
-        if self._refreshing:
-            self._again = True
+        await self._reload()
+
+    async def _load(self) -> None:
+        store = self.store
+        self._show_store_state()
+        if store is None:
+            for model in (self.facts_model, self.pending_model):
+                model.set_facts([])
+            self._show_anchors([], None)
             return
-        self._refreshing = True
-        try:
-            while True:
-                self._again = False
-                store = self.store
-                self._show_store_state()
-                if store is None:
-                    for model in (self.facts_model, self.pending_model):
-                        model.set_facts([])
-                    self._show_anchors([], None)
-                    return
-                query, budget = self.search.text(), self.budget
-                view = await self._call(
-                    "Memory could not be read", read_memory, store, query, budget
-                )
-                if view is not None:
-                    self._show(view)
-                if not self._again:
-                    return
-        finally:
-            self._refreshing = False
+        query, budget = self.search.text(), self.budget
+        view = await self._call("Memory could not be read", read_memory, store, query, budget)
+        if view is not None:
+            self._show(view)
 
     def _show(self, view: MemoryView) -> None:
         self.facts_model.set_facts(view.facts)

@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 
 from app.assistant import Assistant
 from app.windows import (
+    Coalesced,
     EmptyOr,
     capability_words,
     caption,
@@ -222,8 +223,7 @@ class PermissionsWindow(QWidget):
         self.setWindowTitle("Chamberlain — Permissions")
         self.setAccessibleName("Permissions")
         self.resize(860, 620)
-        self._refreshing = False
-        self._again = False
+        self._reload = Coalesced(self._load)
 
         # Owned by the window, so Qt deletes them with it, on the UI thread.
         self.live_model = GrantsModel(
@@ -355,30 +355,22 @@ class PermissionsWindow(QWidget):
     async def refresh(self) -> None:
         """Read grants and the log again (on the io thread) and show them. A refresh asked for
         while one runs is done once more after it, not in parallel."""
-        if self._refreshing:
-            self._again = True
-            return
-        self._refreshing = True
+        await self._reload()
+
+    async def _load(self) -> None:
+        session = self.assistant.session
         try:
-            while True:
-                self._again = False
-                session = self.assistant.session
-                try:
-                    view = await self.assistant.run_io(read_permissions, session)
-                except OSError as exc:
-                    self._say(f"The permissions could not be read: {exc.strerror or exc}.", True)
-                    return
-                now = session.clock.now()
-                live = [g for g in view.grants if g.mode is not GrantMode.ALWAYS]
-                rules = [g for g in view.grants if g.mode is GrantMode.ALWAYS]
-                self.live_model.set_grants(live, view.last_used, now)
-                self.rules_model.set_grants(rules, view.last_used, now)
-                self.denials_model.set_denials(view.denials)
-                self._update_buttons()
-                if not self._again:
-                    return
-        finally:
-            self._refreshing = False
+            view = await self.assistant.run_io(read_permissions, session)
+        except OSError as exc:
+            self._say(f"The permissions could not be read: {exc.strerror or exc}.", True)
+            return
+        now = session.clock.now()
+        live = [g for g in view.grants if g.mode is not GrantMode.ALWAYS]
+        rules = [g for g in view.grants if g.mode is GrantMode.ALWAYS]
+        self.live_model.set_grants(live, view.last_used, now)
+        self.rules_model.set_grants(rules, view.last_used, now)
+        self.denials_model.set_denials(view.denials)
+        self._update_buttons()
 
     def tick(self) -> None:
         """Count down: re-render the time left from the expiry times already read. A grant that
