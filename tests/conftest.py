@@ -11,8 +11,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import keyring
 import pytest
 
+from tests.support.keyring import DictKeyring
 from tests.support.openai_server import ScriptedOpenAIServer, ServerFactory, Turn
 
 # Set at import so CLI subprocesses inherit it too: any keyring use in a test fails loudly.
@@ -54,3 +56,15 @@ def scripted_server() -> Iterator[ServerFactory]:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def memory_keyring() -> Iterator[DictKeyring]:
+    """A working keyring for this test only (passwords in a dict), then the failing one again."""
+    previous = keyring.get_keyring()
+    backend = DictKeyring()
+    keyring.set_keyring(backend)
+    try:
+        yield backend
+    finally:
+        keyring.set_keyring(previous)

@@ -12,46 +12,12 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import keyring
 import pytest
-from keyring.backend import KeyringBackend
 
 from broker.keys import KEY_BYTES, SERVICE, KeyFileError, load_install_secret
-
-
-class DictKeyring(KeyringBackend):
-    """A real keyring backend that keeps passwords in a dict, for this process only."""
-
-    priority = 1
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.store: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.store.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.store[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        del self.store[(service, username)]
-
-
-@pytest.fixture
-def memory_keyring() -> Iterator[DictKeyring]:
-    previous = keyring.get_keyring()
-    backend = DictKeyring()
-    keyring.set_keyring(backend)
-    try:
-        yield backend
-    finally:
-        keyring.set_keyring(previous)
-
 
 # --- no keyring: the file fallback -------------------------------------------------------------
 
@@ -183,7 +149,7 @@ def test_two_first_starts_at_once_agree_on_one_key(tmp_path):
 def test_with_a_keyring_the_secret_lives_there_and_no_file_is_written(tmp_path, memory_keyring):
     secret = load_install_secret(tmp_path)
     assert secret.in_keyring is True
-    assert secret.source == f"keyring ({__name__}.DictKeyring)"
+    assert secret.source == "keyring (tests.support.keyring.DictKeyring)"
     assert len(secret.key) == KEY_BYTES
     [(service, _user)] = memory_keyring.store
     assert service == SERVICE

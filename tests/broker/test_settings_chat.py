@@ -3,16 +3,14 @@
 
 Real files in a tmp home. conftest sets keyring's fail backend, so by default there is "no
 system keyring"; the tests that need one install an in-memory backend through keyring's own
-API (``DictKeyring`` from test_keys.py).
+API (``DictKeyring`` from tests/support/keyring.py).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import keyring
 import pytest
 
 from broker.keys import (
@@ -24,7 +22,6 @@ from broker.keys import (
 )
 from broker.llm.endpoints import InvalidEndpoint
 from broker.settings import SCHEMA_VERSION, Settings, SettingsError, load_settings, save_settings
-from tests.broker.test_keys import DictKeyring
 
 KEY = "sk-live-NOT-IN-ANY-FILE-5a8e"
 
@@ -85,17 +82,6 @@ def test_a_round_trip_through_the_file_keeps_the_retention(tmp_path):
 
 
 # --- the API key -----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def memory_keyring() -> Iterator[DictKeyring]:
-    previous = keyring.get_keyring()
-    backend = DictKeyring()
-    keyring.set_keyring(backend)
-    try:
-        yield backend
-    finally:
-        keyring.set_keyring(previous)
 
 
 def _files_holding(folder: Path, needle: str) -> list[Path]:

@@ -13,7 +13,6 @@ import gc
 from collections.abc import Iterator
 from pathlib import Path
 
-import keyring
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QLineEdit, QWidget
@@ -25,7 +24,6 @@ from broker.keys import load_api_key
 from broker.llm import endpoints
 from broker.settings import load_settings, save_settings
 from tests.app.gui.conftest import make_session
-from tests.broker.test_keys import DictKeyring
 from tests.support.openai_server import free_port
 
 SECRET_KEY = "sk-test-NEVER-IN-A-FILE-93f1c2"
@@ -219,17 +217,6 @@ def test_without_a_keyring_the_api_key_is_explained_and_written_nowhere(
     assert window.api_key.text() == ""
     assert _files_holding(tmp_path, SECRET_KEY) == []
     assert load_api_key("https://models.example.com/v1") is None
-
-
-@pytest.fixture
-def memory_keyring() -> Iterator[DictKeyring]:
-    previous = keyring.get_keyring()
-    backend = DictKeyring()
-    keyring.set_keyring(backend)
-    try:
-        yield backend
-    finally:
-        keyring.set_keyring(previous)
 
 
 def test_with_a_keyring_the_api_key_goes_there_and_nowhere_else(
