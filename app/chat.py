@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.assistant import Assistant, Busy, Paused
-from app.chat_view import (
+from app.chat_entries import (
     Details,
     Entry,
     MemoryEntry,
@@ -45,9 +45,9 @@ from app.chat_view import (
     ReplyEntry,
     ToolCall,
     ToolEntry,
-    Transcript,
     UserEntry,
 )
+from app.chat_view import Transcript
 from app.windows import confirm, problem_color, spawn, when
 from broker.events import (
     MemoryNotice,

@@ -34,7 +34,7 @@ from bench.machine import machine_details
 
 
 def _entries(count: int) -> list[Any]:
-    from app.chat_view import ReplyEntry, ToolCall, ToolEntry, UserEntry
+    from app.chat_entries import ReplyEntry, ToolCall, ToolEntry, UserEntry
 
     reply = (
         "Here is what I found in **Documents**:\n\n"
@@ -75,7 +75,8 @@ def _timed(work: Callable[[], Any], app: Any) -> float:
 
 def _round(app: Any, messages: int, eager: bool) -> dict[str, float]:
     import app.chat_view as view
-    from app.chat_view import ReplyEntry, Transcript
+    from app.chat_entries import ReplyEntry
+    from app.chat_view import Transcript
 
     page, live = view.PAGE, view.MAX_LIVE
     if eager:

@@ -21,15 +21,8 @@ from PySide6.QtWidgets import QMessageBox
 
 from app.assistant import Assistant
 from app.chat import ChatWindow
-from app.chat_view import (
-    MAX_LIVE,
-    PAGE,
-    MemoryLine,
-    NoticeEntry,
-    ReplyBubble,
-    ToolCard,
-    UserEntry,
-)
+from app.chat_entries import NoticeEntry, UserEntry
+from app.chat_view import MAX_LIVE, PAGE, MemoryLine, ReplyBubble, ToolCard
 from broker.events import TextDelta, TurnEvent
 from broker.llm.openai_client import OpenAIChatModel
 from broker.permissions import PermissionRequest, PromptDecision
