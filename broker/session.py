@@ -516,6 +516,7 @@ def tool_config(home: Path, settings: Settings) -> ToolConfig:
         web_timeout_s=web.timeout_s,
         web_allow_private=tuple(web.allow_private),
         searxng_url=web.searxng_url,
+        search_provider=web.search_provider,
     )
 
 

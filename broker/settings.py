@@ -102,6 +102,9 @@ class WebSettings(BaseModel):
 
     # A SearXNG instance with its JSON format enabled, e.g. "http://127.0.0.1:8888".
     searxng_url: str | None = None
+    # Who answers web_search: "auto" is SearXNG when searxng_url is set, else DuckDuckGo
+    # through the ddgs library; "ddgs" or "searxng" forces one.
+    search_provider: Literal["auto", "ddgs", "searxng"] = "auto"
     max_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
     timeout_s: float = Field(default=15.0, gt=0, le=300)
     # Hosts that may resolve to loopback or private addresses ("*" for any); none by default.

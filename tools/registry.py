@@ -71,6 +71,8 @@ class ToolConfig:
     # Hosts (or "*") that may be on loopback or private addresses; by default none may.
     web_allow_private: tuple[str, ...] = ()
     searxng_url: str | None = None
+    # "auto" (SearXNG when searxng_url is set, else ddgs), "ddgs" or "searxng".
+    search_provider: str = "auto"
     extra: dict[str, object] = field(default_factory=dict)
 
 

@@ -1,4 +1,4 @@
-"""The web tools: fetch one page as readable text, and search through the user's SearXNG.
+"""The web tools: fetch one page as readable text; web_search (tools/search.py) shares the rules.
 
 Both are scoped by domain (`domain:<host>`, lower-case IDNA). A call reaches the network only
 after the runner checked its grant, and then only the one host it names:
@@ -22,7 +22,8 @@ after the runner checked its grant, and then only the one host it names:
 
 This module must never make any other connection: no proxies from the environment, no cookies,
 no credentials, no robots.txt, no telemetry, nothing at import time (the extractor is imported
-on first use). The URLs a search returns are never fetched by the search.
+on first use). web_search's SearXNG requests go through this module's client; its ddgs
+provider uses ddgs's own client, for one fixed host (see tools/search.py).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import codecs
 import contextlib
 import http.client
 import ipaddress
-import json
 import logging
 import re
 import socket
@@ -41,8 +41,8 @@ import unicodedata
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
-from urllib.parse import quote, urlencode, urljoin
+from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import quote, urljoin
 
 import idna
 import urllib3
@@ -54,7 +54,6 @@ from tools.arguments import NOT_BLANK, ToolArguments
 from tools.files import decode_text
 from tools.manual import (
     Capability,
-    HealthCheck,
     Prepared,
     RequestWords,
     Tool,
@@ -66,6 +65,9 @@ from tools.manual import (
 )
 from tools.registry import ToolConfig
 
+if TYPE_CHECKING:
+    from tools.search import DdgsProxy
+
 log = logging.getLogger("chamberlain.tools.web")
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -76,9 +78,6 @@ MAX_URL_CHARS = 2048
 MAX_REDIRECTS = 5
 # What the model gets of a page's text; the body cap (web_max_bytes) bounds what is read.
 TEXT_CHARS_CAP = 100_000
-SEARCH_MAX_BYTES = 1024 * 1024
-MAX_SEARCH_RESULTS = 20
-MAX_QUERY_CHARS = 500
 CONNECT_TIMEOUT_S = 10.0
 READ_CHUNK = 64 * 1024
 USER_AGENT = "Chamberlain/0.1 (local desktop assistant)"
@@ -976,11 +975,6 @@ class WebFetchArguments(ToolArguments):
     )
 
 
-class WebSearchArguments(ToolArguments):
-    query: Annotated[str, NOT_BLANK] = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    max_results: int = Field(5, ge=1, le=MAX_SEARCH_RESULTS)
-
-
 class _WebTools:
     def __init__(
         self, config: ToolConfig, resolver: Resolver, tls_context: ssl.SSLContext | None
@@ -1043,114 +1037,6 @@ class _WebTools:
             data["note"] = "the page is longer than Chamberlain reads; only its start is shown"
         return ToolResult(data=data, text=_render_page(data), truncated=truncated)
 
-    # web_search
-
-    def _engine(self) -> WebAddress:
-        url = self.config.searxng_url
-        if not url:
-            raise ToolError(
-                "Web search needs a SearXNG server, and none is set: set the setting "
-                "`web.searxng_url` to its address (for example http://127.0.0.1:8888), with "
-                "the JSON format enabled in its settings.yml (search: formats: [html, json])"
-            )
-        try:
-            engine = parse_web_url(url)
-        except ToolRefused as exc:
-            raise ToolError(f"The setting `web.searxng_url` is not usable: {exc}") from exc
-        return engine
-
-    def prepare_search(self, args: WebSearchArguments) -> Prepared:
-        engine = self._engine()
-        try:
-            self.guard.check_static(engine)
-        except ToolRefused as exc:
-            raise _engine_refusal(engine, exc) from exc
-        return Prepared.of(args, [engine.target], "easy", engine)
-
-    def search(self, args: WebSearchArguments, prepared: Prepared) -> ToolResult:
-        query = " ".join(args.query.split())
-        max_results = args.max_results
-        engine = prepared.plan if isinstance(prepared.plan, WebAddress) else self._engine()
-        base = engine.path.split("?", 1)[0].rstrip("/")
-        endpoint = WebAddress(
-            engine.scheme,
-            engine.host,
-            engine.port,
-            f"{base}/search?{urlencode({'q': query, 'format': 'json'})}",
-            engine.ip,
-        )
-
-        def json_only(address: WebAddress, media: str) -> None:
-            if media and media != "application/json" and not media.endswith("+json"):
-                raise ToolError(
-                    f"The SearXNG server at {engine.url} answered with {_shown(media, 80)}, "
-                    "not JSON; enable the JSON format in its settings.yml "
-                    "(search: formats: [html, json])"
-                )
-
-        try:
-            response = self.client.get(
-                endpoint,
-                accept="application/json",
-                max_bytes=min(self.config.web_max_bytes, SEARCH_MAX_BYTES),
-                follow_redirects=False,
-                check_type=json_only,
-            )
-        except ToolRefused as exc:
-            raise _engine_refusal(engine, exc) from exc
-        except _StatusError as exc:
-            if exc.status == 403:
-                raise ToolError(
-                    f"The SearXNG server at {engine.url} refused the JSON request (403); "
-                    "enable the JSON format in its settings.yml (search: formats: [html, json])"
-                ) from exc
-            raise
-        if response.truncated:
-            raise ToolError(f"The SearXNG server at {engine.url} sent an oversized answer")
-        try:
-            payload = json.loads(response.body.decode("utf-8", errors="replace"))
-        except (ValueError, RecursionError) as exc:
-            raise ToolError(f"The SearXNG server at {engine.url} did not send valid JSON") from exc
-        raw_results = payload.get("results") if isinstance(payload, dict) else None
-        if not isinstance(raw_results, list):
-            raise ToolError(f"The SearXNG server at {engine.url} sent no result list")
-        results: list[dict[str, str]] = []
-        for item in raw_results:
-            if len(results) >= max_results:
-                break
-            if not isinstance(item, dict):
-                continue
-            link = item.get("url")
-            if not isinstance(link, str) or not link.strip():
-                continue
-            results.append(
-                {
-                    "title": _plain(item.get("title"), 300),
-                    "url": _plain(link, MAX_URL_CHARS),
-                    "snippet": _plain(item.get("content"), 500),
-                }
-            )
-        data = {"query": query, "engine": engine.url, "results": results}
-        return ToolResult(data=data, text=_render_results(data))
-
-
-def _engine_refusal(engine: WebAddress, exc: ToolRefused) -> ToolRefused:
-    if not isinstance(exc, _AddressRefused):
-        return exc
-    return ToolRefused(
-        f"The SearXNG server set in `web.searxng_url` ({engine.url}) is not on the public "
-        f"internet: {exc.where}. Chamberlain connects to such addresses only when you allow "
-        f'it; a SearXNG on this computer is a common setup: add "{engine.host}" to the setting '
-        "`web.allow_private` to use it"
-    )
-
-
-def _plain(value: object, limit: int) -> str:
-    if not isinstance(value, str):
-        return ""
-    text = " ".join(value.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
 
 def _render_page(data: dict[str, Any]) -> str:
     lines = []
@@ -1166,28 +1052,18 @@ def _render_page(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _render_results(data: dict[str, Any]) -> str:
-    results: list[dict[str, str]] = data["results"]
-    if not results:
-        return f"No results for {data['query']!r}."
-    lines = [f"Results for {data['query']!r}:"]
-    for number, item in enumerate(results, 1):
-        lines.append(f"{number}. {item['title'] or item['url']}\n   {item['url']}")
-        if item["snippet"]:
-            lines.append(f"   {item['snippet']}")
-    return "\n".join(lines)
-
-
 def make_web_tools(
     config: ToolConfig,
     *,
     resolver: Resolver | None = None,
     tls_context: ssl.SSLContext | None = None,
+    ddgs_proxy: DdgsProxy | None = None,
 ) -> list[Tool]:
     """web_fetch and web_search, built from the user's settings.
 
-    `resolver` and `tls_context` exist for tests (a resolver that plays a DNS we cannot run, a
-    certificate authority made for a loopback server); Chamberlain itself passes neither.
+    `resolver`, `tls_context` and `ddgs_proxy` exist for tests (a resolver that plays a DNS we
+    cannot run, a certificate authority made for a loopback server, a local proxy that plays
+    the search engine); Chamberlain itself passes none of them.
     """
     tools = _WebTools(config, resolver or _system_resolver, tls_context)
     # The runner's own limit, above the tool's deadline (DNS lookups are not under it).
@@ -1213,24 +1089,12 @@ def make_web_tools(
         run=tools.fetch,
         user_scopes_of=_site_scope,
     )
-    web_search = typed_tool(
-        ToolManual(
-            name="web_search",
-            description=(
-                "Search the web through the user's SearXNG server and return titles, "
-                "addresses and snippets. The pages themselves are not opened; use web_fetch "
-                "for one of them if needed."
-            ),
-            parameters=WebSearchArguments.parameters(),
-            capability=Capability.WEB_ACCESS,
-            category="web",
-            risk="moderate",
-            timeout_s=timeout_s,
-        ),
-        WebSearchArguments,
-        prepare=tools.prepare_search,
-        run=tools.search,
-        health=lambda: [_search_health(config.searxng_url)],
+    # web_search shares this module's address rules and client; it lives in tools/search.py,
+    # which imports from here (hence the import at call time).
+    from tools.search import make_search_tool
+
+    web_search = make_search_tool(
+        config, tools.guard, tools.client, timeout_s=timeout_s, ddgs_proxy=ddgs_proxy
     )
     return [web_fetch, web_search]
 
@@ -1243,14 +1107,3 @@ def _site_scope(words: RequestWords) -> list[str]:
         return [url_target(words.url)]
     except (ToolError, ValueError):
         return []
-
-
-def _search_health(searxng_url: str | None) -> HealthCheck:
-    if not searxng_url:
-        return HealthCheck(
-            "web search",
-            False,
-            "no SearXNG set (setting web.searxng_url); page fetches work",
-            False,
-        )
-    return HealthCheck("web search", True, f"SearXNG at {searxng_url}", False)

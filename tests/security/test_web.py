@@ -395,8 +395,10 @@ def test_a_local_search_engine_is_refused_unless_allowed(
     assert servers.all_hits() == []
 
 
-def test_search_without_an_engine_is_an_error_before_asking(make_rig: RigFactory) -> None:
-    rig = make_rig()
+def test_search_set_to_searxng_without_an_engine_is_an_error_before_asking(
+    make_rig: RigFactory,
+) -> None:
+    rig = make_rig(search_provider="searxng")
     outcome = rig.call("web_search", query="anything")
     assert_stopped(rig, outcome, {"error"}, "`web.searxng_url`")
     assert rig.prompter.asked == []

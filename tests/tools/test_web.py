@@ -539,8 +539,8 @@ def test_https_to_a_pinned_address_keeps_the_name_for_sni_and_the_certificate(
 # --- web_search ----------------------------------------------------------------------------------
 
 
-def test_search_without_an_engine_says_how_to_set_one() -> None:
-    tool = tools_for()["web_search"]
+def test_search_set_to_searxng_without_an_engine_says_how_to_set_one() -> None:
+    tool = tools_for(search_provider="searxng")["web_search"]
     with pytest.raises(ToolError) as caught:
         tool.targets({"query": "lighthouses"})
     message = str(caught.value)
