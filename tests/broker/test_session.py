@@ -17,7 +17,7 @@ from broker.audit import verify
 from broker.clock import ManualClock
 from broker.llm.base import AssistantMessage
 from broker.permissions import PermissionRequest, PromptDecision
-from broker.router import NEEDS_FIELDS
+from broker.router import NEEDS_FIELDS, route_heuristic
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode, Intent, TurnResult
@@ -188,6 +188,18 @@ def test_an_unsure_heuristic_is_refined_by_the_model_which_may_change_the_intent
     shown = [t["function"]["name"] for t in model.chat_requests[0]["tools"]]
     assert shown == ["system_execute", "system_info"]
     assert turn.reply == "fake reply"
+
+
+def test_a_message_no_rule_matched_is_refined_by_a_connected_model(tmp_path):
+    """Chat is only the fallback when nothing matched: it scores below the refinement
+    threshold, so the model is asked about exactly the messages the rules could not place."""
+    model = RoutingModel(intent=Intent.SYSTEM_TASK, confidence=0.9)
+    session = open_session(tmp_path, model=model)
+    text = "am i connected to the internet?"
+    session.route(text)
+    assert len(model.json_requests) == 1  # asked (what it may change is tested elsewhere)
+    assert text in model.json_requests[0][-1]["content"]
+    assert route_heuristic(text).confidence < Settings().router.confidence_threshold
 
 
 def test_refinement_switched_off_keeps_the_heuristics(tmp_path):
