@@ -294,6 +294,18 @@ class Shell(QObject):
             self.finished.set_result(0)
 
 
+async def end_pending_work() -> None:
+    """Cancel the app's other pending work (a window's refresh the last turn started) and let it
+    end while the loop still runs: qasync turns Qt's event loop once more after the main
+    coroutine returns, and a task first stepped then would find no running loop."""
+    current = asyncio.current_task()
+    pending = [task for task in asyncio.all_tasks() if task is not current and not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
+
+
 def _log_failure(future: asyncio.Future[Any]) -> None:
     if not future.cancelled() and future.exception() is not None:
         log.error("a background step failed", exc_info=future.exception())
@@ -441,6 +453,7 @@ async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
         return await shell.finished
     finally:
         instance.release()
+        await end_pending_work()
 
 
 def _smoke_environment(args: argparse.Namespace) -> Callable[[], None]:

@@ -53,7 +53,7 @@ async def _answer_passphrase_dialog() -> None:
 
 
 async def smoke_test(home: Path) -> int:
-    from app.main import WINDOWS, Shell
+    from app.main import WINDOWS, Shell, end_pending_work
 
     problems: list[str] = []
     documents = Path.home() / "Documents"
@@ -83,6 +83,7 @@ async def smoke_test(home: Path) -> int:
         problems.append(f"{type(exc).__name__}: {exc}")
     finally:
         shell.quit()
+        await end_pending_work()
     for problem in problems:
         sys.stderr.write(f"smoke test: {problem}\n")
     if not problems:

@@ -60,16 +60,20 @@ def spawn(work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any] | None:
         work.close()
         log.warning("no event loop is running; %r was not started", work)
         return None
-    task = loop.create_task(work)
+    task = loop.create_task(_reported(work))
     _tasks.add(task)
-    task.add_done_callback(_finished)
+    task.add_done_callback(_tasks.discard)
     return task
 
 
-def _finished(task: asyncio.Task[Any]) -> None:
-    _tasks.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        log.error("a window's background work failed", exc_info=task.exception())
+async def _reported(work: Coroutine[Any, Any, Any]) -> Any:
+    """`work`, its failure logged inside the task itself (a done-callback would never run for a
+    task whose loop has closed, and its exception would be reported as never retrieved)."""
+    try:
+        return await work
+    except Exception:  # the window's boundary: logged, the app stays up
+        log.exception("a window's background work failed")
+        return None
 
 
 class Coalesced:
