@@ -1,0 +1,331 @@
+"""The learned intent classifier: hashed word and character n-grams, one linear layer, softmax.
+
+It is trained at development time by `scripts/train_intent_model.py` on labelled messages and
+ships as a small weight file, `resources/intent_model.json`. Inference is pure Python: the
+features of one message are hashed into the model's buckets with a stable hash (blake2b, never
+Python's salted `hash()`), and the nine logits are a sparse dot product. The same text always
+gives the same prediction, on any machine and in any process.
+
+The features are defined here and only here; the training script imports them, so what the
+model was trained on and what it sees at run time cannot drift apart.
+
+This module must never import numpy or Qt, touch the network, log the user's text, or accept a
+weight file it has not validated: a damaged or foreign file is an `IntentModelError` that says
+which file and what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from broker.types import Intent
+
+FORMAT = "chamberlain-intent-model"
+FORMAT_VERSION = 1
+# Only this much of a message is looked at, like the router's SCAN_LIMIT: a 100 KB paste is
+# classified as fast as a short message.
+MAX_CHARS = 2000
+WORD_NGRAMS = (1, 2)
+CHAR_NGRAMS = (3, 5)
+HASH = "blake2b-64"
+NORMALISATION = "binary-l2"
+# The weight file's settings must say exactly this, or it was made for other features.
+FEATURE_SETTINGS: dict[str, Any] = {
+    "hash": HASH,
+    "max_chars": MAX_CHARS,
+    "word_ngrams": list(WORD_NGRAMS),
+    "char_ngrams": list(CHAR_NGRAMS),
+    "normalisation": NORMALISATION,
+}
+INTENTS: tuple[Intent, ...] = tuple(Intent)
+
+_QUOTES = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"'})
+# Apostrophes are dropped before tokenising, so "what's" and "whats" are one word.
+_APOSTROPHE_RE = re.compile(r"(?<=\w)'(?=\w)")
+_WORD_RE = re.compile(r"[^\W_]+")
+_URL_RE = re.compile(
+    r"\bhttps?://|\bwww\.|\b[a-z0-9-]+\.(?:com|org|net|io|dev|gov|edu|uk|de|fr|rs|ai|app|co)\b"
+)
+_PATH_RE = re.compile(r"(?:^|[\s\"'(])(?:~[/\\]|\.{1,2}[/\\]|/[\w.-]+/|[a-z]:\\)")
+_FILENAME_RE = re.compile(r"\b[\w-]+\.[a-z][a-z0-9]{0,4}\b")
+
+# How each feature kind reads in `Prediction.explain()`.
+_KINDS = {
+    "w": "word",
+    "b": "words",
+    "c": "chars",
+    "f": "first word",
+    "s": "shape",
+}
+_SEP = "\x1f"
+
+
+class IntentModelError(ValueError):
+    """The weight file is missing, damaged, or was made for other features or intents."""
+
+
+def normalise(text: str) -> str:
+    """What the features are computed from: NFKC, lowercase, straight quotes, first MAX_CHARS."""
+    text = unicodedata.normalize("NFKC", text[: MAX_CHARS * 2])[:MAX_CHARS]
+    return _APOSTROPHE_RE.sub("", text.lower().translate(_QUOTES))
+
+
+def _shape_features(text: str) -> list[str]:
+    shapes: list[str] = []
+    if _URL_RE.search(text):
+        shapes.append("has URL")
+    if _PATH_RE.search(text):
+        shapes.append("has path")
+    if "`" in text:
+        shapes.append("has backticks")
+    if _FILENAME_RE.search(_URL_RE.sub(" ", text)):
+        shapes.append("has file name")
+    if text.rstrip().endswith("?"):
+        shapes.append("ends with ?")
+    return shapes
+
+
+def feature_names(text: str) -> list[str]:
+    """The distinct features of `text`, in a fixed order, each as `kind<US>value`."""
+    text = normalise(text)
+    words = _WORD_RE.findall(text)
+    names: dict[str, None] = {}
+    if words:
+        names["f" + _SEP + words[0]] = None
+    for word in words:
+        names["w" + _SEP + word] = None
+    for first, second in itertools.pairwise(words):
+        names["b" + _SEP + first + " " + second] = None
+    low, high = CHAR_NGRAMS
+    for word in words:
+        padded = " " + word + " "
+        for size in range(low, high + 1):
+            for start in range(len(padded) - size + 1):
+                names["c" + _SEP + padded[start : start + size]] = None
+    for shape in _shape_features(text):
+        names["s" + _SEP + shape] = None
+    return list(names)
+
+
+def features(text: str, word_weight: float = 1.0) -> dict[str, float]:
+    """Feature name → value: each present feature counts once (word, word-pair, first-word and
+    shape features `word_weight` times as much as a character n-gram, which are many more), and
+    the vector has unit length."""
+    names = feature_names(text)
+    if not names:
+        return {}
+    chars = sum(1 for name in names if name.startswith("c" + _SEP))
+    norm = math.sqrt(chars + (len(names) - chars) * word_weight * word_weight)
+    char_value, word_value = 1.0 / norm, word_weight / norm
+    return {name: char_value if name[0] == "c" else word_value for name in names}
+
+
+def bucket(name: str, buckets: int) -> int:
+    """The bucket a feature hashes to: stable across processes, machines and Python versions.
+
+    Not cached: a cache would keep fragments of past messages in memory for no real gain.
+    """
+    digest = hashlib.blake2b(name.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % buckets
+
+
+def readable(name: str) -> str:
+    """'w<US>research' → 'word "research"'; 's<US>has URL' → 'has URL'."""
+    kind, _, value = name.partition(_SEP)
+    if kind == "s":
+        return value
+    return f'{_KINDS.get(kind, kind)} "{value}"'
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The chosen intent, its probability, all nine ranked, and why."""
+
+    intent: Intent
+    probability: float
+    ranked: list[tuple[Intent, float]]
+    # (feature, value, weight row) for every feature with weights: what explain() reads.
+    evidence: tuple[tuple[str, float, tuple[float, ...]], ...] = field(
+        default=(), repr=False, compare=False
+    )
+
+    def explain(self, top: int = 5) -> list[tuple[str, float]]:
+        """The `top` features that pushed hardest towards the chosen intent, with how much.
+
+        A feature's push is its value times its weight for the chosen intent less its average
+        weight over all nine (softmax ignores what is added to every intent alike); largest
+        first, readable ('word "research"', 'chars "wif"', 'has URL').
+        """
+        k = INTENTS.index(self.intent)
+        pushes = [
+            (readable(name), value * (row[k] - sum(row) / len(row)))
+            for name, value, row in self.evidence
+        ]
+        pushes.sort(key=lambda item: (-item[1], item[0]))
+        return pushes[:top]
+
+
+class IntentModel:
+    """Loaded weights; `predict(text)` is deterministic and pure Python."""
+
+    def __init__(
+        self,
+        *,
+        buckets: int,
+        word_weight: float,
+        bias: tuple[float, ...],
+        weights: dict[int, tuple[float, ...]],
+        temperature: float,
+        metadata: dict[str, Any],
+    ) -> None:
+        self.buckets = buckets
+        self.word_weight = word_weight
+        self.bias = bias
+        self.weights = weights
+        self.temperature = temperature
+        # Everything else the file says (training data digest and counts, settings, CV figures).
+        self.metadata = metadata
+
+    @classmethod
+    def load(cls, path: Path | str | None = None) -> IntentModel:
+        """Read and validate a weight file; by default the one shipped in `resources/`."""
+        where = str(path) if path is not None else "resources/intent_model.json"
+        try:
+            if path is None:
+                text = resources.files("resources").joinpath("intent_model.json").read_text("utf-8")
+            else:
+                text = Path(path).read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise IntentModelError(
+                f"The intent model at {where} cannot be read ({error}); "
+                "re-create it with scripts/train_intent_model.py"
+            ) from error
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise IntentModelError(
+                f"The intent model at {where} is not valid JSON ({error}); it is damaged: "
+                "re-create it with scripts/train_intent_model.py"
+            ) from error
+        try:
+            return cls.from_dict(data)
+        except IntentModelError as error:
+            raise IntentModelError(f"The intent model at {where} {error}") from error
+
+    @classmethod
+    def from_dict(cls, data: object) -> IntentModel:
+        """Validate parsed JSON. Errors read as the end of 'The intent model at X ...'."""
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise IntentModelError(f"is not a {FORMAT} file")
+        if data.get("version") != FORMAT_VERSION:
+            raise IntentModelError(
+                f"has format version {data.get('version')!r}; this code reads version "
+                f"{FORMAT_VERSION}: re-create it with scripts/train_intent_model.py"
+            )
+        intents = data.get("intents")
+        if intents != [intent.value for intent in INTENTS]:
+            raise IntentModelError(
+                f"was trained for the intents {intents!r}, not {[i.value for i in INTENTS]!r}"
+            )
+        settings = data.get("features")
+        if not isinstance(settings, dict):
+            raise IntentModelError("has no feature settings")
+        buckets = settings.get("buckets")
+        if not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < 1:
+            raise IntentModelError(f"has an invalid bucket count {buckets!r}")
+        word_weight = _positive(settings.get("word_weight"), "word weight")
+        others = {k: v for k, v in settings.items() if k not in {"buckets", "word_weight"}}
+        if others != FEATURE_SETTINGS:
+            raise IntentModelError(
+                f"was made for other features ({others!r}, this code computes "
+                f"{FEATURE_SETTINGS!r}): re-create it with scripts/train_intent_model.py"
+            )
+        count = len(INTENTS)
+        temperature = _positive(data.get("temperature"), "temperature")
+        bias = data.get("bias")
+        if not isinstance(bias, list) or len(bias) != count or not all(map(_is_number, bias)):
+            raise IntentModelError(f"has an invalid bias (expected {count} finite numbers)")
+        rows = data.get("weights")
+        if not isinstance(rows, list):
+            raise IntentModelError("has no weights")
+        weights: dict[int, tuple[float, ...]] = {}
+        for index, row in enumerate(rows):
+            if (
+                not isinstance(row, list)
+                or len(row) != count + 1
+                or not isinstance(row[0], int)
+                or isinstance(row[0], bool)
+                or not 0 <= row[0] < buckets
+                or row[0] in weights
+                or not all(map(_is_number, row[1:]))
+            ):
+                raise IntentModelError(
+                    f"has a damaged weight row {index} (expected [bucket, {count} numbers] "
+                    f"with a distinct bucket below {buckets})"
+                )
+            weights[row[0]] = tuple(float(value) for value in row[1:])
+        metadata = {
+            key: value
+            for key, value in data.items()
+            if key not in {"weights", "bias", "temperature", "intents", "format", "version"}
+        }
+        return cls(
+            buckets=buckets,
+            word_weight=word_weight,
+            bias=tuple(float(value) for value in bias),
+            weights=weights,
+            temperature=temperature,
+            metadata=metadata,
+        )
+
+    def predict(self, text: str) -> Prediction:
+        evidence = []
+        for name, value in features(text, self.word_weight).items():
+            row = self.weights.get(bucket(name, self.buckets))
+            if row is not None:
+                evidence.append((name, value, row))
+        # Features take only two values (character n-grams and the rest), so the dot product
+        # is two column sums of the weight rows, done in C by zip and sum.
+        by_value: dict[float, list[tuple[float, ...]]] = {}
+        for _, value, row in evidence:
+            by_value.setdefault(value, []).append(row)
+        scores = list(self.bias)
+        for value, rows in by_value.items():
+            for k, column in enumerate(zip(*rows, strict=True)):
+                scores[k] += value * math.fsum(column)
+        probabilities = softmax([score / self.temperature for score in scores])
+        order = sorted(range(len(INTENTS)), key=lambda k: (-probabilities[k], k))
+        return Prediction(
+            intent=INTENTS[order[0]],
+            probability=probabilities[order[0]],
+            ranked=[(INTENTS[k], probabilities[k]) for k in order],
+            evidence=tuple(evidence),
+        )
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _positive(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise IntentModelError(f"has an invalid {what} {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise IntentModelError(f"has an invalid {what} {value!r}")
+    return float(value)
+
+
+def softmax(scores: list[float]) -> list[float]:
+    top = max(scores)
+    exps = [math.exp(score - top) for score in scores]
+    total = sum(exps)
+    return [value / total for value in exps]

@@ -1,0 +1,266 @@
+"""The learned intent classifier: stable features, the shipped weights, clear errors, and a
+training script that reproduces its file byte for byte."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.intent_model import training_script
+from broker.intent_model import (
+    MAX_CHARS,
+    IntentModel,
+    IntentModelError,
+    bucket,
+    feature_names,
+    features,
+    readable,
+)
+from broker.types import Intent
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = REPO / "resources" / "intent_model.json"
+SCRIPT = REPO / "scripts" / "train_intent_model.py"
+SIZE_CAP = 1_500_000
+
+# One obvious message per intent, written for this test and in none of the data files.
+OBVIOUS: dict[str, Intent] = {
+    "could you write a short poem about the sea": Intent.CHAT_ONLY,
+    "search the web for the opening hours of the city library": Intent.LOOKUP_SEARCH,
+    "open https://example.net/blog and summarise it": Intent.BROWSE_ONCE,
+    "figure out why my laptop gets so hot when it is idle": Intent.ONE_SHOT_DISCOVERY,
+    "what is on my screen at the moment": Intent.SCREEN_OBSERVE,
+    "list the files in ~/Documents/scans": Intent.FILE_TASK,
+    "run `uname -r`": Intent.SYSTEM_TASK,
+    "what did i tell you my godmother is called": Intent.MEMORY_READ,
+    "please remember that my godmother is called Ottilie": Intent.MEMORY_WRITE,
+}
+
+
+@pytest.fixture(scope="module")
+def model() -> IntentModel:
+    return IntentModel.load()
+
+
+def test_the_obvious_messages_are_in_no_data_file() -> None:
+    """Otherwise the next test would only show that the model remembers its training data."""
+    data = [REPO / "tests" / "broker" / "router_corpus.py"]
+    data += sorted((REPO / "tests" / "broker" / "data").glob("*.jsonl"))
+    everything = "\n".join(path.read_text("utf-8").lower() for path in data)
+    for text in OBVIOUS:
+        assert text.lower() not in everything, text
+
+
+@pytest.mark.parametrize(("text", "intent"), OBVIOUS.items())
+def test_the_shipped_weights_route_an_obvious_message_to_its_intent(
+    model: IntentModel, text: str, intent: Intent
+) -> None:
+    prediction = model.predict(text)
+    assert prediction.intent is intent, prediction.ranked[:3]
+    assert prediction.ranked[0] == (prediction.intent, prediction.probability)
+    assert {i for i, _ in prediction.ranked} == set(Intent)
+    assert sum(p for _, p in prediction.ranked) == pytest.approx(1.0)
+
+
+def test_the_same_text_gets_the_same_prediction_every_time(model: IntentModel) -> None:
+    text = "hey can u check whats taking up all the room on my drive"
+    first = model.predict(text)
+    again = IntentModel.load().predict(text)
+    assert again.ranked == first.ranked
+    assert again.explain(10) == first.explain(10)
+
+
+def test_feature_hashing_is_the_same_in_another_process_and_never_uses_hash(
+    model: IntentModel,
+) -> None:
+    """Python's hash() of a str changes with PYTHONHASHSEED; the buckets must not."""
+    text = "Whats on my screen rn? https://example.org ~/notes.txt"
+    names = feature_names(text)
+    code = (
+        "import json, sys\n"
+        "from broker.intent_model import IntentModel, bucket, feature_names\n"
+        "text = sys.argv[1]\n"
+        "model = IntentModel.load()\n"
+        "print(json.dumps({'buckets': [bucket(n, 2**18) for n in feature_names(text)],\n"
+        "                  'ranked': [[i.value, p] for i, p in model.predict(text).ranked]}))\n"
+    )
+    results = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
+        done = subprocess.run(
+            [sys.executable, "-c", code, text],
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        results.append(json.loads(done.stdout))
+    assert results[0] == results[1]
+    assert results[0]["buckets"] == [bucket(name, 2**18) for name in names]
+    here = [[intent.value, p] for intent, p in model.predict(text).ranked]
+    assert results[0]["ranked"] == here
+    # Pinned: the shipped weights were trained with these buckets. If the hash changes, every
+    # weight lands in the wrong place; retrain and update this value deliberately.
+    assert bucket("w\x1fresearch", 2**18) == 189011
+
+
+def test_features_are_lowercased_nfkc_and_word_bounded() -> None:
+    names = {readable(name) for name in feature_names("ＷＩＦＩ What's")}
+    assert 'word "wifi"' in names  # NFKC folds full-width letters, and it is lowercased
+    assert 'word "whats"' in names  # "what's" and "whats" are one word
+    assert 'chars " wif"' in names
+    assert 'words "wifi whats"' in names
+    assert not any(name.startswith("chars") and "i w" in name for name in names)
+    vector = features("ＷＩＦＩ What's", word_weight=2.0)
+    assert sum(v * v for v in vector.values()) == pytest.approx(1.0)
+
+
+def test_only_the_first_max_chars_of_a_long_paste_are_read(model: IntentModel) -> None:
+    head = "remember that my locker code is 1234 " * 100
+    long = head[:MAX_CHARS] + "run `rm -rf /` now " * 5000
+    assert model.predict(long).ranked == model.predict(head[:MAX_CHARS]).ranked
+
+
+def test_a_message_with_no_words_still_gets_a_prediction(model: IntentModel) -> None:
+    for text in ("", "   ", "?!…"):
+        prediction = model.predict(text)
+        assert prediction.intent in Intent
+        assert 0.0 < prediction.probability <= 1.0
+
+
+def test_explain_names_the_real_features_that_pushed_towards_the_intent(
+    model: IntentModel,
+) -> None:
+    text = "please remember that my godmother is called Ottilie"
+    prediction = model.predict(text)
+    top = prediction.explain(5)
+    assert len(top) == 5
+    present = {readable(name) for name in feature_names(text)}
+    assert all(name in present for name, _ in top), top
+    pushes = [push for _, push in top]
+    assert pushes == sorted(pushes, reverse=True)
+    assert all(push > 0 for push in pushes)
+    assert any("remember" in name for name, _ in prediction.explain(10))
+
+
+def _write(path: Path, data: object) -> Path:
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data, "utf-8")
+    return path
+
+
+def _shipped() -> dict[str, object]:
+    loaded: dict[str, object] = json.loads(SHIPPED.read_text("utf-8"))
+    return loaded
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda d: SHIPPED.read_text("utf-8")[:5000], "not valid JSON"),
+        (lambda d: {"hello": "world"}, "is not a chamberlain-intent-model file"),
+        (lambda d: {**d, "version": 99}, "format version 99"),
+        (lambda d: {**d, "intents": ["chat_only", "file_task"]}, "trained for the intents"),
+        (
+            lambda d: {**d, "features": {**d["features"], "char_ngrams": [2, 4]}},
+            "made for other features",
+        ),
+        (lambda d: {**d, "weights": [[0, 1.0, 2.0]]}, "damaged weight row 0"),
+        (lambda d: {**d, "weights": [[10**9] + [0.0] * 9]}, "damaged weight row 0"),
+        (lambda d: {**d, "bias": [0.0] * 9 + ["x"]}, "invalid bias"),
+        (lambda d: {**d, "temperature": -1}, "invalid temperature"),
+    ],
+)
+def test_a_damaged_or_foreign_weight_file_is_a_clear_error(
+    tmp_path: Path, damage: object, says: str
+) -> None:
+    assert callable(damage)
+    path = _write(tmp_path / "model.json", damage(_shipped()))
+    with pytest.raises(IntentModelError, match=says) as raised:
+        IntentModel.load(path)
+    assert str(path) in str(raised.value)
+
+
+def test_a_missing_weight_file_says_how_to_make_one(tmp_path: Path) -> None:
+    with pytest.raises(IntentModelError, match=r"cannot be read.*train_intent_model\.py"):
+        IntentModel.load(tmp_path / "absent.json")
+
+
+def test_the_shipped_file_is_small_and_says_what_it_was_trained_on() -> None:
+    assert SHIPPED.stat().st_size < SIZE_CAP
+    training = _shipped()["training"]
+    assert isinstance(training, dict)
+    assert training["messages"] == sum(training["sources"].values())
+    assert len(training["sha256"]) == 64
+
+
+def test_the_shipped_file_was_trained_on_the_training_data_in_the_repository() -> None:
+    """If CORPUS or router_tuning.jsonl changed, re-run scripts/train_intent_model.py."""
+    pytest.importorskip("numpy")
+    train_intent_model = training_script()
+    examples, _ = train_intent_model.training_examples()
+    training = _shipped()["training"]
+    assert isinstance(training, dict)
+    assert training["sha256"] == train_intent_model.data_digest(examples), (
+        "the training data changed: re-run .venv/bin/python scripts/train_intent_model.py"
+    )
+    sources = {e.source for e in examples}
+    assert not any("heldout" in source or "HOLDOUT" in source for source in sources)
+
+
+SYNTHETIC = {
+    Intent.CHAT_ONLY: ["tell me a story about {}", "what do you think of {}"],
+    Intent.LOOKUP_SEARCH: ["search the web for {}", "look up news about {}"],
+    Intent.BROWSE_ONCE: ["open https://{}.example.com", "read https://example.org/{}"],
+    Intent.ONE_SHOT_DISCOVERY: ["figure out why {} is slow", "investigate why {} keeps failing"],
+    Intent.SCREEN_OBSERVE: ["what is on my screen about {}", "read the {} window on screen"],
+    Intent.FILE_TASK: ["list files in ~/{}", "find {}.pdf in my documents"],
+    Intent.SYSTEM_TASK: ["run {} --version", "kill the {} process"],
+    Intent.MEMORY_READ: ["what did i tell you about {}", "do you remember my {}"],
+    Intent.MEMORY_WRITE: ["remember that my {} is blue", "please note my {} is new"],
+}
+TOPICS = ("apples", "gliders", "teapots", "zebras")
+
+
+def _train(tmp_path: Path, data: Path, output: Path) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, str(SCRIPT), "--no-corpus", "--tuning", str(data)]
+    argv += ["--output", str(output), "--buckets", "4096", "--word-weight", "2"]
+    argv += ["--l2", "1e-3", "--folds", "2"]
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_training_twice_on_a_tiny_corpus_writes_byte_identical_files(tmp_path: Path) -> None:
+    pytest.importorskip("numpy")
+    lines = [
+        json.dumps({"text": template.format(topic), "intent": intent.value})
+        for intent, templates in SYNTHETIC.items()
+        for template in templates
+        for topic in TOPICS
+    ]
+    data = _write(tmp_path / "tiny.jsonl", "\n".join(lines) + "\n")
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    for output in (first, second):
+        done = _train(tmp_path, data, output)
+        assert done.returncode == 0, done.stderr
+    assert first.read_bytes() == second.read_bytes()
+    trained = IntentModel.load(first)
+    assert trained.metadata["training"]["messages"] == len(lines)
+    assert trained.predict("please search the web for kites").intent is Intent.LOOKUP_SEARCH
+    assert trained.predict("remember that my kite is blue").intent is Intent.MEMORY_WRITE
+
+
+def test_the_training_script_refuses_to_train_on_the_held_out_file(tmp_path: Path) -> None:
+    heldout = REPO / "tests" / "broker" / "data" / "router_heldout.jsonl"
+    done = _train(tmp_path, heldout, tmp_path / "never.json")
+    assert done.returncode == 2
+    assert "held out" in done.stderr
+    assert not (tmp_path / "never.json").exists()
