@@ -3,7 +3,7 @@
     python -m bench.intent_model [--rounds 20] [--no-cv]
 
 For each set of labelled messages it prints, for the classifier (`broker.intent_model`) and for
-`broker.router.route_heuristic` on the same messages, side by side: accuracy per intent and
+`broker.router.route_rules` on the same messages, side by side: accuracy per intent and
 overall, the confusion matrix, and calibration (count and accuracy per confidence band, for the
 classifier's probability and the router's confidence). A third column applies the combination
 the training script suggested from cross-validation on the training data (recorded in the weight
@@ -36,7 +36,7 @@ from typing import Any
 
 from bench.machine import machine_details
 from broker.intent_model import INTENTS, IntentModel, softmax
-from broker.router import route_heuristic
+from broker.router import route_rules
 from broker.types import Intent
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,7 +95,7 @@ def score(
     scored = []
     for index, (text, expected) in enumerate(cases):
         intent, probability = classify(index, text)
-        routed = route_heuristic(text)
+        routed = route_rules(text)
         scored.append(Scored(text, expected, intent, probability, routed.intent, routed.confidence))
     return scored
 
@@ -156,7 +156,7 @@ def _percentiles(samples: list[int]) -> str:
 
 def report_latency(model: IntentModel, texts: list[str], rounds: int) -> None:
     print(f"\n## Latency: {rounds} rounds × {len(texts)} messages\n")
-    for name, call in (("classifier", model.predict), ("heuristic", route_heuristic)):
+    for name, call in (("classifier", model.predict), ("heuristic", route_rules)):
         for text in texts:  # warm up: caches and lazy imports
             call(text)
         samples: list[int] = []

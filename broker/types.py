@@ -74,7 +74,9 @@ class RouterOutput(BaseModel):
     needs_system_execute: bool = False
     risk_level: RiskLevel = "low"
     confidence: float = Field(default=0.0, ge=0.0, le=1.0)
-    source: Literal["prefix", "heuristic", "model"] = "heuristic"
+    # Who decided the intent: a fast-path prefix, the rules, the learned classifier (where the
+    # rules were unsure and it disagreed), or a model's refinement.
+    source: Literal["prefix", "heuristic", "classifier", "model"] = "heuristic"
     arguments: RouterArguments = Field(default_factory=RouterArguments)
     # The message with any fast-path prefix removed; what the model is asked.
     text: str = ""

@@ -359,9 +359,9 @@ def combination_table(
     examples: Sequence[Example], probabilities: np.ndarray
 ) -> list[tuple[str, float, int]]:
     """(strategy, threshold, correct) for every combination compared."""
-    from broker.router import route_heuristic
+    from broker.router import route_rules
 
-    routed = [route_heuristic(e.text) for e in examples]
+    routed = [route_rules(e.text) for e in examples]
     answers = [
         ((out.intent, out.confidence), (INTENTS[int(p.argmax())], float(p.max())))
         for out, p in zip(routed, probabilities, strict=True)
