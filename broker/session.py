@@ -56,6 +56,19 @@ if TYPE_CHECKING:
 log = logging.getLogger("chamberlain.broker.session")
 
 
+# Asked instead of acting on an unsure reading that would run something or touch files.
+CLARIFY_COMMAND = (
+    "I'm not sure what you'd like here: should I run something on this computer, or just "
+    "answer? To run a command, write it in backticks, e.g. `df -h`; otherwise, ask again in "
+    "other words."
+)
+CLARIFY_FILES = (
+    "I'm not sure what you'd like here: should I look at your files, or just answer? To look, "
+    'name the file or folder, e.g. "list files in ~/Documents"; otherwise, ask again in '
+    "other words."
+)
+
+
 class MemoryUnavailable(Exception):
     """Raised by a session's memory opener: memory cannot be opened now; the message says why."""
 
@@ -376,7 +389,11 @@ class Session:
             facts = tuple((f.id, f.text) for f in recollection.facts)
             emit(observer, Recalled(turn_id, facts, recollection.held_back))
         check_stopped()
-        result = self._execute(router, policy, scope, recollection)
+        question = self._clarifying_question(router)
+        if question is not None:
+            result = ExecutionResult(reply=question)
+        else:
+            result = self._execute(router, policy, scope, recollection)
         check_stopped()
         self.audit.append(
             AuditEvent.EXECUTOR_RESPONSE,
@@ -416,6 +433,20 @@ class Session:
             # Asked to remember, and nothing was kept (refused, paused, temporary, empty).
             turn.failed = not any(e.get("fact_id") for e in turn.memory)
         return turn
+
+    def _clarifying_question(self, router: RouterOutput) -> str | None:
+        """One short question instead of acting, when the best reading would run a command or
+        touch files and even it is unsure (below router.confidence_threshold, after any model
+        refinement): the person says what they meant; nothing is run on a guess."""
+        if router.source == "prefix" or router.source == "model":
+            return None
+        if router.confidence >= self.settings.router.confidence_threshold:
+            return None
+        if router.intent is Intent.SYSTEM_TASK:
+            return CLARIFY_COMMAND
+        if router.intent in (Intent.FILE_TASK, Intent.ONE_SHOT_DISCOVERY):
+            return CLARIFY_FILES
+        return None
 
     def _recollect(self, router: RouterOutput, turn_id: str) -> Recollection | None:
         if self.memory is None:

@@ -20,7 +20,7 @@ from broker.permissions import PermissionRequest, PromptDecision
 from broker.router import NEEDS_FIELDS, route_heuristic
 from broker.session import Session
 from broker.settings import Settings
-from broker.types import GrantMode, Intent, TurnResult
+from broker.types import GrantMode, Intent, RouterOutput, TurnResult
 
 
 class AllowOnce:
@@ -389,3 +389,37 @@ def test_importing_the_session_loads_neither_the_model_sdk_nor_the_memory_side()
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     ).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("intent", "needs"),
+    [
+        (Intent.SYSTEM_TASK, {"needs_system_execute": True}),
+        (Intent.FILE_TASK, {"needs_file_access": True}),
+        (Intent.ONE_SHOT_DISCOVERY, {"needs_file_access": True}),
+    ],
+)
+def test_an_unsure_reading_that_would_act_asks_one_question_and_runs_nothing(
+    tmp_path, intent, needs
+):
+    """Routing is unsure (below the threshold, no model to refine it) and its best reading
+    would run a command or touch files: the turn asks instead of acting."""
+    prompter = AllowOnce()
+    session = open_session(tmp_path, prompter=prompter)
+    unsure = RouterOutput(intent=intent, confidence=0.3, text="meh", **needs)
+    session.route = lambda text, turn_id=None: unsure  # type: ignore[method-assign]
+    turn = session.ask("meh")
+    assert turn.reply.startswith("I'm not sure what you'd like here")
+    assert "?" in turn.reply
+    assert turn.tool_calls == []
+    assert prompter.asked == []
+    assert audit_events(session, "TOOL_CALL_START") == []
+    assert audit_events(session, "PERMISSION_CHECK") == []
+
+
+def test_a_sure_reading_or_a_chat_is_never_questioned(tmp_path, docs):
+    session = open_session(tmp_path)
+    assert "plan.txt" in session.ask(f"list files in {docs}").reply
+    unsure_chat = RouterOutput(intent=Intent.CHAT_ONLY, confidence=0.3, text="meh")
+    session.route = lambda text, turn_id=None: unsure_chat  # type: ignore[method-assign]
+    assert not session.ask("meh").reply.startswith("I'm not sure what you'd like here")
