@@ -403,11 +403,12 @@ def _denied_capabilities(turn: Any) -> list[str]:
 
 
 def cmd_route(args: argparse.Namespace) -> int:
-    from broker.router import route
+    from broker.router import explain_route, route
 
     text = " ".join(args.text)
     out = route(text)
     data = out.model_dump(mode="json", exclude={"text"})
+    data["explanation"] = explain_route(text)
     emit(data, args.json, "\n".join(f"{k}: {v}" for k, v in data.items()))
     return EXIT_OK
 

@@ -1115,6 +1115,26 @@ def route_heuristic(text: str) -> RouterOutput:
     return _route(text, classifier=True)
 
 
+def explain_route(text: str, top: int = 6) -> dict[str, Any]:
+    """What decided a message's intent, for `chamberlain route --json`: the rules' reading, and
+    the classifier's with the features that pushed hardest towards its intent (computed here
+    for the person asking; never logged or audited: features quote the message)."""
+    out = route_heuristic(text)
+    rules = route_rules(text)
+    explained: dict[str, Any] = {
+        "decided_by": out.source,
+        "rules": {"intent": rules.intent.value, "confidence": round(rules.confidence, 3)},
+    }
+    if rules.source != "prefix" and text.strip():
+        predicted = _classifier().predict(text.strip())
+        explained["classifier"] = {
+            "intent": predicted.intent.value,
+            "probability": round(predicted.probability, 3),
+            "features": [[name, round(weight, 3)] for name, weight in predicted.explain(top)],
+        }
+    return explained
+
+
 def route_rules(text: str) -> RouterOutput:
     """The rules alone (prefix and heuristics): what the classifier is trained beside and
     measured against (scripts/train_intent_model.py, bench/intent_model.py)."""

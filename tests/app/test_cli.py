@@ -360,6 +360,18 @@ def test_route_json_has_the_contract_keys(user):
     assert data["intent"] == "memory_write"
 
 
+def test_route_json_says_what_decided_and_which_words_pushed_the_classifier(user):
+    proc = run_cli(user, "route", "am i connected to the internet?", "--json")
+    data = json.loads(proc.stdout)
+    assert (data["intent"], data["source"]) == ("system_task", "classifier")
+    explained = data["explanation"]
+    assert explained["decided_by"] == "classifier"
+    assert explained["rules"]["intent"] == "chat_only"  # the rules alone could not place it
+    assert explained["classifier"]["intent"] == "system_task"
+    features = [name for name, _ in explained["classifier"]["features"]]
+    assert any("connected" in name for name in features)
+
+
 def test_policy_json(user):
     data = json.loads(run_cli(user, "policy", "file_task", "--json").stdout)
     assert data["allowed_tools"] == ["file_list", "file_read", "file_search", "open_path"]
