@@ -36,7 +36,7 @@ from typing import Any
 
 from bench.machine import machine_details
 from broker.intent_model import INTENTS, IntentModel, softmax
-from broker.router import route_rules
+from broker.router import route_heuristic, route_rules
 from broker.types import Intent
 
 REPO = Path(__file__).resolve().parents[1]
@@ -143,6 +143,25 @@ def _calibration(scored: list[Scored]) -> None:
             f"| {name:<12} | {_pct(sum(s.classifier is s.expected for s in ours), len(ours)):>24} "
             f"| {_pct(sum(s.heuristic is s.expected for s in theirs), len(theirs)):>24} |"
         )
+
+
+def report_router(cases: Sequence[tuple[str, Intent]]) -> None:
+    """What ships: `route_heuristic` (the rules, and the classifier where they are unsure, with
+    the router's guards), per intent and per confidence band, on `cases`."""
+    routed = [(expected, route_heuristic(text)) for text, expected in cases]
+    print(f"\n## The router as shipped (route_heuristic): {len(routed)} messages\n")
+    for intent in INTENTS:
+        members = [out for expected, out in routed if expected is intent]
+        right = sum(out.intent is intent for out in members)
+        print(f"- {intent.value}: {_pct(right, len(members))}")
+    print(f"- **overall**: {_pct(sum(o.intent is e for e, o in routed), len(routed))}")
+    sources = Counter(out.source for _, out in routed)
+    print(f"- decided by: {dict(sorted(sources.items()))}")
+    print("\nCalibration of its confidence:\n")
+    for low, high in BANDS:
+        name = f"≥ {low:g}" if high > 1 else (f"< {high:g}" if low == 0 else f"{low:g}–{high:g}")
+        band = [(e, o) for e, o in routed if low <= o.confidence < high]
+        print(f"- {name}: {_pct(sum(o.intent is e for e, o in band), len(band))}")
 
 
 def _percentiles(samples: list[int]) -> str:
@@ -257,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         heldout = [(e.text, e.intent) for e in script.read_jsonl(script.HELDOUT)]
         heldout_texts = [text for text, _ in heldout]
         report("router_heldout.jsonl (never trained on)", score(heldout, shipped), combine)
+        report_router(heldout)
     else:
         print(f"\n(no {script.HELDOUT.relative_to(REPO)}: not scored)")
 
