@@ -1,0 +1,80 @@
+"""The router: one user message in, one `RouterOutput` out (intent, needs, risk, arguments).
+
+Deterministic first. A fast-path prefix (`/run df -h`) decides outright; otherwise keyword and
+regex heuristics pick the intent and pull out the arguments a direct action needs (paths, a
+command, a URL, a fact, a glob). A language model may then refine the intent, but its answer is
+untrusted input: it is validated against a small schema, it can only raise risk, it never sets a
+direct action, it cannot add commands, files, the screen or memory writes to a message that shows
+no sign of them, and any failure falls back to the heuristic answer.
+
+This package must never execute anything, touch the filesystem or the network (except through
+the `ChatModel` it is handed), log the user's text, or let the model lower risk. Every regex is
+precompiled and written to run in linear time; heuristics scan at most `SCAN_LIMIT` characters,
+so a 100 KB paste routes as fast as a short message.
+
+The package, in the order each module imports the ones before it (this `__init__` imports from
+them all; none of them imports it):
+
+- `patterns`: every precompiled regex and word set.
+- `extraction`: the message view (command and folder, URL, paths, known folders, topics, globs).
+- `scoring`: the confidence levels, the needs flags, risk, and `_build` (a guess to an output).
+- `rules`: the intent rules, tried in order.
+- `verdict`: the schema a model's answer must match, and its parsing.
+- `reach`: what a message gives signs of; `_unseen_reach`.
+- `classifier`: the learned classifier beside unsure rules.
+- `heuristic`: `route_heuristic`, `route_rules`, `explain_route` and the `/prefix` fast path.
+- `refinement`: `refine_with_model`.
+- `understood`: `understood_command`, for a command read but not run.
+"""
+
+from __future__ import annotations
+
+from broker.llm.base import ChatModel
+from broker.router.classifier import CLASSIFIER_CAP, CLASSIFIER_SURE
+from broker.router.extraction import MAX_PATHS, SCAN_LIMIT
+from broker.router.heuristic import PREFIX_INTENTS, explain_route, route_heuristic, route_rules
+from broker.router.patterns import TOPICS
+from broker.router.refinement import MODEL_TEXT_LIMIT, refine_with_model
+from broker.router.scoring import (
+    DIRECT_ACTION_CONFIDENCE,
+    NEEDS_FIELDS,
+    NOTHING_MATCHED_CONFIDENCE,
+    TRUNCATED_CONFIDENCE,
+    UNSURE_COMMAND_CONFIDENCE,
+)
+from broker.router.understood import understood_command
+from broker.router.verdict import MODEL_REPLY_LIMIT, router_schema
+from broker.types import RouterOutput
+
+__all__ = [
+    "CLASSIFIER_CAP",
+    "CLASSIFIER_SURE",
+    "DIRECT_ACTION_CONFIDENCE",
+    "MAX_PATHS",
+    "MODEL_REPLY_LIMIT",
+    "MODEL_TEXT_LIMIT",
+    "NEEDS_FIELDS",
+    "NOTHING_MATCHED_CONFIDENCE",
+    "PREFIX_INTENTS",
+    "SCAN_LIMIT",
+    "TOPICS",
+    "TRUNCATED_CONFIDENCE",
+    "UNSURE_COMMAND_CONFIDENCE",
+    "explain_route",
+    "refine_with_model",
+    "route",
+    "route_heuristic",
+    "route_rules",
+    "router_schema",
+    "understood_command",
+]
+
+
+def route(
+    text: str, model: ChatModel | None = None, *, threshold: float = 0.5, refine: bool = False
+) -> RouterOutput:
+    """Route one message: prefix → heuristics → (if `refine` and a model) model refinement."""
+    base = route_heuristic(text)
+    if not refine or model is None or base.source == "prefix" or not base.text:
+        return base
+    return refine_with_model(base, base.text, model, threshold)

@@ -1,0 +1,427 @@
+"""The router's vocabulary: the regexes and word sets the message view, the rules and risk read.
+
+Compiled once at import; none has nested unbounded quantifiers that can overlap, so each scan runs
+in linear time (and the heuristics never look past `SCAN_LIMIT` characters). Grouped by what reads
+them: arguments (commands, folders, URLs, paths, globs), intents, and risk. The few words only
+refinement looks for are in `reach`; the reply fence is in `verdict`.
+
+This module holds data: it must never import the rest of the router, decide anything, or gain a
+pattern that can backtrack on a long paste.
+"""
+
+from __future__ import annotations
+
+import re
+
+_I = re.IGNORECASE
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_NORMALISE = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "\u00a0": " "})
+
+_PREFIX_RE = re.compile(r"/(chat|search|browse|screen|file|run|remember|recall)(?=\s|$)", _I)
+
+# Polite lead-ins people put before an imperative ("can you please run ...").
+_POLITE = (
+    r"(?:(?:please|pls|plz|hey|ok|okay|so|now|also|and|just|kindly|can you|could you|"
+    r"would you|will you|go ahead and|i want you to|i need you to|i'd like you to)[\s,]+)*"
+)
+
+# --- arguments
+_BACKTICK_RE = re.compile(r"`([^`\n]{1,1000})`")
+# "execute: rm -rf /" is as much a command as "execute rm -rf /": the colon changes nothing.
+_RUN_RE = re.compile(
+    r"^" + _POLITE + r"(?:run|execute|exec)(?:\s*:)?\s+(?:(?:the\s+)?command(?:\s*:)?\s+)?"
+    r"(?P<cmd>\S.*)$",
+    _I | re.S,
+)
+_RUN_VERB_RE = re.compile(r"\b(?:run|execute|exec)\b", _I)
+# "run me through ...", "run a marathon": the word after "run" says it is not a command.
+_NOT_A_COMMAND = _words(
+    "me us through a an away out into over around late errands down up by along"
+)
+# "run the backup script", "execute my tests": something is to be run, but not spelled out.
+_NAMED_TASK = _words("the my our this that")
+# Politeness after a command is dropped; "now" is not ("shutdown now" is the command).
+_FOR_ME_RE = re.compile(r"(?<!\s)\s+(?:for me|please|pls)\s*[.!?]*$", _I)
+# Words no command line takes as a bare argument, but English does: "run find out which app is
+# using the camera", "execute sort of a health check on this pc". One of them outside quotes
+# makes "run ..." a sentence about something to run, not the command itself.
+_FILLER = _words(
+    "a an the of at to for with from by about into onto which what who whom whose where when "
+    "why how is are was were be been am it its it's this that these those my your our their his "
+    "her me you we they them us i out some any and or but if so than please using whether there "
+    "here can could would should will does did not just very really also too in"
+)
+_WORD_TOKEN_RE = re.compile(r"[a-z']+", _I)
+# Shell-like words: a quoted string is one word, whatever it holds.
+_TOKEN_RE = re.compile(r"\"[^\"]*\"|'[^']*'|[^\s\"']+")
+# "... in ~/Desktop", "... inside the folder ./web", "... in my home dir": where it runs. Only
+# the last one counts; what follows it must be a folder (see `_folder`).
+_IN_FOLDER_RE = re.compile(
+    r"(?:^|\s)(?:in|inside)\s+(?:(?:the\s+)?(?:folder|directory|dir)\s+)?(?=\S)", _I
+)
+_BARE_FOLDER_RE = re.compile(r"\w[\w.\-]{0,100}")
+# "`df -h` and `free -m`": nothing but commands and the words that join them.
+_SEPARATOR_RE = re.compile(r"[\s,.;:!&+]+")
+_JOINERS = _words("and then also plus")
+
+_TLDS = r"com|org|net|io|dev|gov|edu|uk|de|fr|nl|eu|ai|app|info|ca|au|jp|co"
+_URL_RE = re.compile(
+    r"(?<![\w@/.\-])(?:https?://[^\s<>\"'`]+|www\.[^\s<>\"'`]+|"
+    r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:"
+    # A well-known TLD on its own ("python.org"), or any short one when a path follows
+    # ("docs.rs/serde"); "main.rs" alone is a file name, not a site.
+    r"(?:" + _TLDS + r")(?::\d{1,5})?(?:/[^\s<>\"'`]*)?|[a-z]{2,3}/[^\s<>\"'`]*)(?![\w.\-]))",
+    _I,
+)
+
+_STOP = r"\s\"'`,;()<>|"
+# A single quote opens and closes only at a word's edge: the apostrophe in "what's" is not one.
+_QUOTED_RE = re.compile(r"\"([^\"\n]{1,260})\"|(?<!\w)'([^'\n]{1,260})'(?!\w)")
+# A quoted file name with spaces ("old notes.txt") is one path, however many words it has.
+_QUOTED_NAME_WORDS = 8
+_PATH_LIKE_RE = re.compile(r"(?:~|\.{1,2}[/\\]|/|[a-z]:\\)", _I)
+_PATH_RE = re.compile(
+    r"(?<![\w/:.~\\\-*])("
+    r"~/[^" + _STOP + r"]*|~(?![\w/])"
+    r"|\.{1,2}/[^" + _STOP + r"]*"
+    r"|/[\w.\-][^" + _STOP + r"]*"
+    r"|[a-z]:\\[^" + _STOP + r"]*"
+    r")",
+    _I,
+)
+# File extensions that make a bare word a file name ("notes.txt") or a type ("pdf files").
+_EXTENSIONS = _words(
+    "txt md markdown pdf doc docx xls xlsx ppt pptx odt ods odp rtf csv tsv json yaml yml toml "
+    "ini cfg conf log py ipynb js ts sh rs go java c cpp h hpp htm html css xml sql jpg jpeg png "
+    "gif svg webp heic bmp tif tiff mp3 mp4 m4a mkv mov avi wav flac ogg zip tar gz tgz bz2 xz "
+    "7z rar iso dmg tex bib epub bak tmp db sqlite env lock pem key"
+)
+# A dotted token; the last part is checked against _EXTENSIONS in Python, which keeps the
+# regex free of backtracking through a long alternation.
+_FILENAME_RE = re.compile(r"(?<![\w/\\.~*\-])([\w\-]+(?:\.[\w\-]+)+)(?![\w\-])")
+_HAS_EXTENSION_RE = re.compile(r"\.[a-z0-9]{1,5}$", _I)
+_TRAILING_PUNCT = ".,;:!?)]}'\""
+
+_KNOWN_FOLDERS = {
+    "documents": "~/Documents",
+    "docs": "~/Documents",
+    "downloads": "~/Downloads",
+    "download": "~/Downloads",
+    "desktop": "~/Desktop",
+    "pictures": "~/Pictures",
+    "photos": "~/Pictures",
+    "music": "~/Music",
+    "videos": "~/Videos",
+    "movies": "~/Videos",
+    "home": "~",
+}
+_KNOWN_FOLDER_RE = re.compile(
+    r"\b(?:my|the)\s+(documents|docs|downloads?|desktop|pictures|photos|music|videos|movies|home)"
+    r"(\s+(?:folder|directory|dir))?\b",
+    _I,
+)
+
+_GLOB_RE = re.compile(r"(?<![\w/\\*.\-?])([\w.\-]*\*[\w.*?\-]*)")
+# "PDF files", ".docx files", "pdfs": the word is checked against _EXTENSIONS in Python.
+_TYPE_WORD_RE = re.compile(
+    r"(?<![\w.])\.?([a-z0-9]{1,5})\s+(?:files?|documents?|docs|images?|photos?|pics|"
+    r"pictures|videos?)\b|(?<![\w.])([a-z0-9]{2,5})s\b",
+    _I,
+)
+# Extensions that are also common words: "key documents", "go files" name no file type.
+_NOT_A_TYPE = frozenset({"key", "go", "c", "h", "lock", "env", "db"})
+_NAMED_RE = re.compile(r"\b(?:named|called)\s+[\"']?([\w.*?\-]{1,100})", _I)
+
+# --- intents
+_MEM_WRITE_LEAD_RE = re.compile(
+    r"^" + _POLITE + r"(?P<lead>remember|memori[sz]e|note(?: to self)?|keep in mind|"
+    r"don'?t forget|do not forget|make (?:a )?note(?: of)?|store the fact|"
+    r"save (?:this|that)\s*:|for future reference|just so you know|fyi|from now on|"
+    r"(?:add|save|put|write) (?:this |that )?(?:to|in|into) (?:your )?memory)"
+    r"(?!\w)[\s,:]*(?P<rest>.*)$",
+    _I | re.S,
+)
+_MEM_WRITE_TAIL_RE = re.compile(
+    # The lookbehind starts a match only at the beginning of a punctuation run: linear time.
+    r"(?<![\s,.;!\-])[\s,.;!\-]+(?:(?:please|pls|and)\s+)?"
+    r"(?:(?:remember|note|memori[sz]e)(?:\s+(?:that|this|it))?|"
+    r"(?:save|store|update|keep)\s+(?:that|this|it)(?:\s+in mind)?)\s*[.!]*$",
+    _I,
+)
+# "remember when ...", "remember the time ...": nostalgia, not an instruction.
+_REMINISCE_RE = re.compile(
+    r"^(?:when|the time|that time|those|how|back when|the days|the old|what|who|where|"
+    r"if|whether|why)\b",
+    _I,
+)
+_FIRST_PERSON_RE = re.compile(r"\b(?:i|i'm|im|i've|my|me|mine|we|our)\b", _I)
+_THAT_RE = re.compile(r"^that\s+", _I)
+_TO_VERB_RE = re.compile(r"^to\s+[a-z]", _I)
+
+_SCREEN_RE = re.compile(
+    r"\b(?:(?:screen\s?shot|screen\s?grab|screencap)\b(?!\s+(?:files?|folder))|"
+    r"(?:my|the|this|on)\s+(?:screen|display|monitor)\b|on-screen|"
+    r"(?:this|the|that|current|active|open|focused)\s+(?:[\w\-]+\s+)?"
+    r"(?:window|dialog|popup|pop-up)\b|"
+    r"dialog(?:ue)?\s+box|popped\s+up|pop-?up\s+(?:window|message)|foreground|"
+    r"what\s+(?:i'?m|am\s+i)\s+looking\s+at|in front of me|"
+    r"(?:describe|look at|what'?s on|what is on)\s+my\s+desktop)",
+    _I,
+)
+
+# Clear screen requests a direct action answers without the model choosing a tool.
+_ACTIVE_WINDOW_RE = re.compile(
+    r"^(?:please\s+)?(?:which|what)(?:'s| is)?\s+(?:the\s+)?(?:window|app|application|program)\s+"
+    r"(?:is\s+)?(?:active|focused|in\s+front|in\s+focus|on\s+top)\b|"
+    r"^(?:please\s+)?(?:what|which)(?:'s| is)\s+(?:the\s+)?(?:active|focused|current|foreground)\s+"
+    r"(?:window|app|application)\b",
+    _I,
+)
+_SCREENSHOT_RE = re.compile(
+    r"^(?:please\s+|can\s+you\s+|could\s+you\s+)?(?:take|grab|make|capture)\s+"
+    r"(?:a\s+|me\s+a\s+)?(?:screen\s?shot|screen\s?grab|screencap|(?:a\s+)?capture)\b|"
+    r"^(?:please\s+)?(?:capture|read)\s+(?:my|the)\s+screen\b|"
+    r"^(?:what'?s|what\s+is)\s+on\s+(?:my|the)\s+screen\b",
+    _I,
+)
+
+_HOWTO_RE = re.compile(
+    r"^(?:so\s+|and\s+|but\s+)?(?:how\s+(?:do|can|should|would|could|does|to)\b|how\s+to\b)", _I
+)
+_CONCEPT_RE = re.compile(
+    r"^(?:so\s+|and\s+|but\s+)?(?:"
+    r"(?:what|what'?s|whats)\s+(?:is\s+|are\s+)?(?:a|an)\s+\w|"
+    r"(?:what|who)\s+(?:is|are)\s+[\w\-]+(?:\s+exactly)?\s*\??$|"
+    r"(?:can you\s+|could you\s+|please\s+)?(?:explain|define|describe)\s+"
+    r"(?:what|how|why|the|a|an)\b|"
+    r"why\s+(?:is|are|do|does)\s+(?:the|a|an)\b)"
+    r"|\bwhat\s+does\s+[^?]{1,60}?\s+(?:mean|stand for|do)\b"
+    r"|\bdifference\s+between\b|\bwhat'?s\s+the\s+(?:meaning|definition)\s+of\b",
+    _I,
+)
+_CHAT_RE = re.compile(
+    r"^(?:hi|hello|hey|yo|hiya|thanks|thank you|thx|ty|good (?:morning|night|evening|afternoon)|"
+    r"bye|goodbye|lol|haha|ok|okay|cool|nice|great)\b|"
+    r"\b(?:joke|poem|haiku|limerick|story|riddle|proofread|translate|rewrite|paraphrase|"
+    r"summari[sz]e|brainstorm|ideas for)\b|"
+    r"\b(?:who|what|how)\s+(?:are|can)\s+you\b",
+    _I,
+)
+
+_DISCOVERY_CUE_RE = re.compile(
+    r"\b(?:why\s+(?:is|are|does|do|did|has|have|won'?t|can'?t|isn'?t|doesn'?t)|"
+    r"figure out|work out|find out|investigate|diagnose|troubleshoot|"
+    r"what'?s wrong|whats wrong|what is wrong|what'?s going on|whats going on|is it safe|"
+    r"(?:safe|safely) (?:to )?(?:delete|remove)|can i (?:safely )?(?:delete|remove)|"
+    r"whether i should|should i (?:delete|remove|close|uninstall|kill)|"
+    r"what (?:can|should) i (?:clean|delete|remove|get rid|uninstall)|get rid of|clean up|"
+    r"which (?:ones? )?i (?:don'?t|do not) need|"
+    r"(?:what'?s|whats|what is)\s+(?:using|eating|taking up|hogging)|"
+    r"is broken|keeps (?:failing|crashing|dropping|freezing|disconnecting)|"
+    r"(?:isn'?t|not|stopped) working)\b",
+    _I,
+)
+_HOGGING_RE = re.compile(r"(?:what'?s|whats|what is)\s", _I)
+_FILE_DOMAIN_RE = re.compile(
+    r"\b(?:disk|drive|space|storage|files?|folders?|director(?:y|ies)|downloads|documents|"
+    r"pictures|photos|projects?|home)\b",
+    _I,
+)
+_SYSTEM_DOMAIN_RE = re.compile(
+    r"\b(?:laptop|computer|pc|mac|machine|system|fans?|wi-?fi|internet|network|connection|"
+    r"bandwidth|"
+    r"boots?|booting|startup|start up|login|log in|port|python|pip|apps?|programs?|"
+    r"process(?:es)?|battery|ram|memory|cpu|slow|slowly|sluggish|overheating|"
+    r"crash(?:es|ing)?|freez(?:e|es|ing))\b",
+    _I,
+)
+
+_SYSTEM_VERB_RE = re.compile(
+    r"^" + _POLITE + r"(?:kill|pkill|killall|shut\s*down|power\s*off|reboot|restart|install|"
+    r"uninstall|upgrade|launch|mount|unmount|umount|eject|suspend|hibernate)\b",
+    _I,
+)
+
+# The system-information topics the router names (those `_TOPIC_RES` recognises).
+TOPICS: tuple[str, ...] = ("cpu", "memory", "disk", "battery", "uptime", "processes")
+_TOPIC_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("cpu", re.compile(r"\b(?:cpu|processor|load average|system load)\b", _I)),
+    (
+        "memory",
+        re.compile(
+            r"\b(?:ram|swap|memory\s+(?:usage|use|is|left|free|available|used|pressure)|"
+            r"(?:free|used|available|how much)\s+memory)\b",
+            _I,
+        ),
+    ),
+    (
+        "disk",
+        re.compile(
+            r"\b(?:disk|disks|drive|drives|storage|free space|space left|ssd|hdd|partitions?|"
+            r"how much (?:free )?space|space (?:do i have )?(?:left|remaining|available))\b",
+            _I,
+        ),
+    ),
+    ("battery", re.compile(r"\b(?:battery|charging|charge level|plugged in)\b", _I)),
+    (
+        "uptime",
+        re.compile(
+            r"\b(?:uptime|up\s+time|been up|been running|since (?:the )?(?:last )?boot|"
+            r"last (?:boot|reboot|restart))\b",
+            _I,
+        ),
+    ),
+    (
+        "processes",
+        re.compile(
+            r"\b(?:process|processes|running programs|what'?s running|programs? running|"
+            r"apps? running|task manager|(?:what'?s|whats|what is)\s+(?:using|eating|hogging))\b",
+            _I,
+        ),
+    ),
+)
+
+_FILE_NOUN_RE = re.compile(
+    r"\b(?:my|the|this|that|these|those|all|some|which|any)\s+(?:[\w.\-]+\s+){0,2}"
+    r"(?:files?|folders?|director(?:y|ies)|documents)\b|"
+    r"\bwhere\s+did\s+i\s+(?:save|put|store|download)\b|"
+    r"\bfiles?\s+(?:named|called)\b",
+    _I,
+)
+_PERSONAL_DOC_RE = re.compile(
+    r"^" + _POLITE + r"(?:find|open|show|read|locate|where(?:'s| is)?|search for)\s+"
+    r"(?:me\s+)?my\s+(?:[\w\-]+\s+)?(?:resume|cv|notes|spreadsheets?|essay|thesis|reports?|"
+    r"invoices?|receipts?|presentation|slides|contract|tax return|payslips?|"
+    r"screenshots|photos|pictures)\b",
+    _I,
+)
+
+_FILE_LIST_VERB_RE = re.compile(
+    r"^" + _POLITE + r"(?:list|ls|show(?:\s+me)?\s+(?:the\s+)?(?:files|contents)|"
+    r"show(?:\s+me)?\s+what'?s\s+in)\b|"
+    r"\b(?:what'?s|whats|what is)\s+in\b|\bcontents\s+of\b",
+    _I,
+)
+_FILE_READ_VERB_RE = re.compile(
+    r"^" + _POLITE + r"(?:read|open|show|display|print|cat|view|output)\b|"
+    r"\b(?:what'?s|whats|what is)\s+in\b|\bcontents\s+of\b|\bread\s+it\b",
+    _I,
+)
+_FILE_SEARCH_VERB_RE = re.compile(r"^" + _POLITE + r"(?:find|search|look\s+for|locate|grep)\b", _I)
+_FILE_WRITE_VERB_RE = re.compile(
+    r"\b(?:rename|move|mv|copy|cp|delete|remove|rm|create|make|write|save|edit|append|touch|"
+    r"mkdir|back\s*up|backup|compress|zip|unzip|extract|overwrite|replace|empty|clean|"
+    r"wipe|erase|shred|change|modify)\b",
+    _I,
+)
+_FILE_SEARCH_QUERY_RE = re.compile(
+    r"\b(?:search|look through|go through|grep)\s+(?:in\s+)?\S.{0,120}?\s+for\s+(?P<q>.+)$",
+    _I | re.S,
+)
+_IN_PATH_RE = re.compile(
+    r"\b(?:in|inside|under|within|from)\s+(?:the\s+)?(?:folder\s+|directory\s+)?$", _I
+)
+
+_MEM_READ_RE = re.compile(
+    r"\b(?:do|did)\s+you\s+(?:still\s+)?(?:remember|know|recall)\b[^?.!]{0,80}?"
+    r"\b(?:my|me|i|i'm|we|our)\b|"
+    r"\bwhat\s+(?:do|did)\s+you\s+(?:know|remember)\s+about\s+(?:me|my|us|our)\b|"
+    r"\b(?:did|have)\s+i\s+(?:ever\s+)?(?:tell|told|mention|mentioned|say|said|give|gave)\b|"
+    r"\bwhat\s+did\s+i\s+(?:say|tell|mention)\b|\bi\s+(?:told|tell)\s+you\b|"
+    r"^(?:do\s+|did\s+)?you\s+(?:still\s+)?(?:remember|know|recall)\s+"
+    r"(?:my|our|what i|where i|when i)\b|"
+    r"\bwhat(?:'?s|\s+is|\s+was)\s+the\s+name\s+of\s+(?:my|our)\b|"
+    r"^(?:please\s+)?remind\s+me\s+(?:what|who|when|where|how|of|about)\b|"
+    r"^(?:please\s+|can you\s+|could you\s+)?recall\b|"
+    r"^(?:and\s+|so\s+)?(?:what|what'?s|whats|when|when'?s|whens|who|who'?s|whos|where|"
+    r"where'?s|wheres|how old)(?:\s+(?:is|are|was|were))?\s+my\b",
+    _I,
+)
+
+_MACHINE_FACT_RE = re.compile(
+    r"\bmy\s+(?:(?:local|public)\s+)?(?:ip|ip address|mac address|hostname|host name|"
+    r"kernel(?: version)?|os(?: version)?|screen resolution|gpu|graphics card)\b",
+    _I,
+)
+
+_SEARCH_VERB_RE = re.compile(
+    r"^" + _POLITE + r"(?:search|google|bing|duckduckgo|look\s*up|look\s+into|find|"
+    r"check online)\b|"
+    r"\b(?:look\s*up|google|search (?:the web|online|the internet|for))\b",
+    _I,
+)
+_SEARCH_LEAD_RE = re.compile(
+    r"^" + _POLITE + r"(?:search|google|bing|duckduckgo|look\s*up|find(?:\s+me)?)\s+"
+    r"(?:(?:the\s+)?(?:web|internet|online|google|duckduckgo|bing)\s+)?(?:for|about|on)?\s*",
+    _I,
+)
+_SEARCH_TAIL_RE = re.compile(
+    r"(?<!\s)\s+(?:online|on the web|on the internet|on google|for me)\s*[?.!]*$", _I
+)
+_WEB_STRONG_RE = re.compile(
+    r"\b(?:weather|forecast|rain|raining|snow|snowing|news|headlines|stock|stocks|"
+    r"share price|price of|prices?|exchange rate|score|scores|near me|open now|outage|"
+    r"showtimes|flights?|traffic|recipe|reviews?|tutorials?|documentation|docs for|"
+    r"latest version|release date|trending|these days|population of)\b|"
+    r"\bhow much (?:is|are|does|do|did) (?:a|an|the)\b|\b(?:places|spots) (?:in|near|around)\b",
+    _I,
+)
+_WEB_WEAK_RE = re.compile(
+    r"\b(?:today|tonight|tomorrow|yesterday|last night|this (?:week|weekend|month|year)|"
+    r"right now|at the moment|currently|current|latest|recent|recently|won|win|playing|"
+    r"when is the next|still going on|in (?:19|20)\d\d)\b",
+    _I,
+)
+_QUESTION_RE = re.compile(
+    r"\?\s*$|^(?:what|what'?s|whats|who|who'?s|when|where|which|why|how|is|are|was|were|will|"
+    r"does|did|do|any|can|could|should)\b",
+    _I,
+)
+_YOU_RE = re.compile(r"\b(?:you|your|you're|youre)\b", _I)
+
+# "open <url> in my browser": the whole message asks to hand the link to the desktop, not to
+# read the page here (`open_url`, not `web_fetch`). Read with the URL blanked out.
+_OPEN_IN_BROWSER_RE = re.compile(
+    r"^(?:please\s+|can\s+you\s+|could\s+you\s+)?(?:open|launch|show|load)\s+(?:up\s+)?"
+    r"(?:(?:in|with|using|on)\s+(?:my|the|a|your)?\s*(?:default\s+|usual\s+|web\s+)*"
+    r"(?:browser|firefox|chrome|chromium|safari|edge|brave|opera|vivaldi|librewolf)"
+    r"|in\s+a\s+new\s+(?:tab|window))"
+    r"(?:\s+(?:please|for\s+me))?\s*[.!]?$",
+    _I,
+)
+_BROWSE_VERB_RE = re.compile(
+    r"\b(?:open|read|visit|go to|browse|fetch|get|summari[sz]e|tl;?dr|check|look at|load|"
+    r"what does|what is|whats|what's)\b",
+    _I,
+)
+
+# --- risk
+_DESTRUCTIVE_RE = re.compile(
+    r"\b(?:rm|rmdir|del|delete|deleting|remove|removing|erase|wipe|shred|format|mkfs|dd|"
+    r"shutdown|shut\s+down|poweroff|power\s+off|halt|reboot|kill|killall|pkill|truncate|"
+    r"drop|purge|uninstall|overwrite|destroy|fdisk|parted|chown|chmod)\b|"
+    r"(?:^|\s)(?:>|sudo\s+rm)\s",
+    _I,
+)
+# High whatever the punctuation around them: a credential file, and anything aimed at `/`
+# itself ("rm -rf /", `ls "/"`, "/*"). Downloads piped to a shell and `git clean` / `git reset
+# --hard` are checked stage by stage in `_high_risk`, which keeps every scan linear.
+_HIGH_RISK_RE = re.compile(
+    r"(?:\.ssh|\.gnupg|\.aws|\.netrc|\.pgpass|\.git-credentials|\.password-store|\.pypirc|"
+    r"\.npmrc|\.kube/config|\.docker/config\.json|\.config/gh|\.local/share/keyrings)\b|"
+    r"/etc/(?:g?shadow|sudoers)\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|"
+    r"(?<![\w./~\-])/(?:\*|\.)?(?![\w./~\-*])|"
+    r"[<$]\(\s*(?:curl|wget)\b",
+    _I,
+)
+_STAGE_SPLIT_RE = re.compile(r"\|\|?|&&?|;|\n")
+_WORD_SPLIT_RE = re.compile(r"[\s\"'`()]+")
+_DOWNLOADERS = frozenset({"curl", "wget"})
+_SHELLS = frozenset(
+    {"sh", "bash", "zsh", "dash", "ksh", "fish", "python", "python3", "perl", "ruby", "node"}
+)

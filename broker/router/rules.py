@@ -1,0 +1,286 @@
+"""The intent rules: each reads the message view and returns a `_Guess`, or None to pass.
+
+`_RULES` are tried in order and the first answer stands, so the order is part of the meaning: an
+earlier rule wins every message a later one would also read. A rule attaches a direct action only
+when the request is plainly one and names what it needs.
+
+This module must never run anything, touch the filesystem, or score risk and needs (`scoring`
+does): a rule reads the view and nothing else.
+"""
+
+from __future__ import annotations
+
+from broker.router.extraction import _blank, _dedupe, _pattern, _topics, _type_pattern, _View
+from broker.router.patterns import (
+    _ACTIVE_WINDOW_RE,
+    _BROWSE_VERB_RE,
+    _CHAT_RE,
+    _CONCEPT_RE,
+    _DESTRUCTIVE_RE,
+    _DISCOVERY_CUE_RE,
+    _FILE_DOMAIN_RE,
+    _FILE_LIST_VERB_RE,
+    _FILE_NOUN_RE,
+    _FILE_READ_VERB_RE,
+    _FILE_SEARCH_QUERY_RE,
+    _FILE_SEARCH_VERB_RE,
+    _FILE_WRITE_VERB_RE,
+    _FIRST_PERSON_RE,
+    _GLOB_RE,
+    _HAS_EXTENSION_RE,
+    _HOGGING_RE,
+    _HOWTO_RE,
+    _MACHINE_FACT_RE,
+    _MEM_READ_RE,
+    _MEM_WRITE_LEAD_RE,
+    _MEM_WRITE_TAIL_RE,
+    _NAMED_RE,
+    _OPEN_IN_BROWSER_RE,
+    _PERSONAL_DOC_RE,
+    _QUESTION_RE,
+    _REMINISCE_RE,
+    _SCREEN_RE,
+    _SCREENSHOT_RE,
+    _SEARCH_LEAD_RE,
+    _SEARCH_TAIL_RE,
+    _SEARCH_VERB_RE,
+    _SYSTEM_DOMAIN_RE,
+    _SYSTEM_VERB_RE,
+    _THAT_RE,
+    _TO_VERB_RE,
+    _WEB_STRONG_RE,
+    _WEB_WEAK_RE,
+    _YOU_RE,
+)
+from broker.router.scoring import DIRECT_ACTION_CONFIDENCE, UNSURE_COMMAND_CONFIDENCE, _Guess
+from broker.types import Action, Intent, RouterArguments
+
+
+def _memory_write(view: _View) -> _Guess | None:
+    text = view.text
+    lead = _MEM_WRITE_LEAD_RE.match(text)
+    if lead is not None:
+        word = lead.group("lead").lower()
+        rest = lead.group("rest").strip()
+        if not rest or _TO_VERB_RE.match(rest):
+            # "remember to include the hidden files: list ~/.config" is an instruction.
+            return None
+        reminiscing = _REMINISCE_RE.match(rest) or text.endswith("?")
+        if (
+            word == "remember"
+            and reminiscing
+            and (not _THAT_RE.match(rest) or rest.lower().startswith("that time"))
+        ):
+            return None
+        confidence = 0.9
+        if word in ("just so you know", "fyi", "from now on"):
+            if not _FIRST_PERSON_RE.search(rest):
+                return None
+            confidence = 0.75
+        tail = _MEM_WRITE_TAIL_RE.search(rest)
+        if tail is not None:
+            rest = rest[: tail.start()]
+        fact = _THAT_RE.sub("", rest).strip().rstrip(".!").strip()
+        return _Guess(Intent.MEMORY_WRITE, confidence, RouterArguments(fact=fact or None))
+    tail = _MEM_WRITE_TAIL_RE.search(text)
+    if tail is not None:
+        fact = text[: tail.start()].strip().rstrip(".!,").strip()
+        # "what are my kids names, do u remember": a question, not a fact to keep.
+        if fact and _FIRST_PERSON_RE.search(fact) and not _QUESTION_RE.search(fact):
+            return _Guess(Intent.MEMORY_WRITE, 0.85, RouterArguments(fact=fact))
+    return None
+
+
+def _command(view: _View) -> _Guess | None:
+    if view.run_task:
+        return _Guess(Intent.SYSTEM_TASK, 0.75, RouterArguments(paths=view.paths), execute=True)
+    if view.command is None:
+        return None
+    args = RouterArguments(command=view.command, cwd=view.cwd, paths=view.paths)
+    if not view.certain:
+        # Understood, but only a guess ("run npm install in frontend"): the model decides, or
+        # without one the reply shows the exact line to confirm (see `understood_command`).
+        return _Guess(Intent.SYSTEM_TASK, UNSURE_COMMAND_CONFIDENCE, args, execute=True)
+    args.action = "run_command"
+    return _Guess(Intent.SYSTEM_TASK, 0.95, args, execute=True)
+
+
+def _browse(view: _View) -> _Guess | None:
+    if view.url is None:
+        return None
+    rest = _blank(view.text, *view.url_span) if view.url_span else view.text
+    confidence = 0.9 if _BROWSE_VERB_RE.search(rest) or not rest.strip() else 0.8
+    args = RouterArguments(url=view.url)
+    if _OPEN_IN_BROWSER_RE.match(" ".join(rest.split())):
+        args.action = "open_url"
+        return _Guess(Intent.BROWSE_ONCE, 0.95, args)
+    if confidence >= DIRECT_ACTION_CONFIDENCE:
+        args.action = "fetch_url"
+    return _Guess(Intent.BROWSE_ONCE, confidence, args)
+
+
+def _screen(view: _View) -> _Guess | None:
+    if not (_SCREEN_RE.search(view.text) or _ACTIVE_WINDOW_RE.search(view.text)):
+        return None
+    if _HOWTO_RE.match(view.text):
+        return None
+    args = RouterArguments()
+    if _ACTIVE_WINDOW_RE.search(view.text):
+        args.action = "active_window"
+    elif _SCREENSHOT_RE.search(view.text):
+        args.action = "screenshot"
+    return _Guess(Intent.SCREEN_OBSERVE, 0.9, args)
+
+
+def _discovery(view: _View) -> _Guess | None:
+    text = view.text
+    cues = _DISCOVERY_CUE_RE.findall(text)
+    if not cues:
+        return None
+    if len(cues) == 1 and _HOGGING_RE.match(cues[0]) and _topics(text):
+        return None  # "what's eating my cpu": a status question, the top processes answer it
+    file_domain = bool(_FILE_DOMAIN_RE.search(text)) or bool(view.paths or view.folder_paths)
+    if not file_domain and not _SYSTEM_DOMAIN_RE.search(text):
+        return None
+    confidence = 0.8 if len(cues) > 1 else 0.75
+    args = RouterArguments(paths=view.paths + view.folder_paths, topics=_topics(text))
+    return _Guess(Intent.ONE_SHOT_DISCOVERY, confidence, args, file_domain=file_domain)
+
+
+def _system_verb(view: _View) -> _Guess | None:
+    if not _SYSTEM_VERB_RE.match(view.text):
+        return None
+    return _Guess(Intent.SYSTEM_TASK, 0.85, RouterArguments(paths=view.paths), execute=True)
+
+
+def _file_explicit(view: _View) -> _Guess | None:
+    if not view.paths and not _GLOB_RE.search(view.text):
+        return None
+    return _file_guess(view, 0.9)
+
+
+def _chat(view: _View) -> _Guess | None:
+    text = view.text
+    if _HOWTO_RE.match(text) or _CONCEPT_RE.search(text):
+        return _Guess(Intent.CHAT_ONLY, 0.8)
+    if _CHAT_RE.search(text):
+        return _Guess(Intent.CHAT_ONLY, 0.85)
+    return None
+
+
+def _system_info(view: _View) -> _Guess | None:
+    topics = _topics(view.text)
+    if not topics:
+        return None
+    words = len(view.text.split())
+    confidence = 0.9 if words <= 12 else 0.8
+    args = RouterArguments(topics=topics)
+    if confidence >= DIRECT_ACTION_CONFIDENCE:
+        args.action = "system_info"
+    return _Guess(Intent.SYSTEM_TASK, confidence, args)
+
+
+def _file_implicit(view: _View) -> _Guess | None:
+    text = view.text
+    if view.folder_paths or _PERSONAL_DOC_RE.match(text) or _FILE_NOUN_RE.search(text):
+        verb = (
+            _FILE_LIST_VERB_RE.search(text)
+            or _FILE_READ_VERB_RE.search(text)
+            or _FILE_SEARCH_VERB_RE.match(text)
+            or _FILE_WRITE_VERB_RE.search(text)
+        )
+        return _file_guess(view, 0.85 if verb else 0.7)
+    if _type_pattern(text) and _FILE_SEARCH_VERB_RE.match(text):
+        return _file_guess(view, 0.8)
+    return None
+
+
+def _file_guess(view: _View, confidence: float) -> _Guess:
+    text = view.text
+    paths = list(view.paths)
+    pattern = _pattern(text)
+    searching = bool(_FILE_SEARCH_VERB_RE.match(text))
+    query: str | None = None
+    if searching:
+        named = _NAMED_RE.search(text)
+        if named is not None:
+            pattern = named.group(1)
+            paths = [p for p in paths if p != pattern]
+        else:
+            found = _FILE_SEARCH_QUERY_RE.search(text)
+            if found is not None:
+                query = found.group("q").strip().rstrip("?.!") or None
+                if query == pattern:
+                    query = None
+    paths = _dedupe(paths + view.folder_paths)
+    args = RouterArguments(paths=paths, pattern=pattern, query=query)
+    if confidence >= DIRECT_ACTION_CONFIDENCE:
+        args.action = _file_action(view, text, paths, pattern, searching)
+    return _Guess(Intent.FILE_TASK, confidence, args)
+
+
+def _file_action(
+    view: _View, text: str, paths: list[str], pattern: str | None, searching: bool
+) -> Action | None:
+    """A direct file action, only when the request is plainly one and names what it needs."""
+    if not paths or _FILE_WRITE_VERB_RE.search(text) or _DESTRUCTIVE_RE.search(text):
+        return None
+    if searching:
+        return "search_files" if pattern else None
+    if len(paths) != 1 or pattern:
+        return None
+    path = paths[0]
+    has_ext = bool(_HAS_EXTENSION_RE.search(path.rstrip("/\\").rsplit("/", 1)[-1]))
+    is_folder = path in view.folder_paths or path.endswith(("/", "\\")) or path == "~"
+    if _FILE_LIST_VERB_RE.search(text):
+        return "read_file" if has_ext else "list_files"
+    if _FILE_READ_VERB_RE.search(text):
+        # "the README in ./project": the path is where the file lives, not the file.
+        if is_folder or path in view.path_in:
+            return None
+        return "read_file"
+    return None
+
+
+def _memory_read(view: _View) -> _Guess | None:
+    if not _MEM_READ_RE.search(view.text):
+        return None
+    if _MACHINE_FACT_RE.search(view.text):
+        # "what's my ip address": about this machine, not something the user told us.
+        return _Guess(Intent.SYSTEM_TASK, 0.7)
+    return _Guess(Intent.MEMORY_READ, 0.85)
+
+
+def _lookup(view: _View) -> _Guess | None:
+    text = view.text
+    confidence = 0.0
+    if _SEARCH_VERB_RE.search(text):
+        confidence = 0.85
+    elif _WEB_STRONG_RE.search(text):
+        confidence = 0.8
+    elif _WEB_WEAK_RE.search(text) and _QUESTION_RE.search(text) and not _YOU_RE.search(text):
+        confidence = 0.7
+    if confidence == 0.0:
+        return None
+    query = _SEARCH_TAIL_RE.sub("", _SEARCH_LEAD_RE.sub("", text, count=1)).strip()
+    query = query.rstrip("?!. ") or text
+    args = RouterArguments(query=query)
+    if confidence >= DIRECT_ACTION_CONFIDENCE and query != text:
+        args.action = "web_search"
+    return _Guess(Intent.LOOKUP_SEARCH, confidence, args)
+
+
+_RULES = (
+    _memory_write,
+    _command,
+    _browse,
+    _screen,
+    _discovery,
+    _system_verb,
+    _file_explicit,
+    _chat,
+    _system_info,
+    _file_implicit,
+    _memory_read,
+    _lookup,
+)
