@@ -691,17 +691,25 @@ class PermissionBroker:
                 PermissionAnswered(turn_id or "", call_id, tool, capability, scope, outcome),
             )
 
-        grant = self.grants.find(capability, targets)
-        if grant is not None:
-            # A live grant covers the call: one line says which, and the token it backs.
-            token = self.tokens.issue(grant, call_id, digest)
+        def record(event: AuditEvent, scope: str, **fields: Any) -> None:
+            """One audit line about this call, with the fields every such line carries."""
             self.audit.append(
-                AuditEvent.PERMISSION_CHECK,
+                event,
                 turn_id=turn_id,
                 tool=tool,
                 call_id=call_id,
                 capability=capability.value,
-                scope=grant.scope,
+                scope=scope,
+                **fields,
+            )
+
+        grant = self.grants.find(capability, targets)
+        if grant is not None:
+            # A live grant covers the call: one line says which, and the token it backs.
+            token = self.tokens.issue(grant, call_id, digest)
+            record(
+                AuditEvent.PERMISSION_CHECK,
+                grant.scope,
                 outcome="grant",
                 grant_id=grant.id,
                 token_id=token.id,
@@ -716,15 +724,7 @@ class PermissionBroker:
                 f"({describe_scope(capability, scope)}); Chamberlain runs such commands only "
                 "when you type them yourself"
             )
-            self.audit.append(
-                AuditEvent.PERMISSION_DENIED,
-                turn_id=turn_id,
-                tool=tool,
-                call_id=call_id,
-                capability=capability.value,
-                scope=scope,
-                why="runs_code",
-            )
+            record(AuditEvent.PERMISSION_DENIED, scope, why="runs_code")
             answered(scope, "refused")
             return Denial(status="refused", reason=why, capability=capability, scope=scope)
         request = PermissionRequest(
@@ -741,13 +741,9 @@ class PermissionBroker:
                 describe_command_call(targets) if capability is Capability.SYSTEM_EXECUTE else ""
             ),
         )
-        self.audit.append(
+        record(
             AuditEvent.PERMISSION_CHECK,
-            turn_id=turn_id,
-            tool=tool,
-            call_id=call_id,
-            capability=capability.value,
-            scope=scope,
+            scope,
             outcome="ask",
             user_scope=from_user,
             risk=risk,
@@ -755,28 +751,16 @@ class PermissionBroker:
         )
 
         def late(answer: PromptDecision) -> None:
-            self.audit.append(
+            record(
                 AuditEvent.PERMISSION_LATE_ANSWER,
-                turn_id=turn_id,
-                tool=tool,
-                call_id=call_id,
-                capability=capability.value,
-                scope=scope,
+                scope,
                 mode=answer.mode.value if answer.mode else None,
             )
 
         emit(events, PermissionAsked(turn_id or "", call_id, tool, capability, scope))
         decision = ask_within(self.prompter, request, self.prompt_timeout_s, on_late=late)
         if decision.reason == "cancelled":
-            self.audit.append(
-                AuditEvent.PERMISSION_DENIED,
-                turn_id=turn_id,
-                tool=tool,
-                call_id=call_id,
-                capability=capability.value,
-                scope=scope,
-                why="cancelled",
-            )
+            record(AuditEvent.PERMISSION_DENIED, scope, why="cancelled")
             answered(scope, "cancelled")
             raise Stopped()
         if not decision.allow or decision.mode is None:
