@@ -213,7 +213,10 @@ def _secondary(label: QLabel) -> QLabel:
 
 
 def _wrapping(text: str) -> QLabel:
+    """Plain text, always: a path or command the model chose may hold markup (`<a href…>`,
+    `<span style=…>`) that Qt would otherwise render and so hide or disguise what is asked."""
     label = QLabel(text)
+    label.setTextFormat(Qt.TextFormat.PlainText)
     label.setWordWrap(True)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     return label
@@ -374,7 +377,6 @@ class PermissionDialog(QDialog):
             self._add_row(form, form_name, self.scope_text)
             if rest:
                 effects = _wrapping("\n".join(f"• {c[0].upper()}{c[1:]}" for c in rest))
-                effects.setTextFormat(Qt.TextFormat.PlainText)
                 self._add_row(form, "Effects", effects)
             return
         if capability in UNSCOPED_CAPS or (request.scope == ANY and capability not in _SCOPE_LABEL):

@@ -18,7 +18,14 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QComboBox, QDialog, QPushButton, QRadioButton
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QDialog,
+    QLabel,
+    QPushButton,
+    QRadioButton,
+)
 
 from app import async_dialog
 from app.assistant import Assistant
@@ -685,3 +692,12 @@ def test_stop_while_the_dialog_is_open_closes_it_and_ends_the_turn_as_cancelled(
     finally:
         gui.cancel_all()
         assistant.close()
+
+
+def test_markup_in_a_path_the_model_chose_is_shown_as_text_never_rendered(show):
+    """A hostile model names a path full of markup: every label shows it literally."""
+    hostile = '/home/ann/<a href="x">Documents</a><span style="font-size:0px">/.ssh</span>'
+    _, dialog = show(file_read(scope=hostile, arguments={"path": hostile}, user_scope=False))
+    labels = [w for w in dialog.findChildren(QLabel) if "<span" in w.text()]
+    assert labels  # the rule and the notes quote the path
+    assert all(label.textFormat() == Qt.TextFormat.PlainText for label in labels)
