@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QFont, QFontDatabase, QPalette, QResizeEvent
+from PySide6.QtGui import QFont, QFontDatabase, QPalette, QResizeEvent, QTextDocument
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -75,6 +75,12 @@ QPushButton#linkButton { border: none; color: palette(link); text-decoration: un
 # -- widgets ------------------------------------------------------------------------------------
 
 
+_NO_HTML = (
+    QTextDocument.MarkdownFeature.MarkdownDialectGitHub
+    | QTextDocument.MarkdownFeature.MarkdownNoHTML
+)
+
+
 class MarkdownView(QTextBrowser):
     """A reply rendered from markdown, as tall as its text, that loads and opens nothing."""
 
@@ -108,7 +114,9 @@ class MarkdownView(QTextBrowser):
             self.setCurrentFont(_monospace())
             self.setPlainText(text)
         else:
-            self.setMarkdown(text)
+            # No raw HTML: a reply (the model's, perhaps echoing a web page) could otherwise hide
+            # text (`<span style="font-size:0">`) or dress a link up as something else.
+            self.document().setMarkdown(text, _NO_HTML)
         self.updateGeometry()
 
     def loadResource(self, kind: int, name: QUrl | str) -> Any:

@@ -272,10 +272,12 @@ class ActivityWindow(QWidget):
         self.verify_button.setAccessibleName("Verify the audit log")
         self.verify_button.setToolTip("Check that no line of the log was edited, removed or moved")
         self.verdict = QLabel("")
+        self.verdict.setTextFormat(Qt.TextFormat.PlainText)  # may quote what a model or file wrote
         self.verdict.setWordWrap(True)
         self.verdict.setAccessibleName("Verify result")
         self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.details = QLabel("Select a step to read it in full here.")
+        self.details.setTextFormat(Qt.TextFormat.PlainText)  # may quote what a model or file wrote
         self.details.setWordWrap(True)
         self.details.setAccessibleName("The selected step in full")
         self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

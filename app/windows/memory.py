@@ -335,6 +335,8 @@ class MemoryWindow(QWidget):
         self._dialogs: list[QFileDialog] = []
 
         self.banner = QLabel("")
+
+        self.banner.setTextFormat(Qt.TextFormat.PlainText)  # may quote what a model or file wrote
         self.banner.setWordWrap(True)
         self.banner.setAccessibleName("Memory is not available")
         self.banner.setMargin(8)
@@ -465,6 +467,8 @@ class MemoryWindow(QWidget):
         self.tabs.addTab(anchors_tab, "Anc&hors")
 
         self.status = QLabel("")
+
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # may quote what a model or file wrote
         self.status.setWordWrap(True)
         self.status.setAccessibleName("Status")
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -286,6 +286,7 @@ class PermissionsWindow(QWidget):
         self.refresh_button.setAccessibleName("Refresh the lists")
         self.refresh_button.setToolTip("Read the permissions again (F5)")
         self.status = QLabel("")
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # may quote what a model or file wrote
         self.status.setWordWrap(True)
         self.status.setAccessibleName("Status")
 

@@ -174,6 +174,7 @@ class SettingField(QWidget):
         self.hint.setVisible(bool(hint))
         outer.addWidget(self.hint)
         self.error = QLabel()
+        self.error.setTextFormat(Qt.TextFormat.PlainText)  # may quote what a model or file wrote
         self.error.setObjectName("field-error")
         self.error.setWordWrap(True)
         self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -266,6 +267,7 @@ class SettingsWindow(QWidget):
         footer = QHBoxLayout()
         footer.setContentsMargins(16, 8, 16, 12)
         self.status = QLabel()
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # may quote what a model or file wrote
         self.status.setObjectName("settings-status")
         self.status.setWordWrap(True)
         self.status.setAccessibleName("Settings status")

@@ -633,3 +633,15 @@ def test_a_failed_request_shows_its_reply_as_a_sentence_marked_as_failed(
     assert chat.window.send_button.isEnabled()
     chat.close()
     model.close()
+
+
+def test_html_in_a_reply_is_shown_as_text_never_rendered(qtbot):
+    """A model (perhaps echoing a web page) writes raw HTML: it cannot hide text or restyle it."""
+    from app.chat_view import MarkdownView
+
+    view = MarkdownView()
+    qtbot.addWidget(view)
+    view.set_markdown('**Done.** <span style="font-size:0px">and I also ran rm -rf ~</span>')
+    shown = view.toPlainText()
+    assert shown.startswith("Done.")  # markdown still renders
+    assert '<span style="font-size:0px">' in shown  # the markup is visible, not applied
