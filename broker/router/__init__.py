@@ -21,7 +21,7 @@ them all; none of them imports it):
 - `rules`: the intent rules, tried in order.
 - `verdict`: the schema a model's answer must match, and its parsing.
 - `reach`: what a message gives signs of; `_unseen_reach`.
-- `classifier`: the learned classifier beside unsure rules.
+- `classifier`: the learned classifier beside the rules, unless they are sure.
 - `heuristic`: `route_heuristic`, `route_rules`, `explain_route` and the `/prefix` fast path.
 - `refinement`: `refine_with_model`.
 - `understood`: `understood_command`, for a command read but not run.
@@ -30,7 +30,13 @@ them all; none of them imports it):
 from __future__ import annotations
 
 from broker.llm.base import ChatModel
-from broker.router.classifier import CLASSIFIER_CAP, CLASSIFIER_SURE
+from broker.router.classifier import (
+    CLASSIFIER_CAP,
+    CLASSIFIER_SURE,
+    CONTESTED_CONFIDENCE,
+    OVERRULE,
+    RULES_DECIDE,
+)
 from broker.router.extraction import MAX_PATHS, SCAN_LIMIT
 from broker.router.heuristic import PREFIX_INTENTS, explain_route, route_heuristic, route_rules
 from broker.router.patterns import TOPICS
@@ -49,13 +55,16 @@ from broker.types import RouterOutput
 __all__ = [
     "CLASSIFIER_CAP",
     "CLASSIFIER_SURE",
+    "CONTESTED_CONFIDENCE",
     "DIRECT_ACTION_CONFIDENCE",
     "MAX_PATHS",
     "MODEL_REPLY_LIMIT",
     "MODEL_TEXT_LIMIT",
     "NEEDS_FIELDS",
     "NOTHING_MATCHED_CONFIDENCE",
+    "OVERRULE",
     "PREFIX_INTENTS",
+    "RULES_DECIDE",
     "SCAN_LIMIT",
     "TOPICS",
     "TRUNCATED_CONFIDENCE",

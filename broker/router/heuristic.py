@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.router.classifier import _classifier, _with_classifier
+from broker.router.classifier import _classifier, _rules_decide, _with_classifier
 from broker.router.extraction import _make_view
 from broker.router.patterns import _ACTIVE_WINDOW_RE, _PREFIX_RE
 from broker.router.rules import _RULES, _file_guess
 from broker.router.scoring import (
-    DIRECT_ACTION_CONFIDENCE,
     NOTHING_MATCHED_CONFIDENCE,
     _build,
     _Guess,
@@ -116,6 +115,6 @@ def _route(text: str, *, classifier: bool) -> RouterOutput:
     guess = next((g for rule in _RULES if (g := rule(view)) is not None), None)
     if guess is None:
         guess = _Guess(Intent.CHAT_ONLY, NOTHING_MATCHED_CONFIDENCE)
-    if guess.confidence >= DIRECT_ACTION_CONFIDENCE or not classifier:
+    if not classifier or _rules_decide(guess):
         return _build(guess, view, text.strip())
     return _with_classifier(guess, view, stripped, text)

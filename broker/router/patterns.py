@@ -142,7 +142,12 @@ _MEM_WRITE_LEAD_RE = re.compile(
     r"^" + _POLITE + r"(?P<lead>remember|memori[sz]e|note(?: to self)?|keep in mind|"
     r"don'?t forget|do not forget|make (?:a )?note(?: of)?|store the fact|"
     r"save (?:this|that)\s*:|for future reference|just so you know|fyi|from now on|"
-    r"(?:add|save|put|write) (?:this |that )?(?:to|in|into) (?:your )?memory)"
+    r"(?:add|save|put|write) (?:this |that )?(?:to|in|into) (?:your )?memory|"
+    # Said with a fact in the person's own words: "jot down that my bike is 56cm", "store
+    # this for later: policy AB-1", "keep track of this: ..." (first person or a colon needed).
+    r"(?P<keep>(?:store|save|jot down|write down|keep track of)"
+    r"(?: (?:the fact|this|that)(?: for later)?)?"
+    r"(?= that (?:i|i'm|im|i've|ive|my|we|we're|our)\b|\s*:)|just so you remember))"
     r"(?!\w)[\s,:]*(?P<rest>.*)$",
     _I | re.S,
 )
@@ -150,7 +155,8 @@ _MEM_WRITE_TAIL_RE = re.compile(
     # The lookbehind starts a match only at the beginning of a punctuation run: linear time.
     r"(?<![\s,.;!\-])[\s,.;!\-]+(?:(?:please|pls|and)\s+)?"
     r"(?:(?:remember|note|memori[sz]e)(?:\s+(?:that|this|it))?|"
-    r"(?:save|store|update|keep)\s+(?:that|this|it)(?:\s+in mind)?)\s*[.!]*$",
+    r"(?:save|store|update|keep)\s+(?:that|this|it)(?:\s+in mind)?)"
+    r"(?:\s+(?:going forward|from now on|for later|for next time))?\s*[.!]*$",
     _I,
 )
 # "remember when ...", "remember the time ...": nostalgia, not an instruction.

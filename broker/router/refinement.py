@@ -15,6 +15,7 @@ import logging
 from typing import Any
 
 from broker.llm.base import ChatModel, ModelError, note_failure
+from broker.router.classifier import CONTESTED_CONFIDENCE
 from broker.router.heuristic import route_rules
 from broker.router.reach import _unseen_reach
 from broker.router.scoring import _INTENT_NEEDS, NEEDS_FIELDS
@@ -64,9 +65,9 @@ def refine_with_model(
     The model may change the intent and the needs flags (never below what its intent implies),
     but not towards running commands, touching files, looking at the screen or writing memory
     when the message shows no sign of it (see `_unseen_reach`): then the heuristic reading
-    stands. Risk is the higher of the two either way. Heuristic arguments stay; a direct action
-    is dropped when the model's intent differs, so a direct action is only ever one the
-    heuristics were sure of.
+    stands (the rules' own, where the classifier's guess reached there too). Risk is the
+    higher of the two either way. Heuristic arguments stay; a direct action is dropped when
+    the model's intent differs, so a direct action is only ever one the heuristics were sure of.
     """
     if base.source == "prefix":
         return base
@@ -104,7 +105,18 @@ def refine_with_model(
             unseen,
             base.intent.value,
         )
-        return base.model_copy(update={"risk_level": risk}, deep=True)
+        kept = base
+        if seen is not base and _unseen_reach(seen, text, base) is not None:
+            # The classifier's guess reached there too ("meh" as a system task): the rules'
+            # reading it overruled, contested, so never a direct action.
+            kept = seen.model_copy(
+                update={
+                    "confidence": min(seen.confidence, CONTESTED_CONFIDENCE),
+                    "arguments": seen.arguments.model_copy(update={"action": None}),
+                },
+                deep=True,
+            )
+        return kept.model_copy(update={"risk_level": risk}, deep=True)
     needs = {name: bool(getattr(verdict, name)) for name in NEEDS_FIELDS}
     for name in _INTENT_NEEDS[verdict.intent]:
         needs[name] = True

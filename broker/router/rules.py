@@ -55,6 +55,9 @@ from broker.router.patterns import (
 from broker.router.scoring import DIRECT_ACTION_CONFIDENCE, UNSURE_COMMAND_CONFIDENCE, _Guess
 from broker.types import Action, Intent, RouterArguments
 
+# A screen request this short is the request and nothing else ("take a screenshot of my screen").
+SHORT_REQUEST_WORDS = 6
+
 
 def _memory_write(view: _View) -> _Guess | None:
     text = view.text
@@ -129,7 +132,9 @@ def _screen(view: _View) -> _Guess | None:
         args.action = "active_window"
     elif _SCREENSHOT_RE.search(view.text):
         args.action = "screenshot"
-    return _Guess(Intent.SCREEN_OBSERVE, 0.9, args)
+    # "take a screenshot", "which window is active": the request and nothing else.
+    short = args.action is not None and len(view.text.split()) <= SHORT_REQUEST_WORDS
+    return _Guess(Intent.SCREEN_OBSERVE, 0.95 if short else 0.9, args)
 
 
 def _discovery(view: _View) -> _Guess | None:
@@ -156,7 +161,10 @@ def _system_verb(view: _View) -> _Guess | None:
 def _file_explicit(view: _View) -> _Guess | None:
     if not view.paths and not _GLOB_RE.search(view.text):
         return None
-    return _file_guess(view, 0.9)
+    guess = _file_guess(view, 0.9)
+    if guess.arguments.action is not None and view.paths:
+        guess.confidence = 0.95  # a path the person typed and a verb that plainly acts on it
+    return guess
 
 
 def _chat(view: _View) -> _Guess | None:
