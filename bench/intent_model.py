@@ -5,9 +5,11 @@
 For each set of labelled messages it prints, for the classifier (`broker.intent_model`) and for
 `broker.router.route_rules` on the same messages, side by side: accuracy per intent and
 overall, the confusion matrix, and calibration (count and accuracy per confidence band, for the
-classifier's probability and the router's confidence). A third column applies the combination
-the training script suggested from cross-validation on the training data (recorded in the weight
-file: rules first above a confidence threshold, or classifier first above a probability).
+classifier's probability and the rules' confidence). Then the router as shipped
+(`route_heuristic`: rules, classifier and the thresholds combining them): per intent, confusion
+matrix, calibration, and how often a reading above the refinement threshold is right — on the
+tuning file out of fold (each message routed with the fold model that never saw it) and on the
+held-out file.
 
 The sets:
 
@@ -66,9 +68,6 @@ def training_script() -> ModuleType:
     return module
 
 
-Combine = Callable[[tuple[Intent, float], tuple[Intent, float]], Intent]
-
-
 @dataclass(frozen=True)
 class Scored:
     """One message: the label, and each router's answer with its confidence."""
@@ -79,9 +78,6 @@ class Scored:
     probability: float
     heuristic: Intent
     confidence: float
-
-    def combined(self, combine: Combine) -> Intent:
-        return combine((self.heuristic, self.confidence), (self.classifier, self.probability))
 
 
 def _pct(right: int, total: int) -> str:
@@ -100,24 +96,17 @@ def score(
     return scored
 
 
-def report(title: str, scored: list[Scored], combine: Combine | None) -> None:
+def report(title: str, scored: list[Scored]) -> None:
     print(f"\n## {title}: {len(scored)} messages\n")
-    combined = f" {'combined':>18} |" if combine is not None else ""
-    print(f"| {'intent':<20} | {'classifier':>18} | {'heuristic':>18} |{combined}")
-    print(f"|{'-' * 22}|{'-' * 20}|{'-' * 20}|" + ("-" * 20 + "|" if combined else ""))
+    print(f"| {'intent':<20} | {'classifier':>18} | {'rules':>18} |")
+    print(f"|{'-' * 22}|{'-' * 20}|{'-' * 20}|")
     rows = [(intent.value, [s for s in scored if s.expected is intent]) for intent in INTENTS]
     for name, members in [*rows, ("**overall**", scored)]:
         ours = sum(s.classifier is s.expected for s in members)
         theirs = sum(s.heuristic is s.expected for s in members)
-        line = f"| {name:<20} | {_pct(ours, len(members)):>18} | {_pct(theirs, len(members)):>18} |"
-        if combine is not None:
-            right = sum(s.combined(combine) is s.expected for s in members)
-            line += f" {_pct(right, len(members)):>18} |"
-        print(line)
-    if combine is not None:
-        print(f"\ncombined: {combine.__doc__}")
+        print(f"| {name:<20} | {_pct(ours, len(members)):>18} | {_pct(theirs, len(members)):>18} |")
     _confusion("classifier", [(s.expected, s.classifier) for s in scored])
-    _confusion("heuristic", [(s.expected, s.heuristic) for s in scored])
+    _confusion("rules", [(s.expected, s.heuristic) for s in scored])
     _calibration(scored)
 
 
@@ -133,7 +122,7 @@ def _confusion(name: str, pairs: list[tuple[Intent, Intent]]) -> None:
 
 def _calibration(scored: list[Scored]) -> None:
     print("\nCalibration: messages and accuracy per confidence band\n")
-    print(f"| {'band':<12} | {'classifier probability':>24} | {'heuristic confidence':>24} |")
+    print(f"| {'band':<12} | {'classifier probability':>24} | {'rules confidence':>24} |")
     print(f"|{'-' * 14}|{'-' * 26}|{'-' * 26}|")
     for low, high in BANDS:
         name = f"≥ {low:g}" if high > 1 else (f"< {high:g}" if low == 0 else f"{low:g}–{high:g}")
@@ -145,23 +134,28 @@ def _calibration(scored: list[Scored]) -> None:
         )
 
 
-def report_router(cases: Sequence[tuple[str, Intent]]) -> None:
-    """What ships: `route_heuristic` (the rules, and the classifier where they are unsure, with
-    the router's guards), per intent and per confidence band, on `cases`."""
-    routed = [(expected, route_heuristic(text)) for text, expected in cases]
-    print(f"\n## The router as shipped (route_heuristic): {len(routed)} messages\n")
+def report_router(
+    title: str, answers: Sequence[tuple[Intent, Intent, float]], sources: Counter[str] | None = None
+) -> None:
+    """What ships: `route_heuristic` (the rules, the classifier unless the rules are sure, and
+    the thresholds combining them). `answers`: (expected, routed intent, confidence)."""
+    print(f"\n## {title}: {len(answers)} messages\n")
     for intent in INTENTS:
-        members = [out for expected, out in routed if expected is intent]
-        right = sum(out.intent is intent for out in members)
-        print(f"- {intent.value}: {_pct(right, len(members))}")
-    print(f"- **overall**: {_pct(sum(o.intent is e for e, o in routed), len(routed))}")
-    sources = Counter(out.source for _, out in routed)
-    print(f"- decided by: {dict(sorted(sources.items()))}")
-    print("\nCalibration of its confidence:\n")
+        members = [got for want, got, _ in answers if want is intent]
+        print(f"- {intent.value}: {_pct(sum(got is intent for got in members), len(members))}")
+    print(f"- **overall**: {_pct(sum(want is got for want, got, _ in answers), len(answers))}")
+    if sources is not None:
+        print(f"- decided by: {dict(sorted(sources.items()))}")
+    _confusion("router as shipped", [(want, got) for want, got, _ in answers])
+    print("\nCalibration of its confidence (threshold: router.confidence_threshold, 0.5):\n")
     for low, high in BANDS:
         name = f"≥ {low:g}" if high > 1 else (f"< {high:g}" if low == 0 else f"{low:g}–{high:g}")
-        band = [(e, o) for e, o in routed if low <= o.confidence < high]
-        print(f"- {name}: {_pct(sum(o.intent is e for e, o in band), len(band))}")
+        band = [(want, got) for want, got, c in answers if low <= c < high]
+        print(f"- {name}: {_pct(sum(want is got for want, got in band), len(band))}")
+    above = [(want, got) for want, got, c in answers if c >= 0.5]
+    print(
+        f"- **≥ 0.5 (acted on without a model)**: {_pct(sum(w is g for w, g in above), len(above))}"
+    )
 
 
 def _percentiles(samples: list[int]) -> str:
@@ -175,7 +169,12 @@ def _percentiles(samples: list[int]) -> str:
 
 def report_latency(model: IntentModel, texts: list[str], rounds: int) -> None:
     print(f"\n## Latency: {rounds} rounds × {len(texts)} messages\n")
-    for name, call in (("classifier", model.predict), ("heuristic", route_rules)):
+    callers = (
+        ("classifier", model.predict),
+        ("rules", route_rules),
+        ("router as shipped (route_heuristic)", route_heuristic),
+    )
+    for name, call in callers:
         for text in texts:  # warm up: caches and lazy imports
             call(text)
         samples: list[int] = []
@@ -206,7 +205,6 @@ def main(argv: list[str] | None = None) -> int:
     machine = machine_details()
     settings: dict[str, Any] = model.metadata["features"]
     training: dict[str, Any] = model.metadata["training"]
-    suggestion: dict[str, Any] = model.metadata.get("suggested_combination") or {}
     path = REPO / "resources" / "intent_model.json"
 
     print("# Intent classifier beside the heuristic router\n")
@@ -223,19 +221,6 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     script = training_script()
-    combine: Combine | None = None
-    if suggestion:
-
-        def combine(rules: tuple[Intent, float], classifier: tuple[Intent, float]) -> Intent:
-            return script.combined_intent(  # type: ignore[no-any-return]
-                suggestion["strategy"], suggestion["threshold"], rules, classifier
-            )
-
-        combine.__doc__ = (
-            f"{suggestion['strategy']} at {suggestion['threshold']:g}, the training script's "
-            f"suggestion ({_pct(suggestion['correct'], suggestion['messages'])} on the "
-            f"{suggestion['judged_on']})"
-        )
     examples, _notes = script.training_examples()
     if training["sha256"] != script.data_digest(examples):
         print("- NOTE: the training data changed since the model was trained: re-run the script")
@@ -260,23 +245,47 @@ def main(argv: list[str] | None = None) -> int:
 
         cases = [(e.text, e.intent) for e in examples]
         scored = score(cases, out_of_fold)
-        report("Training data, out-of-fold (5-fold CV)", scored, combine)
-        fresh = [s for s, e in zip(scored, examples, strict=True) if "CORPUS" not in e.source]
+        report("Training data, out-of-fold (5-fold CV)", scored)
+        fresh = [i for i, e in enumerate(examples) if "CORPUS" not in e.source]
         if fresh:
-            report("…of which router_tuning.jsonl (the rules never saw it)", fresh, combine)
+            report(
+                "…of which router_tuning.jsonl (the rules never saw it)", [scored[i] for i in fresh]
+            )
+            assignment, models = script.fold_models(
+                script.build_matrix(all_texts, model.buckets, model.word_weight),
+                labels,
+                settings,
+                training["l2"],
+                model.temperature,
+                training["folds"],
+                training["seed"],
+            )
+            routed = script.route_out_of_fold(
+                examples, fresh, assignment, models, script.shipped_policy()
+            )
+            answers = [
+                (want, got, confidence)
+                for want, (got, confidence) in zip(routed.labels, routed.answers, strict=True)
+            ]
+            report_router("The router as shipped, router_tuning.jsonl out of fold", answers)
 
     def shipped(_index: int, text: str) -> tuple[Intent, float]:
         prediction = model.predict(text)
         return prediction.intent, prediction.probability
 
     holdout = [(e.text, e.intent) for e in script.holdout_examples()]
-    report("Old HOLDOUT list (never trained on)", score(holdout, shipped), combine)
+    report("Old HOLDOUT list (never trained on)", score(holdout, shipped))
     heldout_texts: list[str] = []
     if script.HELDOUT.exists():
         heldout = [(e.text, e.intent) for e in script.read_jsonl(script.HELDOUT)]
         heldout_texts = [text for text, _ in heldout]
-        report("router_heldout.jsonl (never trained on)", score(heldout, shipped), combine)
-        report_router(heldout)
+        report("router_heldout.jsonl (never trained on)", score(heldout, shipped))
+        outs = [(want, route_heuristic(text)) for text, want in heldout]
+        report_router(
+            "The router as shipped, router_heldout.jsonl",
+            [(want, out.intent, out.confidence) for want, out in outs],
+            Counter(out.source for _, out in outs),
+        )
     else:
         print(f"\n(no {script.HELDOUT.relative_to(REPO)}: not scored)")
 

@@ -1,10 +1,12 @@
 """The learned intent classifier: hashed word and character n-grams, one linear layer, softmax.
 
 It is trained at development time by `scripts/train_intent_model.py` on labelled messages and
-ships as a small weight file, `resources/intent_model.json`. Inference is pure Python: the
-features of one message are hashed into the model's buckets with a stable hash (blake2b, never
-Python's salted `hash()`), and the nine logits are a sparse dot product. The same text always
-gives the same prediction, on any machine and in any process.
+ships as a small weight file, `resources/intent_model.json`: a readable JSON header (settings,
+training data digest, cross-validated figures) and the weight rows as two base64 arrays
+(little-endian uint32 buckets, float32 values), which load in milliseconds. Inference is pure
+Python: the features of one message are hashed into the model's buckets with a stable hash
+(blake2b, never Python's salted `hash()`), and the nine logits are a sparse dot product. The
+same text always gives the same prediction, on any machine and in any process.
 
 The features are defined here and only here; the training script imports them, so what the
 model was trained on and what it sees at run time cannot drift apart.
@@ -16,12 +18,17 @@ which file and what is wrong with it.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import itertools
 import json
 import math
 import re
+import sys
 import unicodedata
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -30,7 +37,7 @@ from typing import Any
 from broker.types import Intent
 
 FORMAT = "chamberlain-intent-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 # Only this much of a message is looked at, like the router's SCAN_LIMIT: a 100 KB paste is
 # classified as fast as a short message.
 MAX_CHARS = 2000
@@ -174,6 +181,56 @@ class Prediction:
         return pushes[:top]
 
 
+class WeightRows(Mapping[int, tuple[float, ...]]):
+    """bucket → its row of per-intent weights, read from the two packed arrays on demand."""
+
+    def __init__(self, buckets: Sequence[int], values: Sequence[float], width: int) -> None:
+        self._index = {bucket: row for row, bucket in enumerate(buckets)}
+        self._values = values
+        self._width = width
+
+    def __getitem__(self, bucket: int) -> tuple[float, ...]:
+        start = self._index[bucket] * self._width
+        return tuple(self._values[start : start + self._width])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
+def _little_endian(values: array[Any]) -> array[Any]:
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values
+
+
+def encode_weights(rows: Sequence[Sequence[float | int]]) -> dict[str, Any]:
+    """`[bucket, w1, …, w9]` rows (buckets ascending) as the file stores them."""
+    buckets = _little_endian(array("I", [int(row[0]) for row in rows]))
+    values = _little_endian(array("f", [float(v) for row in rows for v in row[1:]]))
+    return {
+        "rows": len(rows),
+        "buckets": base64.b64encode(buckets.tobytes()).decode("ascii"),
+        "values": base64.b64encode(values.tobytes()).decode("ascii"),
+    }
+
+
+def _decode(data: object, kind: str, what: str) -> array[Any]:
+    if not isinstance(data, str):
+        raise IntentModelError(f"has damaged weights ({what} is not base64 text)")
+    try:
+        raw = base64.b64decode(data.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError) as error:
+        raise IntentModelError(f"has damaged weights ({what}: {error})") from error
+    values = array(kind)
+    if len(raw) % values.itemsize:
+        raise IntentModelError(f"has damaged weights ({what} is cut short)")
+    values.frombytes(raw)
+    return _little_endian(values)
+
+
 class IntentModel:
     """Loaded weights; `predict(text)` is deterministic and pure Python."""
 
@@ -183,7 +240,7 @@ class IntentModel:
         buckets: int,
         word_weight: float,
         bias: tuple[float, ...],
-        weights: dict[int, tuple[float, ...]],
+        weights: Mapping[int, tuple[float, ...]],
         temperature: float,
         metadata: dict[str, Any],
     ) -> None:
@@ -254,25 +311,7 @@ class IntentModel:
         bias = data.get("bias")
         if not isinstance(bias, list) or len(bias) != count or not all(map(_is_number, bias)):
             raise IntentModelError(f"has an invalid bias (expected {count} finite numbers)")
-        rows = data.get("weights")
-        if not isinstance(rows, list):
-            raise IntentModelError("has no weights")
-        weights: dict[int, tuple[float, ...]] = {}
-        for index, row in enumerate(rows):
-            if (
-                not isinstance(row, list)
-                or len(row) != count + 1
-                or not isinstance(row[0], int)
-                or isinstance(row[0], bool)
-                or not 0 <= row[0] < buckets
-                or row[0] in weights
-                or not all(map(_is_number, row[1:]))
-            ):
-                raise IntentModelError(
-                    f"has a damaged weight row {index} (expected [bucket, {count} numbers] "
-                    f"with a distinct bucket below {buckets})"
-                )
-            weights[row[0]] = tuple(float(value) for value in row[1:])
+        weights = _weights(data.get("weights"), buckets, count)
         metadata = {
             key: value
             for key, value in data.items()
@@ -310,6 +349,28 @@ class IntentModel:
             ranked=[(INTENTS[k], probabilities[k]) for k in order],
             evidence=tuple(evidence),
         )
+
+
+def _weights(packed: object, buckets: int, count: int) -> WeightRows:
+    """The two packed arrays, checked: as many rows as said, buckets ascending and below
+    `buckets`, `count` finite values a row."""
+    if not isinstance(packed, dict) or not isinstance(packed.get("rows"), int):
+        raise IntentModelError("has no weights")
+    rows = packed["rows"]
+    ids = _decode(packed.get("buckets"), "I", "buckets")
+    values = _decode(packed.get("values"), "f", "values")
+    if len(ids) != rows or len(values) != rows * count:
+        raise IntentModelError(
+            f"has damaged weights ({len(ids)} buckets and {len(values)} values for {rows} rows "
+            f"of {count})"
+        )
+    if rows and (ids[-1] >= buckets or any(a >= b for a, b in itertools.pairwise(ids))):
+        raise IntentModelError(
+            f"has damaged weights (buckets must be distinct, ascending and below {buckets})"
+        )
+    if not all(map(math.isfinite, values)):
+        raise IntentModelError("has damaged weights (a value is not a finite number)")
+    return WeightRows(ids, values, count)
 
 
 def _is_number(value: object) -> bool:

@@ -39,7 +39,7 @@ from broker.permissions import (
 )
 from broker.policy import PolicyTable, decide, load_policy_table
 from broker.posthooks import MemoryHook, run_posthooks
-from broker.router import refine_with_model, route_heuristic
+from broker.router import refine_with_model, route_heuristic, understood_reading
 from broker.runner import ToolRunner, TurnScope, self_test
 from broker.settings import Settings, load_settings
 from broker.types import GrantMode, Intent, PolicyDecision, RouterOutput, TurnResult
@@ -394,6 +394,9 @@ class Session:
             result = ExecutionResult(reply=question)
         else:
             result = self._execute(router, policy, scope, recollection)
+            note = self._understood_note(router)
+            if note is not None:
+                result.reply = f"{result.reply}\n\n{note}" if result.reply else note
         check_stopped()
         self.audit.append(
             AuditEvent.EXECUTOR_RESPONSE,
@@ -447,6 +450,17 @@ class Session:
         if router.intent in (Intent.FILE_TASK, Intent.ONE_SHOT_DISCOVERY):
             return CLARIFY_FILES
         return None
+
+    def _understood_note(self, router: RouterOutput) -> str | None:
+        """What an unsure reading nobody refined was taken as, and how to ask for another
+        ("I took this as a question …, not a web search — say "search for …" to look it up").
+        Only where no model was asked to refine it (none, the embedded one, or refinement off):
+        a capable model settles unsure readings itself."""
+        if self._refine() or router.confidence >= self.settings.router.confidence_threshold:
+            return None
+        if router.intent in (Intent.MEMORY_WRITE, Intent.MEMORY_READ):
+            return None  # their replies already say what was kept or found
+        return understood_reading(router)
 
     def _recollect(self, router: RouterOutput, turn_id: str) -> Recollection | None:
         if self.memory is None:

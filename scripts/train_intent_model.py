@@ -7,14 +7,15 @@ when it exists, and on nothing else: the old `HOLDOUT` list and router_heldout.j
 read here, so no setting can have been chosen by looking at them.
 
 Multinomial logistic regression with L2 regularisation on the hashed features that
-`broker/intent_model.py` defines, fitted full-batch with Nesterov-accelerated gradient descent in
-numpy (no BLAS reductions whose order could vary: sparse products are `np.bincount`). The
-regularisation strength and the bucket count are chosen by 5-fold stratified cross-validation
-on the training data; the softmax temperature is then fitted to the out-of-fold scores, and a
-way to combine the classifier with the heuristic router is suggested from the same out-of-fold
-predictions. The file records the settings, the training data's sha256 and counts, and the
-cross-validated figures. Everything is seeded and rounded: running it twice writes the same
-bytes.
+`broker/intent_model.py` defines, fitted full-batch with L-BFGS in numpy (no BLAS reductions
+whose order could vary: sparse products are `np.bincount`). The regularisation strength, the
+bucket count and the word weight are chosen by 5-fold stratified cross-validation on the
+training data; the softmax temperature is then fitted to the out-of-fold scores. Then the router
+as shipped (`route_heuristic`: rules, classifier, and the thresholds that combine them) routes
+every tuning message with the fold model that never saw it, for a grid of thresholds: the
+figures of the shipped thresholds and the best ones are printed and recorded. The file records
+the settings, the training data's sha256 and counts, and the cross-validated figures.
+Everything is seeded and rounded: running it twice writes the same bytes.
 
 numpy is a development dependency of this script only; inference never imports it.
 """
@@ -22,6 +23,7 @@ numpy is a development dependency of this script only; inference never imports i
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -49,6 +51,7 @@ from broker.intent_model import (  # noqa: E402
     FORMAT_VERSION,
     INTENTS,
     bucket,
+    encode_weights,
     features,
     normalise,
 )
@@ -63,10 +66,15 @@ L2_GRID = (3e-7, 1e-6, 1e-5, 1e-4)
 BUCKET_GRID = (2**16, 2**18)
 WORD_WEIGHT_GRID = (1.0, 2.0, 3.0, 4.0)
 TEMPERATURE_GRID = tuple(round(0.25 + 0.05 * i, 2) for i in range(76))
-# Heuristic confidence at or above which the rules win (1.01: never, the classifier alone), and
-# classifier probability at or above which the classifier wins (1.01: the heuristic alone).
-RULE_THRESHOLDS = (0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0, 1.01)
-CLASSIFIER_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.01)
+# The combination's thresholds compared out of fold (see broker/router/classifier.py; 1.01:
+# never): where the rules decide alone, how sure the classifier must be to overrule a keyword
+# hit, and below what probability its reading is a guess.
+RULES_DECIDE_GRID = (0.9, 0.95, 1.01)
+OVERRULE_GRID = (0.7, 0.8, 0.85, 0.9, 1.01)
+SURE_GRID = (0.5, 0.6, 0.7)
+CONFIDENCE_BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 0.95), (0.95, 1.01))
+# router.confidence_threshold's default: below it a capable model refines the reading.
+THRESHOLD = 0.5
 SEED = 20261124
 FOLDS = 5
 MAX_ITERATIONS = 1000
@@ -337,47 +345,155 @@ def fit_temperature(scores: np.ndarray, labels: Sequence[int]) -> float:
 # Combining with the heuristic router
 
 
-def combined_intent(
-    strategy: str,
-    threshold: float,
-    heuristic: tuple[Intent, float],
-    classifier: tuple[Intent, float],
-) -> Intent:
-    """One way of combining the two answers, each an (intent, confidence) pair.
+@dataclass(frozen=True)
+class Policy:
+    """The combination's thresholds (broker/router/classifier.py), one setting each."""
 
-    "rules_first": the heuristic's intent when its confidence is at least `threshold`;
-    "classifier_first": the classifier's when its probability is at least `threshold`.
-    """
-    if strategy == "rules_first":
-        return heuristic[0] if heuristic[1] >= threshold else classifier[0]
-    if strategy == "classifier_first":
-        return classifier[0] if classifier[1] >= threshold else heuristic[0]
-    raise ValueError(f"unknown combination {strategy!r}")
+    rules_decide: float
+    overrule: float
+    classifier_sure: float
+    guess_overrules_rules: bool
+
+    def describe(self) -> str:
+        return (
+            f"rules decide ≥ {self.rules_decide:g}, overrule ≥ {self.overrule:g}, "
+            f"sure ≥ {self.classifier_sure:g}, a guess overrules the rules: "
+            f"{'yes' if self.guess_overrules_rules else 'no'}"
+        )
 
 
-def combination_table(
-    examples: Sequence[Example], probabilities: np.ndarray
-) -> list[tuple[str, float, int]]:
-    """(strategy, threshold, correct) for every combination compared."""
-    from broker.router import route_rules
+def shipped_policy() -> Policy:
+    from broker.router import classifier as combination
 
-    routed = [route_rules(e.text) for e in examples]
-    answers = [
-        ((out.intent, out.confidence), (INTENTS[int(p.argmax())], float(p.max())))
-        for out, p in zip(routed, probabilities, strict=True)
+    return Policy(
+        combination.RULES_DECIDE,
+        combination.OVERRULE,
+        combination.CLASSIFIER_SURE,
+        combination.GUESS_OVERRULES_RULES,
+    )
+
+
+def policy_grid() -> list[Policy]:
+    return [
+        Policy(decide, overrule, sure, guess)
+        for decide in RULES_DECIDE_GRID
+        for overrule in OVERRULE_GRID
+        for sure in SURE_GRID
+        for guess in (False, True)
     ]
-    table: list[tuple[str, float, int]] = []
-    for strategy, thresholds in (
-        ("rules_first", RULE_THRESHOLDS),
-        ("classifier_first", CLASSIFIER_THRESHOLDS),
-    ):
-        for threshold in thresholds:
-            right = sum(
-                combined_intent(strategy, threshold, rules, model) is e.intent
-                for e, (rules, model) in zip(examples, answers, strict=True)
+
+
+@dataclass(frozen=True)
+class Routed:
+    """Out of fold: each message's label and the router's (intent, confidence) for it."""
+
+    labels: list[Intent]
+    answers: list[tuple[Intent, float]]
+
+    def correct(self) -> int:
+        return sum(got is want for want, (got, _) in zip(self.labels, self.answers, strict=True))
+
+    def above(self, threshold: float) -> tuple[int, int]:
+        pairs = [
+            (want, got)
+            for want, (got, confidence) in zip(self.labels, self.answers, strict=True)
+            if confidence >= threshold
+        ]
+        return sum(want is got for want, got in pairs), len(pairs)
+
+    def bands(self) -> list[tuple[str, int, int]]:
+        out = []
+        for low, high in CONFIDENCE_BANDS:
+            name = (
+                f"≥ {low:g}" if high > 1 else (f"< {high:g}" if low == 0 else f"{low:g}–{high:g}")
             )
-            table.append((strategy, threshold, right))
-    return table
+            pairs = [
+                (want, got)
+                for want, (got, confidence) in zip(self.labels, self.answers, strict=True)
+                if low <= confidence < high
+            ]
+            out.append((name, sum(want is got for want, got in pairs), len(pairs)))
+        return out
+
+    def per_intent(self) -> dict[str, list[int]]:
+        table = {intent.value: [0, 0] for intent in INTENTS}
+        for want, (got, _) in zip(self.labels, self.answers, strict=True):
+            table[want.value][0] += int(want is got)
+            table[want.value][1] += 1
+        return table
+
+
+def fold_models(
+    matrix: Matrix,
+    labels: Sequence[int],
+    settings: dict[str, Any],
+    l2: float,
+    temperature: float,
+    folds: int,
+    seed: int,
+) -> tuple[list[int], list[Any]]:
+    """Each example's fold, and per fold a model trained on the other folds, rounded and
+    loaded exactly as the shipped file is."""
+    from broker.intent_model import IntentModel
+
+    assignment = stratified_folds(labels, folds, seed)
+    models = []
+    for fold in range(folds):
+        train = [i for i, f in enumerate(assignment) if f != fold]
+        w, b = fit(matrix, train, [labels[i] for i in train], l2)
+        header = {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "intents": [intent.value for intent in INTENTS],
+            "features": settings,
+            "temperature": temperature,
+        }
+        models.append(
+            IntentModel.from_dict(json.loads(render(header, b, weight_rows(w, matrix.columns))))
+        )
+    return assignment, models
+
+
+def route_out_of_fold(
+    examples: Sequence[Example],
+    indices: Sequence[int],
+    assignment: Sequence[int],
+    models: Sequence[Any],
+    policy: Policy,
+) -> Routed:
+    """`route_heuristic` on each example as shipped, but with the model that never saw it
+    and the thresholds of `policy`."""
+    from broker.router import classifier as combination
+    from broker.router import route_heuristic
+
+    saved = (
+        combination._classifier,
+        combination.RULES_DECIDE,
+        combination.OVERRULE,
+        combination.CLASSIFIER_SURE,
+        combination.GUESS_OVERRULES_RULES,
+    )
+    answers: dict[int, tuple[Intent, float]] = {}
+    try:
+        combination.RULES_DECIDE = policy.rules_decide
+        combination.OVERRULE = policy.overrule
+        combination.CLASSIFIER_SURE = policy.classifier_sure
+        combination.GUESS_OVERRULES_RULES = policy.guess_overrules_rules
+        for fold, model in enumerate(models):
+            combination._classifier = lambda model=model: model  # type: ignore[misc]
+            for i in indices:
+                if assignment[i] == fold:
+                    out = route_heuristic(examples[i].text)
+                    answers[i] = (out.intent, out.confidence)
+    finally:
+        (
+            combination._classifier,  # type: ignore[misc]
+            combination.RULES_DECIDE,
+            combination.OVERRULE,
+            combination.CLASSIFIER_SURE,
+            combination.GUESS_OVERRULES_RULES,
+        ) = saved
+    return Routed([examples[i].intent for i in indices], [answers[i] for i in indices])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,16 +506,14 @@ def _round(value: float) -> float:
 
 
 def render(header: dict[str, Any], bias: np.ndarray, rows: list[list[float | int]]) -> str:
-    """JSON with a readable header and one weight row a line, so a diff shows what changed."""
+    """JSON with a readable header, one key a line, and the weight rows packed (see
+    `broker.intent_model.encode_weights`): a diff shows what changed in the settings."""
     lines = ["{"]
     for key, value in header.items():
         lines.append(f"{json.dumps(key)}: {json.dumps(value, sort_keys=True)},")
     lines.append(f'"bias": {json.dumps([_round(float(v)) for v in bias])},')
-    lines.append('"weights": [')
-    lines += [json.dumps(row, separators=(",", ":")) + "," for row in rows]
-    if rows:
-        lines[-1] = lines[-1].rstrip(",")
-    lines += ["]", "}", ""]
+    lines.append(f'"weights": {json.dumps(encode_weights(rows), sort_keys=True)}')
+    lines += ["}", ""]
     return "\n".join(lines)
 
 
@@ -503,22 +617,40 @@ def main(argv: list[str] | None = None) -> int:
     fresh = [i for i, e in enumerate(examples) if e.source != "router_corpus.CORPUS"]
     judged_on = fresh or list(range(len(examples)))
     judged_name = "tuning file (out-of-fold)" if fresh else "CORPUS (out-of-fold; inflated)"
-    table = combination_table([examples[i] for i in judged_on], probabilities[judged_on])
-    print(f"\n## Combining with the heuristic router: {judged_name}, {len(judged_on)} messages\n")
-    names = {
-        "rules_first": "heuristic when its confidence ≥ {}, else classifier",
-        "classifier_first": "classifier when its probability ≥ {}, else heuristic",
-    }
-    for strategy, threshold, right in table:
-        label = names[strategy].format(f"{threshold:g}")
-        if threshold > 1.0:
-            label = "classifier alone" if strategy == "rules_first" else "heuristic alone"
-        print(f"- {label}: {_pct(right, len(judged_on))}")
-    # Ties go to rules first (their high-confidence forms are the auditable ones), then to the
-    # higher threshold.
-    best = max(table, key=lambda row: (row[2], row[0] == "rules_first", row[1]))
-
+    settings = {**FEATURE_SETTINGS, "buckets": buckets, "word_weight": word_weight}
     matrix = build_matrix(texts, buckets, word_weight)
+    assignment, models = fold_models(
+        matrix, labels, settings, l2, temperature, options.folds, options.seed
+    )
+    print(f"\n## The router as shipped, {judged_name}: {len(judged_on)} messages\n")
+    print("Each message routed by route_heuristic with the fold model that never saw it.\n")
+    table: list[tuple[Policy, Routed]] = []
+    for policy in policy_grid():
+        routed = route_out_of_fold(examples, judged_on, assignment, models, policy)
+        table.append((policy, routed))
+        right, total = routed.above(THRESHOLD)
+        print(
+            f"- {policy.describe()}: {_pct(routed.correct(), len(judged_on))}; "
+            f"≥ {THRESHOLD:g} right {_pct(right, total)}",
+            flush=True,
+        )
+
+    # Most right overall among the policies whose readings above the threshold are right at
+    # least 90% of the time; ties to the surer band above the threshold.
+    def rank(row: tuple[Policy, Routed]) -> tuple[bool, int, float]:
+        right, total = row[1].above(THRESHOLD)
+        return (right >= 0.9 * total, row[1].correct(), right / max(total, 1))
+
+    best_policy, best = max(table, key=rank)
+    current = shipped_policy()
+    shipped = next((r for p, r in table if p == current), None)
+    if shipped is None:
+        shipped = route_out_of_fold(examples, judged_on, assignment, models, current)
+    print(f"\nBest: {best_policy.describe()} ({_pct(best.correct(), len(judged_on))})")
+    print(f"Shipped: {current.describe()} ({_pct(shipped.correct(), len(judged_on))})\n")
+    for name, right, total in shipped.bands():
+        print(f"- confidence {name}: {_pct(right, total)}")
+
     w, b = fit(matrix, range(len(texts)), labels, l2)
     header: dict[str, Any] = {
         "format": FORMAT,
@@ -540,12 +672,16 @@ def main(argv: list[str] | None = None) -> int:
             "cv_per_intent": per_intent,
             "cv_log_loss": _round(log_loss(scores, labels, temperature)),
         },
-        "suggested_combination": {
-            "strategy": best[0],
-            "threshold": best[1],
-            "correct": best[2],
+        "router_out_of_fold": {
             "judged_on": judged_name,
             "messages": len(judged_on),
+            "policy": dataclasses.asdict(current),
+            "correct": shipped.correct(),
+            "above_threshold": list(shipped.above(THRESHOLD)),
+            "per_intent": shipped.per_intent(),
+            "bands": [[name, right, total] for name, right, total in shipped.bands()],
+            "best_policy": dataclasses.asdict(best_policy),
+            "best_correct": best.correct(),
         },
     }
     rows = weight_rows(w, matrix.columns)

@@ -24,7 +24,8 @@ them all; none of them imports it):
 - `classifier`: the learned classifier beside the rules, unless they are sure.
 - `heuristic`: `route_heuristic`, `route_rules`, `explain_route` and the `/prefix` fast path.
 - `refinement`: `refine_with_model`.
-- `understood`: `understood_command`, for a command read but not run.
+- `understood`: `understood_command`, for a command read but not run; `understood_reading`,
+  for an unsure reading nobody refined.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from broker.router.scoring import (
     TRUNCATED_CONFIDENCE,
     UNSURE_COMMAND_CONFIDENCE,
 )
-from broker.router.understood import understood_command
+from broker.router.understood import understood_command, understood_reading
 from broker.router.verdict import MODEL_REPLY_LIMIT, router_schema
 from broker.types import RouterOutput
 
@@ -76,6 +77,7 @@ __all__ = [
     "route_rules",
     "router_schema",
     "understood_command",
+    "understood_reading",
 ]
 
 

@@ -4,6 +4,8 @@ The rules decide alone for their unambiguous forms (`_rules_decide`: at `RULES_D
 a command to run, a fact to remember). Otherwise the classifier reads the message and:
 
 - agreeing with the rules, makes the reading surer (never up to a direct action it lacked);
+- naming something that would not look at a path the person typed, never contradicts the
+  rules' reading of it as about their files;
 - disagreeing with a keyword hit at the direct-action level, overrules it when at least
   `OVERRULE` sure; else the hit stands but is contested: below the refinement threshold
   (`CONTESTED_CONFIDENCE`), so its direct action is dropped and a model (or the person) settles it;
@@ -24,7 +26,12 @@ import functools
 
 from broker.intent_model import IntentModel
 from broker.router.extraction import _View
-from broker.router.scoring import DIRECT_ACTION_CONFIDENCE, _build, _Guess
+from broker.router.scoring import (
+    DIRECT_ACTION_CONFIDENCE,
+    NOTHING_MATCHED_CONFIDENCE,
+    _build,
+    _Guess,
+)
 from broker.types import Intent, RouterArguments, RouterOutput
 
 # At or above this the rules' reading stands without a second reader.
@@ -36,6 +43,10 @@ CLASSIFIER_SURE = 0.6
 # A contested or guessed reading: below the refinement threshold (router.confidence_threshold,
 # 0.5 by default), so a capable model is asked, and a command or file reading asks the person.
 CONTESTED_CONFIDENCE = 0.45
+# Whether a guess may overrule a reading the rules made (not just their "nothing matched").
+GUESS_OVERRULES_RULES = False
+# The readings that look at files the person names.
+_TOUCH_FILES = frozenset({Intent.FILE_TASK, Intent.ONE_SHOT_DISCOVERY})
 # The classifier's confidence never reaches the direct-action level.
 CLASSIFIER_CAP = DIRECT_ACTION_CONFIDENCE - 0.01
 
@@ -81,6 +92,11 @@ def _with_classifier(guess: _Guess, view: _View, stripped: str, text: str) -> Ro
         if guess.confidence < DIRECT_ACTION_CONFIDENCE:
             guess.confidence = max(guess.confidence, _calibrated(predicted.probability))
         return _build(guess, view, text.strip())
+    typed = any(p.startswith("~") or "/" in p or "\\" in p for p in view.paths)
+    if typed and guess.intent in _TOUCH_FILES and predicted.intent not in _TOUCH_FILES:
+        # A path the person typed: a reading that would not look at it does not contradict
+        # the rules' file reading ("look through ~/Documents and tell me what is there").
+        return _build(guess, view, text.strip())
     contested = predicted.intent is Intent.MEMORY_WRITE or (
         guess.confidence >= DIRECT_ACTION_CONFIDENCE and predicted.probability < OVERRULE
     )
@@ -88,6 +104,14 @@ def _with_classifier(guess: _Guess, view: _View, stripped: str, text: str) -> Ro
         # The rules' reading stands, but another reading contradicts it: not sure enough to
         # act on directly ("what's the diffrence between RAM and storage" is not a RAM readout).
         guess.confidence = min(guess.confidence, CONTESTED_CONFIDENCE)
+        return _build(guess, view, text.strip())
+    if (
+        not GUESS_OVERRULES_RULES
+        and predicted.probability < CLASSIFIER_SURE
+        and guess.confidence > NOTHING_MATCHED_CONFIDENCE
+    ):
+        # A guess against a reading the rules made ("which of my documents looks like a
+        # budget?" as an investigation, against a file task): the rules' reading stands.
         return _build(guess, view, text.strip())
     chosen = _Guess(predicted.intent, _calibrated(predicted.probability))
     chosen.arguments = _arguments_for(predicted.intent, view, guess)

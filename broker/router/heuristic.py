@@ -86,6 +86,7 @@ def explain_route(text: str, top: int = 6) -> dict[str, Any]:
     rules = route_rules(text)
     explained: dict[str, Any] = {
         "decided_by": out.source,
+        "how": _how(out, rules),
         "rules": {"intent": rules.intent.value, "confidence": round(rules.confidence, 3)},
     }
     if rules.source != "prefix" and text.strip():
@@ -96,6 +97,22 @@ def explain_route(text: str, top: int = 6) -> dict[str, Any]:
             "features": [[name, round(weight, 3)] for name, weight in predicted.explain(top)],
         }
     return explained
+
+
+def _how(out: RouterOutput, rules: RouterOutput) -> str:
+    """How the two readings made the answer, in words."""
+    if out.source == "prefix":
+        return "the /prefix names the intent"
+    if out.source == "classifier":
+        return "the classifier overruled the rules' reading"
+    if out.confidence < rules.confidence:
+        return (
+            "the rules' reading, contested by the classifier: below the refinement threshold, "
+            "no direct action"
+        )
+    if out.confidence > rules.confidence:
+        return "the rules and the classifier agree"
+    return "the rules' reading stands"
 
 
 def route_rules(text: str) -> RouterOutput:

@@ -366,6 +366,7 @@ def test_route_json_says_what_decided_and_which_words_pushed_the_classifier(user
     assert (data["intent"], data["source"]) == ("system_task", "classifier")
     explained = data["explanation"]
     assert explained["decided_by"] == "classifier"
+    assert explained["how"] == "the classifier overruled the rules' reading"
     assert explained["rules"]["intent"] == "chat_only"  # the rules alone could not place it
     assert explained["classifier"]["intent"] == "system_task"
     features = [name for name, _ in explained["classifier"]["features"]]

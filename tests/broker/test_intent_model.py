@@ -3,11 +3,15 @@ training script that reproduces its file byte for byte."""
 
 from __future__ import annotations
 
+import base64
 import json
+import math
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -160,6 +164,30 @@ def _shipped() -> dict[str, object]:
     return loaded
 
 
+def _packed(data: dict[str, Any], **changes: object) -> dict[str, Any]:
+    """The shipped file with its packed weights changed; `rows` follows `buckets` unless given."""
+    weights = dict(data["weights"])
+    weights.update(changes)
+    if "buckets" in changes and "rows" not in changes:
+        weights["rows"] = len(base64.b64decode(str(changes["buckets"]))) // 4
+        if "values" not in changes:
+            weights["values"] = _floats([0.0] * 9 * weights["rows"])
+    return {**data, "weights": weights}
+
+
+def _ids(buckets: list[int]) -> str:
+    return base64.b64encode(struct.pack(f"<{len(buckets)}I", *buckets)).decode()
+
+
+def _floats(values: list[float]) -> str:
+    return base64.b64encode(struct.pack(f"<{len(values)}f", *values)).decode()
+
+
+def _cut(packed: str) -> str:
+    raw = base64.b64decode(packed)
+    return base64.b64encode(raw[:-2]).decode()
+
+
 @pytest.mark.parametrize(
     ("damage", "says"),
     [
@@ -171,8 +199,16 @@ def _shipped() -> dict[str, object]:
             lambda d: {**d, "features": {**d["features"], "char_ngrams": [2, 4]}},
             "made for other features",
         ),
-        (lambda d: {**d, "weights": [[0, 1.0, 2.0]]}, "damaged weight row 0"),
-        (lambda d: {**d, "weights": [[10**9] + [0.0] * 9]}, "damaged weight row 0"),
+        (lambda d: {**d, "weights": [[0, 1.0, 2.0]]}, "has no weights"),
+        (lambda d: _packed(d, values="not base64!"), r"damaged weights \(values"),
+        (lambda d: _packed(d, rows=d["weights"]["rows"] + 1), "for .* rows of 9"),
+        (lambda d: _packed(d, values=_cut(d["weights"]["values"])), "damaged weights"),
+        (lambda d: _packed(d, buckets=_ids([5, 5])), "distinct, ascending and below"),
+        (lambda d: _packed(d, buckets=_ids([10**9])), "distinct, ascending and below"),
+        (
+            lambda d: _packed(d, buckets=_ids([1]), values=_floats([math.nan] * 9)),
+            "not a finite number",
+        ),
         (lambda d: {**d, "bias": [0.0] * 9 + ["x"]}, "invalid bias"),
         (lambda d: {**d, "temperature": -1}, "invalid temperature"),
     ],

@@ -21,6 +21,7 @@ from broker.router import NEEDS_FIELDS, route_heuristic
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode, Intent, RouterOutput, TurnResult
+from tests.support.classifier import read_as
 
 
 class AllowOnce:
@@ -190,9 +191,10 @@ def test_an_unsure_heuristic_is_refined_by_the_model_which_may_change_the_intent
     assert turn.reply == "fake reply"
 
 
-def test_a_message_no_rule_matched_is_refined_by_a_connected_model(tmp_path):
+def test_a_message_no_rule_matched_is_refined_by_a_connected_model(tmp_path, monkeypatch):
     """Chat is only the fallback when nothing matched: it scores below the refinement
     threshold, so the model is asked about exactly the messages the rules could not place."""
+    read_as(monkeypatch, Intent.CHAT_ONLY, 0.3)  # the classifier cannot place it either
     model = RoutingModel(intent=Intent.SYSTEM_TASK, confidence=0.9)
     session = open_session(tmp_path, model=model)
     text = "do the thing"
@@ -202,7 +204,8 @@ def test_a_message_no_rule_matched_is_refined_by_a_connected_model(tmp_path):
     assert route_heuristic(text).confidence < Settings().router.confidence_threshold
 
 
-def test_refinement_switched_off_keeps_the_heuristics(tmp_path):
+def test_refinement_switched_off_keeps_the_heuristics(tmp_path, monkeypatch):
+    read_as(monkeypatch, Intent.CHAT_ONLY, 0.3)
     model = RoutingModel(intent=Intent.SYSTEM_TASK)
     settings = Settings()
     settings.router.model_refinement = False

@@ -209,7 +209,7 @@ def test_replies_render_markdown_and_a_link_opens_nothing_by_itself(
 
     async def scenario() -> None:
         window = await chat.shown()
-        await type_and_send(qtbot, window, "say something")
+        await type_and_send(qtbot, window, "tell me a joke")
         await turn_done(window)
 
     run(scenario())
@@ -263,7 +263,8 @@ def test_stop_during_a_trickling_reply_ends_with_stopped_and_sending_works_again
 
     run(again())
     assert window.input.toPlainText() == ""
-    assert replies(window)[-1].view.toPlainText() == "Second answer."
+    # (Refinement is off in these sessions: an unsure reading also says what it was taken as.)
+    assert replies(window)[-1].view.toPlainText().startswith("Second answer.")
     chat.close()
     model.close()
 
