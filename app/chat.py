@@ -50,6 +50,7 @@ from app.chat_entries import (
 from app.chat_view import Transcript
 from app.windows import confirm, problem_color, spawn, when
 from broker.events import (
+    BackendNamed,
     MemoryNotice,
     PermissionAnswered,
     PermissionAsked,
@@ -104,6 +105,8 @@ class _Turn:
     cards: list[ToolEntry] = field(default_factory=list)
     details: Details = field(default_factory=Details)
     memory: list[MemoryNotice] = field(default_factory=list)
+    # Which model wrote the reply, on the first one of the session (shown below it).
+    backend: str = ""
     shown_memory: list[MemoryEntry] = field(default_factory=list)
     ended: bool = False
     rendered_at: float = 0.0
@@ -565,6 +568,8 @@ class ChatWindow(QWidget):
             self._schedule_render()
         elif isinstance(event, MemoryNotice):
             turn.memory.append(event)
+        elif isinstance(event, BackendNamed):
+            turn.backend = event.text
         elif isinstance(event, TurnEnded):
             self._finish(turn, event.status, event.result)
 
@@ -633,6 +638,8 @@ class ChatWindow(QWidget):
             turn.reply.status = "failed" if result.failed else status
             turn.reply.details = turn.details
             self.transcript.refresh(turn.reply)
+        if turn.backend and status != "cancelled":
+            self.transcript.append(NoticeEntry(body=turn.backend, tone="info"))
         for notice in turn.memory:
             entry = memory_entry(notice)
             turn.shown_memory.append(entry)

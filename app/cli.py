@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -296,6 +296,24 @@ def _turn_json(turn: Any) -> dict[str, Any]:
     return data
 
 
+def _ask_events(*, debug: bool, name_backend: bool) -> Callable[[object], None] | None:
+    """What `ask` shows of a turn as it runs, on stderr: which model answered (the first reply
+    a model writes says so) and, with --debug-routing, each stage's output."""
+    if not debug and not name_backend:
+        return None
+
+    def show(event: object) -> None:
+        from broker.events import BackendNamed
+
+        if isinstance(event, BackendNamed):
+            if name_backend:
+                sys.stderr.write(f"({event.text})\n")
+        elif debug:
+            _trace_to_stderr(event)
+
+    return show
+
+
 def _trace_to_stderr(event: object) -> None:
     """--debug-routing: each pipeline stage's output, one JSON line per stage, from the turn's
     events (the same ones the desktop app shows)."""
@@ -367,7 +385,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         model=choice.model,
         model_problem=choice.problem,
         prompter=prompter,
-        events=_trace_to_stderr if args.debug_routing else None,
+        events=_ask_events(debug=args.debug_routing, name_backend=not args.json),
         memory_opener=open_memory,
         temporary=args.temporary,
     )
@@ -661,6 +679,37 @@ def _audit_line(record: dict[str, Any]) -> str:
     return f"{record.get('seq') or '?':>6} {when} {turn:<14} {event.lower():<18} {summary}"
 
 
+def cmd_models(args: argparse.Namespace) -> int:
+    from broker.models import ModelChoiceError, catalog, choose
+    from broker.settings import load_settings
+
+    home = home_from(args)
+    settings = load_settings(home)
+    if args.models_cmd == "use":
+        try:
+            chosen = choose(home, settings, args.name)
+        except ModelChoiceError as exc:
+            raise UsageError(str(exc)) from exc
+        emit(
+            {"chosen": chosen, "url": settings.llm.url, "model": settings.llm.model},
+            args.json,
+            f"From now on: {chosen}.",
+        )
+        return EXIT_OK
+    entries = catalog(settings)
+    lines = [
+        f"{'*' if e.current else ' '} {e.name}  ({e.backend}"
+        + ("" if e.url == "embedded" else f", {e.url}")
+        + ")"
+        for e in entries
+    ]
+    if not entries:
+        lines = ["No models: no local server answers, and the embedded model is not installed."]
+    lines.append(f"(llm.url = {settings.llm.url}; choose with `chamberlain models use NAME`)")
+    emit([e.as_dict() for e in entries], args.json, "\n".join(lines))
+    return EXIT_OK
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from broker.doctor import run_checks
 
@@ -777,6 +826,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     mem = add_memory_parser(sub, common, _Parser)
     mem.set_defaults(func=lambda args: cmd_memory(args, home_from(args)))
+
+    mo = sub.add_parser("models", parents=[common], help="list the models, or choose one")
+    msub = mo.add_subparsers(dest="models_cmd", required=True, parser_class=_Parser)
+    msub.add_parser("list", parents=[common], help="the embedded model and local servers' models")
+    use = msub.add_parser("use", parents=[common], help="answer with NAME from now on")
+    use.add_argument("name", help="a model id from `models list`, 'embedded', 'auto' or 'none'")
+    mo.set_defaults(func=cmd_models)
 
     doc = sub.add_parser("doctor", parents=[common], help="what works on this machine")
     doc.add_argument("--llm", help="model endpoint to check instead of the configured one")

@@ -133,7 +133,12 @@ class Shell(QObject):
 
         session = self.assistant.session
         choice = await self.assistant.run_io(connect_model, session.settings)
+        old = session.model
         session.use_model(choice.model, choice.problem)
+        close = getattr(old, "close", None)
+        if old is not None and old is not choice.model and callable(close):
+            # The embedded model frees its memory; a server client its connections.
+            await self.assistant.run_io(close)
 
     async def open_memory(self) -> None:
         """Open memory once per start; ask for the passphrase in a dialog where needed."""

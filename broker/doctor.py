@@ -70,24 +70,42 @@ def _secret(home: Path) -> Check:
 
 
 def _model(home: Path, url: str | None) -> Check:
-    from broker.llm.endpoints import resolve_endpoint
+    """The backend a turn would use now, named: a local or hosted server, the embedded model, or
+    none and why. Nothing is contacted but the usual loopback ports ("auto")."""
+    from broker.llm.endpoints import InvalidEndpoint
+    from broker.session import connect_model
 
     try:
-        setting = url or load_settings(home).llm.url
+        settings = load_settings(home)
     except SettingsError:
-        setting = url or "auto"
+        settings = Settings()
+    setting = url or settings.llm.url
     if setting == "none":
-        return Check("model endpoint", False, "disabled (--llm none)", required=False)
-    found = resolve_endpoint(setting)
-    if found is None:
+        return Check("model backend", False, "disabled (--llm none)", required=False)
+    try:
+        choice = connect_model(settings, url)
+    except InvalidEndpoint as exc:
+        return Check("model backend", False, str(exc), required=False)
+    model = choice.model
+    if model is None:
         return Check(
-            "model endpoint",
+            "model backend",
             False,
-            "no OpenAI-compatible server found; start Ollama, LM Studio, llama.cpp server or "
-            "vLLM, or set llm.url — clear requests still work without one",
+            f"{choice.problem} Clear requests still work without a model; start Ollama, LM "
+            "Studio, llama.cpp server or vLLM, or set llm.url.",
             required=False,
         )
-    return Check("model endpoint", True, found, required=False)
+    if model.is_embedded:
+        return Check(
+            "model backend",
+            True,
+            f"embedded: {model.name}, offline. A larger local model gives better answers: "
+            "start Ollama or LM Studio and Chamberlain uses it (or set llm.url).",
+            required=False,
+        )
+    where = getattr(model, "base_url", "")
+    name = model.name or "the server's default model"
+    return Check("model backend", True, f"{name} at {where}", required=False)
 
 
 def _audit(home: Path) -> Check:

@@ -124,6 +124,13 @@ class MemoryNotice(TurnEvent):
 
 
 @dataclass(frozen=True)
+class BackendNamed(TurnEvent):
+    """The first reply a model wrote in this session: which model that is, in a sentence."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class TurnEnded(TurnEvent):
     status: Literal["done", "failed", "cancelled"]
     result: TurnResult

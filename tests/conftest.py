@@ -23,6 +23,10 @@ os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
 # the developer's shell would leak into tests; tests that want a home use the `home` fixture.
 for _name in [name for name in os.environ if name.startswith("CHAMBERLAIN_")]:
     del os.environ[_name]
+# "auto" finds no model server in tests; the embedded model it would then load (98 MB, seconds
+# per reply) is used only by the tests that ask for it (tests/broker/test_embedded.py and the
+# real-model tests), which set CHAMBERLAIN_LLM__EMBEDDED_FALLBACK or pass --llm embedded.
+os.environ["CHAMBERLAIN_LLM__EMBEDDED_FALLBACK"] = "false"
 # Qt widgets in tests render offscreen (pytest-qt makes the QApplication); the screenshots
 # script, not the tests, uses a real X server.
 os.environ["QT_QPA_PLATFORM"] = "offscreen"

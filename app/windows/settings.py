@@ -59,7 +59,7 @@ from broker.settings import Settings, save_settings
 log = logging.getLogger("chamberlain.app.windows.settings")
 
 # The llm.url choices that are not an address.
-AUTO, NONE, CUSTOM = "auto", "none", "custom"
+AUTO, EMBEDDED, NONE, CUSTOM = "auto", "embedded", "none", "custom"
 
 # Settings the running session reads as it goes (the section objects are updated in place):
 # they apply to the next request. The permission broker copies its two at start, so the
@@ -113,7 +113,14 @@ _NUMBERS: tuple[tuple[str, str, str], ...] = (
 
 
 _URL_HINTS = {
-    AUTO: "Tries the usual local ports (Ollama, LM Studio, llama.cpp, vLLM) at each start.",
+    AUTO: (
+        "Tries the usual local ports (Ollama, LM Studio, llama.cpp, vLLM) at each start, and "
+        "uses the embedded model when none answers."
+    ),
+    EMBEDDED: (
+        "SmolLM2-135M, bundled and offline: fine for chat, weak at anything harder. A larger "
+        "local model (Ollama, LM Studio) gives much better answers."
+    ),
     NONE: "Without a model, Chamberlain only carries out requests it can do directly.",
     CUSTOM: "The base address of an OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1.",
     "detected": "A server running on this computer now.",
@@ -123,13 +130,7 @@ _URL_HINTS = {
 def local_servers(timeout_s: float = 0.3) -> list[tuple[str, str]]:
     """(name, base URL) of every local model server that answers, probed on loopback only, on
     the ports "auto" would try (one short GET of /models each)."""
-    # The same probe "auto" uses; endpoints.py only offers the first that answers.
-    found: list[tuple[str, str]] = []
-    for name, port in endpoints.PROBE_PORTS:
-        base_url = f"http://127.0.0.1:{port}/v1"
-        if endpoints._answers_with_models(base_url, timeout_s):
-            found.append((name, base_url))
-    return found
+    return [(server.name, server.base_url) for server in endpoints.local_servers(timeout_s)]
 
 
 def _env_override(path: str) -> str | None:
@@ -461,13 +462,15 @@ class SettingsWindow(QWidget):
         choice = self.url_choice
         choice.blockSignals(True)
         choice.clear()
-        choice.addItem("Automatic (first local server found)", AUTO)
+        choice.addItem("Automatic (first local server found, else the embedded model)", AUTO)
+        choice.addItem("Embedded model (offline, small)", EMBEDDED)
         choice.addItem("No model", NONE)
         for name, url in self._detected:
             choice.addItem(f"{name} — {url}", url)
         choice.addItem("Another address…", CUSTOM)
         value = current.strip()
-        index = choice.findData(value.lower() if value.lower() in (AUTO, NONE) else value)
+        keyword = value.lower() in (AUTO, EMBEDDED, NONE)
+        index = choice.findData(value.lower() if keyword else value)
         if index < 0:
             index = choice.findData(CUSTOM)
             self.url_custom.setText(value)
@@ -505,7 +508,7 @@ class SettingsWindow(QWidget):
     def _key_url(self) -> str | None:
         """The endpoint an API key would belong to: an address, not auto or none."""
         url = self._chosen_url()
-        if url.lower() in (AUTO, NONE, ""):
+        if url.lower() in (AUTO, EMBEDDED, NONE, ""):
             return None
         try:
             return normalise_url(url)
@@ -584,7 +587,7 @@ class SettingsWindow(QWidget):
         data: dict[str, Any] = self.settings.model_dump()
         errors: dict[str, str] = {}
         url = self._chosen_url()
-        if url.lower() not in (AUTO, NONE):
+        if url.lower() not in (AUTO, EMBEDDED, NONE):
             try:
                 normalise_url(url)
             except InvalidEndpoint as exc:

@@ -45,6 +45,9 @@ class AssistantMessage:
     # The stream ended before the server said the reply was complete: content and tool calls
     # are whatever arrived, and may stop mid-sentence or mid-argument.
     cut: bool = False
+    # What the backend left out of the request to fit the model's context (broker.llm.budget),
+    # for the reply to say.
+    context_cuts: tuple[str, ...] = ()
 
 
 class ChatModel(Protocol):

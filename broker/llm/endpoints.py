@@ -13,6 +13,7 @@ import json
 import logging
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 log = logging.getLogger("chamberlain.broker.llm")
@@ -88,6 +89,17 @@ def normalise_url(url: str) -> str:
 
 def _answers_with_models(base_url: str, timeout_s: float) -> bool:
     """One GET {base_url}/models, without proxies: True when it returns a JSON model list."""
+    return server_models(base_url, timeout_s) is not None
+
+
+# A server listing more models than this is cut to this many (the rest are not offered).
+MAX_LISTED_MODELS = 200
+
+
+def server_models(base_url: str, timeout_s: float) -> list[str] | None:
+    """The model ids a server lists at {base_url}/models (one GET, no proxies), or None when it
+    does not answer with a JSON model list. Ids are untrusted text: non-strings, empty or
+    over-long ids and control characters are dropped."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     request = urllib.request.Request(
         f"{base_url}/models", headers={"Accept": "application/json"}, method="GET"
@@ -95,19 +107,47 @@ def _answers_with_models(base_url: str, timeout_s: float) -> bool:
     try:
         with opener.open(request, timeout=timeout_s) as response:
             if response.status != 200:
-                return False
+                return None
             raw = response.read(_PROBE_MAX_BYTES + 1)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         # URLError and timeouts are OSErrors; an HTTP error status is an HTTPError (URLError).
         log.debug("no model server at %s: %s", base_url, exc)
-        return False
+        return None
     if len(raw) > _PROBE_MAX_BYTES:
-        return False
+        return None
     try:
         payload = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return isinstance(payload, dict) and isinstance(payload.get("data"), list)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None
+    if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
+        return None
+    ids: list[str] = []
+    for entry in payload["data"]:
+        name = entry.get("id") if isinstance(entry, dict) else None
+        usable = isinstance(name, str) and 0 < len(name) <= 200 and name.isprintable()
+        if usable and name not in ids:
+            ids.append(str(name))
+        if len(ids) >= MAX_LISTED_MODELS:
+            break
+    return ids
+
+
+@dataclass(frozen=True)
+class LocalServer:
+    name: str
+    base_url: str
+    models: list[str]
+
+
+def local_servers(timeout_s: float = 0.3) -> list[LocalServer]:
+    """Every local server on the usual ports that lists models (loopback only, one GET each)."""
+    found: list[LocalServer] = []
+    for server_name, port in PROBE_PORTS:
+        base_url = f"http://127.0.0.1:{port}/v1"
+        models = server_models(base_url, timeout_s)
+        if models is not None:
+            found.append(LocalServer(server_name, base_url, models))
+    return found
 
 
 def probe_local_servers(timeout_s: float = 0.3) -> str | None:

@@ -426,3 +426,31 @@ def test_a_sure_reading_or_a_chat_is_never_questioned(tmp_path, docs):
     unsure_chat = RouterOutput(intent=Intent.CHAT_ONLY, confidence=0.3, text="meh")
     session.route = lambda text, turn_id=None: unsure_chat  # type: ignore[method-assign]
     assert not session.ask("meh").reply.startswith("I'm not sure what you'd like here")
+
+
+def test_the_first_reply_a_model_writes_names_the_model_once(tmp_path, monkeypatch):
+    from broker.events import BackendNamed
+
+    read_as(monkeypatch, Intent.CHAT_ONLY, 0.9)
+    named: list[str] = []
+    session = open_session(
+        tmp_path,
+        model=RoutingModel(),
+        events=lambda e: named.append(e.text) if isinstance(e, BackendNamed) else None,
+    )
+    first = session.ask("tell me about penguins")
+    assert first.reply == "fake reply"  # the note is an event beside the reply, not in it
+    session.ask("and about seals")
+    assert named == ["Answered by fake-router."]
+    session.use_model(RoutingModel())  # another model: the next reply names it again
+    session.ask("and walruses")
+    assert len(named) == 2
+
+
+def test_a_direct_action_without_a_model_names_no_model(tmp_path, docs):
+    from broker.events import BackendNamed
+
+    named: list[object] = []
+    session = open_session(tmp_path, events=named.append)
+    session.ask(f"list files in {docs}")
+    assert not [e for e in named if isinstance(e, BackendNamed)]

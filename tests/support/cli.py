@@ -30,6 +30,8 @@ def run_cli(
         "CHAMBERLAIN_HOME": str(user / ".chamberlain"),
         "CHAMBERLAIN_MEMORY_PASSPHRASE": PASSPHRASE,
         "CHAMBERLAIN_MEMORY__EXTRACT": "false",
+        # "auto" does not fall back to the embedded model unless a test says so.
+        "CHAMBERLAIN_LLM__EMBEDDED_FALLBACK": "false",
         "PYTHONPATH": str(REPO),
         **(env or {}),
     }

@@ -558,8 +558,10 @@ def test_a_model_tool_call_streams_its_card_before_the_reply(
 
     run(scenario())
     kinds = [type(w).__name__ for w in chat.window.transcript.widgets()]
-    assert kinds == ["UserBubble", "ToolCard", "ReplyBubble"]
+    # The first reply a model writes in a session says which model that is, below it.
+    assert kinds == ["UserBubble", "ToolCard", "ReplyBubble", "NoticeLine"]
     assert replies(chat.window)[0].view.toPlainText() == "Two files: notes and budget."
+    assert "Answered by scripted at http://127.0.0.1" in chat.window.transcript.text()
     chat.close()
     model.close()
 

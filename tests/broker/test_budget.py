@@ -1,0 +1,145 @@
+"""Fitting a turn into the model's context: what is kept, what is cut, and the person is told."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker.llm.budget import (
+    CUT_NOTE,
+    DROPPED_NOTE,
+    describe_cuts,
+    estimate_tokens,
+    fit,
+    message_tokens,
+)
+from broker.llm.embedded import EmbeddedChatModel, embedded_problem
+
+
+def words(text: str) -> int:
+    """A tokenizer stand-in that is easy to reason about: one token a word."""
+    return len(text.split())
+
+
+def turn(*results: str) -> list[dict[str, object]]:
+    messages: list[dict[str, object]] = [
+        {"role": "system", "content": "You help. Anchor: the user is vegan."},
+        {"role": "user", "content": "summarise my notes please"},
+    ]
+    for n, result in enumerate(results):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"c{n}",
+                        "type": "function",
+                        "function": {"name": "file_read", "arguments": "{}"},
+                    }
+                ],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": result})
+    return messages
+
+
+def test_a_request_that_fits_is_sent_as_it_is() -> None:
+    messages = turn("short result")
+    fitted = fit(messages, context_tokens=4096, reply_tokens=512, count=words)
+    assert fitted.messages == messages
+    assert fitted.cuts == []
+    assert not fitted.over
+
+
+def test_older_tool_results_go_first_and_the_system_prompt_and_message_stay() -> None:
+    old, middle, newest = ("old " * 300), ("middle " * 300), ("newest " * 100)
+    messages = turn(old, middle, newest)
+    total = sum(message_tokens(m, words) for m in messages)
+    # Room for everything but about one big result.
+    fitted = fit(messages, context_tokens=total - 250 + 100, reply_tokens=100, count=words)
+    contents = [m.get("content") for m in fitted.messages]
+    assert contents[0] == messages[0]["content"]  # system prompt, anchors included
+    assert contents[1] == messages[1]["content"]  # the person's message
+    assert DROPPED_NOTE in contents  # the oldest result
+    assert contents[-1] == newest  # the one the model is about to use
+    assert middle in contents  # cut only as far as needed
+    assert fitted.cuts == ["an earlier tool result"]
+    assert not fitted.over
+    assert [m["role"] for m in fitted.messages] == [m["role"] for m in messages]
+
+
+def test_the_newest_result_is_cut_in_the_middle_keeping_its_head_and_tail() -> None:
+    result = "HEAD " + "filler " * 5000 + "TAIL"
+    fitted = fit(turn(result), context_tokens=1000, reply_tokens=200, count=words)
+    cut = fitted.messages[-1]["content"]
+    assert isinstance(cut, str)
+    assert cut.startswith("HEAD ")
+    assert cut.endswith("TAIL")
+    assert "characters cut here to fit the model's context" in cut
+    assert fitted.tokens <= 800
+    assert fitted.cuts == ["part of the latest tool result"]
+
+
+def test_a_message_too_long_for_the_model_is_shortened_and_the_person_is_told() -> None:
+    messages = turn()
+    messages[1]["content"] = "please read this: " + "word " * 10000
+    fitted = fit(messages, context_tokens=2000, reply_tokens=500, count=words)
+    assert fitted.cuts == ["part of your message"]
+    assert fitted.tokens <= 1500
+    said = describe_cuts(fitted.cuts)
+    assert said is not None
+    assert "part of your message" in said
+
+
+def test_a_system_prompt_too_big_for_any_cut_is_reported_as_over() -> None:
+    messages = turn()
+    messages[0]["content"] = "rule " * 5000
+    fitted = fit(messages, context_tokens=1000, reply_tokens=100, count=words)
+    assert fitted.over
+    assert fitted.messages[0]["content"] == messages[0]["content"]  # never dropped
+
+
+def test_the_estimate_over_counts_rather_than_under_counts() -> None:
+    english = "The quick brown fox jumps over the lazy dog. " * 20
+    assert estimate_tokens(english) >= len(english) / 4
+    assert estimate_tokens("日本語のテキスト") >= 8  # bytes, not characters
+
+
+def test_the_note_names_each_kind_of_cut_once_with_a_count() -> None:
+    said = describe_cuts(
+        ["an earlier tool result", "an earlier tool result", "part of your message"]
+    )
+    assert said == (
+        "To fit the model's context, I left out an earlier tool result (2×), part of your "
+        "message. A model with a larger context would have seen all of it."
+    )
+    assert describe_cuts([]) is None
+    assert CUT_NOTE.format(n=5).startswith("[…")
+
+
+@pytest.mark.skipif(embedded_problem() is not None, reason=f"{embedded_problem()}")
+def test_the_embedded_model_answers_a_turn_bigger_than_its_context_and_says_what_it_cut() -> None:
+    model = EmbeddedChatModel(context_tokens=1024, max_reply_tokens=32, idle_unload_s=0)
+    try:
+        big = "\n".join(f"line {n}: the meeting moved to room {n % 7}" for n in range(2000))
+        answer = model.chat(turn("x " * 3000, big))
+    finally:
+        model.close()
+    assert "an earlier tool result" in answer.context_cuts
+    assert "part of the latest tool result" in answer.context_cuts
+
+
+def test_a_reply_says_what_the_backend_left_out(tmp_path, monkeypatch) -> None:
+    from broker.llm.base import AssistantMessage
+    from broker.types import Intent
+    from tests.broker.test_session import RoutingModel, open_session
+    from tests.support.classifier import read_as
+
+    class CuttingModel(RoutingModel):
+        def chat(self, messages, tools=None):  # type: ignore[no-untyped-def]
+            return AssistantMessage(content="Here it is.", context_cuts=("part of your message",))
+
+    read_as(monkeypatch, Intent.CHAT_ONLY, 0.9)
+    turn = open_session(tmp_path, model=CuttingModel()).ask("a very long question")
+    assert turn.reply.startswith("Here it is.")
+    assert "I left out part of your message" in turn.reply
