@@ -113,6 +113,7 @@ def connect_model(
             api_key=os.environ.get(settings.llm.api_key_env) or load_api_key(base),
             timeout_s=settings.llm.timeout_s,
             stream=settings.llm.stream,
+            native_tools=settings.llm.native_tools,
         )
     except ModelError as exc:
         return ModelChoice(None, str(exc))

@@ -40,6 +40,10 @@ class LLMSettings(BaseModel):
     # that trickles in or a stream of keep-alives is cut off when it passes.
     timeout_s: float = Field(default=120.0, gt=0)
     stream: bool = True
+    # Whether the server takes tools in the request: None finds out on the first request with
+    # tools (a refusal naming tools switches to the prompt-based protocol); False always uses
+    # the prompt protocol; True never falls back.
+    native_tools: bool | None = None
     # "auto" falls back to the embedded model when no local server answers.
     embedded_fallback: bool = True
     # The embedded model is unloaded after this long without use (it loads again when needed).

@@ -38,6 +38,7 @@ from broker.llm.base import (
     delta_sink,
 )
 from broker.llm.endpoints import is_loopback_url
+from broker.llm.tool_protocol import PromptedTools
 from broker.settings import LLMSettings
 from tools.stop import Stopped, stop_hook
 
@@ -218,6 +219,19 @@ class _Deadline:
             return bool(self._sockets)
 
 
+class _ToolsRefused(Exception):
+    """The server answered a request with tools by refusing tools (not the request)."""
+
+
+def _refuses_tools(exc: Exception) -> bool:
+    """A 400/422 whose error names tools: "model does not support tools" (Ollama), "tool
+    choice requires --enable-auto-tool-choice" (vLLM), and the like."""
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+        return False
+    text = _error_excerpt(exc.body, limit=500).lower()
+    return "tool" in text or "function" in text
+
+
 def _shutdown(sock: socket.socket) -> None:
     # OSError: already closed, by the other side or by the pool.
     with contextlib.suppress(OSError):
@@ -311,9 +325,12 @@ class OpenAIChatModel:
         max_retries: int = 0,
         *,
         on_delta: Callable[[str], None] | None = None,
+        native_tools: bool | None = None,
     ) -> None:
         self._base_url = base_url.rstrip("/")
         self._loopback = is_loopback_url(self._base_url)
+        self._native_tools = native_tools
+        self._prompted = PromptedTools(self._chat_plain_text)
         self._timeout_s = timeout_s
         self._stream = stream
         self.on_delta = on_delta
@@ -363,6 +380,7 @@ class OpenAIChatModel:
             timeout_s=settings.timeout_s,
             stream=settings.stream,
             on_delta=on_delta,
+            native_tools=settings.native_tools,
         )
 
     # -- ChatModel -----------------------------------------------------------------------------
@@ -383,8 +401,39 @@ class OpenAIChatModel:
     def is_embedded(self) -> bool:
         return False
 
+    @property
+    def native_tools(self) -> bool | None:
+        """Whether the server takes tools in the request: True, False, or None (not yet known:
+        the first request with tools finds out)."""
+        return self._native_tools
+
     def chat(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> AssistantMessage:
+        if tools and self._native_tools is False:
+            return self._prompted.chat(messages, tools)
+        try:
+            answer = self._chat_once(messages, tools)
+        except _ToolsRefused as refused:
+            # This server (or this model on it) takes no tools: from now on they are described
+            # in the prompt and the reply parsed strictly (broker.llm.tool_protocol).
+            log.info(
+                "%s takes no native tool calls (%s); using the prompt protocol",
+                self._base_url,
+                refused,
+            )
+            self._native_tools = False
+            return self._prompted.chat(messages, tools)
+        if tools:
+            self._native_tools = True
+        return answer
+
+    def _chat_plain_text(self, messages: list[dict[str, Any]]) -> AssistantMessage:
+        """A completion with no tools, for the prompt protocol."""
+        return self._chat_once(messages, None)
+
+    def _chat_once(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> AssistantMessage:
         # The person's Stop cuts the connection as the deadline would, and is told apart.
         with self._deadline() as deadline, stop_hook(lambda: self._stop_call(deadline)):
@@ -404,6 +453,8 @@ class OpenAIChatModel:
                     raise Stopped() from exc
                 if deadline.expired:
                     raise self._timed_out() from exc
+                if tools and self._native_tools is None and _refuses_tools(exc):
+                    raise _ToolsRefused(_error_excerpt(getattr(exc, "body", None))) from exc
                 raise self._translate(exc) from exc
             if deadline.stopped:
                 raise Stopped()

@@ -135,6 +135,46 @@ def test_broken_argument_json_is_passed_through_raw(
 
 
 @both_modes
+def test_a_server_that_refuses_tools_gets_them_in_the_prompt_from_then_on(
+    scripted_server: ServerFactory, stream: bool
+) -> None:
+    """Ollama answers a model without tool support with HTTP 400 "does not support tools": the
+    same request goes again with the tools described in the prompt, the reply's <tool_call>
+    block becomes a real tool call, and later requests skip the refused form."""
+    call = '<tool_call>{"name": "file_read", "arguments": {"path": "/tmp/a.txt"}}</tool_call>'
+    server = scripted_server(
+        [
+            Raw.error(400, "registry.ollama.ai/library/tinyllama does not support tools"),
+            Text(call),
+            Text("I read it."),
+        ]
+    )
+    model = client(server, stream=stream)
+
+    reply = model.chat(USER, tools=[FILE_READ_TOOL])
+    assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
+        ("file_read", {"path": "/tmp/a.txt"})
+    ]
+    assert model.native_tools is False
+    again = model.chat(USER, tools=[FILE_READ_TOOL])
+    assert again.content == "I read it."
+    first, retried, later = server.requests
+    assert "tools" in first
+    assert "tools" not in retried
+    assert "tools" not in later
+    assert "<tool_call>" in retried["messages"][0]["content"]  # the protocol's instructions
+
+
+def test_a_refusal_that_is_not_about_tools_stays_an_error(scripted_server: ServerFactory) -> None:
+    server = scripted_server([Raw.error(400, "context length exceeded")])
+    model = client(server)
+    with pytest.raises(ModelError, match="HTTP 400"):
+        model.chat(USER, tools=[FILE_READ_TOOL])
+    assert model.native_tools is None
+    assert len(server.requests) == 1
+
+
+@both_modes
 def test_tools_are_sent_only_when_there_are_some(
     scripted_server: ServerFactory, stream: bool
 ) -> None:
