@@ -114,6 +114,8 @@ def connect_model(
             timeout_s=settings.llm.timeout_s,
             stream=settings.llm.stream,
             native_tools=settings.llm.native_tools,
+            context_tokens=settings.llm.context_tokens,
+            reply_tokens=settings.llm.reply_tokens,
         )
     except ModelError as exc:
         return ModelChoice(None, str(exc))

@@ -44,6 +44,11 @@ class LLMSettings(BaseModel):
     # tools (a refusal naming tools switches to the prompt-based protocol); False always uses
     # the prompt protocol; True never falls back.
     native_tools: bool | None = None
+    # The server model's context, in tokens, when known (None: not known, nothing is cut): a
+    # request over it (less `reply_tokens`) has its oldest tool results cut first, and the
+    # reply says so. Tokens are estimated from the text (about 3 bytes a token).
+    context_tokens: int | None = Field(default=None, ge=512)
+    reply_tokens: int = Field(default=1024, ge=64)
     # "auto" falls back to the embedded model when no local server answers.
     embedded_fallback: bool = True
     # The embedded model is unloaded after this long without use (it loads again when needed).

@@ -37,6 +37,7 @@ from broker.llm.base import (
     ModelUnavailable,
     delta_sink,
 )
+from broker.llm.budget import estimate_tokens, fit
 from broker.llm.endpoints import is_loopback_url
 from broker.llm.tool_protocol import PromptedTools
 from broker.settings import LLMSettings
@@ -326,7 +327,11 @@ class OpenAIChatModel:
         *,
         on_delta: Callable[[str], None] | None = None,
         native_tools: bool | None = None,
+        context_tokens: int | None = None,
+        reply_tokens: int = 1024,
     ) -> None:
+        self._context_tokens = context_tokens
+        self._reply_tokens = reply_tokens
         self._base_url = base_url.rstrip("/")
         self._loopback = is_loopback_url(self._base_url)
         self._native_tools = native_tools
@@ -381,6 +386,8 @@ class OpenAIChatModel:
             stream=settings.stream,
             on_delta=on_delta,
             native_tools=settings.native_tools,
+            context_tokens=settings.context_tokens,
+            reply_tokens=settings.reply_tokens,
         )
 
     # -- ChatModel -----------------------------------------------------------------------------
@@ -409,6 +416,23 @@ class OpenAIChatModel:
 
     def chat(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> AssistantMessage:
+        cuts: list[str] = []
+        if self._context_tokens is not None:
+            # Cut to the model's context (estimated tokens; the tool schemas count too).
+            schemas = estimate_tokens(json.dumps(tools)) if tools else 0
+            fitted = fit(messages, self._context_tokens - schemas, self._reply_tokens)
+            if fitted.over:
+                raise ModelError(
+                    f"This request does not fit the model's context ({self._context_tokens} "
+                    "tokens, llm.context_tokens) even after cutting tool results and the message."
+                )
+            messages, cuts = fitted.messages, fitted.cuts
+        answer = self._chat_with_tools(messages, tools)
+        return replace(answer, context_cuts=tuple(cuts)) if cuts else answer
+
+    def _chat_with_tools(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> AssistantMessage:
         if tools and self._native_tools is False:
             return self._prompted.chat(messages, tools)

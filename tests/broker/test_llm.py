@@ -165,6 +165,30 @@ def test_a_server_that_refuses_tools_gets_them_in_the_prompt_from_then_on(
     assert "<tool_call>" in retried["messages"][0]["content"]  # the protocol's instructions
 
 
+def test_a_server_with_a_known_context_gets_a_request_cut_to_fit(
+    scripted_server: ServerFactory,
+) -> None:
+    server = scripted_server(["Summary."])
+    model = OpenAIChatModel(
+        server.base_url, model="m", timeout_s=10, context_tokens=2048, reply_tokens=512
+    )
+    messages = [
+        {"role": "system", "content": "You help."},
+        {"role": "user", "content": "summarise the log"},
+        {"role": "tool", "tool_call_id": "c1", "content": "old " * 3000},
+        {"role": "tool", "tool_call_id": "c2", "content": "START " + "new " * 3000 + "END"},
+    ]
+    reply = model.chat(messages)
+    sent = server.requests[0]["messages"]
+    assert sent[0]["content"] == "You help."
+    assert sent[1]["content"] == "summarise the log"
+    assert "dropped to fit" in sent[2]["content"]
+    assert sent[3]["content"].startswith("START ")
+    assert sent[3]["content"].endswith("END")
+    assert len(json.dumps(sent)) < 3 * 2048
+    assert reply.context_cuts == ("an earlier tool result", "part of the latest tool result")
+
+
 def test_a_refusal_that_is_not_about_tools_stays_an_error(scripted_server: ServerFactory) -> None:
     server = scripted_server([Raw.error(400, "context length exceeded")])
     model = client(server)
