@@ -119,6 +119,11 @@ def connect_model(
         )
     except ModelError as exc:
         return ModelChoice(None, str(exc))
+    if model.context_tokens is None:
+        # Not configured: a server on this machine may say (never asked of a remote one).
+        from broker.llm.endpoints import context_tokens
+
+        model.context_tokens = context_tokens(base, model.name)
     return ModelChoice(model)
 
 

@@ -12,6 +12,7 @@ import ipaddress
 import json
 import logging
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
@@ -174,3 +175,89 @@ def resolve_endpoint(url_setting: str, timeout_s: float = 0.3) -> str | None:
     if setting.lower() == "auto":
         return probe_local_servers(timeout_s)
     return normalise_url(setting)
+
+
+def _get_json(url: str, timeout_s: float, body: dict[str, object] | None = None) -> object:
+    """One GET (or POST of `body`) without proxies; the parsed JSON, or None."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        url,
+        data=data,
+        headers={"Accept": "application/json", "Content-Type": "application/json"},
+        method="POST" if body is not None else "GET",
+    )
+    try:
+        with opener.open(request, timeout=timeout_s) as response:
+            if response.status != 200:
+                return None
+            raw = response.read(_PROBE_MAX_BYTES + 1)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    if len(raw) > _PROBE_MAX_BYTES:
+        return None
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None
+
+
+def _positive_int(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 10_000_000:
+        return value
+    return None
+
+
+def context_tokens(base_url: str, model: str | None, timeout_s: float = 0.5) -> int | None:
+    """The context length a local server says its model has, or None when it does not say.
+
+    Asked only of servers on this machine, in the ways each tells it: vLLM's `max_model_len` in
+    its model list, llama.cpp server's `/props`, LM Studio's `/api/v0/models/<id>`, Ollama's
+    `/api/show` (its `num_ctx` parameter when set, else the model's own context length, which
+    Ollama may not use in full: set llm.context_tokens to be exact). Every answer is
+    untrusted: only a positive integer is taken.
+    """
+    if not is_loopback_url(base_url):
+        return None
+    root = base_url.rstrip("/")
+    root = root[: -len("/v1")] if root.endswith("/v1") else root
+    listing = _get_json(f"{root}/v1/models", timeout_s)
+    if isinstance(listing, dict) and isinstance(listing.get("data"), list):
+        for entry in listing["data"]:
+            if isinstance(entry, dict) and (model is None or entry.get("id") == model):
+                found = _positive_int(entry.get("max_model_len"))
+                if found:
+                    return found
+    props = _get_json(f"{root}/props", timeout_s)
+    if isinstance(props, dict):
+        settings = props.get("default_generation_settings")
+        found = _positive_int(settings.get("n_ctx")) if isinstance(settings, dict) else None
+        if found:
+            return found
+    if model:
+        studio = _get_json(f"{root}/api/v0/models/{urllib.parse.quote(model, safe='')}", timeout_s)
+        if isinstance(studio, dict):
+            found = _positive_int(studio.get("loaded_context_length")) or _positive_int(
+                studio.get("max_context_length")
+            )
+            if found:
+                return found
+        shown = _get_json(f"{root}/api/show", timeout_s, {"model": model})
+        if isinstance(shown, dict):
+            return _ollama_context(shown)
+    return None
+
+
+def _ollama_context(shown: dict[str, object]) -> int | None:
+    parameters = shown.get("parameters")
+    if isinstance(parameters, str):
+        for line in parameters.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == "num_ctx" and parts[1].isdigit():
+                return _positive_int(int(parts[1]))
+    info = shown.get("model_info")
+    if isinstance(info, dict):
+        for key, value in info.items():
+            if isinstance(key, str) and key.endswith(".context_length"):
+                return _positive_int(value)
+    return None

@@ -409,6 +409,15 @@ class OpenAIChatModel:
         return False
 
     @property
+    def context_tokens(self) -> int | None:
+        """The model's context in tokens, when known (configured or told by the server)."""
+        return self._context_tokens
+
+    @context_tokens.setter
+    def context_tokens(self, tokens: int | None) -> None:
+        self._context_tokens = tokens
+
+    @property
     def native_tools(self) -> bool | None:
         """Whether the server takes tools in the request: True, False, or None (not yet known:
         the first request with tools finds out)."""

@@ -123,3 +123,25 @@ def test_the_command_line_lists_and_chooses(tmp_path: Path) -> None:
     unknown = run_cli(user, "models", "use", "no-such-model")
     assert unknown.returncode == 2
     assert "no local server lists a model named 'no-such-model'" in unknown.stderr
+
+
+def test_a_local_server_that_tells_its_context_gets_requests_cut_to_it(scripted_server) -> None:
+    from broker.session import connect_model
+
+    listing = {"object": "list", "data": [{"id": "qwen", "max_model_len": 8192}]}
+    server = scripted_server(models_answer=Raw(body=json.dumps(listing)))
+    choice = connect_model(Settings(), server.base_url, "qwen")
+    assert choice.model is not None
+    assert choice.model.context_tokens == 8192  # type: ignore[attr-defined]
+
+
+def test_a_context_told_wrongly_is_ignored_and_a_configured_one_wins(scripted_server) -> None:
+    from broker.session import connect_model
+
+    listing = {"object": "list", "data": [{"id": "qwen", "max_model_len": "lots"}]}
+    server = scripted_server(models_answer=Raw(body=json.dumps(listing)))
+    told = connect_model(Settings(), server.base_url, "qwen").model
+    assert told is not None
+    assert told.context_tokens is None  # type: ignore[attr-defined]
+    configured = connect_model(Settings(llm={"context_tokens": 4096}), server.base_url, "qwen")
+    assert configured.model.context_tokens == 4096  # type: ignore[union-attr]
