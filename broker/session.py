@@ -501,7 +501,8 @@ class Session:
 
     def _backend_note(self, result: ExecutionResult) -> str | None:
         """Which model answered, on the first reply a model wrote in this session."""
-        if self.model is None or self._backend_named or result.iterations == 0 or result.failed:
+        # Also when the reply failed or was cut: which model that was is worth knowing then.
+        if self.model is None or self._backend_named or result.iterations == 0:
             return None
         self._backend_named = True
         return describe_backend(self.model)

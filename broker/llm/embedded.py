@@ -66,6 +66,36 @@ def bundled_model_path() -> Path | None:
     return None
 
 
+# The schema keywords handed to llama.cpp's grammar compiler. Length, size and pattern limits
+# are left out: a string with maxLength 4096 makes the compiler build a grammar so large that
+# the process dies (SIGSEGV, seen here with llama-cpp-python 0.3.36), and the caller validates
+# the answer against the full schema anyway.
+_GRAMMAR_KEYS = frozenset({"type", "properties", "required", "items", "enum", "const", "anyOf"})
+_GRAMMAR_DEPTH = 8
+
+
+def grammar_schema(schema: object, depth: int = 0) -> dict[str, Any]:
+    """`schema` reduced to the keywords llama.cpp's grammar handles safely (see _GRAMMAR_KEYS);
+    past `_GRAMMAR_DEPTH` levels, or on anything that is not a schema object, any JSON value."""
+    if not isinstance(schema, dict) or depth > _GRAMMAR_DEPTH:
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key not in _GRAMMAR_KEYS:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {str(name): grammar_schema(sub, depth + 1) for name, sub in value.items()}
+        elif key == "items":
+            out[key] = grammar_schema(value, depth + 1)
+        elif key == "anyOf" and isinstance(value, list):
+            out[key] = [grammar_schema(sub, depth + 1) for sub in value]
+        elif key in ("required", "enum") and isinstance(value, list):
+            out[key] = list(value)
+        elif key in ("type", "const"):
+            out[key] = value
+    return out
+
+
 def runtime_available() -> bool:
     """Whether llama-cpp-python is installed (looked up, not imported: importing loads the
     shared library, ~0.2 s)."""
@@ -174,10 +204,11 @@ class EmbeddedChatModel:
     def chat_json(
         self, messages: list[dict[str, Any]], schema: dict[str, Any], schema_name: str
     ) -> str:
-        """A reply constrained by llama.cpp's grammar to JSON matching `schema`."""
+        """A reply constrained by llama.cpp's grammar to JSON of `schema`'s shape (types,
+        properties, required keys, enums: `grammar_schema`); the caller validates the rest."""
         reply = self._generate(
             messages,
-            response_format={"type": "json_object", "schema": schema},
+            response_format={"type": "json_object", "schema": grammar_schema(schema)},
             show=False,
         )
         return reply.content
