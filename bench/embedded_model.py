@@ -10,9 +10,9 @@ by its PID). Figures:
 - ``import``: importing llama_cpp in a fresh interpreter (loads the shared library);
 - ``load``: `EmbeddedChatModel` loading the weights (first use), after an unload each round;
 - ``first token`` and ``tokens/s``: one chat reply of up to 128 tokens, streamed, in process;
-- ``client overhead``: the same streamed request (the body our client sends; a one-word
-  reply), sent by `OpenAIChatModel.chat` and by a bare `http.client` POST reading the SSE stream
-  to its end, rounds interleaved; the ratio of the medians;
+- ``client overhead``: the same streamed request (the body our client sends, at temperature 0:
+  the same reply both ways), sent by `OpenAIChatModel.chat` and by a bare `http.client` POST
+  reading the SSE stream to its end, rounds interleaved; the ratio of the medians;
 - ``budget``: `broker.llm.budget.fit` on a turn with an 8 KB tool result, counting with the
   model's tokenizer and with the estimate.
 
@@ -114,11 +114,12 @@ def client_overhead(rounds: int) -> dict[str, Any]:
     assert path is not None
     ours, bare = [], []
     with LlamaServer(path) as server:
-        client = OpenAIChatModel(server.base_url, model=MODEL_ALIAS, timeout_s=120, stream=True)
-        # Exactly the body our client sends (model, messages, stream): the server's own
-        # sampling defaults apply to both, and a one-word reply keeps generation short and its
-        # length steady.
-        body = {"model": MODEL_ALIAS, "messages": SHORT, "stream": True}
+        client = OpenAIChatModel(
+            server.base_url, model=MODEL_ALIAS, timeout_s=120, stream=True, temperature=0.0
+        )
+        # Exactly the body our client sends (model, messages, stream, temperature 0): greedy
+        # decoding, so both get the same reply, token for token.
+        body = {"model": MODEL_ALIAS, "messages": SHORT, "stream": True, "temperature": 0.0}
         _direct(server.port, body)  # warm up: the server's first request loads its caches
         for _ in range(rounds):
             bare.append(_direct(server.port, body))
@@ -190,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     machine = report["machine"]
     print("# The embedded model (SmolLM2-135M-Instruct, Q4_1) here\n")
     print(
-        f"- machine: {machine.get('cpu')}, {machine.get('nproc')} cpus, load {machine.get('load')}"
+        f"- machine: {machine.get('cpu')}, {machine.get('nproc')} cpus, "
+        f"load {machine.get('load_average')}, {machine.get('date')}"
     )
     print(f"- import llama_cpp: {report['import_s'] * 1000:.0f} ms")
     inproc = report["in_process"]

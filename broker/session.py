@@ -116,6 +116,7 @@ def connect_model(
             native_tools=settings.llm.native_tools,
             context_tokens=settings.llm.context_tokens,
             reply_tokens=settings.llm.reply_tokens,
+            temperature=settings.llm.temperature,
         )
     except ModelError as exc:
         return ModelChoice(None, str(exc))

@@ -49,6 +49,8 @@ class LLMSettings(BaseModel):
     # reply says so. Tokens are estimated from the text (about 3 bytes a token).
     context_tokens: int | None = Field(default=None, ge=512)
     reply_tokens: int = Field(default=1024, ge=64)
+    # Sampling temperature sent with every chat request; None leaves the server's default.
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     # "auto" falls back to the embedded model when no local server answers.
     embedded_fallback: bool = True
     # The embedded model is unloaded after this long without use (it loads again when needed).

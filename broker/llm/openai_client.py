@@ -329,7 +329,9 @@ class OpenAIChatModel:
         native_tools: bool | None = None,
         context_tokens: int | None = None,
         reply_tokens: int = 1024,
+        temperature: float | None = None,
     ) -> None:
+        self._temperature = temperature
         self._context_tokens = context_tokens
         self._reply_tokens = reply_tokens
         self._base_url = base_url.rstrip("/")
@@ -388,6 +390,7 @@ class OpenAIChatModel:
             native_tools=settings.native_tools,
             context_tokens=settings.context_tokens,
             reply_tokens=settings.reply_tokens,
+            temperature=settings.temperature,
         )
 
     # -- ChatModel -----------------------------------------------------------------------------
@@ -648,6 +651,7 @@ class OpenAIChatModel:
             messages=cast(Any, messages),
             tools=cast(Any, tools) if tools else openai.omit,
             stream=False,
+            temperature=self._temperature if self._temperature is not None else openai.omit,
             timeout=deadline.remaining(),
         )
         message = self._collect_plain(response)
@@ -705,6 +709,7 @@ class OpenAIChatModel:
             messages=cast(Any, messages),
             tools=cast(Any, tools) if tools else openai.omit,
             stream=True,
+            temperature=self._temperature if self._temperature is not None else openai.omit,
             timeout=deadline.remaining(),
         )
         received = 0

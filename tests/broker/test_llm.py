@@ -775,3 +775,13 @@ def test_scripted_server_stops_cleanly() -> None:
 
     with pytest.raises(ModelUnavailable):
         OpenAIChatModel(url, model="m", timeout_s=2).chat(USER)
+
+
+def test_a_configured_temperature_is_sent_and_none_leaves_the_servers_default(
+    scripted_server: ServerFactory,
+) -> None:
+    server = scripted_server(["a", "b"])
+    OpenAIChatModel(server.base_url, model="m", timeout_s=10, temperature=0.0).chat(USER)
+    OpenAIChatModel(server.base_url, model="m", timeout_s=10).chat(USER)
+    assert server.requests[0]["temperature"] == 0.0
+    assert "temperature" not in server.requests[1]
