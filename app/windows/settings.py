@@ -482,7 +482,16 @@ class SettingsWindow(QWidget):
         data = self.url_choice.currentData()
         custom = data == CUSTOM
         self.url_custom.setVisible(custom)
-        self.fields["llm.url"].hint.setText(_URL_HINTS.get(str(data), _URL_HINTS["detected"]))
+        field = self.fields["llm.url"]
+        field.hint.setText(_URL_HINTS.get(str(data), _URL_HINTS["detected"]))
+        # A model name is a server's: the embedded model and "no model" take none.
+        serverless = data in (EMBEDDED, NONE)
+        self.model_name.setEnabled(not serverless)
+        self.model_name.setPlaceholderText(
+            "Not used without a server" if serverless else "The server's default model"
+        )
+        if serverless:
+            field.set_note("")  # what this choice means, rather than which servers answered
         if custom and self.isVisible():
             self.url_custom.setFocus()
         self._update_key_row()
@@ -564,7 +573,9 @@ class SettingsWindow(QWidget):
         self._detected = found
         current = self._chosen_url()
         self._fill_url_choice(current)
-        if found:
+        if self.url_choice.currentData() in (EMBEDDED, NONE):
+            field.set_note("")
+        elif found:
             names = ", ".join(name for name, _ in found)
             field.set_note(f"Found running here: {names}.", good=True)
         else:
@@ -593,7 +604,8 @@ class SettingsWindow(QWidget):
             except InvalidEndpoint as exc:
                 errors["llm.url"] = str(exc) if url else "Type the model server's address."
         data["llm"]["url"] = url
-        data["llm"]["model"] = self.model_name.text().strip() or None
+        serverless = url.lower() in (EMBEDDED, NONE)
+        data["llm"]["model"] = None if serverless else (self.model_name.text().strip() or None)
         for path, edit in self.numbers.items():
             section, name = path.split(".")
             data[section][name] = edit.text().strip()

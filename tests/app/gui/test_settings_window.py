@@ -172,6 +172,20 @@ def test_local_servers_are_detected_listed_and_can_be_picked(
     assert str(getattr(assistant.session.model, "base_url", "")).rstrip("/") == server.base_url
 
 
+def test_the_embedded_model_is_a_choice_that_takes_no_model_name(qtbot, run, window, app_home):
+    _type(qtbot, window.model_name, "llama3")
+    window.url_choice.setCurrentIndex(window.url_choice.findData("embedded"))
+    assert not window.model_name.isEnabled()
+    hint = window.fields["llm.url"].hint
+    assert hint.isVisibleTo(window)
+    assert "A larger local model" in hint.text()
+
+    assert run(window.save()) is True
+
+    saved = load_settings(app_home)
+    assert (saved.llm.url, saved.llm.model) == ("embedded", None)
+
+
 def test_start_at_login_writes_and_removes_the_autostart_entry(qtbot, run, window, config_home):
     entry = config_home / "autostart" / "chamberlain.desktop"
     assert not window.start_at_login.isChecked()
