@@ -49,6 +49,7 @@ CONTEXT_TOKENS = 4096
 # The longest reply: a model that never stops is cut here (and the reply marked cut).
 MAX_REPLY_TOKENS = 512
 MAX_CONTENT_CHARS = 64 * 1024
+REPEAT_PENALTY = 1.15
 
 
 def bundled_model_path() -> Path | None:
@@ -262,6 +263,9 @@ class EmbeddedChatModel:
                     stream=True,
                     max_tokens=self._max_reply_tokens,
                     temperature=0.2,
+                    # A 135M model repeats itself ("A: The Monk" until the token limit) without
+                    # a penalty; JSON under a grammar needs its repeated quotes and braces.
+                    repeat_penalty=1.0 if response_format else REPEAT_PENALTY,
                     response_format=response_format,
                 )
                 text, finish, cut = self._collect(chunks, deadline, stopped, sink)
