@@ -101,25 +101,7 @@ def server_models(base_url: str, timeout_s: float) -> list[str] | None:
     """The model ids a server lists at {base_url}/models (one GET, no proxies), or None when it
     does not answer with a JSON model list. Ids are untrusted text: non-strings, empty or
     over-long ids and control characters are dropped."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    request = urllib.request.Request(
-        f"{base_url}/models", headers={"Accept": "application/json"}, method="GET"
-    )
-    try:
-        with opener.open(request, timeout=timeout_s) as response:
-            if response.status != 200:
-                return None
-            raw = response.read(_PROBE_MAX_BYTES + 1)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        # URLError and timeouts are OSErrors; an HTTP error status is an HTTPError (URLError).
-        log.debug("no model server at %s: %s", base_url, exc)
-        return None
-    if len(raw) > _PROBE_MAX_BYTES:
-        return None
-    try:
-        payload = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        return None
+    payload = _get_json(f"{base_url}/models", timeout_s)
     if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
         return None
     ids: list[str] = []
@@ -192,7 +174,9 @@ def _get_json(url: str, timeout_s: float, body: dict[str, object] | None = None)
             if response.status != 200:
                 return None
             raw = response.read(_PROBE_MAX_BYTES + 1)
-    except (urllib.error.URLError, OSError, ValueError):
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        # URLError and timeouts are OSErrors; an HTTP error status is an HTTPError (URLError).
+        log.debug("no answer from %s: %s", url, exc)
         return None
     if len(raw) > _PROBE_MAX_BYTES:
         return None
@@ -202,8 +186,14 @@ def _get_json(url: str, timeout_s: float, body: dict[str, object] | None = None)
         return None
 
 
-def _positive_int(value: object) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 10_000_000:
+# A context length told by a server is taken only within these bounds (llm.context_tokens has
+# the same floor): a server saying 1 would otherwise make every request "not fit".
+_CONTEXT_BOUNDS = (512, 10_000_000)
+
+
+def _context_length(value: object) -> int | None:
+    low, high = _CONTEXT_BOUNDS
+    if isinstance(value, int) and not isinstance(value, bool) and low <= value < high:
         return value
     return None
 
@@ -225,19 +215,19 @@ def context_tokens(base_url: str, model: str | None, timeout_s: float = 0.5) -> 
     if isinstance(listing, dict) and isinstance(listing.get("data"), list):
         for entry in listing["data"]:
             if isinstance(entry, dict) and (model is None or entry.get("id") == model):
-                found = _positive_int(entry.get("max_model_len"))
+                found = _context_length(entry.get("max_model_len"))
                 if found:
                     return found
     props = _get_json(f"{root}/props", timeout_s)
     if isinstance(props, dict):
         settings = props.get("default_generation_settings")
-        found = _positive_int(settings.get("n_ctx")) if isinstance(settings, dict) else None
+        found = _context_length(settings.get("n_ctx")) if isinstance(settings, dict) else None
         if found:
             return found
     if model:
         studio = _get_json(f"{root}/api/v0/models/{urllib.parse.quote(model, safe='')}", timeout_s)
         if isinstance(studio, dict):
-            found = _positive_int(studio.get("loaded_context_length")) or _positive_int(
+            found = _context_length(studio.get("loaded_context_length")) or _context_length(
                 studio.get("max_context_length")
             )
             if found:
@@ -254,10 +244,10 @@ def _ollama_context(shown: dict[str, object]) -> int | None:
         for line in parameters.splitlines():
             parts = line.split()
             if len(parts) == 2 and parts[0] == "num_ctx" and parts[1].isdigit():
-                return _positive_int(int(parts[1]))
+                return _context_length(int(parts[1]))
     info = shown.get("model_info")
     if isinstance(info, dict):
         for key, value in info.items():
             if isinstance(key, str) and key.endswith(".context_length"):
-                return _positive_int(value)
+                return _context_length(value)
     return None

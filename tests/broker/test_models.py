@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 from pathlib import Path
 
 import pytest
@@ -18,17 +17,11 @@ from broker.llm.embedded import MODEL_NAME, embedded_problem
 from broker.models import ModelChoiceError, catalog, choose
 from broker.settings import Settings, load_settings
 from tests.support.cli import run_cli
-from tests.support.openai_server import Raw
+from tests.support.openai_server import Raw, free_port
 
 needs_embedded = pytest.mark.skipif(
     embedded_problem() is not None, reason=f"embedded model not installed: {embedded_problem()}"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -135,10 +128,14 @@ def test_a_local_server_that_tells_its_context_gets_requests_cut_to_it(scripted_
     assert choice.model.context_tokens == 8192  # type: ignore[attr-defined]
 
 
-def test_a_context_told_wrongly_is_ignored_and_a_configured_one_wins(scripted_server) -> None:
+@pytest.mark.parametrize("told", ["lots", 1, -5, True, 10**12])
+def test_a_context_told_wrongly_is_ignored_and_a_configured_one_wins(
+    scripted_server, told: object
+) -> None:
+    """A server saying 1 token would make every request "not fit": only 512 and up is taken."""
     from broker.session import connect_model
 
-    listing = {"object": "list", "data": [{"id": "qwen", "max_model_len": "lots"}]}
+    listing = {"object": "list", "data": [{"id": "qwen", "max_model_len": told}]}
     server = scripted_server(models_answer=Raw(body=json.dumps(listing)))
     told = connect_model(Settings(), server.base_url, "qwen").model
     assert told is not None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,16 +24,11 @@ from typing import Self
 import pytest
 
 from broker.llm.embedded import bundled_model_path, runtime_available
+from tests.support.openai_server import free_port
 
 MODEL_ALIAS = "smollm2-135m"
 START_DEADLINE_S = 90.0
 STOP_GRACE_S = 10.0
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class LlamaServerError(RuntimeError):
