@@ -97,6 +97,24 @@ def grammar_schema(schema: object, depth: int = 0) -> dict[str, Any]:
     return out
 
 
+# llama-cpp-python tokenizes the templated prompt with special tokens parsed, so "<|im_end|>" in
+# a web page, a file or a message would end the turn it sits in and could open a fake system
+# turn. Every "<|" in a message's text is broken with a zero-width space before it is sent.
+_SPECIAL_OPENING = "<|"
+_DEFUSED_OPENING = "<\u200b|"
+
+
+def defused(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` with no text that the tokenizer would read as a control token."""
+    out = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str) and _SPECIAL_OPENING in content:
+            message = {**message, "content": content.replace(_SPECIAL_OPENING, _DEFUSED_OPENING)}
+        out.append(message)
+    return out
+
+
 def runtime_available() -> bool:
     """Whether llama-cpp-python is installed (looked up, not imported: importing loads the
     shared library, ~0.2 s)."""
@@ -259,7 +277,7 @@ class EmbeddedChatModel:
                 # llama-cpp-python types its messages as TypedDicts; ours are validated JSON.
                 create = cast(Callable[..., Iterator[Any]], llama.create_chat_completion)
                 chunks = create(
-                    messages=messages,
+                    messages=defused(messages),
                     stream=True,
                     max_tokens=self._max_reply_tokens,
                     temperature=0.2,
