@@ -15,9 +15,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from broker.profiles import Resolved
 from broker.settings import PolicyOverrides
 from broker.types import Intent, PolicyDecision, RouterOutput
 from tools.manual import Capability
+from tools.mcp.config import McpCategory
 
 log = logging.getLogger("chamberlain.broker.policy")
 
@@ -32,6 +34,9 @@ class IntentPolicy(BaseModel):
     description: str = ""
     allowed: list[str] = Field(default_factory=list)
     forbidden: list[str] = Field(default_factory=list)
+    # Classes of MCP servers' tools (read, write, execute) shown for this intent; a tool the
+    # intent forbids by name stays forbidden.
+    mcp: list[McpCategory] = Field(default_factory=list)
 
 
 class PolicyTable(BaseModel):
@@ -46,7 +51,7 @@ class PolicyTable(BaseModel):
         missing = set(Intent) - set(value)
         if missing:
             raise ValueError(f"intents missing from the table: {sorted(missing)}")
-        if not value[Intent.CHAT_ONLY].allowed == []:
+        if value[Intent.CHAT_ONLY].allowed or value[Intent.CHAT_ONLY].mcp:
             raise ValueError("chat_only must allow no tools: it is where unknown intents land")
         return value
 
@@ -76,11 +81,17 @@ def decide(
     table: PolicyTable,
     tools: Mapping[str, Capability],
     overrides: PolicyOverrides | None = None,
+    *,
+    mcp_tools: Mapping[str, str] | None = None,
+    profile: Resolved | None = None,
 ) -> PolicyDecision:
     """Allowed and forbidden tools, and the capabilities they need, for this turn.
 
-    `tools` maps every registered tool to its capability. Tools the table names but that are not
-    registered are left out; registered tools the table does not allow are forbidden.
+    `tools` maps every registered tool to its capability; `mcp_tools` maps the ones that come
+    from MCP servers to their class (read, write, execute), which the intent's `mcp` list
+    allows. Tools the table names but that are not registered are left out; registered tools
+    the table does not allow are forbidden. `profile` (the tool profile in use, resolved) only
+    narrows: a tool it left out is forbidden whatever else allows it.
     """
     overrides = overrides or PolicyOverrides()
     intent = router.intent if router.intent in table.intents else Intent.CHAT_ONLY
@@ -88,6 +99,9 @@ def decide(
     reasons = [f"intent {intent.value}: {entry.description or 'no description'}"]
 
     wanted = list(entry.allowed)
+    for name, category in sorted((mcp_tools or {}).items()):
+        if category in entry.mcp and name not in wanted:
+            wanted.append(name)
     intent_override = overrides.intents.get(intent.value)
     if intent_override:
         for name in intent_override.add:
@@ -110,6 +124,9 @@ def decide(
             reasons.append(denied[name])
         elif name not in tools:
             reasons.append(f"{name}: not installed")
+        elif profile is not None and name not in profile.tools:
+            why = profile.dropped.get(name, "not in it")
+            reasons.append(f"{name}: left out by the tool profile {profile.profile!r} ({why})")
         else:
             allowed.append(name)
 
@@ -125,13 +142,18 @@ def decide(
     )
 
 
-def coverage_problems(table: PolicyTable, tools: Mapping[str, Capability]) -> list[str]:
+def coverage_problems(
+    table: PolicyTable, tools: Mapping[str, Capability], mcp_tools: Mapping[str, str] | None = None
+) -> list[str]:
     """Registered tools no intent allows: the start-up self-test refuses to run with any."""
     allowed_somewhere: set[str] = set()
+    classes: set[str] = set()
     for entry in table.intents.values():
         allowed_somewhere.update(entry.allowed)
+        classes.update(entry.mcp)
+    mcp_tools = mcp_tools or {}
     return [
         f"tool {name!r} is registered but no intent in the policy table allows it"
         for name in sorted(tools)
-        if name not in allowed_somewhere
+        if name not in allowed_somewhere and mcp_tools.get(name) not in classes
     ]

@@ -19,7 +19,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +38,16 @@ from broker.permissions import (
 from broker.policy import PolicyTable, coverage_problems
 from broker.types import ToolCallRecord, ToolStatus
 from tools.arguments import ToolArguments
-from tools.manual import InvalidArguments, Prepared, Tool, ToolError, ToolRefused, ToolResult
+from tools.manual import (
+    Capability,
+    InvalidArguments,
+    Prepared,
+    Tool,
+    ToolError,
+    ToolRefused,
+    ToolResult,
+    ToolTimedOut,
+)
 from tools.registry import ToolRegistry
 from tools.stop import Stopped, StopSignal, check_stopped, current_stop
 
@@ -93,6 +102,9 @@ class TurnScope:
     turn_id: str
     allowed: Collection[str]
     user_scopes: list[str] = field(default_factory=list)
+    # What each allowed tool could do when the policy gate showed it: a tool whose capability
+    # changed since (an MCP server listing it again as something else) is refused this turn.
+    capabilities: Mapping[str, Capability] | None = None
     # Told when a call starts and ends, and of permission questions (broker/events.py).
     events: TurnObserver | None = None
 
@@ -204,6 +216,13 @@ class ToolRunner:
             )
             return self._finish(turn, call_id, short, raw_arguments, "refused", why, tool)
 
+        was = turn.capabilities.get(name) if turn.capabilities is not None else None
+        if was is not None and tool.capability is not was:
+            why = (
+                f"{name} now says it needs {tool.capability.value}, not the {was.value} it "
+                "was shown with for this request; ask again"
+            )
+            return self._finish(turn, call_id, name, raw_arguments, "refused", why, tool)
         check_stopped()  # nothing is asked or run for a turn the person already stopped
         arguments, values, problem = self._parse_arguments(tool, raw_arguments)
         if arguments is None:
@@ -385,6 +404,18 @@ class ToolRunner:
             why = f"{tool.name} did not finish within {tool.manual.timeout_s:g} s"
             return self._finish(
                 turn, call_id, tool.name, arguments, "timeout", why, tool, token_id, started=started
+            )
+        if isinstance(value, ToolTimedOut):
+            return self._finish(
+                turn,
+                call_id,
+                tool.name,
+                arguments,
+                "timeout",
+                str(value),
+                tool,
+                token_id,
+                started=started,
             )
         if not isinstance(value, ToolResult):
             if isinstance(value, ToolError | OSError | ValueError):

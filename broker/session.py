@@ -40,9 +40,10 @@ from broker.permissions import (
 )
 from broker.policy import PolicyTable, decide, load_policy_table
 from broker.posthooks import MemoryHook, run_posthooks
+from broker.profiles import ProfileError, load_profiles, resolve
 from broker.router import refine_with_model, route_heuristic, understood_reading
 from broker.runner import ToolRunner, TurnScope, self_test
-from broker.settings import Settings, load_settings
+from broker.settings import Settings, SettingsError, load_settings
 from broker.types import GrantMode, Intent, PolicyDecision, RouterOutput, TurnResult
 from tools.manual import RequestWords
 from tools.registry import ToolConfig, ToolRegistry, builtin_registry
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
     # needs memory, not by every session: a direct action never pays for it.
     from broker.memory_hooks import Recollection
     from memory.store import MemoryStore
+    from tools.mcp.config import McpSettings
+    from tools.mcp.hub import McpHub
 
 log = logging.getLogger("chamberlain.broker.session")
 
@@ -189,6 +192,15 @@ class Session:
         self.secret: InstallSecret = load_install_secret(self.home)
         self.audit = AuditLog(self.home / "audit.jsonl", self.clock, key=self.secret.audit_key)
         self_test(self.tools, self.policy_table)
+        self.profiles = load_profiles()
+        try:
+            self.profiles.get(self.settings.profile.name)
+        except ProfileError as exc:
+            raise SettingsError(f"profile.name in the settings: {exc}") from None
+        # The user's MCP servers: connected on the first turn that could use their tools (the
+        # desktop app starts them at once), their tools registered in `self.tools`.
+        self.mcp: McpHub | None = None
+        self.use_mcp(self.settings.mcp)
         self.permissions = PermissionBroker(
             grants=GrantStore(self.home / "grants.json", self.clock, key=self.secret.grants_key),
             tokens=TokenAuthority(self.secret.key, self.clock),
@@ -238,6 +250,23 @@ class Session:
             if hasattr(hook, "model"):
                 hook.model = model
 
+    def use_mcp(self, mcp: McpSettings, *, connect: bool = False) -> McpHub | None:
+        """Use these MCP servers from now on: the old connections end (their tools leave the
+        registry), a new hub is made for `mcp.servers` (None when there are none) and, with
+        `connect`, starts connecting them now (the desktop app) rather than on the first turn
+        that could use them. Returns the new hub."""
+        if self.mcp is not None:
+            self.mcp.close()
+            self.mcp = None
+        self.settings.mcp = mcp
+        if mcp.servers:
+            from tools.mcp.hub import McpHub
+
+            self.mcp = McpHub(mcp.servers, self.tools)
+            if connect:
+                self.mcp.start()
+        return self.mcp
+
     def attach_memory(self, store: MemoryStore) -> None:
         """Use `store` from now on (opened by the caller, e.g. after asking for the passphrase
         in a dialog); the session closes it in `close`."""
@@ -255,7 +284,10 @@ class Session:
                 hook.temporary = temporary
 
     def close(self) -> None:
-        """Close the memory store this session opened itself (one given to it stays open)."""
+        """Disconnect the MCP servers (ending their programs) and close the memory store this
+        session opened itself (one given to it stays open)."""
+        if self.mcp is not None:
+            self.mcp.close()
         if self._opened_writer is None or self.memory is None:
             return
         self.memory.close()
@@ -324,8 +356,21 @@ class Session:
         )
 
     def decide(self, router: RouterOutput) -> PolicyDecision:
-        tools = {tool.name: tool.capability for tool in self.tools}
-        return decide(router, self.policy_table, tools, self.settings.policy)
+        entry = self.policy_table.intents.get(router.intent)
+        if self.mcp is not None and entry is not None and entry.mcp:
+            self.mcp.ensure()  # this turn may be shown MCP tools: have them listed
+        manuals = {tool.name: tool.manual for tool in self.tools}
+        tools = {name: manual.capability for name, manual in manuals.items()}
+        mcp_tools = {n: m.category for n, m in manuals.items() if m.source == "mcp"}
+        profile = resolve(self.settings.profile.name, self.profiles, manuals, self.settings.profile)
+        return decide(
+            router,
+            self.policy_table,
+            tools,
+            self.settings.policy,
+            mcp_tools=mcp_tools,
+            profile=profile,
+        )
 
     def ask(
         self,
@@ -421,9 +466,13 @@ class Session:
         emit(observer, PolicyDecided(turn_id, policy))
         check_stopped()
 
+        shown = {
+            name: tool.capability for name in policy.allowed_tools if (tool := self.tools.get(name))
+        }
         scope = TurnScope(
             turn_id=turn_id,
             allowed=policy.allowed_tools,
+            capabilities=shown,
             user_scopes=user_scopes(router, self.tool_config, self.tools),
             events=observer,
         )

@@ -16,9 +16,12 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from broker.profiles import ProfileOverrides
+from tools.mcp.config import McpSettings
+
 log = logging.getLogger("chamberlain.broker.settings")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def default_home() -> Path:
@@ -152,6 +155,12 @@ class ChatSettings(BaseModel):
     retention_days: float = Field(default=90.0, ge=0)
 
 
+class ProfileSettings(ProfileOverrides):
+    """The tool profile in use (resources/profiles.toml) and the user's changes to it."""
+
+    name: str = "everything"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CHAMBERLAIN_", env_nested_delimiter="__")
 
@@ -165,6 +174,9 @@ class Settings(BaseSettings):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     web: WebSettings = Field(default_factory=WebSettings)
     chat: ChatSettings = Field(default_factory=ChatSettings)
+    # MCP servers whose tools Chamberlain may offer (tools/mcp/config.py).
+    mcp: McpSettings = Field(default_factory=McpSettings)
+    profile: ProfileSettings = Field(default_factory=ProfileSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -191,8 +203,14 @@ def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
+def _v2_to_v3(raw: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 added `mcp` (MCP servers) and `profile` (the tool profile); a version 2 file
+    has neither and gets the defaults: no servers, the `everything` profile."""
+    return raw
+
+
 # _STEPS[v] takes a file from schema_version v to v + 1. Append only.
-_STEPS = {1: _v1_to_v2}
+_STEPS = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def _migrate(raw: dict[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,11 @@ class Capability(StrEnum):
     # Handing a path or URL to the desktop's default application (outside our sandbox).
     OPEN_EXTERNAL = "open_external"
     MEMORY_WRITE = "memory_write"
+    # A tool of an MCP server, by what it does (tools/mcp/classify.py). Scope `mcp:<tool>`,
+    # or `mcp:<server>__*` for every tool of that class on that server.
+    MCP_READ = "mcp_read"
+    MCP_WRITE = "mcp_write"
+    MCP_EXECUTE = "mcp_execute"
 
 
 # Capabilities whose scope is a filesystem path prefix. Others are scoped by "*" for now
@@ -73,6 +78,11 @@ class ToolManual(BaseModel):
 
 class ToolError(Exception):
     """A tool failed in a way the user (and the model) should be told about, in plain words."""
+
+
+class ToolTimedOut(ToolError):
+    """The tool gave up waiting on what it runs (a server that does not answer): reported as a
+    timeout, like a call the runner itself ended."""
 
 
 class InvalidArguments(ToolError):

@@ -7,6 +7,7 @@ the runner).
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,31 +16,61 @@ from tools.manual import Tool, ToolManual
 
 
 class ToolRegistry:
+    """Thread-safe: an MCP server's tools come and go on the hub's thread while turns read."""
+
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        # Tools that arrive and leave together (an MCP server's): group → their names.
+        self._groups: dict[str, set[str]] = {}
+        self._lock = threading.RLock()
         for tool in tools:
             self.register(tool)
 
     def register(self, tool: Tool) -> None:
-        if tool.name in self._tools:
-            raise ValueError(f"tool {tool.name!r} is registered twice")
-        self._tools[tool.name] = tool
+        with self._lock:
+            if tool.name in self._tools:
+                raise ValueError(f"tool {tool.name!r} is registered twice")
+            self._tools[tool.name] = tool
+
+    def replace_group(self, group: str, tools: Iterable[Tool]) -> dict[str, str]:
+        """Make `tools` the group's tools, dropping the ones it had before. A tool whose name
+        another tool (a builtin, another group's) already has is not registered: the returned
+        map names each such tool with why."""
+        refused: dict[str, str] = {}
+        with self._lock:
+            for name in self._groups.pop(group, set()):
+                self._tools.pop(name, None)
+            kept: set[str] = set()
+            for tool in tools:
+                if tool.name in self._tools or tool.name in kept:
+                    refused[tool.name] = "another tool already has this name"
+                    continue
+                self._tools[tool.name] = tool
+                kept.add(tool.name)
+            if kept:
+                self._groups[group] = kept
+        return refused
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        with self._lock:
+            return self._tools.get(name)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        with self._lock:
+            return name in self._tools
 
     def __iter__(self) -> Iterator[Tool]:
-        return iter(self._tools.values())
+        with self._lock:
+            return iter(list(self._tools.values()))
 
     def names(self) -> list[str]:
-        return sorted(self._tools)
+        with self._lock:
+            return sorted(self._tools)
 
     def manuals(self, names: Iterable[str] | None = None) -> list[ToolManual]:
-        wanted = self.names() if names is None else sorted(set(names))
-        return [self._tools[n].manual for n in wanted if n in self._tools]
+        with self._lock:
+            wanted = sorted(self._tools) if names is None else sorted(set(names))
+            return [self._tools[n].manual for n in wanted if n in self._tools]
 
 
 @dataclass(frozen=True)

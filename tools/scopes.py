@@ -17,6 +17,8 @@ Both are strings whose form depends on the capability:
 - screen_read: `display:<name>` for both, or the scope `*` for any display.
 - open_external: `path:<abs>` or `url:<url>`; covers only exactly the same string.
 - system_read, memory_write: no targets; the scope is `*`.
+- mcp_read, mcp_write, mcp_execute: the target is `mcp:<server>__<tool>`; the scope is the same
+  string (that tool), or `mcp:<server>__*` (every tool of that server in that class).
 
 `<argv>` is the normalised command line (`shlex.join` of each command, ` | ` between the commands
 of a pipeline). Hosts are lower-case IDNA. This module never touches the filesystem for scopes
@@ -40,6 +42,15 @@ _IN = "\nin "
 _CLASSES = ("readonly:", "command:", "code:")
 
 UNSCOPED_CAPS = frozenset({Capability.SYSTEM_READ, Capability.MEMORY_WRITE})
+MCP_CAPS = frozenset({Capability.MCP_READ, Capability.MCP_WRITE, Capability.MCP_EXECUTE})
+MCP_PREFIX = "mcp:"
+
+
+def mcp_server_scope(target: str) -> str | None:
+    """`mcp:<server>__*` for an MCP tool's target `mcp:<server>__<tool>` (None: not one)."""
+    if not target.startswith(MCP_PREFIX) or "__" not in target:
+        return None
+    return target.split("__", 1)[0] + "__*"
 
 
 def _host_of(value: str) -> str | None:
@@ -69,6 +80,10 @@ def covers_one(capability: Capability, scope: str, target: str, *, resolve_scope
         return wanted == granted or wanted.endswith("." + granted)
     if capability is Capability.SCREEN_READ:
         return scope in (ANY, target)
+    if capability in MCP_CAPS:
+        if scope.endswith("__*") and scope.startswith(MCP_PREFIX):
+            return target.startswith(scope[:-1]) and "*" not in target
+        return scope == target and scope != ANY
     return scope == target and scope != ANY
 
 
@@ -181,10 +196,22 @@ def describe_scope(capability: Capability, scope: str) -> str:
         for prefix in _CLASSES:
             if scope.startswith(prefix):
                 return f"`{scope[len(prefix) :]}`"
+    if capability in MCP_CAPS and scope.startswith(MCP_PREFIX):
+        server, _, tool = scope[len(MCP_PREFIX) :].partition("__")
+        if tool == "*":
+            return f"every tool of MCP server '{server}' that {_MCP_VERB[capability]}"
+        return f"the tool {tool} of MCP server '{server}'"
     for prefix in ("domain:", "display:", "path:", "url:"):
         if scope.startswith(prefix):
             return scope[len(prefix) :]
     return scope
+
+
+_MCP_VERB = {
+    Capability.MCP_READ: "only reads",
+    Capability.MCP_WRITE: "changes things",
+    Capability.MCP_EXECUTE: "runs things",
+}
 
 
 def describe_command_call(targets: Iterable[str]) -> str:

@@ -23,6 +23,7 @@ from broker.profiles import (
     resolve,
 )
 from tools.manual import Capability, ToolManual
+from tools.mcp.config import CATEGORY_ORDER
 from tools.registry import builtin_registry
 
 
@@ -291,12 +292,13 @@ def test_the_bundled_profiles_load():
     assert load_profiles().names() == DEFAULT_PROFILES
 
 
-def test_the_bundled_profiles_name_only_real_tools_and_builtin_categories(builtin):
+def test_the_bundled_profiles_name_only_real_tools_and_real_categories(builtin):
     """A typo in profiles.toml would silently deny or require nothing: every name must be a
-    builtin tool, or one the policy table already names (file_write: planned, not built)."""
+    builtin tool, or one the policy table already names (file_write: planned, not built), and
+    every category a builtin one or an MCP tool's class."""
     known_tools = {m.name for m in builtin} | load_policy_table().named_tools()
-    categories = {m.category for m in builtin}
-    assert categories == {"files", "web", "system", "screen"}
+    assert {m.category for m in builtin} == {"files", "web", "system", "screen"}
+    categories = {m.category for m in builtin} | set(CATEGORY_ORDER)
     for p in load_profiles().profiles:
         assert p.categories <= categories, p.name
         assert p.deny | p.require <= known_tools, p.name

@@ -37,7 +37,7 @@ def write(home: Path, data: object) -> Path:
 
 def test_conversations_are_kept_ninety_days_by_default(tmp_path):
     assert load_settings(tmp_path).chat.retention_days == 90.0
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION >= 2
 
 
 def test_a_version_1_file_gains_the_chat_section_and_keeps_everything_else(tmp_path):
@@ -48,7 +48,7 @@ def test_a_version_1_file_gains_the_chat_section_and_keeps_everything_else(tmp_p
     assert settings.executor.max_iterations == 3
     save_settings(tmp_path, settings)
     saved = json.loads((tmp_path / "settings.json").read_text())
-    assert saved["schema_version"] == 2
+    assert saved["schema_version"] == SCHEMA_VERSION
     assert saved["chat"] == {"retention_days": 90.0}
     assert saved["executor"]["max_iterations"] == 3
 

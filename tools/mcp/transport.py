@@ -1,0 +1,206 @@
+"""The stdio transport to an MCP server, with limits: a server is a program of someone else's.
+
+Like the SDK's own stdio client (newline-delimited JSON-RPC over the program's stdin and stdout),
+but it bounds what the server may send: one message may be at most `max_message_bytes`, and at
+most `max_messages_per_s` messages may arrive in a second. A server over either limit has
+*flooded*: it is stopped and the session sees the connection end, with the reason in
+`StdioLink.problem`. The server runs in its own process group (all of it is ended on close),
+with a small environment (what it needs to start, plus the `env` its settings give it: never
+Chamberlain's own API keys), and its stderr is kept only as a short tail for error messages.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.shared.message import SessionMessage
+
+log = logging.getLogger("chamberlain.tools.mcp.transport")
+
+# What a server process inherits from our environment; its settings add the rest.
+INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
+STDERR_TAIL_BYTES = 4096
+STOP_GRACE_S = 2.0
+
+
+@dataclass
+class StdioLink:
+    """What the transport knows of the server process, for status and error messages."""
+
+    pid: int | None = None
+    exit_code: int | None = None
+    # Why the transport ended the connection itself (a flood), else None.
+    problem: str | None = None
+    stderr_tail: collections.deque[bytes] = field(
+        default_factory=lambda: collections.deque(maxlen=64)
+    )
+    closed: anyio.Event = field(default_factory=anyio.Event)
+
+    def last_words(self) -> str:
+        """The last line the server wrote to stderr, for an error message ('' if none)."""
+        text = b"".join(self.stderr_tail)[-STDERR_TAIL_BYTES:].decode("utf-8", "replace")
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return lines[-1][:300] if lines else ""
+
+
+def server_environment(extra: dict[str, str]) -> dict[str, str]:
+    env = {name: os.environ[name] for name in INHERITED_ENV if name in os.environ}
+    env.update(extra)
+    return env
+
+
+def find_program(command: str, env: dict[str, str]) -> str:
+    """The program to start, found on the server's PATH, or FileNotFoundError saying so."""
+    if os.sep in command:
+        if not os.access(command, os.X_OK):
+            raise FileNotFoundError(f"{command} is not an executable program")
+        return command
+    found = shutil.which(command, path=env.get("PATH", os.defpath))
+    if found is None:
+        raise FileNotFoundError(f"the program {command!r} is not installed (not on PATH)")
+    return found
+
+
+@asynccontextmanager
+async def capped_stdio(
+    command: str,
+    args: tuple[str, ...],
+    env: dict[str, str],
+    cwd: str | None,
+    link: StdioLink,
+    *,
+    max_message_bytes: int,
+    max_messages_per_s: int = 2000,
+) -> AsyncIterator[tuple[object, object]]:
+    """Start the server and yield the (read, write) streams a `ClientSession` takes."""
+    full_env = server_environment(env)
+    program = find_program(command, full_env)
+    process = await anyio.open_process(
+        [program, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=full_env,
+        cwd=cwd,
+        start_new_session=True,
+    )
+    link.pid = process.pid
+    read_in, read_out = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    write_in, write_out = anyio.create_memory_object_stream[SessionMessage](16)
+
+    async def flooded(why: str) -> None:
+        link.problem = why
+        log.warning("MCP server (pid %s) %s; stopping it", process.pid, why)
+        _signal_group(process, signal.SIGKILL)
+
+    async def read_stdout() -> None:
+        assert process.stdout is not None
+        buffer = bytearray()
+        window_start, in_window = time.monotonic(), 0
+        try:
+            async with read_in:
+                while True:
+                    try:
+                        chunk = await process.stdout.receive(65536)
+                    except (
+                        anyio.EndOfStream,
+                        anyio.ClosedResourceError,
+                        anyio.BrokenResourceError,
+                    ):
+                        return
+                    buffer += chunk
+                    while (end := buffer.find(b"\n")) >= 0:
+                        line = bytes(buffer[:end])
+                        del buffer[: end + 1]
+                        if not line.strip():
+                            continue
+                        now = time.monotonic()
+                        if now - window_start >= 1.0:
+                            window_start, in_window = now, 0
+                        in_window += 1
+                        if in_window > max_messages_per_s:
+                            await flooded(f"sent more than {max_messages_per_s} messages a second")
+                            return
+                        await read_in.send(_parse(line))
+                    if len(buffer) > max_message_bytes:
+                        await flooded(f"sent a message over {max_message_bytes} bytes")
+                        return
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return
+        finally:
+            link.closed.set()
+
+    async def read_stderr() -> None:
+        assert process.stderr is not None
+        with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            while True:
+                link.stderr_tail.append(await process.stderr.receive(4096))
+
+    async def write_stdin() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_out:
+                async for message in write_out:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send(data.encode("utf-8") + b"\n")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_in.aclose()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read_stdout)
+        group.start_soon(read_stderr)
+        group.start_soon(write_stdin)
+        try:
+            yield read_out, write_in
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(process)
+                link.exit_code = process.returncode
+                for stream in (read_out, write_in):
+                    await stream.aclose()
+            group.cancel_scope.cancel()
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
+
+
+def _signal_group(process: anyio.abc.Process, sig: int) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
+
+
+async def _stop(process: anyio.abc.Process) -> None:
+    """Close stdin and give the server a moment to leave; then end its whole process group."""
+    if process.stdin is not None:
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if sig is not None:
+            _signal_group(process, sig)
+        with anyio.move_on_after(STOP_GRACE_S):
+            while process.returncode is None:  # noqa: ASYNC110 - wait() also waits for EOF
+                await anyio.sleep(0.02)
+        if process.returncode is not None:
+            break
+    # Whatever the leader left behind in its group goes too.
+    _signal_group(process, signal.SIGKILL)
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await stream.aclose()
