@@ -158,6 +158,8 @@ class ChatSettings(BaseModel):
 class ProfileSettings(ProfileOverrides):
     """The tool profile in use (resources/profiles.toml) and the user's changes to it."""
 
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
     name: str = "everything"
 
 

@@ -33,6 +33,21 @@ wanted+=(libegl1 libfontconfig1 libxkbcommon0 libxkbcommon-x11-0 libxcb-cursor0 
   libxcb-keysyms1 libxcb-shape0 libxcb-randr0 libxcb-render-util0 libxcb-xinerama0 libxcb-xkb1
   libdbus-1-3)
 $for_tests && wanted+=(xvfb x11-utils xfonts-base xfonts-100dpi evilwm)
+# The MCP tests run the reference filesystem server (an npm package) with node. Debian's nodejs
+# and npm only for what is missing: a node from NodeSource carries its own npm, and Debian's npm
+# would fight it, so a node without npm is reported, not "fixed".
+node_note=""
+if $for_tests; then
+  command -v node >/dev/null || wanted+=(nodejs)
+  if ! command -v npm >/dev/null; then
+    if ! command -v node >/dev/null \
+      || dpkg-query -W -f='${Version}' nodejs 2>/dev/null | grep -qv nodesource; then
+      wanted+=(npm)
+    else
+      node_note="npm is missing beside $(command -v node); install npm the way that node came"
+    fi
+  fi
+fi
 if [ "$(uname -s)" = Linux ] && command -v dpkg-query >/dev/null && command -v apt-get >/dev/null
 then
   for pkg in "${wanted[@]}"; do
@@ -74,4 +89,22 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -
   kill "$ticker" 2>/dev/null || true
   trap - EXIT
   touch "$stamp"
+fi
+
+# The MCP servers the tests run (tests/support/npm), pinned by its package-lock.json. Installed
+# again only when the lock is newer than the last install; npm writes nothing outside that
+# folder but its own cache (~/.npm).
+if $for_tests; then
+  npm_dir=tests/support/npm
+  npm_stamp=$npm_dir/node_modules/.installed
+  if [ ! -f "$npm_stamp" ] || [ $npm_dir/package-lock.json -nt "$npm_stamp" ] \
+    || [ $npm_dir/package.json -nt "$npm_stamp" ]; then
+    if command -v node >/dev/null && command -v npm >/dev/null; then
+      npm ci --prefix "$npm_dir" --no-audit --no-fund --no-update-notifier --loglevel=error \
+        >/dev/null
+      touch "$npm_stamp"
+    else
+      echo "setup: the MCP tests need node and npm: ${node_note:-apt-get install nodejs npm}" >&2
+    fi
+  fi
 fi

@@ -31,7 +31,7 @@ import anyio
 from tools.manual import Tool, ToolError, ToolManual, ToolResult, ToolTimedOut
 from tools.mcp.classify import SchemaRejected, checked_schema, classify, clean_text, local_name
 from tools.mcp.config import McpServerConfig
-from tools.mcp.transport import StdioLink, capped_stdio
+from tools.mcp.transport import STOP_GRACE_S, StdioLink, capped_stdio
 from tools.registry import ToolRegistry
 from tools.stop import current_stop
 
@@ -168,15 +168,14 @@ class McpHub:
             link.task = asyncio.run_coroutine_threadsafe(self._run(link), loop)  # type: ignore[assignment]
 
     def ensure(self, timeout_s: float | None = None, names: list[str] | None = None) -> None:
-        """Connect what is not connected, and wait (up to each server's connect timeout, or
-        `timeout_s`) until every attempt has ended."""
+        """Connect what is not connected, and wait (up to each server's connect timeout and the
+        time a failed one takes to be stopped, or `timeout_s`) until every attempt has ended."""
         if not self.has_servers():
             return
         self.start(names)
+        longest = max(link.config.connect_timeout_s for link in self._links.values())
         deadline = time.monotonic() + (
-            timeout_s
-            if timeout_s is not None
-            else max(link.config.connect_timeout_s for link in self._links.values()) + 1
+            timeout_s if timeout_s is not None else longest + 2 * STOP_GRACE_S + 1
         )
         for name in names if names is not None else self.names:
             link = self._links.get(name)
@@ -284,10 +283,12 @@ class McpHub:
                 link.settled.set()
                 self._changed()
                 await self._wait_for_end(link)
-                if link.stop.is_set():
-                    link.state = "idle"
-                else:
-                    link.state, link.last_error = "failed", self._why_ended(link, None)
+                link.session = None
+            # The transport has ended the program by now, so its exit code is known.
+            if link.stop.is_set():
+                link.state = "idle"
+            else:
+                link.state, link.last_error = "failed", self._why_ended(link, None)
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
@@ -313,6 +314,7 @@ class McpHub:
                 wait.cancel()
 
     def _why_ended(self, link: _Link, exc: BaseException | None) -> str:
+        exc = _telling(exc)
         stdio = link.stdio
         if stdio is not None and stdio.problem:
             return f"the server {stdio.problem}, so it was stopped"
@@ -502,6 +504,25 @@ class McpToolManual(ToolManual):
 
     extra_remote: str
     why: str
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _telling(exc: BaseException | None) -> BaseException | None:
+    """The exception that says most, out of a task group's bundle: a timeout, then a program
+    that could not be started, then anything else."""
+    if exc is None:
+        return None
+    leaves = _leaves(exc)
+    for kind in (TimeoutError, OSError):
+        for leaf in leaves:
+            if isinstance(leaf, kind):
+                return leaf
+    return leaves[0] if leaves else exc
 
 
 def _exception_words(exc: BaseException) -> str:

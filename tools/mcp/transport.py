@@ -204,3 +204,10 @@ async def _stop(process: anyio.abc.Process) -> None:
         if stream is not None:
             with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await stream.aclose()
+    # asyncio closes a subprocess transport only when it is collected, which may be after the
+    # hub's loop is gone ("Event loop is closed"); close it now, while the loop runs.
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if callable(close):
+        with suppress(PermissionError, RuntimeError):
+            close()
