@@ -35,6 +35,7 @@ from tools.stop import StopSignal
 
 if TYPE_CHECKING:
     from broker.session import Session
+    from tools.mcp.config import McpSettings
 
 log = logging.getLogger("chamberlain.app.assistant")
 
@@ -61,6 +62,9 @@ class Assistant(QObject):
     state_changed = Signal(str, str)
     # Grants were added, used up or revoked: the Permissions window refreshes.
     grants_changed = Signal()
+    # An MCP server connected, failed, stopped or listed new tools (emitted from the MCP hub's
+    # own thread; queued onto the UI thread like every signal here).
+    mcp_changed = Signal()
 
     def __init__(
         self, session: Session | Callable[[], Session], parent: QObject | None = None
@@ -77,6 +81,9 @@ class Assistant(QObject):
             self._session = session  # type: ignore[assignment]
         self._turns = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chamberlain-turn")
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chamberlain-io")
+        # Connecting and testing MCP servers can take a server's whole connect timeout: never on
+        # the io thread, where it would hold up memory and grants.
+        self._mcp = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chamberlain-mcp")
         self._stop: StopSignal | None = None
         self._paused = False
         self._state = (IDLE, "")
@@ -167,6 +174,42 @@ class Assistant(QObject):
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._io, lambda: work(*args))
 
+    async def run_mcp(self, work: Callable[..., T], *args: Any) -> T:
+        """Run `work(*args)` on a thread for MCP connections (a test, a reconnection)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._mcp, lambda: work(*args))
+
+    # -- MCP servers -------------------------------------------------------------------------------
+
+    def watch_mcp(self) -> None:
+        """Have the session's MCP hub report its changes through `mcp_changed`."""
+        hub = self.session.mcp
+        if hub is not None and hub.on_change is None:
+            hub.on_change = self.mcp_changed.emit
+
+    async def start_mcp(self) -> None:
+        """Begin connecting the session's MCP servers in the background; how each one fares
+        arrives through `mcp_changed`."""
+        hub = self.session.mcp
+        if hub is None:
+            return
+        self.watch_mcp()
+        await self.run_mcp(hub.start)
+
+    async def use_mcp(self, settings: McpSettings) -> None:
+        """Replace the session's MCP servers with `settings` (the old connections end) and
+        start connecting the new ones, off the UI thread."""
+        session = self.session
+
+        def swap() -> None:
+            hub = session.use_mcp(settings, connect=True)
+            # Set after the hub started: a change it made before is in the status read below.
+            if hub is not None:
+                hub.on_change = self.mcp_changed.emit
+
+        await self.run_mcp(swap)
+        self.mcp_changed.emit()
+
     async def revoke_all(self) -> int:
         """Revoke every live grant; a running turn's next tool call already needs a new one."""
         revoked = await self.run_io(self.session.permissions.revoke_all, "revoked from the app")
@@ -186,6 +229,8 @@ class Assistant(QObject):
         self.stop()
         self._turns.shutdown(wait=True, cancel_futures=True)
         self._io.shutdown(wait=True, cancel_futures=True)
+        # A test of a server still connecting ends when the session closes its hub below.
+        self._mcp.shutdown(wait=False, cancel_futures=True)
         if self._session is not None:
             self._session.close()
 

@@ -1,4 +1,4 @@
-"""The headless command line: `chamberlain ask | route | policy | grants | audit | doctor`.
+"""The headless command line: `chamberlain ask | route | policy | grants | audit | mcp | doctor`.
 
 It drives the same Session as the tray app and must run without a display: it never imports Qt.
 Permission prompts are answered from flags (`--approve`), on the terminal when one is attached,
@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel
 
+from app.mcp_cli import McpUsageError, add_mcp_parser, cmd_mcp
 from app.memory_cli import MemoryCommandError, add_memory_parser, cmd_memory, open_store
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -710,6 +711,13 @@ def cmd_models(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        return cmd_mcp(args, home_from(args))
+    except McpUsageError as exc:
+        raise UsageError(str(exc)) from exc
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from broker.doctor import run_checks
 
@@ -826,6 +834,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     mem = add_memory_parser(sub, common, _Parser)
     mem.set_defaults(func=lambda args: cmd_memory(args, home_from(args)))
+
+    mcp = add_mcp_parser(sub, common, _Parser)
+    mcp.set_defaults(func=_cmd_mcp)
 
     mo = sub.add_parser("models", parents=[common], help="list the models, or choose one")
     msub = mo.add_subparsers(dest="models_cmd", required=True, parser_class=_Parser)

@@ -122,8 +122,11 @@ class Shell(QObject):
             self._say_once_no_tray()
 
     async def load(self) -> None:
-        """What the first turn needs but the tray does not: the session, memory, the model."""
+        """What the first turn needs but the tray does not: the session, its MCP servers (they
+        connect in the background), memory, the model."""
         await self.assistant.start()
+        # MCP servers connect on their own threads; their status reaches Settings as it changes.
+        await self.assistant.start_mcp()
         await self.open_memory()
         if self._connect_model:
             await self.connect_model()

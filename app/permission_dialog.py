@@ -48,7 +48,7 @@ from app import async_dialog
 from app.permission_prompt import TIMED_MINUTES, Choice, PermissionQuestion
 from broker.permissions import PromptDecision
 from tools.manual import Capability
-from tools.scopes import ANY, UNSCOPED_CAPS, describe_scope
+from tools.scopes import ANY, MCP_CAPS, UNSCOPED_CAPS, describe_scope
 
 # Seconds after the dialog appears before any Allow can be pressed.
 ACTIVATION_DELAY_S = 0.8
@@ -67,6 +67,15 @@ _WHAT: dict[Capability, tuple[str, str]] = {
     Capability.SCREEN_READ: ("See your screen", "see your screen"),
     Capability.OPEN_EXTERNAL: ("Open something in another app", "open something in another app"),
     Capability.MEMORY_WRITE: ("Remember something about you", "remember something about you"),
+    Capability.MCP_READ: ("Use an MCP tool that reads", "use an MCP tool that reads"),
+    Capability.MCP_WRITE: (
+        "Use an MCP tool that changes things",
+        "use an MCP tool that changes things",
+    ),
+    Capability.MCP_EXECUTE: (
+        "Use an MCP tool that runs things",
+        "use an MCP tool that runs things",
+    ),
 }
 
 # What the scope row is called, per capability.
@@ -77,6 +86,9 @@ _SCOPE_LABEL: dict[Capability, str] = {
     Capability.WEB_ACCESS: "Site",
     Capability.SCREEN_READ: "Display",
     Capability.OPEN_EXTERNAL: "Opens",
+    Capability.MCP_READ: "Tool",
+    Capability.MCP_WRITE: "Tool",
+    Capability.MCP_EXECUTE: "Tool",
 }
 
 _RISK = {
@@ -139,6 +151,8 @@ def always_rule_words(question: PermissionQuestion) -> str:
         what = f"opening {described} in another app"
     elif capability is Capability.SYSTEM_READ:
         what = "looking up system information"
+    elif capability in MCP_CAPS:
+        what = f"using {described}"
     else:
         what = "remembering things about you"
     return f"Always allow {what}"
@@ -383,8 +397,10 @@ class PermissionDialog(QDialog):
             return
         shown = describe_scope(capability, request.scope)
         name = _SCOPE_LABEL.get(capability, "Scope")
+        # An MCP scope is already a sentence ("the tool x of MCP server 'y'"), not a literal.
+        literal = request.scope != ANY and capability not in MCP_CAPS
         self.scope_text = _ExactText(
-            f"<code>{html.escape(shown)}</code>" if request.scope != ANY else html.escape(shown),
+            f"<code>{html.escape(shown)}</code>" if literal else html.escape(shown),
             shown,
             name,
         )

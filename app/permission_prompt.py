@@ -46,6 +46,7 @@ READ_ONLY_CAPABILITIES = frozenset(
         Capability.SCREEN_READ,
         Capability.SYSTEM_READ,
         Capability.WEB_ACCESS,
+        Capability.MCP_READ,
     }
 )
 

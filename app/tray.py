@@ -32,6 +32,9 @@ _TOOL_ICONS = {
     "system_read": "tool-system",
     "screen_read": "tool-screen",
     "web_access": "tool-web",
+    "mcp_read": "tool-system",
+    "mcp_write": "tool-system",
+    "mcp_execute": "tool-command",
 }
 
 _STATE_TIPS = {

@@ -370,7 +370,9 @@ class ToolRunner:
             call_id=call_id,
             capability=tool.capability.value,
             token_id=token_id,
-            arguments=arguments,
+            arguments=(
+                arguments if tool.audited_arguments is None else tool.audited_arguments(arguments)
+            ),
             targets=targets,
             reversibility=call.reversibility,
         )

@@ -184,6 +184,9 @@ class Tool:
     run_prepared: Callable[[Prepared], ToolResult] | None = None
     # The arguments model: the manual's `parameters` are its schema. None: the manual's schema.
     arguments: type[ToolArguments] | None = None
+    # What the audit keeps of a call's arguments, for a tool whose arguments may hold content
+    # (an MCP server's write_file); None: the arguments, redacted of secrets.
+    audited_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def read_arguments(self, args: Mapping[str, Any]) -> ToolArguments | None:
         """The validated values (None for a tool without a model), or `InvalidArguments`."""

@@ -43,6 +43,9 @@ CAPABILITY_WORDS: dict[str, str] = {
     "web_access": "Use the web",
     "open_external": "Open files and links in other apps",
     "memory_write": "Remember things",
+    "mcp_read": "Use MCP tools that read",
+    "mcp_write": "Use MCP tools that change things",
+    "mcp_execute": "Use MCP tools that run things",
 }
 
 

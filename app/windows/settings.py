@@ -8,6 +8,8 @@ on the Assistant's io thread, then updates the running session's settings in pla
 is safe, and says which changes wait for the next start. An API key goes to the system keyring
 only (``broker.keys``); with no keyring the window says so beside the field and writes the key
 nowhere. Start at login writes or removes the XDG autostart entry (``app.autostart``).
+The MCP servers section (``app.windows.mcp_servers``) saves each server change on its own, at
+once, and reconnects the session's servers; the Save button below saves the other fields.
 
 What it must never do: save a value the model rejects, write an API key to any file, probe any
 address but the loopback ports ``broker.llm.endpoints`` names, or block the UI thread (the
@@ -45,6 +47,7 @@ from PySide6.QtWidgets import (
 from app import autostart
 from app.assistant import Assistant
 from app.windows import good_color, problem_color, spawn
+from app.windows.mcp_servers import McpServersSection
 from broker.keys import (
     KeyringUnavailable,
     api_keyring_problem,
@@ -230,7 +233,7 @@ class SettingsWindow(QWidget):
         self.setWindowTitle("Chamberlain Settings")
         self.setObjectName("settings-window")
         self.setAccessibleName("Chamberlain Settings")
-        self.resize(640, 760)
+        self.resize(720, 820)
         self._build()
         self.load()
 
@@ -250,6 +253,8 @@ class SettingsWindow(QWidget):
         layout.addWidget(self._model_group())
         layout.addWidget(self._behaviour_group())
         layout.addWidget(self._privacy_group())
+        self.mcp = McpServersSection(self.assistant)
+        layout.addWidget(self.mcp)
         layout.addWidget(self._startup_group())
         layout.addStretch(1)
         # One label column for every group, so the fields line up down the window.
@@ -457,6 +462,7 @@ class SettingsWindow(QWidget):
             if variable is not None:
                 field.set_note(f"Set by the environment variable {variable}; change it there.")
         self._update_key_row()
+        self.mcp.refresh()
 
     def _fill_url_choice(self, current: str) -> None:
         choice = self.url_choice

@@ -197,6 +197,12 @@ def test_a_write_is_refused_without_a_grant_and_runs_with_one(notes, session_wit
     turn = session.ask("write a note called todo.txt saying buy milk")
     assert [c.status for c in turn.tool_calls] == ["ok"]
     assert (notes / "todo.txt").read_text() == "buy milk"
+    # The audit keeps where it wrote, and of what it wrote only a digest and a length.
+    records = [json.loads(line) for line in session.audit.path.read_text().splitlines()]
+    starts = [r["data"] for r in records if r["event"] == "TOOL_CALL_START"]
+    assert starts[-1]["arguments"]["name"] == "todo.txt"
+    assert starts[-1]["arguments"]["text"]["len"] == len("buy milk")
+    assert "buy milk" not in session.audit.path.read_text()
 
 
 def test_headless_with_no_one_to_ask_an_mcp_call_is_denied(notes, session_with, scripted_server):

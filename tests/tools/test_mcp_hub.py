@@ -319,3 +319,24 @@ def test_a_server_on_loopback_http_works_the_same(http_notes_server, hub_for):
     assert status.state == "connected", status.last_error
     assert "web__list_notes" in registry
     assert registry.get("web__list_notes").run({}).text == "groceries.txt\nideas.md"  # type: ignore[union-attr]
+
+
+def test_closing_while_a_server_is_still_connecting_ends_its_program(hub_for):
+    """Quitting the app (or Ctrl-C) while a slow server starts: the program must not outlive
+    Chamberlain, and closing must not wait out the connect timeout."""
+    silent = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(120)"
+    config = McpServerConfig(command=sys.executable, args=("-c", silent), connect_timeout_s=60)
+    hub, _ = hub_for(slow=config)
+    hub.start()
+    end = time.monotonic() + 10
+    while hub._links["slow"].stdio is None or hub._links["slow"].stdio.pid is None:  # type: ignore[union-attr]
+        assert time.monotonic() < end
+        time.sleep(0.02)
+    pid = server_pid(hub, "slow")
+
+    started = time.monotonic()
+    hub.close()
+
+    assert time.monotonic() - started < 10
+    assert gone(pid)
+    assert hub.server_status("slow").state == "idle"

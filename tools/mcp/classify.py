@@ -131,7 +131,7 @@ def classify(remote: str, annotations: Any, config: McpServerConfig) -> Classifi
     else:
         from_words = category_from_words(remote)
         if from_words is not None:
-            category, why = from_words, "read from the tool's name"
+            category, why = from_words, "taken from the words of the tool's name"
         else:
             category, why = "execute", "its name says nothing, so the strictest class"
     risk: Risk = _RISK_OF[category]
@@ -216,3 +216,30 @@ def _without_regexes(node: Any, depth: int) -> Any:
     if isinstance(node, list):
         return [_without_regexes(item, depth + 1) for item in node]
     return node
+
+
+# Argument names whose short string values say where or what, not content: kept in the audit.
+_PLACE_KEYS = _words(
+    "path paths name uri url source destination directory dir folder file filename id"
+)
+MAX_KEPT_VALUE = 120
+
+
+def audited_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """What the audit keeps of an MCP call's arguments: numbers, booleans, and short strings
+    under names that say where (path, name, uri, …); every other value only as its digest and
+    length, since a server's arguments may carry a file's content."""
+    from hashlib import sha256
+
+    def kept(key: str, value: Any) -> Any:
+        place = key.lower() in _PLACE_KEYS or key.lower().endswith("_id")
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        if place and isinstance(value, str) and len(value) <= MAX_KEPT_VALUE:
+            return value
+        if place and isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return [kept(key, v) for v in value[:32]]
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        return {"sha256": sha256(text.encode("utf-8", "replace")).hexdigest(), "len": len(text)}
+
+    return {str(key): kept(str(key), value) for key, value in arguments.items()}

@@ -22,18 +22,25 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
 
 from tools.manual import Tool, ToolError, ToolManual, ToolResult, ToolTimedOut
-from tools.mcp.classify import SchemaRejected, checked_schema, classify, clean_text, local_name
+from tools.mcp.classify import (
+    SchemaRejected,
+    audited_arguments,
+    checked_schema,
+    classify,
+    clean_text,
+    local_name,
+)
 from tools.mcp.config import McpServerConfig
 from tools.mcp.transport import STOP_GRACE_S, StdioLink, capped_stdio
 from tools.registry import ToolRegistry
-from tools.stop import current_stop
+from tools.stop import Stopped, current_stop
 
 log = logging.getLogger("chamberlain.tools.mcp")
 
@@ -165,6 +172,7 @@ class McpHub:
                     continue
                 link.state, link.last_attempt = "connecting", now
                 link.settled.clear()
+                link.stop = asyncio.Event()
             link.task = asyncio.run_coroutine_threadsafe(self._run(link), loop)  # type: ignore[assignment]
 
     def ensure(self, timeout_s: float | None = None, names: list[str] | None = None) -> None:
@@ -177,10 +185,16 @@ class McpHub:
         deadline = time.monotonic() + (
             timeout_s if timeout_s is not None else longest + 2 * STOP_GRACE_S + 1
         )
+        stop = current_stop()
         for name in names if names is not None else self.names:
             link = self._links.get(name)
-            if link is not None:
-                link.settled.wait(max(0.0, deadline - time.monotonic()))
+            while link is not None and not link.settled.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                link.settled.wait(min(left, 0.1))
+                if stop is not None and stop.stopped:
+                    raise Stopped()
 
     def test(self, name: str) -> ServerStatus:
         """Connect `name` now (again, if it was connected) and report."""
@@ -202,8 +216,12 @@ class McpHub:
             loop.call_soon_threadsafe(stop.set)
         try:
             task.result(timeout_s)  # type: ignore[call-arg]
-        except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+        except concurrent.futures.TimeoutError:
+            # Cancelled, the task still leaves through its cleanup, which ends the program.
             task.cancel()
+            link.settled.wait(2 * STOP_GRACE_S + 1)
+        except concurrent.futures.CancelledError:
+            link.settled.wait(2 * STOP_GRACE_S + 1)
         except Exception:  # noqa: BLE001 - the task recorded its own error
             pass
 
@@ -241,7 +259,7 @@ class McpHub:
     async def _run(self, link: _Link) -> None:
         from mcp.client.session import ClientSession
 
-        link.stop = asyncio.Event()
+        assert link.stop is not None
         config = link.config
         max_bytes = config.output_cap + MESSAGE_SLACK
         try:
@@ -273,12 +291,7 @@ class McpHub:
                 session = await stack.enter_async_context(
                     ClientSession(read, write, message_handler=on_message)  # type: ignore[arg-type]
                 )
-                with anyio.fail_after(config.connect_timeout_s):
-                    result = await session.initialize()
-                    info = result.server_info
-                    link.server_info = f"{info.name} {info.version}".strip() if info else None
-                    link.session = session
-                    await self._list(link)
+                await self._handshake(link, session)
                 link.state, link.last_error = "connected", None
                 link.settled.set()
                 self._changed()
@@ -301,6 +314,38 @@ class McpHub:
             self._unregister(link)
             link.settled.set()
             self._changed()
+
+    async def _handshake(self, link: _Link, session: Any) -> None:
+        """Initialise and list the tools, within the connect timeout; a disconnect asked for
+        meanwhile ends it at once (the transport then stops the program)."""
+
+        async def connect() -> None:
+            result = await session.initialize()
+            info = result.server_info
+            link.server_info = f"{info.name} {info.version}".strip() if info else None
+            link.session = session
+            await self._list(link)
+
+        assert link.stop is not None
+        work = asyncio.ensure_future(connect())
+        stopped = asyncio.ensure_future(link.stop.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {work, stopped},
+                timeout=link.config.connect_timeout_s,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            stopped.cancel()
+        if work in done:
+            work.result()  # its own error, if it failed
+            return
+        work.cancel()
+        with suppress(BaseException):
+            await work
+        if link.stop.is_set():
+            raise _Disconnected()
+        raise TimeoutError()
 
     async def _wait_for_end(self, link: _Link) -> None:
         assert link.stop is not None
@@ -437,6 +482,7 @@ class McpHub:
             manual=manual,
             run=lambda args: self.call(server, remote_name, args),
             targets=lambda _args: [target],
+            audited_arguments=audited_arguments,
         )
 
     def _unregister(self, link: _Link) -> None:
@@ -496,6 +542,10 @@ class McpHub:
                 link, exc
             )
         return f"the MCP server '{link.name}' could not run {remote}: {_exception_words(exc)}"
+
+
+class _Disconnected(Exception):
+    """Asked to disconnect while still connecting."""
 
 
 class McpToolManual(ToolManual):
