@@ -197,15 +197,12 @@ class Assistant(QObject):
         await self.run_mcp(hub.start)
 
     async def use_mcp(self, settings: McpSettings) -> None:
-        """Replace the session's MCP servers with `settings` (the old connections end) and
-        start connecting the new ones, off the UI thread."""
+        """Use the MCP servers in `settings` (changed and removed ones are disconnected, the
+        others keep their connection) and start connecting new ones, off the UI thread."""
         session = self.session
 
         def swap() -> None:
-            hub = session.use_mcp(settings, connect=True)
-            # Set after the hub started: a change it made before is in the status read below.
-            if hub is not None:
-                hub.on_change = self.mcp_changed.emit
+            session.use_mcp(settings, connect=True, on_change=self.mcp_changed.emit)
 
         await self.run_mcp(swap)
         self.mcp_changed.emit()

@@ -250,21 +250,34 @@ class Session:
             if hasattr(hook, "model"):
                 hook.model = model
 
-    def use_mcp(self, mcp: McpSettings, *, connect: bool = False) -> McpHub | None:
-        """Use these MCP servers from now on: the old connections end (their tools leave the
-        registry), a new hub is made for `mcp.servers` (None when there are none) and, with
-        `connect`, starts connecting them now (the desktop app) rather than on the first turn
-        that could use them. Returns the new hub."""
-        if self.mcp is not None:
-            self.mcp.close()
-            self.mcp = None
+    def use_mcp(
+        self,
+        mcp: McpSettings,
+        *,
+        connect: bool = False,
+        on_change: Callable[[], None] | None = None,
+    ) -> McpHub | None:
+        """Use these MCP servers from now on. A server whose settings did not change keeps its
+        connection; a changed or removed one is disconnected (its tools leave the registry);
+        with `connect`, new and changed ones start connecting now (the desktop app) rather than
+        on the first turn that could use them. `on_change` (from the hub's thread) is told of
+        every change of a server's status. Returns the hub (None: no servers)."""
         self.settings.mcp = mcp
-        if mcp.servers:
+        if not mcp.servers:
+            if self.mcp is not None:
+                self.mcp.close()
+            self.mcp = None
+            return None
+        if self.mcp is None:
             from tools.mcp.hub import McpHub
 
-            self.mcp = McpHub(mcp.servers, self.tools)
+            self.mcp = McpHub(mcp.servers, self.tools, on_change=on_change)
             if connect:
                 self.mcp.start()
+            return self.mcp
+        if on_change is not None:
+            self.mcp.on_change = on_change
+        self.mcp.apply(mcp.servers, connect=connect)
         return self.mcp
 
     def attach_memory(self, store: MemoryStore) -> None:

@@ -275,10 +275,16 @@ def test_a_program_that_is_not_an_mcp_server_fails_within_its_connect_timeout(hu
 def test_a_server_gets_a_small_environment_and_never_chamberlains_keys(monkeypatch):
     monkeypatch.setenv("CHAMBERLAIN_API_KEY", "sk-secret")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-other")
-    env = server_environment({"NOTES_TOKEN": "abc"})
+    monkeypatch.setenv("NOTES_TOKEN", "from-the-environment")
+    env = server_environment(
+        {"PLAIN": "abc", "TOKEN": "${env:NOTES_TOKEN}", "MISSING": "${env:NOT_SET_HERE}"}
+    )
     assert "CHAMBERLAIN_API_KEY" not in env
     assert "OPENAI_API_KEY" not in env
-    assert env["NOTES_TOKEN"] == "abc"
+    assert "NOTES_TOKEN" not in env  # only where the settings name it
+    assert env["PLAIN"] == "abc"
+    assert env["TOKEN"] == "from-the-environment"
+    assert env["MISSING"] == ""
     assert env["PATH"]
 
 
@@ -340,3 +346,31 @@ def test_closing_while_a_server_is_still_connecting_ends_its_program(hub_for):
     assert time.monotonic() - started < 10
     assert gone(pid)
     assert hub.server_status("slow").state == "idle"
+
+
+def test_applying_new_settings_reconnects_only_what_changed(notes, hub_for):
+    hub, registry = hub_for(
+        keep=notes_server(notes), change=notes_server(notes), drop=notes_server(notes)
+    )
+    hub.ensure()
+    kept, changed, dropped = (server_pid(hub, n) for n in ("keep", "change", "drop"))
+
+    hub.apply(
+        {
+            "keep": notes_server(notes),
+            "change": notes_server(notes, deny_tools=("write_note",)),
+            "new": notes_server(notes),
+        },
+        connect=True,
+    )
+    hub.ensure()
+
+    assert hub.names == ["change", "keep", "new"]
+    assert server_pid(hub, "keep") == kept
+    assert server_pid(hub, "change") != changed
+    assert gone(changed)
+    assert gone(dropped)
+    assert "change__write_note" not in registry
+    assert "change__read_note" in registry
+    assert "new__read_note" in registry
+    assert not any(name.startswith("drop__") for name in registry.names())

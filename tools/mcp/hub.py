@@ -149,7 +149,33 @@ class McpHub:
 
     @property
     def names(self) -> list[str]:
-        return sorted(self._links)
+        with self._lock:
+            return sorted(self._links)
+
+    def apply(self, servers: Mapping[str, McpServerConfig], *, connect: bool = False) -> None:
+        """Take these servers from now on: one whose settings did not change keeps its
+        connection; a changed or removed one is disconnected (its tools leave); a new or
+        changed one is connected now when `connect`, else on the first turn that needs it."""
+        with self._lock:
+            current = dict(self._links)
+        for name, link in current.items():
+            if servers.get(name) != link.config:
+                self.disconnect(name)
+                with self._lock:
+                    self._links.pop(name, None)
+        fresh: list[str] = []
+        for name, config in servers.items():
+            with self._lock:
+                if name in self._links:
+                    continue
+                link = _Link(name, config, state="idle" if config.enabled else "disabled")
+                if not config.enabled:
+                    link.settled.set()
+                self._links[name] = link
+            fresh.append(name)
+        self._changed()
+        if connect and fresh:
+            self.start(fresh)
 
     def has_servers(self) -> bool:
         return any(link.config.enabled for link in self._links.values())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -55,9 +56,17 @@ class StdioLink:
         return lines[-1][:300] if lines else ""
 
 
+_FROM_OUR_ENV = re.compile(r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
 def server_environment(extra: dict[str, str]) -> dict[str, str]:
+    """What the server's program gets: a few variables it needs to start, and its settings'
+    `env`. A value written `${env:NAME}` is taken from Chamberlain's own environment when the
+    program starts (so a token need not be written into settings.json); unset, it is empty."""
     env = {name: os.environ[name] for name in INHERITED_ENV if name in os.environ}
-    env.update(extra)
+    for name, value in extra.items():
+        named = _FROM_OUR_ENV.match(value)
+        env[name] = os.environ.get(named.group(1), "") if named else value
     return env
 
 
