@@ -649,6 +649,7 @@ def user_scopes(
         command=args.command,
         cwd=args.cwd,
         needs_screen_read=router.needs_screen_read,
+        text=router.text,
     )
     registry = tools if tools is not None else builtin_registry(config)
     scopes: list[str] = []

@@ -153,6 +153,8 @@ class RequestWords:
     command: str | None = None
     cwd: str | None = None
     needs_screen_read: bool = False
+    # The message itself, as the user wrote it (a fast-path prefix removed).
+    text: str = ""
 
 
 @dataclass(frozen=True)

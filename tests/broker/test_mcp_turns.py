@@ -167,6 +167,8 @@ def test_listing_notes_asks_once_then_lists(notes, session_with, scripted_server
     assert [(r.capability, r.scope, r.tool) for r in prompter.asked] == [
         (Capability.MCP_READ, "mcp:notes__list_notes", "notes__list_notes")
     ]
+    # "my notes folder" names the server: the prompt is for the person's own request.
+    assert prompter.asked[0].user_scope is True
     assert [c.status for c in turn.tool_calls] == ["ok"]
     assert "groceries.txt" in turn.reply
     assert "ideas.md" in turn.reply
@@ -328,3 +330,30 @@ def test_the_session_ends_its_servers_on_close(notes, tmp_path, scripted_server)
     assert "notes__list_notes" not in session.tools
     with contextlib.suppress(psutil.NoSuchProcess):
         assert psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_tool_of_a_server_the_message_never_named_is_the_models_own_idea(
+    notes, session_with, scripted_server
+):
+    server = scripted_server([ToolCalls([("notes__list_notes", {})]), echo_tool_result])
+    prompter = Prompter(allow=True)
+    session = session_with(server, mcp_settings(notes), prompter)
+    session.ask("look through my files for the vault code")
+    assert [(r.scope, r.user_scope) for r in prompter.asked] == [("mcp:notes__list_notes", False)]
+
+
+@pytest.mark.parametrize(
+    ("text", "server", "named"),
+    [
+        ("list the files in my notes folder", "notes", True),
+        ("NOTES: what is in there?", "notes", True),
+        ("open my notebook", "notes", False),
+        ("mynotes", "notes", False),
+        ("search my work notes", "work_notes", True),
+        ("search work_notes", "work_notes", True),
+    ],
+)
+def test_a_message_names_a_server_by_its_whole_name(text, server, named):
+    from tools.mcp.hub import names_server
+
+    assert names_server(text, server) is named

@@ -19,6 +19,7 @@ import asyncio
 import concurrent.futures
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -509,6 +510,7 @@ class McpHub:
             run=lambda args: self.call(server, remote_name, args),
             targets=lambda _args: [target],
             audited_arguments=audited_arguments,
+            user_scopes_of=lambda words: [target] if names_server(words.text, server) else [],
         )
 
     def _unregister(self, link: _Link) -> None:
@@ -580,6 +582,15 @@ class McpToolManual(ToolManual):
 
     extra_remote: str
     why: str
+
+
+def names_server(text: str, server: str) -> bool:
+    """Whether the user's message names the server ("list my notes" names `notes`; a server
+    `work_notes` is named by "work notes" or "work_notes"): a call to one of its tools is then
+    the user's own request, asked about as such, and `--approve mcp_read=once` answers it."""
+    spoken = server.replace("_", " ")
+    pattern = rf"(?<![a-z0-9_])(?:{re.escape(server)}|{re.escape(spoken)})(?![a-z0-9_])"
+    return re.search(pattern, text.lower()) is not None
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
