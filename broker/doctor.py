@@ -196,7 +196,37 @@ def run_checks(home: Path, llm_url: str | None = None) -> list[Check]:
         _memory(home),
         _model(home, llm_url),
         *_tool_checks(home),
+        *_mcp(home),
         _tray(),
+    ]
+
+
+def _mcp(home: Path) -> list[Check]:
+    """Each configured MCP server, connected for real (in parallel, within each one's connect
+    timeout) and then disconnected; optional: a server that fails only loses its tools."""
+    try:
+        servers = load_settings(home).mcp.servers
+    except SettingsError:
+        return []
+    if not servers:
+        return []
+    from tools.mcp.hub import McpHub
+    from tools.registry import ToolRegistry
+
+    hub = McpHub(servers, ToolRegistry())
+    try:
+        hub.ensure()
+        statuses = hub.status()
+    finally:
+        hub.close()
+    return [
+        Check(
+            f"MCP server {status.name}",
+            status.state in ("connected", "disabled"),
+            f"{status.summary()} ({status.transport})",
+            required=False,
+        )
+        for status in statuses
     ]
 
 

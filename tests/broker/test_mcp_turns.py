@@ -357,3 +357,22 @@ def test_a_message_names_a_server_by_its_whole_name(text, server, named):
     from tools.mcp.hub import names_server
 
     assert names_server(text, server) is named
+
+
+def test_doctor_reports_each_mcp_server_without_failing_for_one(notes, tmp_path):
+    from broker.doctor import run_checks
+    from broker.settings import save_settings
+
+    home = tmp_path / "home"
+    settings = mcp_settings(notes)
+    settings.mcp.servers["gone"] = McpServerConfig(command="no-such-mcp-server-program")
+    save_settings(home, settings)
+
+    checks = {c.name: c for c in run_checks(home, "none")}
+
+    notes_check, gone_check = checks["MCP server notes"], checks["MCP server gone"]
+    assert notes_check.ok
+    assert notes_check.detail.startswith("connected, 9 tools (")
+    assert not gone_check.ok
+    assert not gone_check.required
+    assert "is not installed" in gone_check.detail
