@@ -3,6 +3,7 @@ over stdio and over streamable HTTP, and programs that are not MCP servers at al
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import sys
 import time
@@ -374,3 +375,45 @@ def test_applying_new_settings_reconnects_only_what_changed(notes, hub_for):
     assert "change__read_note" in registry
     assert "new__read_note" in registry
     assert not any(name.startswith("drop__") for name in registry.names())
+
+
+@pytest.fixture
+def flooding_http_server() -> Iterator[str]:
+    """A loopback HTTP server that answers every POST with a 4 MiB JSON body."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    class Flood(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", "0")))
+            body = b'{"jsonrpc": "2.0", "id": 0, "result": {"x": "' + b"y" * (4 << 20) + b'"}}'
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                self.wfile.write(body)
+
+        def log_message(self, *_args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Flood)
+    thread = Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/mcp"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_loopback_http_server_that_floods_is_cut_off(flooding_http_server, hub_for):
+    config = McpServerConfig(url=flooding_http_server, output_cap=16 * 1024, connect_timeout_s=10)
+    hub, registry = hub_for(flood=config)
+    started = time.monotonic()
+    hub.ensure()
+    status = hub.server_status("flood")
+    assert status.state == "failed"
+    assert "sent a response over" in (status.last_error or "")
+    assert time.monotonic() - started < 9
+    assert registry.names() == []

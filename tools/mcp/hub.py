@@ -39,7 +39,13 @@ from tools.mcp.classify import (
     local_name,
 )
 from tools.mcp.config import McpServerConfig
-from tools.mcp.transport import STOP_GRACE_S, StdioLink, capped_stdio
+from tools.mcp.transport import (
+    STOP_GRACE_S,
+    ResponseTooLarge,
+    StdioLink,
+    capped_http_client,
+    capped_stdio,
+)
 from tools.registry import ToolRegistry
 from tools.stop import Stopped, current_stop
 
@@ -307,8 +313,11 @@ class McpHub:
                     from mcp.client.streamable_http import streamable_http_client
 
                     link.stdio = None
+                    client = await stack.enter_async_context(capped_http_client(max_bytes))
                     streams = await stack.enter_async_context(
-                        streamable_http_client(str(config.url), max_sse_event_size=max_bytes)
+                        streamable_http_client(
+                            str(config.url), http_client=client, max_sse_event_size=max_bytes
+                        )
                     )
                 read, write = streams
 
@@ -355,6 +364,9 @@ class McpHub:
 
         assert link.stop is not None
         work = asyncio.ensure_future(connect())
+        # However this ends (the transport failing cancels us), the handshake's own error is
+        # taken here, never left for asyncio to report as "never retrieved".
+        work.add_done_callback(lambda task: task.cancelled() or task.exception())
         stopped = asyncio.ensure_future(link.stop.wait())
         try:
             done, _ = await asyncio.wait(
@@ -364,6 +376,8 @@ class McpHub:
             )
         finally:
             stopped.cancel()
+            if not work.done():
+                work.cancel()
         if work in done:
             work.result()  # its own error, if it failed
             return
@@ -392,6 +406,8 @@ class McpHub:
             return f"the server {stdio.problem}, so it was stopped"
         if isinstance(exc, TimeoutError):
             return f"it did not answer within {link.config.connect_timeout_s:g} s"
+        if isinstance(exc, ResponseTooLarge):
+            return f"the server {exc}"
         if isinstance(exc, FileNotFoundError | PermissionError):
             return str(exc)
         if isinstance(exc, OSError):
@@ -605,7 +621,7 @@ def _telling(exc: BaseException | None) -> BaseException | None:
     if exc is None:
         return None
     leaves = _leaves(exc)
-    for kind in (TimeoutError, OSError):
+    for kind in (ResponseTooLarge, TimeoutError, OSError):
         for leaf in leaves:
             if isinstance(leaf, kind):
                 return leaf

@@ -22,11 +22,15 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 import mcp_types as types
 from mcp.shared.message import SessionMessage
+
+if TYPE_CHECKING:
+    import httpx2
 
 log = logging.getLogger("chamberlain.tools.mcp.transport")
 
@@ -220,3 +224,47 @@ async def _stop(process: anyio.abc.Process) -> None:
     if callable(close):
         with suppress(PermissionError, RuntimeError):
             close()
+
+
+class ResponseTooLarge(Exception):
+    """A loopback MCP server answered with more than Chamberlain reads in one response."""
+
+
+def capped_http_client(max_response_bytes: int) -> httpx2.AsyncClient:
+    """An HTTP client for streamable HTTP with the SDK's timeouts whose every response body
+    that is not an event stream (the SDK caps each event of those itself) is cut off, with
+    ResponseTooLarge, after `max_response_bytes`: a server that floods is cut off."""
+    import httpx2
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
+    class Capped(httpx2.AsyncByteStream):
+        def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+            self.inner = inner
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            seen = 0
+            async for chunk in self.inner:
+                seen += len(chunk)
+                if seen > max_response_bytes:
+                    raise ResponseTooLarge(
+                        f"sent a response over {max_response_bytes} bytes, so it was cut off"
+                    )
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    class CappedTransport(httpx2.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            response = await super().handle_async_request(request)
+            kind = response.headers.get("content-type", "")
+            if not kind.startswith("text/event-stream"):
+                response.stream = Capped(response.stream)  # type: ignore[arg-type]
+            return response
+
+    return httpx2.AsyncClient(
+        transport=CappedTransport(),
+        timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+        # Loopback only: no proxy from the environment may carry the calls elsewhere.
+        trust_env=False,
+    )
