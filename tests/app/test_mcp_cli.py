@@ -22,20 +22,9 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.support.cli import REPO, run_cli
+from tests.support.cli import run_cli
+from tests.support.mcp_notes import NOTES_SERVER, NOTES_TOOLS, running_with
 
-NOTES_SERVER = REPO / "tests" / "support" / "mcp_notes_server.py"
-NOTES_TOOLS = {
-    "notes__add_reminders",
-    "notes__crash",
-    "notes__flood",
-    "notes__hang",
-    "notes__list_notes",
-    "notes__read_note",
-    "notes__shout",
-    "notes__weather",
-    "notes__write_note",
-}
 # The notes server, started by a parent that stays alive after the server has read the end of
 # its input: a CLI that exits without closing its servers leaves that parent running.
 OUTLIVES_ITS_INPUT = (
@@ -43,17 +32,6 @@ OUTLIVES_ITS_INPUT = (
 )
 # A server that starts and never says a word.
 NEVER_ANSWERS = "import sys, time; time.sleep(120)"
-
-
-def running_with(marker: str) -> list[psutil.Process]:
-    """Live processes whose command line mentions `marker`."""
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        if proc.info["status"] == psutil.STATUS_ZOMBIE:
-            continue
-        if any(marker in part for part in proc.info["cmdline"] or ()):
-            found.append(proc)
-    return found
 
 
 def wait_for(check: Callable[[], Any], timeout_s: float = 20.0) -> Any:

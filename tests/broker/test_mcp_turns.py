@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,12 @@ from broker.runner import TurnScope
 from broker.session import Session
 from broker.settings import IntentOverride, PolicyOverrides, Settings, SettingsError
 from broker.types import GrantMode, Intent, RouterOutput
+from tests.support.mcp_notes import notes_config, write_notes
 from tests.support.openai_server import ScriptedOpenAIServer, ToolCalls
 from tools.manual import Capability, ToolManual
 from tools.mcp import hub as hub_module
 from tools.mcp.config import McpServerConfig, McpSettings
 
-NOTES_SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_notes_server.py"
 ASK = "list the files in my notes folder"
 
 
@@ -44,19 +43,13 @@ class Prompter:
 
 @pytest.fixture
 def notes(tmp_path: Path) -> Path:
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    (folder / "groceries.txt").write_text("milk, eggs\n")
-    (folder / "ideas.md").write_text("a tray app\n")
-    return folder
+    return write_notes(tmp_path / "notes")
 
 
 def mcp_settings(notes: Path, **options: Any) -> Settings:
     settings = Settings()
     settings.router.model_refinement = False
-    config = McpServerConfig(
-        command=sys.executable, args=(str(NOTES_SERVER), str(notes)), timeout_s=5, **options
-    )
+    config = notes_config(notes, timeout_s=5, **options)
     settings.mcp = McpSettings(servers={"notes": config})
     return settings
 

@@ -28,6 +28,7 @@ from broker.session import Session
 from broker.settings import load_settings
 from broker.types import GrantMode, Intent, ToolCallRecord, TurnResult
 from tests.support import mcp_fs
+from tests.support.mcp_notes import running_with
 from tests.support.openai_server import ServerFactory, ToolCalls, Turn
 from tools.manual import Capability
 from tools.mcp.config import McpServerConfig
@@ -111,13 +112,7 @@ def echo_tool_result(body: dict[str, Any]) -> Turn:
 
 def notes_processes(notes: Path) -> list[psutil.Process]:
     """The live processes whose command line names the notes folder: the server's."""
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        if proc.info["status"] == psutil.STATUS_ZOMBIE:
-            continue
-        if any(str(notes) in part for part in proc.info["cmdline"] or ()):
-            found.append(proc)
-    return found
+    return running_with(str(notes))
 
 
 def end_leftovers(notes: Path) -> list[psutil.Process]:

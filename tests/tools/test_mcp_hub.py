@@ -14,33 +14,19 @@ from typing import Any
 import psutil
 import pytest
 
+from tests.support.mcp_notes import NOTES_SERVER, NOTES_TOOLS, notes_config, write_notes
 from tools.manual import Capability, ToolError, ToolTimedOut
 from tools.mcp.config import McpServerConfig
 from tools.mcp.hub import McpHub, McpToolManual
 from tools.mcp.transport import server_environment
 from tools.registry import ToolRegistry
 
-NOTES_SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_notes_server.py"
-ALL_TOOLS = {
-    "notes__add_reminders",
-    "notes__crash",
-    "notes__flood",
-    "notes__hang",
-    "notes__list_notes",
-    "notes__read_note",
-    "notes__shout",
-    "notes__weather",
-    "notes__write_note",
-}
+ALL_TOOLS = NOTES_TOOLS
 
 
 @pytest.fixture
 def notes(tmp_path: Path) -> Path:
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    (folder / "groceries.txt").write_text("milk, eggs\n")
-    (folder / "ideas.md").write_text("a tray app\n")
-    return folder
+    return write_notes(tmp_path / "notes")
 
 
 HubFactory = Callable[..., tuple[McpHub, ToolRegistry]]
@@ -64,7 +50,7 @@ def hub_for() -> Iterator[HubFactory]:
 def notes_server(folder: Path, **options: Any) -> McpServerConfig:
     options.setdefault("timeout_s", 5.0)
     options.setdefault("connect_timeout_s", 20.0)
-    return McpServerConfig(command=sys.executable, args=(str(NOTES_SERVER), str(folder)), **options)
+    return notes_config(folder, **options)
 
 
 def server_pid(hub: McpHub, name: str) -> int:

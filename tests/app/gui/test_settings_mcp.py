@@ -28,14 +28,9 @@ from app.windows.settings import SettingsWindow
 from broker.permissions import PermissionRequest
 from broker.settings import Settings, load_settings, save_settings
 from tests.app.gui.conftest import make_session, until
+from tests.support.mcp_notes import NOTES_SERVER, notes_config
 from tools.manual import Capability
 from tools.mcp.config import McpServerConfig, McpSettings
-
-NOTES_SERVER = Path(__file__).resolve().parents[2] / "support" / "mcp_notes_server.py"
-
-
-def notes_config(folder: Path, **changes: Any) -> McpServerConfig:
-    return McpServerConfig(command=sys.executable, args=(str(NOTES_SERVER), str(folder)), **changes)
 
 
 @pytest.fixture
