@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from broker.profiles import ProfileOverrides
@@ -161,6 +161,17 @@ class ProfileSettings(ProfileOverrides):
     model_config = ConfigDict(extra="forbid", frozen=False)
 
     name: str = "everything"
+
+    @field_validator("name")
+    @classmethod
+    def _bundled(cls, value: str) -> str:
+        from broker.profiles import ProfileError, load_profiles
+
+        try:
+            load_profiles().get(value)
+        except ProfileError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
 
 class Settings(BaseSettings):

@@ -8,6 +8,10 @@ on the Assistant's io thread, then updates the running session's settings in pla
 is safe, and says which changes wait for the next start. An API key goes to the system keyring
 only (``broker.keys``); with no keyring the window says so beside the field and writes the key
 nowhere. Start at login writes or removes the XDG autostart entry (``app.autostart``).
+The tool profile is chosen from the bundled ones (``broker.profiles``); beneath it the window
+says what that profile would leave out of the tools installed now (``resolve``, the session's
+own resolver, with the person's settings.json changes to it), again whenever MCP servers' tools
+change. The person's finer changes (``profile.add_tools`` and the rest) stay in settings.json.
 The MCP servers section (``app.windows.mcp_servers``) saves each server change on its own, at
 once, and reconnects the session's servers; the Save button below saves the other fields.
 
@@ -57,6 +61,7 @@ from broker.keys import (
 )
 from broker.llm import endpoints
 from broker.llm.endpoints import InvalidEndpoint, normalise_url
+from broker.profiles import ProfileError, resolve
 from broker.settings import Settings, save_settings
 
 log = logging.getLogger("chamberlain.app.windows.settings")
@@ -74,6 +79,7 @@ _LIVE = frozenset(
         "memory.allow_remote",
         "permissions.prompt_timeout_s",
         "permissions.timed_default_minutes",
+        "profile.name",
     }
 )
 # Shown in the window, so the person knows before saving.
@@ -253,6 +259,7 @@ class SettingsWindow(QWidget):
         layout.addWidget(self._model_group())
         layout.addWidget(self._behaviour_group())
         layout.addWidget(self._privacy_group())
+        layout.addWidget(self._tools_group())
         self.mcp = McpServersSection(self.assistant)
         layout.addWidget(self.mcp)
         layout.addWidget(self._startup_group())
@@ -425,6 +432,37 @@ class SettingsWindow(QWidget):
                 self._number_row(form, path, label, hint)
         return group
 
+    def _tools_group(self) -> QGroupBox:
+        group, form = self._form("Tools")
+        self.profile_choice = QComboBox()
+        self.profile_choice.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.profile_choice.setMaximumWidth(220)  # short names: not stretched across the row
+        for profile in self.assistant.session.profiles.profiles:
+            self.profile_choice.addItem(profile.name, profile.name)
+            index = self.profile_choice.count() - 1
+            self.profile_choice.setItemData(index, profile.description, Qt.ItemDataRole.ToolTipRole)
+        field = self._row(form, "profile.name", "Tool &profile", self.profile_choice)
+        # Under the choice: its description (the hint), what it leaves out now, where the finer
+        # changes are made; errors stay last.
+        self.profile_leaves_out = QLabel()
+        self.profile_leaves_out.setObjectName("profile-leaves-out")
+        self.profile_leaves_out.setTextFormat(Qt.TextFormat.PlainText)  # MCP tools' names
+        self.profile_leaves_out.setWordWrap(True)
+        self.profile_leaves_out.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse
+        )
+        finer = QLabel("Finer changes: profile.add_tools / deny_tools in settings.json.")
+        finer.setWordWrap(True)
+        finer.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        layout = field.layout()
+        assert isinstance(layout, QVBoxLayout)
+        layout.insertWidget(2, self.profile_leaves_out)
+        layout.insertWidget(3, finer)
+        self.profile_choice.currentIndexChanged.connect(self._profile_changed)
+        # Queued onto the UI thread (the hub emits from its own); a bound method, not a lambda.
+        self.assistant.mcp_changed.connect(self._profile_changed)
+        return group
+
     def _startup_group(self) -> QGroupBox:
         group, form = self._form("Start-up and appearance")
         self.start_at_login = QCheckBox("Start Chamberlain when I log in")
@@ -461,6 +499,7 @@ class SettingsWindow(QWidget):
             field.editor.setEnabled(variable is None)
             if variable is not None:
                 field.set_note(f"Set by the environment variable {variable}; change it there.")
+        self._choose_profile(settings.profile.name)
         self._update_key_row()
         self.mcp.refresh()
 
@@ -483,6 +522,54 @@ class SettingsWindow(QWidget):
         choice.setCurrentIndex(index)
         choice.blockSignals(False)
         self._url_choice_changed()
+
+    def _choose_profile(self, name: str) -> None:
+        index = self.profile_choice.findData(name)
+        if index < 0:
+            # A safeguard: the session refuses to start with a name the table lacks. Such a
+            # name is shown as it is, never silently replaced by another profile.
+            self.profile_choice.addItem(name, name)
+            index = self.profile_choice.count() - 1
+        self.profile_choice.setCurrentIndex(index)
+        self._profile_changed()
+
+    def _profile_changed(self, *_: object) -> None:
+        """The chosen profile's description, and what it would leave out of the tools
+        installed now (the MCP servers' tools as the hub lists them at this moment)."""
+        field = self.fields["profile.name"]
+        name = str(self.profile_choice.currentData())
+        session = self.assistant.session
+        try:
+            profile = session.profiles.get(name)
+        except ProfileError as exc:
+            field.hint.setText("")
+            field.hint.hide()
+            self.profile_leaves_out.setText(str(exc))
+            self.profile_leaves_out.setToolTip("")
+            return
+        field.hint.setText(profile.description)
+        field.hint.setVisible(not field.message)
+        manuals = {tool.name: tool.manual for tool in session.tools}
+        overrides = session.settings.profile
+        resolved = resolve(name, session.profiles, manuals, overrides)
+        changed = bool(
+            overrides.add_categories
+            or overrides.remove_categories
+            or overrides.add_tools
+            or overrides.deny_tools
+        )
+        installed = f"the {len(manuals)} tools installed now"
+        if resolved.dropped:
+            text = f"Leaves out {len(resolved.dropped)} of {installed}: "
+            text += ", ".join(resolved.dropped)
+        else:
+            text = f"Leaves nothing out of {installed}"
+        text += " (counting your changes in settings.json)." if changed else "."
+        self.profile_leaves_out.setText(text)
+        self.profile_leaves_out.setToolTip(
+            "\n".join(f"{tool}: {why}" for tool, why in resolved.dropped.items())
+        )
+        self.profile_choice.setAccessibleDescription(f"{profile.description} {text}")
 
     def _url_choice_changed(self, *_: object) -> None:
         data = self.url_choice.currentData()
@@ -624,6 +711,7 @@ class SettingsWindow(QWidget):
             except InvalidEndpoint as exc:
                 errors.setdefault("memory.allow_remote", str(exc))
         data["memory"]["allow_remote"] = remote
+        data["profile"]["name"] = str(self.profile_choice.currentData())
         try:
             checked = Settings.model_validate(data)
         except ValidationError as exc:

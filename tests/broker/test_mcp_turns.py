@@ -369,3 +369,11 @@ def test_doctor_reports_each_mcp_server_without_failing_for_one(notes, tmp_path)
     assert not gone_check.ok
     assert not gone_check.required
     assert "is not installed" in gone_check.detail
+
+
+def test_a_settings_file_naming_an_unknown_profile_is_refused_with_the_known_ones(tmp_path):
+    from broker.settings import load_settings
+
+    (tmp_path / "settings.json").write_text(json.dumps({"profile": {"name": "paranoid"}}))
+    with pytest.raises(SettingsError, match="no profile named 'paranoid'; known profiles: every"):
+        load_settings(tmp_path)
