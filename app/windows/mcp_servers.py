@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
 
 from app.assistant import Assistant
 from app.windows import EmptyOr, confirm, good_color, problem_color, spawn, table
+from app.windows.fields import SettingField
 from broker.events import TurnEnded, TurnEvent
 from broker.settings import Settings, save_settings
 from tools.mcp.config import McpServerConfig
@@ -113,39 +114,6 @@ def parse_env(text: str) -> dict[str, str]:
     return env
 
 
-class _Field(QWidget):
-    """An editor with its hint below and its error (or a note) under that."""
-
-    def __init__(self, editor: QWidget, hint: str = "") -> None:
-        super().__init__()
-        self.editor = editor
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(2)
-        layout.addWidget(editor)
-        self.hint = QLabel(hint)
-        self.hint.setWordWrap(True)
-        self.hint.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        self.hint.setVisible(bool(hint))
-        layout.addWidget(self.hint)
-        self.error = QLabel()
-        self.error.setTextFormat(Qt.TextFormat.PlainText)
-        self.error.setWordWrap(True)
-        self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.error.hide()
-        layout.addWidget(self.error)
-
-    def set_error(self, text: str | None) -> None:
-        self.error.setText(text or "")
-        self.error.setStyleSheet(f"color: {problem_color(self.palette()).name()};")
-        self.error.setVisible(bool(text))
-        self.editor.setAccessibleDescription(text or self.hint.text())
-
-    @property
-    def message(self) -> str:
-        return self.error.text() if not self.error.isHidden() else ""
-
-
 class McpServersSection(QGroupBox):
     """The "MCP servers" group of the Settings window. See the module docstring."""
 
@@ -154,7 +122,7 @@ class McpServersSection(QGroupBox):
         self.assistant = assistant
         self.setAccessibleName("MCP servers")
         self.setObjectName("mcp-servers")
-        self.fields: dict[str, _Field] = {}
+        self.fields: dict[str, SettingField] = {}
         # The server the form edits (None: a new one), and a save waiting for a turn to end.
         self._editing: str | None = None
         self._apply_after_turn = False
@@ -309,7 +277,8 @@ class McpServersSection(QGroupBox):
             "env",
             "En&vironment",
             self.env_edit,
-            "Passed to the command. Saved in settings.json as written.",
+            "Passed to the command and saved in settings.json as written; for a token, write "
+            "${env:NAME} to pass Chamberlain's own variable NAME instead.",
         )
         self.category_box = QComboBox()
         for text, value in CATEGORIES:
@@ -340,10 +309,10 @@ class McpServersSection(QGroupBox):
 
     def _field(
         self, form: QFormLayout, key: str, label: str, editor: QWidget, hint: str = ""
-    ) -> _Field:
+    ) -> SettingField:
         editor.setObjectName(f"mcp.{key}")
         editor.setAccessibleName(label.replace("&", "") or key)
-        field = _Field(editor, hint)
+        field = SettingField(editor, hint)
         caption = QLabel(label + ":" if label else "")
         caption.setBuddy(editor)
         form.addRow(caption, field)
@@ -638,7 +607,7 @@ class McpServersSection(QGroupBox):
         return True
 
     def _show_errors(self, errors: dict[str, str]) -> None:
-        first: _Field | None = None
+        first: SettingField | None = None
         for key, field in self.fields.items():
             field.set_error(errors.get(key))
             if key in errors and first is None:
