@@ -32,6 +32,11 @@ def wants_app(argv: Sequence[str]) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--version"], ["-V"]):
+        from app.version import version
+
+        print(f"chamberlain {version()}")
+        return 0
     if wants_app(args):
         from app.main import run_app
 

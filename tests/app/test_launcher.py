@@ -43,3 +43,25 @@ def test_the_cli_path_never_loads_qt(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "file_task" in done.stdout
+
+
+def test_version_prints_the_one_number_from_pyproject_without_qt(tmp_path):
+    import tomllib
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    expected = tomllib.loads(pyproject.read_text())["project"]["version"]
+    code = (
+        "import sys; from app.launcher import main; rc = main(['--version']); "
+        "assert not any(m.startswith('PySide6') for m in sys.modules); sys.exit(rc)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"chamberlain {expected}\n"
+    assert done.stderr == ""
