@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("chamberlain.app")
 
-WINDOWS = ("chat", "permissions", "memory", "activity", "settings")
+WINDOWS = ("chat", "permissions", "memory", "activity", "settings", "about")
 # A turn that takes longer than this, finishing while the chat is hidden, is announced.
 LONG_TURN_S = 10.0
 
@@ -100,7 +100,7 @@ class Shell(QObject):
         self.use_tray = Tray.available() if use_tray is None else use_tray
 
         self.tray.open_chat.connect(lambda: self.show_window("chat"))
-        for name in ("permissions", "memory", "activity", "settings"):
+        for name in ("permissions", "memory", "activity", "settings", "about"):
             getattr(self.tray, f"open_{name}").connect(lambda n=name: self.show_window(n))
         self.tray.revoke_all.connect(self._revoke_all)
         self.tray.quit_requested.connect(self.quit)
@@ -225,6 +225,10 @@ class Shell(QObject):
             from app.windows.settings import SettingsWindow
 
             widget = SettingsWindow(self.assistant)
+        elif name == "about":
+            from app.windows.about import AboutWindow
+
+            widget = AboutWindow(self.assistant)
         else:
             raise KeyError(name)
         widget.setWindowIcon(icon("idle"))

@@ -65,6 +65,7 @@ class Tray(QObject):
     open_memory = Signal()
     open_activity = Signal()
     open_settings = Signal()
+    open_about = Signal()
     revoke_all = Signal()
     quit_requested = Signal()
 
@@ -86,6 +87,7 @@ class Tray(QObject):
         self._add("memory", "Memory…", self.open_memory)
         self._add("activity", "Activity…", self.open_activity)
         self._add("settings", "Settings…", self.open_settings)
+        self._add("about", "About Chamberlain", self.open_about)
         self.menu.addSeparator()
         self._add("quit", "Quit Chamberlain", self.quit_requested)
         self.icon.setContextMenu(self.menu)

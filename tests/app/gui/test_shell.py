@@ -141,3 +141,30 @@ def test_a_long_turn_finishing_while_the_chat_is_hidden_is_announced(shell, run,
     shell.assistant.turn_event.emit(TurnStarted("t-2", "hi"))
     shell.assistant.turn_event.emit(TurnEnded("t-2", "done", result))
     assert len(shown) == 1
+
+
+def test_about_from_the_tray_shows_the_version_and_where_the_data_lives(shell, run, app_home):
+    import tomllib
+
+    from PySide6.QtGui import QGuiApplication
+    from PySide6.QtWidgets import QLabel
+
+    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
+    expected = tomllib.loads(pyproject.read_text())["project"]["version"]
+
+    async def about() -> object:
+        await shell.load()
+        shell.tray.actions["about"].trigger()
+        await asyncio.sleep(0.05)
+        return shell.windows.get("about")
+
+    window = run(about())
+    assert window is not None
+    assert window.isVisible()
+    assert shell.tray.actions["about"].text() == "About Chamberlain"
+    title = window.findChild(QLabel, "about-title")
+    assert f"Chamberlain {expected}" in title.text()
+    facts = window.findChild(QLabel, "about-details").text()
+    assert f"Data folder: {app_home}" in facts
+    window.copy.click()
+    assert QGuiApplication.clipboard().text() == f"Chamberlain {expected}\n{facts}"

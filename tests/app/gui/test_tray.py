@@ -30,7 +30,7 @@ def tray(qapp, app_home):
     assistant.close()
 
 
-def test_the_menu_offers_what_the_issue_lists_in_order(tray):
+def test_the_menu_offers_what_the_issues_list_in_order(tray):
     texts = [a.text() for a in tray.menu.actions() if not a.isSeparator()]
     assert texts == [
         "Open chat",
@@ -40,6 +40,7 @@ def test_the_menu_offers_what_the_issue_lists_in_order(tray):
         "Memory…",
         "Activity…",
         "Settings…",
+        "About Chamberlain",
         "Quit Chamberlain",
     ]
 
