@@ -9,6 +9,7 @@ and otherwise denied. Exit codes: 0 ok, 1 the request failed (message on stderr)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import logging
@@ -718,6 +719,66 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
 
 
+# Files only Chamberlain writes: a folder holding none of them is not erased (a mistyped --home).
+_HOME_MARKS = (
+    "settings.json",
+    "audit.jsonl",
+    "grants.json",
+    "memory.db",
+    "memory.keying",
+    "token.key",
+)
+
+
+def cmd_erase_data(args: argparse.Namespace) -> int:
+    """Everything Chamberlain keeps for this home, gone for good: the data folder, its secrets in
+    the system keyring, the saved API key of the configured model server and the start-at-login
+    entry. What removing the package leaves, on the user's explicit word."""
+    import shutil
+
+    from app import autostart
+    from broker.keys import delete_api_key, forget_home_secrets
+    from broker.settings import SettingsError, load_settings
+
+    home = home_from(args).resolve()
+    if not home.exists():
+        emit({"removed": []}, args.json, f"Nothing to erase: {home} does not exist.")
+        return EXIT_OK
+    if home in (Path("/"), Path.home().resolve()) or not any(
+        (home / mark).exists() for mark in _HOME_MARKS
+    ):
+        raise UsageError(
+            f"{home} does not look like Chamberlain's data folder (none of "
+            f"{', '.join(_HOME_MARKS)} is in it); nothing was erased"
+        )
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UsageError("erase-data deletes everything for good: add --yes to confirm")
+        question = (
+            f"Erase {home} (memory, conversations, grants, audit log, settings), its keys in "
+            "the system keyring and the start-at-login entry, for good?"
+        )
+        if not _confirm(question):
+            sys.stderr.write("Nothing was erased.\n")
+            return EXIT_FAILED
+    removed: list[str] = []
+    try:
+        url = load_settings(home).llm.url
+    except SettingsError:
+        url = ""
+    if url.startswith(("http://", "https://")):
+        with contextlib.suppress(Exception):
+            if delete_api_key(url):
+                removed.append(f"the API key for {url} in the keyring")
+    removed += [f"the {purpose} in the keyring" for purpose in forget_home_secrets(home)]
+    if autostart.is_enabled() and autostart.disable():
+        removed.append(f"the start-at-login entry {autostart.entry_path()}")
+    shutil.rmtree(home)
+    removed.append(str(home))
+    emit({"removed": removed}, args.json, "Erased: " + "; ".join(removed) + ".")
+    return EXIT_OK
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from broker.doctor import run_checks
 
@@ -837,6 +898,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     mcp = add_mcp_parser(sub, common, _Parser)
     mcp.set_defaults(func=_cmd_mcp)
+
+    er = sub.add_parser(
+        "erase-data",
+        parents=[common],
+        help="delete everything Chamberlain keeps (data folder, keyring secrets, autostart)",
+    )
+    er.add_argument("--yes", action="store_true", help="do not ask to confirm")
+    er.set_defaults(func=cmd_erase_data)
 
     mo = sub.add_parser("models", parents=[common], help="list the models, or choose one")
     msub = mo.add_subparsers(dest="models_cmd", required=True, parser_class=_Parser)

@@ -477,3 +477,32 @@ def api_keyring_problem(env_var: str = DEFAULT_API_KEY_ENV) -> str | None:
     except KeyringUnavailable as exc:
         return str(exc)
     return None
+
+
+# What Chamberlain keeps in the keyring for one home (besides API keys, kept per endpoint).
+HOME_SECRETS = ("token-secret", "memory-key")
+
+
+def forget_home_secrets(home: Path) -> list[str]:
+    """Remove this home's install secret and memory key from the system keyring; the purposes
+    removed ([] when none were there, or there is no usable keyring)."""
+    removed: list[str] = []
+    chosen = os.environ.get("PYTHON_KEYRING_BACKEND", "").strip()
+    if chosen in _NO_KEYRING_BACKENDS:
+        return removed
+    try:
+        import keyring
+        from keyring.errors import KeyringError, PasswordDeleteError
+    except ImportError:
+        return removed
+    for purpose in HOME_SECRETS:
+        user = _keyring_user(home, purpose)
+        try:
+            if keyring.get_password(SERVICE, user) is None:
+                continue
+            keyring.delete_password(SERVICE, user)
+        except (PasswordDeleteError, KeyringError, OSError) as exc:
+            log.warning("the keyring kept %s: %s", purpose, exc)
+            continue
+        removed.append(purpose)
+    return removed
