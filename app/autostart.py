@@ -37,12 +37,36 @@ def entry_path() -> Path:
     return config_home() / "autostart" / ENTRY_NAME
 
 
-def default_command() -> list[str]:
-    """How to start this Chamberlain's desktop app: a built binary starts itself; otherwise
-    this very interpreter runs the launcher (not whatever `chamberlain` is first on PATH)."""
-    if getattr(sys, "frozen", False):
-        return [sys.executable]
-    return [sys.executable, "-m", "app.launcher"]
+# Where the Debian package puts the bundle, and the command it installs for it.
+INSTALL_DIR = Path("/opt/chamberlain")
+INSTALLED_COMMAND = Path("/usr/bin/chamberlain")
+
+
+def default_command(
+    *,
+    frozen: bool | None = None,
+    executable: str | None = None,
+    install_dir: Path = INSTALL_DIR,
+    installed_command: Path = INSTALLED_COMMAND,
+) -> list[str]:
+    """How to start this Chamberlain's desktop app at login.
+
+    The installed package's bundle (frozen, running from /opt/chamberlain) is started as
+    /usr/bin/chamberlain, the command the package owns: it still names the app after an upgrade
+    moves files inside /opt/chamberlain. Any other built binary starts itself. From source, this
+    very interpreter runs the launcher (not whatever `chamberlain` is first on PATH)."""
+    frozen = getattr(sys, "frozen", False) if frozen is None else frozen
+    executable = sys.executable if executable is None else executable
+    if frozen:
+        here = Path(executable).resolve()
+        if (
+            here.is_relative_to(install_dir.resolve())
+            and installed_command.is_file()
+            and os.access(installed_command, os.X_OK)
+        ):
+            return [str(installed_command)]
+        return [executable]
+    return [executable, "-m", "app.launcher"]
 
 
 # Characters that make an Exec argument need quoting (Desktop Entry spec, "The Exec key").

@@ -121,3 +121,58 @@ def test_the_default_command_starts_this_interpreters_desktop_app(user_home):
     command = autostart.default_command()
     assert command == [sys.executable, "-m", "app.launcher"]
     assert launcher.wants_app(command[3:])  # no arguments: the desktop app, not the CLI
+
+
+@pytest.fixture
+def installed(tmp_path: Path) -> tuple[Path, Path]:
+    """A stand-in for the Debian package's layout under tmp_path: the bundle's executable in
+    opt/chamberlain and usr/bin/chamberlain a symlink to it, as packaging/build.sh makes them."""
+    install_dir = tmp_path / "opt" / "chamberlain"
+    install_dir.mkdir(parents=True)
+    binary = install_dir / "chamberlain"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    command = tmp_path / "usr" / "bin" / "chamberlain"
+    command.parent.mkdir(parents=True)
+    command.symlink_to(binary)
+    return install_dir, command
+
+
+def test_the_installed_app_starts_at_login_through_usr_bin_not_its_bundle_path(
+    user_home, installed
+):
+    install_dir, command = installed
+    found = autostart.default_command(
+        frozen=True,
+        executable=str(install_dir / "chamberlain"),
+        install_dir=install_dir,
+        installed_command=command,
+    )
+    assert found == [str(command)]
+    assert _entry(autostart.enable(found))["Exec"] == str(command)
+
+
+def test_a_built_binary_outside_the_install_folder_starts_itself(user_home, installed, tmp_path):
+    install_dir, command = installed
+    elsewhere = tmp_path / "unpacked" / "chamberlain"
+    assert autostart.default_command(
+        frozen=True, executable=str(elsewhere), install_dir=install_dir, installed_command=command
+    ) == [str(elsewhere)]
+
+
+def test_the_bundle_without_its_usr_bin_command_starts_itself(user_home, installed):
+    install_dir, command = installed
+    command.unlink()  # e.g. the package unpacked with dpkg -x, or /usr/bin/chamberlain removed
+    binary = str(install_dir / "chamberlain")
+    assert autostart.default_command(
+        frozen=True, executable=binary, install_dir=install_dir, installed_command=command
+    ) == [binary]
+
+
+def test_the_install_paths_are_the_ones_the_package_installs():
+    """packaging/build.sh links /usr/bin/chamberlain to the bundle in /opt/chamberlain: if
+    either moves, the autostart entry would name a command the package no longer installs."""
+    build = (Path(__file__).parents[2] / "packaging" / "build.sh").read_text(encoding="utf-8")
+    link = f'ln -s {autostart.INSTALL_DIR}/chamberlain "$stage{autostart.INSTALLED_COMMAND}"'
+    assert link == 'ln -s /opt/chamberlain/chamberlain "$stage/usr/bin/chamberlain"'
+    assert link in build

