@@ -20,6 +20,7 @@ import gc
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -445,6 +446,17 @@ def run_app(argv: Sequence[str] = ()) -> int:
             cleanup()
 
 
+def _quit_on_signals(shell: Shell) -> None:
+    """SIGTERM (logout, `kill`, a package upgrade) and SIGHUP end the app as Quit does: the turn
+    stopped, MCP servers ended, memory closed, rather than the process simply vanishing."""
+    loop = asyncio.get_running_loop()
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            loop.add_signal_handler(number, shell.quit)
+        except (NotImplementedError, RuntimeError, ValueError):
+            log.debug("cannot handle signal %s on this platform", number)
+
+
 async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
     instance = SingleInstance(server_name(home))
     if not instance.claim():
@@ -452,6 +464,7 @@ async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
         return 0
     shell = Shell(home)
     instance.activated.connect(shell.bring_to_front)
+    _quit_on_signals(shell)
     shell.start()
     if ready_and_quit:
         await asyncio.sleep(0)  # one turn of the loop: the tray (or window) is on screen
@@ -461,7 +474,13 @@ async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
         instance.release()
         return 0
     try:
-        await shell.load()
+        try:
+            await shell.load()
+        except (asyncio.CancelledError, RuntimeError):
+            # Quit (the tray, or a signal) while still loading ends the io work under load:
+            # that is the way out, not a failure.
+            if not shell.finished.done():
+                raise
         return await shell.finished
     finally:
         instance.release()
