@@ -30,7 +30,10 @@ command -v "$PY" >/dev/null || die "no $PY found (set PYTHON=/path/to/python3.11
 lock=requirements.lock
 llama_version=$(sed -n 's/^llama_cpp_python==//p' "$lock")
 [ -n "$llama_version" ] || die "$lock pins no llama_cpp_python version"
-LLAMA_CMAKE_ARGS=${LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF}
+# Every x86-64 CPU: ggml's CPU backend built in all its variants (SSE4.2 up to AVX-512), each a
+# library of its own, and the best one this CPU runs picked when the model loads. (NATIVE=OFF
+# alone still needs AVX2.)
+LLAMA_CMAKE_ARGS=${LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON}
 flags_key=$(printf '%s' "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-12)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/chamberlain-build
 wheel_dir=$cache/wheels/llama_cpp_python-$llama_version-$flags_key
@@ -157,6 +160,13 @@ fi
 stop_ticker
 exe=build/bundle/chamberlain/chamberlain
 [ -x "$exe" ] || die "PyInstaller finished but $exe is missing (log: build/pyinstaller.log)"
+# ggml loads its CPU variants (libggml-cpu-<level>.so) from the executable's own folder;
+# llama-cpp-python installs them in site-packages/bin, where nothing would find them.
+variants=("$venv"/lib/python3*/site-packages/bin/libggml-cpu-*.so)
+if [ -e "${variants[0]}" ]; then
+  cp "${variants[@]}" build/bundle/chamberlain/
+  say "${#variants[@]} CPU variants of ggml beside the executable"
+fi
 got=$("$exe" --version) || die "$exe --version failed"
 want=$("$vpy" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 [ "$got" = "chamberlain $want" ] \
