@@ -232,7 +232,7 @@ class Shell(QObject):
             widget = AboutWindow(self.assistant)
         else:
             raise KeyError(name)
-        widget.setWindowIcon(icon("idle"))
+        widget.setWindowIcon(icon("chamberlain"))
         return widget
 
     def show_window(self, name: str) -> QWidget | None:
@@ -424,7 +424,7 @@ def run_app(argv: Sequence[str] = ()) -> int:
     app.setApplicationName("Chamberlain")
     app.setApplicationDisplayName("Chamberlain")
     app.setDesktopFileName("chamberlain")
-    app.setWindowIcon(icon("idle"))
+    app.setWindowIcon(icon("chamberlain"))
     app.setQuitOnLastWindowClosed(False)
 
     loop = qasync.QEventLoop(app)

@@ -14,6 +14,7 @@ from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.assistant import Assistant
+from app.tray import icon
 from app.version import version
 
 TAGLINE = "A desktop assistant that asks before it acts, and shows you everything it did."
@@ -42,10 +43,16 @@ class AboutWindow(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(20, 16, 20, 16)
         layout.setSpacing(10)
+        heading = QHBoxLayout()
+        mark = QLabel()
+        mark.setPixmap(icon("chamberlain").pixmap(48, 48))
+        mark.setAccessibleName("Chamberlain's icon")
+        heading.addWidget(mark)
         title = QLabel(f"<h2>Chamberlain {version()}</h2>")
         title.setObjectName("about-title")
         title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        layout.addWidget(title)
+        heading.addWidget(title, 1)
+        layout.addLayout(heading)
         layout.addWidget(QLabel(TAGLINE))
         self.facts = QLabel()
         self.facts.setObjectName("about-details")
