@@ -24,7 +24,7 @@ render_icons() {
   local dest=$1 python size; shift
   for python in build/venv-bundle/bin/python .venv/bin/python; do
     if [ -x "$python" ] && "$python" -c 'import PySide6.QtSvg' 2>/dev/null; then
-      "$python" packaging/deb/render_icons.py resources/icons/chamberlain.svg "$dest" "$@" \
+      "$python" packaging/render_icon.py resources/icons/chamberlain.svg hicolor "$dest" "$@" \
         || die "the PNG icons could not be rendered"
       return
     fi

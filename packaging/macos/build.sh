@@ -82,7 +82,7 @@ fi
 # iconutil packs them.
 say "rendering the icon..."
 rm -rf "$work/chamberlain.iconset"
-"$vpy" packaging/windows/render_icon.py resources/icons/chamberlain.svg iconset \
+"$vpy" packaging/render_icon.py resources/icons/chamberlain.svg iconset \
   "$work/chamberlain.iconset" >/dev/null
 iconutil -c icns -o "$work/chamberlain.icns" "$work/chamberlain.iconset"
 

@@ -117,7 +117,7 @@ if (-not (Test-Path $Stamp) -or ((Get-Content -Raw $Stamp).Trim() -ne $VenvKey))
 # --- 2. the icon ---------------------------------------------------------------------------------
 $Icon = Join-Path $Work "chamberlain.ico"
 Invoke-Checked "rendering the icon" {
-    & $VPy packaging\windows\render_icon.py resources\icons\chamberlain.svg ico $Icon
+    & $VPy packaging\render_icon.py resources\icons\chamberlain.svg ico $Icon
 }
 
 # --- 3. the bundle -------------------------------------------------------------------------------

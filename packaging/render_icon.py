@@ -1,14 +1,18 @@
-"""Render Chamberlain's SVG icon into the raster icons the Windows and macOS builds need.
+"""Render Chamberlain's SVG icon into the raster icons each package needs.
 
-    python render_icon.py SVG ico OUT.ico       Windows: one .ico holding 16 to 256 px
-    python render_icon.py SVG iconset DIR       macOS: DIR/icon_16x16.png ... icon_512x512@2x.png,
-                                                for `iconutil -c icns DIR`
+    python render_icon.py SVG hicolor DIR [SIZE...]   Linux (.deb): DIR/<n>x<n>/apps/<svg name>.png
+                                                      for each size (16 32 48 64 128 256 unless
+                                                      given), the hicolor icon theme's layout
+    python render_icon.py SVG ico OUT.ico             Windows: one .ico holding 16 to 256 px
+    python render_icon.py SVG iconset DIR             macOS: DIR/icon_16x16.png ...
+                                                      icon_512x512@2x.png, for `iconutil -c icns`
 
 Each size is rendered from the vector by Qt's SVG renderer (PySide6, already in the build venv),
 not scaled down from one big bitmap: small sizes stay sharp. Neither `sips` nor Pillow can read
 SVG, which is why this exists. It runs on the offscreen Qt platform, so it needs no display.
 
-Run here (Linux) for both outputs; the builds that call it (build.ps1, ../macos/build.sh) were not.
+Run here (Linux) for every output; the builds that call it for Windows and macOS (windows/build.ps1,
+macos/build.sh) were not.
 It must never write anywhere but the output it is given.
 """
 
@@ -67,11 +71,27 @@ def write_iconset(svg: Path, out: Path) -> None:
         (out / name).write_bytes(_render(svg, pixels))
 
 
+HICOLOR_SIZES = (16, 32, 48, 64, 128, 256)
+
+
+def write_hicolor(svg: Path, out: Path, sizes: tuple[int, ...] = HICOLOR_SIZES) -> None:
+    for size in sizes:
+        target = out / f"{size}x{size}" / "apps" / f"{svg.stem}.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(_render(svg, size))
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 3 or argv[1] not in ("ico", "iconset"):
+    kinds = ("hicolor", "ico", "iconset")
+    if len(argv) < 3 or argv[1] not in kinds or (argv[1] != "hicolor" and len(argv) != 3):
         print(__doc__, file=sys.stderr)
         return 2
     svg, kind, out = Path(argv[0]), argv[1], Path(argv[2])
+    try:
+        sizes = tuple(int(size) for size in argv[3:]) or HICOLOR_SIZES
+    except ValueError:
+        print(f"render_icon: sizes are whole numbers, not {argv[3:]}", file=sys.stderr)
+        return 2
     if not svg.is_file():
         print(f"render_icon: {svg} does not exist", file=sys.stderr)
         return 1
@@ -79,7 +99,10 @@ def main(argv: list[str]) -> int:
     from PySide6.QtGui import QGuiApplication
 
     app = QGuiApplication.instance() or QGuiApplication([sys.argv[0]])
-    (write_ico if kind == "ico" else write_iconset)(svg, out)
+    if kind == "hicolor":
+        write_hicolor(svg, out, sizes)
+    else:
+        (write_ico if kind == "ico" else write_iconset)(svg, out)
     del app
     print(f"render_icon: wrote {out}")
     return 0
