@@ -92,6 +92,24 @@ def app_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture
+def config_home(app_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the autostart entry goes (XDG_CONFIG_HOME), under the test's user home."""
+    folder = app_home.parent / "user" / ".config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(folder))
+    return folder
+
+
+def open_settings(qtbot: Any, assistant: Any) -> Any:
+    """The Settings window on `assistant`, shown (autostart would start the installed app)."""
+    from app.windows.settings import SettingsWindow
+
+    shown = SettingsWindow(assistant, autostart_command=["/opt/chamberlain/bin/chamberlain"])
+    qtbot.addWidget(shown)
+    shown.show()
+    return shown
+
+
 def make_session(home: Path, **options: Any) -> Session:
     """A real Session under `home` with default settings (no model unless one is given)."""
     settings = options.pop("settings", None) or Settings()

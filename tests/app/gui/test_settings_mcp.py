@@ -27,7 +27,7 @@ from app.permission_prompt import PermissionQuestion
 from app.windows.settings import SettingsWindow
 from broker.permissions import PermissionRequest
 from broker.settings import Settings, load_settings, save_settings
-from tests.app.gui.conftest import make_session, until
+from tests.app.gui.conftest import make_session, open_settings, until
 from tests.support.mcp_notes import NOTES_SERVER, notes_config
 from tools.manual import Capability
 from tools.mcp.config import McpServerConfig, McpSettings
@@ -64,10 +64,7 @@ def assistant(app_home: Path, configured: Settings) -> Iterator[Assistant]:
 
 @pytest.fixture
 def window(qtbot: Any, assistant: Assistant) -> SettingsWindow:
-    shown = SettingsWindow(assistant, autostart_command=["/opt/chamberlain/bin/chamberlain"])
-    qtbot.addWidget(shown)
-    shown.show()
-    return shown
+    return open_settings(qtbot, assistant)
 
 
 def _type(qtbot: Any, edit: QLineEdit, text: str) -> None:

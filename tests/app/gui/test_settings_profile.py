@@ -10,7 +10,6 @@ file, the session's own policy decision, and the tests' MCP notes server
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,18 +21,11 @@ from app.assistant import Assistant
 from app.windows.settings import SettingsWindow
 from broker.settings import Settings, load_settings, save_settings
 from broker.types import Intent, RouterOutput
-from tests.app.gui.conftest import make_session, until
-from tools.mcp.config import McpServerConfig, McpSettings
+from tests.app.gui.conftest import make_session, open_settings, until
+from tests.support.mcp_notes import notes_config
+from tools.mcp.config import McpSettings
 
-NOTES_SERVER = Path(__file__).resolve().parents[2] / "support" / "mcp_notes_server.py"
 HANDING_OFF = ("system_execute", "open_path", "open_url")
-
-
-@pytest.fixture
-def config_home(app_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = app_home.parent / "user" / ".config"
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(folder))
-    return folder
 
 
 @pytest.fixture
@@ -45,10 +37,7 @@ def assistant(app_home: Path, config_home: Path) -> Iterator[Assistant]:
 
 @pytest.fixture
 def window(qtbot: Any, assistant: Assistant) -> SettingsWindow:
-    shown = SettingsWindow(assistant, autostart_command=["/opt/chamberlain/bin/chamberlain"])
-    qtbot.addWidget(shown)
-    shown.show()
-    return shown
+    return open_settings(qtbot, assistant)
 
 
 def _choose(qtbot: Any, window: SettingsWindow, name: str) -> None:
@@ -159,11 +148,7 @@ def test_what_a_profile_leaves_out_follows_the_mcp_servers_tools(
     notes = tmp_path / "notes"
     notes.mkdir()
     settings = Settings()
-    settings.mcp = McpSettings(
-        servers={
-            "notes": McpServerConfig(command=sys.executable, args=(str(NOTES_SERVER), str(notes)))
-        }
-    )
+    settings.mcp = McpSettings(servers={"notes": notes_config(notes)})
     save_settings(app_home, settings)
     assistant = Assistant(make_session(app_home, settings=settings))
     try:

@@ -23,7 +23,7 @@ from app.windows.settings import SettingsWindow
 from broker.keys import load_api_key
 from broker.llm import endpoints
 from broker.settings import load_settings, save_settings
-from tests.app.gui.conftest import make_session
+from tests.app.gui.conftest import make_session, open_settings
 from tests.support.openai_server import free_port
 
 SECRET_KEY = "sk-test-NEVER-IN-A-FILE-93f1c2"
@@ -39,13 +39,6 @@ def _collect_on_the_ui_thread() -> Iterator[None]:
 
 
 @pytest.fixture
-def config_home(app_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = app_home.parent / "user" / ".config"
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(folder))
-    return folder
-
-
-@pytest.fixture
 def assistant(app_home: Path, config_home: Path) -> Iterator[Assistant]:
     made = Assistant(make_session(app_home))
     yield made
@@ -54,10 +47,7 @@ def assistant(app_home: Path, config_home: Path) -> Iterator[Assistant]:
 
 @pytest.fixture
 def window(qtbot, assistant: Assistant) -> SettingsWindow:
-    shown = SettingsWindow(assistant, autostart_command=["/opt/chamberlain/bin/chamberlain"])
-    qtbot.addWidget(shown)
-    shown.show()
-    return shown
+    return open_settings(qtbot, assistant)
 
 
 def _type(qtbot, edit: QLineEdit, text: str) -> None:
