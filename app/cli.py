@@ -744,7 +744,8 @@ def cmd_erase_data(args: argparse.Namespace) -> int:
     if not home.exists():
         emit({"removed": []}, args.json, f"Nothing to erase: {home} does not exist.")
         return EXIT_OK
-    if home in (Path("/"), Path.home().resolve()) or not any(
+    # Never the user's home nor a folder holding it (a mistyped --home of /home or /).
+    if Path.home().resolve().is_relative_to(home) or not any(
         (home / mark).exists() for mark in _HOME_MARKS
     ):
         raise UsageError(

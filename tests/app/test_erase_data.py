@@ -76,3 +76,10 @@ def test_nothing_there_is_nothing_to_erase(user):
     done = run_cli(user, "erase-data", "--yes")
     assert done.returncode == 0
     assert "Nothing to erase" in done.stdout
+
+
+def test_a_folder_holding_the_users_home_is_never_erased(user):
+    (user.parent / "settings.json").write_text("{}")
+    done = run_cli(user, "--home", str(user.parent), "erase-data", "--yes")
+    assert done.returncode == 2
+    assert (user / "Documents" / "thesis.txt").exists()
