@@ -403,3 +403,30 @@ def test_a_loopback_http_server_that_floods_is_cut_off(flooding_http_server, hub
     assert "sent a response over" in (status.last_error or "")
     assert time.monotonic() - started < 9
     assert registry.names() == []
+
+
+def test_a_server_that_keeps_failing_is_tried_again_less_and_less_often(hub_for):
+    """Each turn that could use a broken server would otherwise wait for it again: after the
+    n-th failure in a row the next try waits RETRY_AFTER_S × 2^(n-1)."""
+    from tools.mcp.hub import RETRY_AFTER_S
+
+    hub, _ = hub_for(broken=McpServerConfig(command="no-such-mcp-server-program"))
+    link = hub._links["broken"]
+
+    def tried_after(seconds_ago: float) -> bool:
+        link.last_attempt = time.monotonic() - seconds_ago
+        before = link.last_attempt
+        hub.ensure()
+        return link.last_attempt != before
+
+    hub.ensure()
+    assert link.failures == 1
+    assert not tried_after(0.5 * RETRY_AFTER_S)
+    assert tried_after(1.5 * RETRY_AFTER_S)
+    assert link.failures == 2
+    assert not tried_after(1.5 * RETRY_AFTER_S)  # now twice as long
+    assert tried_after(2.5 * RETRY_AFTER_S)
+    assert link.failures == 3
+    assert not tried_after(3.5 * RETRY_AFTER_S)
+    assert hub.test("broken").state == "failed"  # asking for it by hand always tries
+    assert link.failures == 4

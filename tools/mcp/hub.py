@@ -58,7 +58,10 @@ MAX_PAGES = 20
 # A message from a server may be this much larger than its output cap (JSON, other fields).
 MESSAGE_SLACK = 256 * 1024
 # After a failed connection, the next turn that could use the server tries again after this.
+# doubling with each failure in a row (a server that keeps failing is not waited for on every
+# turn), up to RETRY_AT_MOST_S.
 RETRY_AFTER_S = 15.0
+RETRY_AT_MOST_S = 600.0
 CLIENT_NAME = "chamberlain"
 
 
@@ -106,6 +109,8 @@ class _Link:
     stop: asyncio.Event | None = None
     task: asyncio.Future[None] | None = None
     last_attempt: float = 0.0
+    # Connections that failed in a row (0 once one succeeds).
+    failures: int = 0
     relist: asyncio.Task[None] | None = None
 
 
@@ -201,7 +206,8 @@ class McpHub:
             with self._lock:
                 if link.state in ("connecting", "connected"):
                     continue
-                if link.state == "failed" and not force and now - link.last_attempt < RETRY_AFTER_S:
+                wait = min(RETRY_AFTER_S * 2 ** max(link.failures - 1, 0), RETRY_AT_MOST_S)
+                if link.state == "failed" and not force and now - link.last_attempt < wait:
                     continue
                 link.state, link.last_attempt = "connecting", now
                 link.settled.clear()
@@ -295,6 +301,7 @@ class McpHub:
         assert link.stop is not None
         config = link.config
         max_bytes = config.output_cap + MESSAGE_SLACK
+        connected = False
         try:
             async with AsyncExitStack() as stack:
                 if config.command is not None:
@@ -328,7 +335,8 @@ class McpHub:
                     ClientSession(read, write, message_handler=on_message)  # type: ignore[arg-type]
                 )
                 await self._handshake(link, session)
-                link.state, link.last_error = "connected", None
+                link.state, link.last_error, link.failures = "connected", None, 0
+                connected = True
                 link.settled.set()
                 self._changed()
                 await self._wait_for_end(link)
@@ -343,6 +351,8 @@ class McpHub:
                 raise
             link.state = "failed" if not (link.stop and link.stop.is_set()) else "idle"
             if link.state == "failed":
+                if not connected:
+                    link.failures += 1  # the connection itself failed: wait longer next time
                 link.last_error = self._why_ended(link, exc)
                 log.info("MCP server %s: %s", link.name, link.last_error)
         finally:
