@@ -27,6 +27,7 @@ server may simply be offline.
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -133,7 +134,17 @@ class ProfileTable(BaseModel):
 
 
 def load_profiles(path: Path | None = None) -> ProfileTable:
-    """The bundled table, or one at `path`. An invalid table fails loudly, naming the file."""
+    """The bundled table (read once per process: it is frozen), or one at `path`. An invalid
+    table fails loudly, naming the file."""
+    return _bundled_profiles() if path is None else _read_profiles(path)
+
+
+@functools.cache
+def _bundled_profiles() -> ProfileTable:
+    return _read_profiles(None)
+
+
+def _read_profiles(path: Path | None) -> ProfileTable:
     origin = "the bundled profiles.toml" if path is None else str(path)
     try:
         if path is None:
