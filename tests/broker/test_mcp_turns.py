@@ -344,6 +344,7 @@ def test_a_tool_of_a_server_the_message_never_named_is_the_models_own_idea(
         ("mynotes", "notes", False),
         ("search my work notes", "work_notes", True),
         ("search work_notes", "work_notes", True),
+        ("make a note", "a", False),
     ],
 )
 def test_a_message_names_a_server_by_its_whole_name(text, server, named):

@@ -614,6 +614,8 @@ def names_server(text: str, server: str) -> bool:
     """Whether the user's message names the server ("list my notes" names `notes`; a server
     `work_notes` is named by "work notes" or "work_notes"): a call to one of its tools is then
     the user's own request, asked about as such, and `--approve mcp_read=once` answers it."""
+    if len(server) < 3:
+        return False  # "a" or "my" would be named by nearly every sentence
     spoken = server.replace("_", " ")
     pattern = rf"(?<![a-z0-9_])(?:{re.escape(server)}|{re.escape(spoken)})(?![a-z0-9_])"
     return re.search(pattern, text.lower()) is not None
