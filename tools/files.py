@@ -34,6 +34,7 @@ import charset_normalizer
 from pydantic import Field, create_model
 
 from tools.arguments import NOT_BLANK, ToolArguments
+from tools.escapes import path_from_visible, visible_name, visible_path
 from tools.manual import (
     Capability,
     Prepared,
@@ -155,9 +156,23 @@ class _PathBook:
 
     def resolve(self, raw: str) -> Path:
         try:
-            return resolve_path(raw, home=self._home, cwd=self._cwd)
+            path = resolve_path(raw, home=self._home, cwd=self._cwd)
         except ValueError as exc:
-            raise ToolError(f"Cannot use the path {raw.strip()[:200]!r}: {exc}") from exc
+            shown = visible_path(raw.strip()[:200])
+            raise ToolError(f"Cannot use the path '{shown}': {exc}") from exc
+        if os.path.lexists(path):
+            return path
+        # A name these tools showed escaped ("report\xff.txt" for a name that is not UTF-8),
+        # handed back as it was shown: it names the file it was shown for. A file really called
+        # that, escapes and all, wins (it was looked up first).
+        unescaped = path_from_visible(raw)
+        if unescaped is None:
+            return path
+        try:
+            other = resolve_path(unescaped, home=self._home, cwd=self._cwd)
+        except ValueError:
+            return path
+        return other if os.path.lexists(other) else path
 
     def for_targets(self, raw: str) -> Path:
         path = self.resolve(raw)
@@ -272,6 +287,11 @@ def _own_identities(app_dirs: tuple[Path, ...]) -> dict[tuple[int, int], Path]:
     return found
 
 
+def _shown(path: Path | str) -> str:
+    """A path as messages and results show it: escaped where it would mislead or break."""
+    return visible_path(str(path))
+
+
 def _refusal(path: Path, hit: PrivateHit) -> ToolRefused:
     why = f"{hit.describe()}; Chamberlain's tools never read it"
     try:
@@ -281,7 +301,7 @@ def _refusal(path: Path, hit: PrivateHit) -> ToolRefused:
     if inside:
         return ToolRefused(f"refused: {why}")
     alias = "a bind mount" if path.is_dir() else "a hard link"
-    return ToolRefused(f"refused: {path} is another name ({alias}) for something in {why}")
+    return ToolRefused(f"refused: {_shown(path)} is another name ({alias}) for something in {why}")
 
 
 def _refuse_private_path(path: Path, check: _PrivateCheck) -> None:
@@ -377,29 +397,30 @@ def _kind(mode: int) -> str:
 
 def _open_error(exc: OSError, path: Path, *, want_dir: bool) -> ToolError:
     """A plain-words ToolError for a failed open of the resolved `path`."""
+    shown = _shown(path)
     if isinstance(exc, FileNotFoundError):
-        return ToolError(f"{path} does not exist")
+        return ToolError(f"{shown} does not exist")
     if isinstance(exc, PermissionError):
-        return ToolError(f"Permission denied: {path} cannot be read by Chamberlain's user")
+        return ToolError(f"Permission denied: {_shown(path)} cannot be read by Chamberlain's user")
     if exc.errno in (errno.ENOTDIR, errno.ELOOP):
         try:
             mode = os.lstat(path).st_mode
         except (FileNotFoundError, NotADirectoryError):
             # NotADirectoryError: a parent is a file ("notes.txt/sub").
-            return ToolError(f"{path} does not exist")
+            return ToolError(f"{shown} does not exist")
         except OSError:
             mode = None
         if mode is not None and not stat.S_ISLNK(mode):
             if want_dir and not stat.S_ISDIR(mode):
                 return ToolError(
-                    f"{path} is not a folder (it is {_kind(mode)}); use file_read to read a file"
+                    f"{shown} is not a folder (it is {_kind(mode)}); use file_read to read a file"
                 )
             if not want_dir and stat.S_ISDIR(mode):
-                return ToolError(f"{path} is a folder; use file_list to see what is in it")
+                return ToolError(f"{shown} is a folder; use file_list to see what is in it")
         return ToolError(
-            f"{path} changed while it was being opened (a symlink appeared); try again"
+            f"{shown} changed while it was being opened (a symlink appeared); try again"
         )
-    return ToolError(f"Cannot open {path}: {exc.strerror or exc}")
+    return ToolError(f"Cannot open {shown}: {exc.strerror or exc}")
 
 
 def _read_head(fd: int, limit: int) -> bytes:
@@ -542,16 +563,18 @@ def _list_folder(book: _PathBook, args: FileListArguments, at: Path | None = Non
         for _, _, name, entry in keyed[:max_entries]:
             entries.append(_describe_entry(fd, name, entry))
     except PermissionError as exc:
-        raise ToolError(f"Permission denied: {path} cannot be read by Chamberlain's user") from exc
+        raise ToolError(
+            f"Permission denied: {_shown(path)} cannot be read by Chamberlain's user"
+        ) from exc
     except OSError as exc:
-        raise ToolError(f"Cannot list {path}: {exc.strerror or exc}") from exc
+        raise ToolError(f"Cannot list {_shown(path)}: {exc.strerror or exc}") from exc
     finally:
         os.close(fd)
 
     total = len(keyed)
     truncated = total > max_entries or scan_capped
     data = {
-        "path": str(path),
+        "path": _shown(path),
         "entries": entries,
         "total": total,
         "shown": len(entries),
@@ -570,17 +593,19 @@ def _describe_entry(dir_fd: int, name: str, entry: os.DirEntry[str]) -> dict[str
         st = entry.stat(follow_symlinks=False)
     except OSError:
         # Deleted between the listing and the stat: still report the name.
-        return {"name": name, "type": "other", "size": None, "modified": None}
+        return {"name": visible_name(name), "type": "other", "size": None, "modified": None}
     kind = _entry_type(st.st_mode)
+    # Names as they are shown everywhere (escaped when not UTF-8, or holding control, bidi or
+    # zero-width characters); a later call may use the name as shown.
     item: dict[str, Any] = {
-        "name": name,
+        "name": visible_name(name),
         "type": kind,
         "size": st.st_size if kind == "file" else None,
         "modified": _iso_time(st.st_mtime),
     }
     if kind == "symlink":
         try:
-            item["link_target"] = os.readlink(name, dir_fd=dir_fd)
+            item["link_target"] = _shown(os.readlink(name, dir_fd=dir_fd))
         except OSError:
             item["link_target"] = None
     return item
@@ -641,16 +666,20 @@ def _read_file(book: _PathBook, args: FileReadArguments, at: Path | None = None)
         st = os.fstat(fd)
         _refuse_opened(path, st, check)
         if stat.S_ISDIR(st.st_mode):
-            raise ToolError(f"{path} is a folder; use file_list to see what is in it")
+            raise ToolError(f"{_shown(path)} is a folder; use file_list to see what is in it")
         if not stat.S_ISREG(st.st_mode):
-            raise ToolError(f"{path} is {_kind(st.st_mode)}, not a regular file; it cannot be read")
+            raise ToolError(
+                f"{_shown(path)} is {_kind(st.st_mode)}, not a regular file; it cannot be read"
+            )
         # One byte past the limit tells a file of exactly `limit` bytes from a longer one, even
         # where st_size lies (files under /proc report 0).
         head = _read_head(fd, limit + 1)
     except PermissionError as exc:
-        raise ToolError(f"Permission denied: {path} cannot be read by Chamberlain's user") from exc
+        raise ToolError(
+            f"Permission denied: {_shown(path)} cannot be read by Chamberlain's user"
+        ) from exc
     except OSError as exc:
-        raise ToolError(f"Cannot read {path}: {exc.strerror or exc}") from exc
+        raise ToolError(f"Cannot read {_shown(path)}: {exc.strerror or exc}") from exc
     finally:
         os.close(fd)
 
@@ -660,18 +689,19 @@ def _read_file(book: _PathBook, args: FileReadArguments, at: Path | None = None)
     decoded = decode_text(head, complete=not truncated)
     if decoded is None:
         raise ToolError(
-            f"{path} looks like a binary file ({size:,} bytes); Chamberlain reads text files only"
+            f"{_shown(path)} looks like a binary file ({size:,} bytes); "
+            "Chamberlain reads text files only"
         )
     log.debug("read %d of %d bytes from a file (%s)", len(head), size, decoded.encoding)
     data = {
-        "path": str(path),
+        "path": _shown(path),
         "encoding": decoded.encoding,
         "size": size,
         "bytes_read": len(head),
         "truncated": truncated,
         "content": decoded.text,
     }
-    header = f"── {path} ({human_size(size)}, {decoded.encoding}) ──"
+    header = f"── {_shown(path)} ({human_size(size)}, {decoded.encoding}) ──"
     text = f"{header}\n{decoded.text}"
     if truncated:
         text += (
@@ -753,7 +783,7 @@ def _search(
 
     truncated = state.stopped is not None
     data: dict[str, Any] = {
-        "root": str(root),
+        "root": _shown(root),
         "name_glob": name_glob,
         "content": content,
         "hits": state.hits,
@@ -887,9 +917,9 @@ def _search_entry(
     else:
         hit = None  # a folder has no text of its own
     if hit is not None:
-        hit = {"path": str(path), "type": kind, **hit}
+        hit = {"path": _shown(path), "type": kind, **hit}
         if kind == "symlink":
-            hit["link_target"] = str(real)
+            hit["link_target"] = _shown(real)
         _add_hit(hit, state)
     return subdir
 

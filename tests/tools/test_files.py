@@ -650,3 +650,85 @@ def test_a_search_never_enters_or_names_a_private_place(private_home: Path) -> N
         assert "-secret" not in json.dumps(found.data)
     ordinary = call(files["file_search"], root=str(private_home), content="ordinary")
     assert hits(ordinary, private_home) == ["notes.txt"]
+
+
+# --- names that are not UTF-8, or that hide characters -------------------------------------------
+
+# File names as a real folder holds them: bytes, not all of them UTF-8 or harmless on a terminal.
+ODD_NAMES = {
+    b"report\xff.txt": "report\\xff.txt",  # Latin-1 from an old archive
+    b"\x1b]0;pwned\x07\x1b[2Jtitle.txt": "\\x1b]0;pwned\\x07\\x1b[2Jtitle.txt",
+    "invoice\u202etxt.exe".encode(): "invoice\\u202etxt.exe",
+}
+
+
+@pytest.fixture
+def odd_folder(base: Path) -> Path:
+    folder = base / "odd"
+    folder.mkdir()
+    for raw in ODD_NAMES:
+        with open(os.path.join(os.fsencode(folder), raw), "wb") as out:
+            out.write(b"contents of " + raw.replace(b"\x1b", b"ESC") + b"\n")
+    return folder
+
+
+def as_the_model_gets_it(result: Any) -> bytes:
+    """The result as a model request carries it: JSON in UTF-8 (lone surrogates cannot be)."""
+    return json.dumps(result.data, ensure_ascii=False).encode("utf-8")
+
+
+def test_a_listing_shows_odd_names_escaped_and_encodes_for_the_model(
+    odd_folder: Path, tools: dict[str, Tool]
+) -> None:
+    result = call(tools["file_list"], path=str(odd_folder))
+
+    assert sorted(e["name"] for e in result.data["entries"]) == sorted(ODD_NAMES.values())
+    sent = as_the_model_gets_it(result)
+    assert b"\x1b" not in sent
+    assert "\u202e".encode() not in sent
+    for shown in ODD_NAMES.values():
+        assert shown in result.text
+    assert "\x1b" not in result.text
+    assert "\u202e" not in result.text
+    result.text.encode("utf-8")
+
+
+def test_a_name_shown_escaped_can_be_read_and_listed_by_that_name(
+    odd_folder: Path, tools: dict[str, Tool]
+) -> None:
+    for raw, shown in ODD_NAMES.items():
+        result = call(tools["file_read"], path=f"{odd_folder}/{shown}")
+        assert result.data["content"].startswith("contents of ")
+        assert result.data["path"] == f"{odd_folder}/{shown}"
+        as_the_model_gets_it(result)
+        assert tools["file_read"].targets({"path": f"{odd_folder}/{shown}"}) == [
+            os.fsdecode(os.path.join(os.fsencode(odd_folder), raw))
+        ]
+
+
+def test_a_file_really_named_like_an_escape_is_the_one_read(
+    base: Path, tools: dict[str, Tool]
+) -> None:
+    (base / "report\\xff.txt").write_text("the literal one")
+    (base / os.fsdecode(b"report\xff.txt")).write_text("the Latin-1 one")
+
+    result = call(tools["file_read"], path=str(base / "report\\xff.txt"))
+
+    assert result.data["content"] == "the literal one"
+
+
+def test_a_search_and_its_errors_show_odd_names_escaped(
+    odd_folder: Path, tools: dict[str, Tool]
+) -> None:
+    found = call(tools["file_search"], root=str(odd_folder), content="contents")
+
+    assert sorted(os.path.basename(h["path"]) for h in found.data["hits"]) == sorted(
+        ODD_NAMES.values()
+    )
+    as_the_model_gets_it(found)
+    assert "\x1b" not in found.text
+    with pytest.raises(ToolError) as caught:
+        call(tools["file_list"], path=f"{odd_folder}/report\\xff.txt")
+    assert str(caught.value) == (
+        f"{odd_folder}/report\\xff.txt is not a folder (it is a file); use file_read to read a file"
+    )
