@@ -41,6 +41,7 @@ from broker.llm.budget import estimate_tokens, fit
 from broker.llm.endpoints import is_loopback_url
 from broker.llm.tool_protocol import PromptedTools
 from broker.settings import LLMSettings
+from tools.escapes import encodable
 from tools.stop import Stopped, stop_hook
 
 log = logging.getLogger("chamberlain.broker.llm")
@@ -156,10 +157,12 @@ class _Accumulator:
 class _Deadline:
     """The wall-clock end of one model call.
 
-    The HTTP timeouts count the gaps between bytes, so a server sending one byte a second, or
-    SSE keep-alive comments forever, never trips them. When this deadline passes, a timer shuts
-    down the sockets of the call's responses: a blocked read returns at once, the stream ends,
-    and the call reports the deadline (`expired`) whatever error the cut connection produced.
+    The HTTP timeouts count the gaps between bytes, so a server sending one byte a second — in
+    its headers or its body — or SSE keep-alive comments forever, never trips them. When this
+    deadline passes, a timer shuts down the call's connection (registered the moment it is
+    opened, before a byte is sent): a blocked read returns at once, and the call reports the
+    deadline (`expired`) whatever error the cut connection produced. It also notes how far the
+    call got (`connected`, `responded`), so a connection the server drops is described truly.
     """
 
     def __init__(self, seconds: float) -> None:
@@ -167,6 +170,8 @@ class _Deadline:
         self._ends_at = time.monotonic() + seconds
         self.expired = False
         self.stopped = False
+        self.connected = False  # a connection to the server was opened
+        self.responded = False  # the server's status line and headers arrived
         self._lock = threading.Lock()
         self._done = False
         self._sockets: list[socket.socket] = []
@@ -179,11 +184,16 @@ class _Deadline:
         return max(0.01, self._ends_at - time.monotonic())
 
     def watch(self, response: httpx2.Response) -> None:
-        """Shut this response's connection down when the deadline passes (or now, if it has)."""
+        """The response has begun: shut its connection down when the deadline passes."""
+        self.responded = True
         stream = response.extensions.get("network_stream")
         sock = stream.get_extra_info("socket") if stream is not None else None
-        if not isinstance(sock, socket.socket):
-            return
+        if isinstance(sock, socket.socket):
+            self.watch_socket(sock)
+
+    def watch_socket(self, sock: socket.socket) -> None:
+        """Shut this connection down when the deadline passes (or now, if it has)."""
+        self.connected = True
         with self._lock:
             if self._done:
                 return
@@ -244,8 +254,11 @@ class _MalformedReply(ValueError):
 
 
 def _optional_str(value: object, what: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
+    if value is None:
+        return None
+    if isinstance(value, str):
+        # JSON may carry lone surrogates ("\udcff"); nothing downstream could store or send them.
+        return encodable(value)
     raise _MalformedReply(f"{what} is {type(value).__name__}, not text")
 
 
@@ -292,6 +305,26 @@ def _error_excerpt(body: object, limit: int = 300) -> str:
         text = str(body)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _encodable(value: Any) -> Any:
+    """Messages as UTF-8 can carry them: a lone surrogate anywhere (a file name that is not
+    UTF-8, from a tool that did not escape it) is escaped, or the whole request would fail to
+    encode — and a person would be told the server failed."""
+    if isinstance(value, str):
+        return encodable(value)
+    if isinstance(value, dict):
+        return {key: _encodable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_encodable(item) for item in value]
+    return value
+
+
+def _connection_broke(exc: BaseException) -> bool:
+    """A connection error that is not a timeout: refused, reset, or closed by the other side."""
+    if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
+        return False
+    return isinstance(exc, openai.APIConnectionError | httpx2.TransportError)
 
 
 def _root_cause(exc: BaseException) -> str:
@@ -350,6 +383,11 @@ class OpenAIChatModel:
         http_client = openai.DefaultHttpx2Client(
             trust_env=not self._loopback,
             event_hooks={"request": [self._on_request], "response": [self._on_response]},
+            # A fresh connection per call, so that the call's deadline holds its socket from
+            # the start: a pooled connection would be reused without a word, and a server
+            # trickling its headers on it could hold the call past any deadline. It costs a
+            # connect per call (a TLS handshake for a remote server), small beside a completion.
+            limits=httpx2.Limits(max_connections=100, max_keepalive_connections=0),
         )
         try:
             self._client = openai.OpenAI(
@@ -430,6 +468,7 @@ class OpenAIChatModel:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> AssistantMessage:
         cuts: list[str] = []
+        messages = _encodable(messages)
         if self._context_tokens is not None:
             # Cut to the model's context (estimated tokens; the tool schemas count too).
             schemas = estimate_tokens(json.dumps(tools)) if tools else 0
@@ -491,7 +530,7 @@ class OpenAIChatModel:
                     raise self._timed_out() from exc
                 if tools and self._native_tools is None and _refuses_tools(exc):
                     raise _ToolsRefused(_error_excerpt(getattr(exc, "body", None))) from exc
-                raise self._translate(exc) from exc
+                raise self._translate(exc, deadline) from exc
             if deadline.stopped:
                 raise Stopped()
             if deadline.expired:
@@ -512,7 +551,7 @@ class OpenAIChatModel:
         ]
         with self._deadline() as deadline:
             try:
-                return self._chat_json(messages, formats, deadline)
+                return self._chat_json(_encodable(messages), formats, deadline)
             except ModelError as exc:
                 if deadline.expired:
                     raise self._timed_out() from exc
@@ -543,7 +582,7 @@ class OpenAIChatModel:
                     or not 400 <= exc.status_code < 500
                     or (exc.status_code in _NO_FALLBACK_STATUSES)
                 ):
-                    raise self._translate(exc) from exc
+                    raise self._translate(exc, deadline) from exc
                 kind = response_format["type"] if response_format else "plain"
                 log.info(
                     "%s rejected response_format %s (HTTP %d: %s); trying a simpler one",
@@ -553,12 +592,12 @@ class OpenAIChatModel:
                     _error_excerpt(exc.body),
                 )
                 continue
-            except (openai.OpenAIError, httpx2.HTTPError, ValueError) as exc:
-                raise self._translate(exc) from exc
+            except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, ValueError) as exc:
+                raise self._translate(exc, deadline) from exc
             try:
                 return self._collect_plain(response).content
             except ValueError as exc:
-                raise self._translate(exc) from exc
+                raise self._translate(exc, deadline) from exc
         raise AssertionError("unreachable: the last format either returns or raises")
 
     # -- the client's own API --------------------------------------------------------------------
@@ -598,11 +637,15 @@ class OpenAIChatModel:
         request.extensions["trace"] = self._trace
 
     def _trace(self, event: str, info: dict[str, Any]) -> None:
+        # Called on the calling thread, so the deadline in progress there is this request's.
         if event == "connection.connect_tcp.complete":
             stream = info.get("return_value")
             sock = stream.get_extra_info("socket") if stream is not None else None
             if isinstance(sock, socket.socket):
                 self._connections.add(sock)
+                deadline = getattr(self._calls, "deadline", None)
+                if deadline is not None:
+                    deadline.watch_socket(sock)
 
     def _on_response(self, response: httpx2.Response) -> None:
         # Called by the HTTP client once the headers are in, before the body is read.
@@ -611,20 +654,17 @@ class OpenAIChatModel:
             deadline.watch(response)
 
     def _pick_model(self) -> str:
-        try:
-            with self._deadline() as deadline:
-                try:
-                    page = self._client.models.list(timeout=deadline.remaining())
-                    data = getattr(page, "data", None)
-                except (openai.OpenAIError, httpx2.HTTPError, ValueError) as exc:
-                    if deadline.expired:
-                        raise self._timed_out() from exc
-                    raise
-        except (openai.OpenAIError, httpx2.HTTPError, ValueError) as exc:
-            raise self._translate(exc) from exc
-        except (AttributeError, TypeError) as exc:
-            # The SDK's page parser assumes a JSON object; a web page here trips it up.
-            raise self._translate(_MalformedReply(f"not a model list ({exc})")) from exc
+        with self._deadline() as deadline:
+            try:
+                page = self._client.models.list(timeout=deadline.remaining())
+                data = getattr(page, "data", None)
+            except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, ValueError) as exc:
+                if deadline.expired:
+                    raise self._timed_out() from exc
+                raise self._translate(exc, deadline) from exc
+            except (AttributeError, TypeError) as exc:
+                # The SDK's page parser assumes a JSON object; a web page here trips it up.
+                raise self._translate(_MalformedReply(f"not a model list ({exc})")) from exc
         ids = [
             item_id
             for item in (data if isinstance(data, list) else [])
@@ -718,21 +758,12 @@ class OpenAIChatModel:
             if "text/event-stream" not in content_type:
                 # Some servers ignore stream=true and answer with one JSON completion.
                 return self._collect_plain(self._json_completion(stream.response, content_type))
-            try:
-                for chunk in stream:
-                    received += 1
-                    self._add_chunk(acc, chunk)
-                    if acc.content_truncated:
-                        break  # closing the stream tells the server to stop generating
-            except openai.APIConnectionError as exc:
-                if deadline.expired:
-                    raise self._timed_out() from exc
-                if received and not isinstance(exc, openai.APITimeoutError):
-                    raise ModelError(
-                        f"The connection to the model at {self._base_url} broke mid-reply: "
-                        f"{_root_cause(exc)}"
-                    ) from exc
-                raise
+            # A connection that breaks here is described by _chat_once: the reply had begun.
+            for chunk in stream:
+                received += 1
+                self._add_chunk(acc, chunk)
+                if acc.content_truncated:
+                    break  # closing the stream tells the server to stop generating
         if deadline.expired:
             raise self._timed_out()
         if not received:
@@ -782,11 +813,24 @@ class OpenAIChatModel:
                 _arguments_text(getattr(function, "arguments", None)),
             )
 
-    def _translate(self, exc: Exception) -> ModelError:
-        """The user-facing error for an SDK, transport or payload failure."""
+    def _translate(self, exc: Exception, deadline: _Deadline | None = None) -> ModelError:
+        """The user-facing error for an SDK, transport or payload failure; `deadline` tells how
+        far the call got (a server that dropped the connection did answer the connect)."""
         url = self._base_url
         if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
             return self._timed_out()
+        if deadline is not None and deadline.connected and _connection_broke(exc):
+            # Something listens there; it hung up. "Start a server" would be wrong advice.
+            when = (
+                "in the middle of its reply"
+                if deadline.responded
+                else "after taking the request, without answering"
+            )
+            return ModelError(
+                f"The model server at {url} closed the connection {when} "
+                f"({_root_cause(exc)}); try again, and if it happens again, look at the "
+                "server's own log (it may have crashed or run out of memory)"
+            )
         if isinstance(exc, openai.APIConnectionError):
             return ModelUnavailable(f"No model answers at {url}: {_root_cause(exc)}. {_HINT}")
         if isinstance(exc, httpx2.TransportError):

@@ -8,6 +8,7 @@ connection refusals.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -437,6 +438,58 @@ def test_chat_json_has_one_deadline_for_the_whole_call(scripted_server: ServerFa
 
     assert time.monotonic() - started < DEADLINE_S + SLACK_S
     assert len(server.requests) == 1, "a timeout is not retried with another response_format"
+
+
+@both_modes
+def test_headers_that_trickle_in_byte_by_byte_do_not_hold_a_call_past_its_deadline(
+    scripted_server: ServerFactory, stream: bool
+) -> None:
+    # The status line and headers come one byte every 100 ms: no response exists for seconds,
+    # and no gap between bytes ever trips a read timeout.
+    server = scripted_server([Trickle(Text("slow"), interval=0.1, whole=True), "quick"])
+    model = client(server, stream=stream, timeout_s=DEADLINE_S)
+
+    started = time.monotonic()
+    with pytest.raises(ModelError, match=r"did not answer within 1 s") as caught:
+        model.chat(USER)
+
+    assert time.monotonic() - started < DEADLINE_S + SLACK_S
+    assert not isinstance(caught.value, ModelUnavailable)
+    assert model.chat(USER).content == "quick"
+
+
+@both_modes
+@pytest.mark.parametrize("at_byte", [10, 200], ids=["in-the-first-event", "later"])
+def test_a_reply_cut_mid_body_says_the_server_closed_the_connection_in_its_reply(
+    scripted_server: ServerFactory, stream: bool, at_byte: int
+) -> None:
+    server = scripted_server([Cut(Text("a long answer " * 40), at_byte=at_byte), "again"])
+    model = client(server, stream=stream)
+
+    with pytest.raises(ModelError) as caught:
+        model.chat(USER)
+
+    message = str(caught.value)
+    assert not isinstance(caught.value, ModelUnavailable)
+    assert (
+        f"The model server at {server.base_url} closed the connection in the middle of its reply"
+        in message
+    )
+    assert "Start a local server" not in message
+    assert model.chat(USER).content == "again"
+
+
+def test_a_request_holding_a_name_that_is_not_utf8_reaches_the_server_escaped(
+    scripted_server: ServerFactory,
+) -> None:
+    # A tool result that kept a file name's undecodable byte (a lone surrogate, as Python reads
+    # it): the request is still sent, with the byte shown escaped, instead of failing to encode.
+    server = scripted_server(["seen"])
+    name = os.fsdecode(b"report\xff.txt")
+    messages = [*USER, {"role": "user", "content": f"the folder holds {name}"}]
+
+    assert client(server).chat(messages).content == "seen"
+    assert server.requests[0]["messages"][1]["content"] == "the folder holds report\\xff.txt"
 
 
 def test_a_stream_that_ends_without_its_finish_marker_is_marked_cut(

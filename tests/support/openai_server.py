@@ -11,10 +11,13 @@ A script is a list of turns, consumed one per POST /v1/chat/completions:
   JSON, a string is sent as-is (to simulate broken arguments);
 - ``Raw(500, "body")`` / ``Raw.error(400, "message")``: any status and body;
 - ``Stall(seconds, then)``: wait (woken early by stop()) before answering with `then`;
-- ``Trickle(then, interval)``: answer with `then` one byte every `interval` seconds;
+- ``Trickle(then, interval)``: answer with `then` one byte every `interval` seconds (with
+  ``whole=True`` the status line and headers too, as a server that is barely alive does);
 - ``KeepAlive(seconds, then)``: SSE keep-alive comments (leading spaces when not streaming) for
   `seconds`, then `then`;
 - ``Cut(then)``: stream `then` but close the connection before its finish chunk and [DONE];
+  ``Cut(then, at_byte=n)``: promise the whole answer (Content-Length), streamed or not, and
+  close the connection after its first `n` bytes, in the middle of the body;
 - a callable ``(request_json) -> turn`` for dynamic behaviour.
 
 When the script runs out the last turn repeats (a looping model), unless `repeat_last=False`,
@@ -24,6 +27,7 @@ anything but 127.0.0.1.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -81,10 +85,15 @@ class Stall:
 
 @dataclass(frozen=True)
 class Trickle:
-    """Answer with `then`, streamed or not, one byte every `interval` seconds (until stopped)."""
+    """Answer with `then`, streamed or not, one byte every `interval` seconds (until stopped).
+
+    By default the status line and headers go out at once and only the body trickles; with
+    `whole=True` the whole answer does, headers included, so no response exists for a long time.
+    """
 
     then: Text | ToolCalls
     interval: float = 0.2
+    whole: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,9 +110,13 @@ class KeepAlive:
 
 @dataclass(frozen=True)
 class Cut:
-    """Stream `then` but close the connection before its finish chunk and the [DONE] line."""
+    """Stream `then` but close the connection before its finish chunk and the [DONE] line.
+
+    With `at_byte`, the headers promise the whole answer (a Content-Length), streamed or not,
+    and the connection closes after that many bytes of the body: a reply cut mid-body."""
 
     then: Text | ToolCalls
+    at_byte: int | None = None
 
 
 Turn: TypeAlias = (
@@ -215,11 +228,16 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(model, str) or not model:
             model = scripted.models[0] if scripted.models else "scripted-model"
         pacing: Trickle | KeepAlive | None = None
+        original = turn
         cut = isinstance(turn, Cut)
         if isinstance(turn, Trickle | KeepAlive | Cut):
             pacing = None if isinstance(turn, Cut) else turn
             turn = turn.then
-        if body.get("stream"):
+        if isinstance(original, Cut) and original.at_byte is not None:
+            self._cut_inside(turn, number, model, bool(body.get("stream")), original.at_byte)
+        elif isinstance(pacing, Trickle) and pacing.whole:
+            self._trickle_whole(turn, number, model, bool(body.get("stream")), pacing.interval)
+        elif body.get("stream"):
             stream_options = body.get("stream_options")
             include_usage = isinstance(stream_options, dict) and bool(
                 stream_options.get("include_usage")
@@ -280,6 +298,46 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             # The client stopped reading (e.g. it capped an oversized reply): not our failure.
             pass
+
+    def _cut_inside(
+        self, turn: Text | ToolCalls, number: int, model: str, stream: bool, at_byte: int
+    ) -> None:
+        """Promise the whole answer's length, send its first `at_byte` bytes, hang up."""
+        if stream:
+            chunks = _chunks(turn, number, model, self.server.scripted.fragments, False)
+            body = b"".join(f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks)
+            body += b"data: [DONE]\n\n"
+            content_type = "text/event-stream"
+        else:
+            body = json.dumps(_completion(turn, number, model)).encode()
+            content_type = "application/json"
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body[:at_byte])
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _trickle_whole(
+        self, turn: Text | ToolCalls, number: int, model: str, stream: bool, interval: float
+    ) -> None:
+        """The whole HTTP answer, status line and headers included, one byte per interval."""
+        if stream:
+            chunks = _chunks(turn, number, model, self.server.scripted.fragments, False)
+            body = b"".join(f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks)
+            body += b"data: [DONE]\n\n"
+            head = "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+        else:
+            body = json.dumps(_completion(turn, number, model)).encode()
+            head = (
+                "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            )
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._trickle(head.encode() + body, interval)
 
     def _send_paced(self, data: bytes, pacing: Trickle | KeepAlive) -> None:
         """A JSON answer whose body trickles in, or is preceded by keep-alive spaces."""
