@@ -345,15 +345,15 @@ def _trace_to_stderr(event: object) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    from app.settings_notice import settings_for_reading
     from broker.session import MemoryUnavailable, Session, connect_model
-    from broker.settings import load_settings
 
     text = " ".join(args.text).strip()
     if not text:
         raise UsageError("ask needs the text of a request")
     rules = [parse_approval(a) for a in args.approve or []]
     home = home_from(args)
-    settings = load_settings(home)
+    settings = settings_for_reading(home)
     if args.no_refine:
         settings.router.model_refinement = False
     choice = connect_model(settings, args.llm, args.model)
@@ -434,8 +434,8 @@ def cmd_route(args: argparse.Namespace) -> int:
 
 
 def cmd_policy(args: argparse.Namespace) -> int:
+    from app.settings_notice import settings_for_reading
     from broker.policy import decide, load_policy_table
-    from broker.settings import load_settings
     from broker.types import Intent, RouterOutput
     from tools.registry import builtin_registry
 
@@ -449,7 +449,7 @@ def cmd_policy(args: argparse.Namespace) -> int:
         RouterOutput(intent=intent),
         load_policy_table(),
         {t.name: t.capability for t in registry},
-        load_settings(home_from(args)).policy,
+        settings_for_reading(home_from(args)).policy,
     )
     data = decision.model_dump(mode="json")
     text = (
@@ -682,11 +682,13 @@ def _audit_line(record: dict[str, Any]) -> str:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
+    from app.settings_notice import settings_for_reading
     from broker.models import ModelChoiceError, catalog, choose
     from broker.settings import load_settings
 
     home = home_from(args)
-    settings = load_settings(home)
+    # Choosing a model writes the settings: a broken file stops it (never replaced unseen).
+    settings = load_settings(home) if args.models_cmd == "use" else settings_for_reading(home)
     if args.models_cmd == "use":
         try:
             chosen = choose(home, settings, args.name)

@@ -318,9 +318,9 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace, Path, Settings], int]] = {
 
 
 def cmd_mcp(args: argparse.Namespace, home: Path) -> int:
-    from broker.settings import load_settings
+    from app.settings_notice import settings_for_reading
 
-    return _HANDLERS[args.mcp_cmd](args, home, load_settings(home))
+    return _HANDLERS[args.mcp_cmd](args, home, settings_for_reading(home))
 
 
 def add_mcp_parser(sub: Any, common: argparse.ArgumentParser, parser_class: type) -> Any:

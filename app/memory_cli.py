@@ -70,9 +70,9 @@ def _dump(facts: list[Any]) -> list[dict[str, Any]]:
 
 
 def cmd_memory(args: argparse.Namespace, home: Path) -> int:
-    from broker.settings import load_settings
+    from app.settings_notice import settings_for_reading
 
-    settings = load_settings(home)
+    settings = settings_for_reading(home)
     store = open_store(home, settings)
     try:
         handler = _HANDLERS[args.memory_cmd]

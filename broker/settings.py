@@ -2,13 +2,25 @@
 
 Everything the app writes lives under one home (`--home`, `CHAMBERLAIN_HOME`, or the platform's
 data dir). Settings never hold secrets: API keys come from the environment or the keyring.
+
+A broken settings.json (not JSON, a wrong value, a folder, unreadable) is reported with its line
+and key. `load_settings` refuses it; `read_settings` works around it, its broken settings at
+their defaults. This module never overwrites nor deletes a broken file: saving or resetting moves
+it aside first (`settings.json.broken-<time>`). The file is hostile input: it is read with a size
+limit, and only a regular file is read at all.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
+import re
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -206,7 +218,29 @@ class Settings(BaseSettings):
 
 
 class SettingsError(Exception):
-    pass
+    """A settings problem. `str()` is the whole sentence, advice included, for a front end with
+    nothing to add; `problem` is what is wrong without advice, and `path`, `line` and `keys` say
+    where (`path` None: an environment variable, not the file), so a front end can offer its own
+    way out."""
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        path: Path | None = None,
+        line: int | None = None,
+        keys: tuple[str, ...] = (),
+        advice: str = "",
+    ) -> None:
+        super().__init__(f"{problem}; {advice}" if advice else problem)
+        self.problem = problem
+        self.path = path
+        self.line = line
+        self.keys = keys
+
+
+# What the strict loader tells a person whose settings.json is at fault.
+FIX_THE_FILE = "fix it or move it aside (Chamberlain then starts from its defaults)"
 
 
 def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
@@ -229,10 +263,18 @@ _STEPS = {1: _v1_to_v2, 2: _v2_to_v3}
 def _migrate(raw: dict[str, Any]) -> dict[str, Any]:
     """Bring an older settings file up to SCHEMA_VERSION. Version 1 is the first."""
     version = raw.get("schema_version", 1)
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool):
         raise SettingsError(
-            f"settings.json has schema_version {version!r}, newer than this Chamberlain "
-            f"understands ({SCHEMA_VERSION}); upgrade Chamberlain or move the file away"
+            f"schema_version {version!r} is not a version number",
+            keys=("schema_version",),
+            advice=FIX_THE_FILE,
+        )
+    if version > SCHEMA_VERSION:
+        raise SettingsError(
+            f"schema_version {version} is newer than this Chamberlain understands "
+            f"({SCHEMA_VERSION})",
+            keys=("schema_version",),
+            advice="upgrade Chamberlain or move the file aside",
         )
     for step in range(max(version, 1), SCHEMA_VERSION):
         raw = _STEPS[step](raw)
@@ -240,54 +282,395 @@ def _migrate(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
+SETTINGS_FILE = "settings.json"
+# A settings file is a few kilobytes; anything past this is not one (and is not read into memory).
+MAX_FILE_BYTES = 4 * 1024 * 1024
+
+
+class _FileOnly(Settings):
+    """The settings as the file alone gives them, no environment variable applied: what decides
+    whether the file itself is broken."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
+
+
 def load_settings(home: Path) -> Settings:
-    """Read `home/settings.json` (absent → defaults). A broken file is an error, never replaced."""
-    path = home / "settings.json"
-    if not path.exists():
-        try:
-            return Settings()
-        except ValidationError as exc:
-            raise SettingsError(_invalid(exc, None)) from exc
+    """Read `home/settings.json` (absent → defaults). A broken file is an error, never replaced:
+    what a command that writes the settings uses (`read_settings` works around a broken file)."""
+    path = home / SETTINGS_FILE
+    if not _present(path):
+        return _with_environment({})
+    raw, text = _read_file(path)
+    return _validate(raw, path, text)
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    """What `read_settings` found: the settings in use, and what is wrong with the file."""
+
+    settings: Settings
+    # What is wrong with settings.json; None when nothing is.
+    problem: SettingsError | None = None
+    # With a problem: the file's keys now at their defaults ("section.key", or a whole section),
+    # or `whole_file` when it could not be read at all and every setting is at its default.
+    defaulted: tuple[str, ...] = ()
+    whole_file: bool = False
+    # With a problem: the part of the file still in use, as the file has it (no environment
+    # variable in it); what `reset_settings` writes in its place.
+    kept: dict[str, Any] = field(default_factory=dict)
+
+
+def read_settings(home: Path) -> LoadedSettings:
+    """Like `load_settings`, but a broken settings.json does not stop anything: its broken keys
+    (all of it, when it cannot be read as a JSON object) are left at their defaults, and
+    `problem` says what is wrong and where. Nothing is written. A default never reaches further
+    than the file did, except where the file's own broken value stood.
+
+    An environment variable that is not a valid setting is still an error: it is this start's
+    own input, and no default can stand in for what it meant."""
+    path = home / SETTINGS_FILE
+    if not _present(path):
+        return LoadedSettings(_with_environment({}))
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SettingsError(f"cannot read {path}: {exc}; fix or remove the file") from exc
+        raw, text = _read_file(path)
+    except SettingsError as problem:
+        return LoadedSettings(_with_environment({}), problem, whole_file=True)
+    try:
+        return LoadedSettings(_validate(raw, path, text))
+    except SettingsError as problem:
+        if problem.path is None:
+            raise
+        kept, defaulted = _salvage(raw)
+        if kept is None:
+            return LoadedSettings(_with_environment({}), problem, whole_file=True)
+        return LoadedSettings(_with_environment(kept), problem, defaulted, kept=kept)
+
+
+def reset_settings(home: Path, loaded: LoadedSettings, now: datetime | None = None) -> Path | None:
+    """Put the settings in use from the file (`loaded.kept`: its valid part, or the defaults) in
+    place of a broken settings.json. The broken file is kept beside it (`keep_broken`), never
+    overwritten; returns its new name (None when there was no file any more)."""
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / SETTINGS_FILE
+    kept_as = keep_broken(path, now) if _present(path) else None
+    data = loaded.kept or {"schema_version": SCHEMA_VERSION}
+    _write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    return kept_as
+
+
+def save_settings(home: Path, settings: Settings) -> Path | None:
+    """Write `settings` to `home/settings.json`, atomically. A broken file there is never lost:
+    it is kept beside it (`keep_broken`) and its new name returned (None when there was none)."""
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / SETTINGS_FILE
+    kept_as = keep_broken(path) if _broken(path) else None
+    _write(path, settings.model_dump_json(indent=2))
+    return kept_as
+
+
+def keep_broken(path: Path, now: datetime | None = None) -> Path:
+    """Move a broken settings file (or whatever stands in its place) to
+    `settings.json.broken-<date>-<time>`, never over an earlier copy; returns the new name."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    for number in range(1000):
+        suffix = f"-{number}" if number else ""
+        candidate = path.with_name(f"{path.name}.broken-{stamp}{suffix}")
+        try:
+            # A hard link cannot replace an existing name, so two starts at the same second
+            # never move one copy over the other.
+            os.link(path, candidate, follow_symlinks=False)
+        except FileExistsError:
+            continue
+        except OSError:
+            # A folder, or a file system without hard links.
+            if os.path.lexists(candidate):
+                continue
+            os.rename(path, candidate)
+        else:
+            os.unlink(path)
+        log.warning("the broken settings file was kept as %s", candidate)
+        return candidate
+    raise SettingsError(f"{path} could not be moved aside: too many broken copies beside it")
+
+
+def _present(path: Path) -> bool:
+    """Whether something is at `path`: a name that cannot even be looked up (a folder the user
+    cannot enter) may hide a file, and is for `_read_file` to name, not taken as no file."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _broken(path: Path) -> bool:
+    """Whether the file at `path` exists and is not valid settings by itself."""
+    if not _present(path):
+        return False
+    try:
+        raw, _ = _read_file(path)
+        _FileOnly.model_validate(_migrate(raw))
+    except (SettingsError, ValidationError):
+        return True
+    return False
+
+
+def _with_environment(data: dict[str, Any]) -> Settings:
+    """`data` (the file's, valid) under the environment's overrides; an invalid variable is an
+    error naming it."""
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise _invalid(exc, None, "") from exc
+
+
+def _read_file(path: Path) -> tuple[dict[str, Any], str]:
+    """The file's JSON object and its text; a SettingsError saying what is wrong and where."""
+    try:
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise SettingsError(
+                f"{path} is a folder, not a settings file", path=path, advice=FIX_THE_FILE
+            )
+        if not stat.S_ISREG(info.st_mode):
+            # A pipe or a device would block the read or never end.
+            raise SettingsError(f"{path} is not a regular file", path=path, advice=FIX_THE_FILE)
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except PermissionError as exc:
+        raise SettingsError(
+            f"cannot read {path} ({exc.strerror or exc})",
+            path=path,
+            advice="give your user read access to it, or move it aside",
+        ) from exc
+    except OSError as exc:
+        raise SettingsError(
+            f"cannot read {path} ({exc.strerror or exc})", path=path, advice=FIX_THE_FILE
+        ) from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise SettingsError(
+            f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB, too large to be settings",
+            path=path,
+            advice=FIX_THE_FILE,
+        )
+    try:
+        # utf-8-sig: a byte-order mark, as some Windows editors write, is not an error.
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SettingsError(
+            f"{path} line {line}: not UTF-8 text", path=path, line=line, advice=FIX_THE_FILE
+        ) from exc
+    if not text.strip():
+        raise SettingsError(f"{path} is empty", path=path, line=1, advice=FIX_THE_FILE)
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(
+            f"{path} line {exc.lineno}: not valid JSON ({exc.msg})",
+            path=path,
+            line=exc.lineno,
+            advice=FIX_THE_FILE,
+        ) from exc
     except RecursionError:
         # Python's JSON parser recurses once per level and gives up after a few thousand.
         raise SettingsError(
-            f"cannot read {path}: its JSON is nested too deeply to be settings; fix or remove "
-            "the file"
+            f"{path}: its JSON is nested too deeply to be settings", path=path, advice=FIX_THE_FILE
         ) from None
     if not isinstance(raw, dict):
-        raise SettingsError(f"{path} must hold a JSON object")
+        raise SettingsError(
+            f"{path} must hold a JSON object {{…}}, not {_json_kind(raw)}",
+            path=path,
+            line=1,
+            advice=FIX_THE_FILE,
+        )
+    return raw, text
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    return "a number"
+
+
+def _validate(raw: dict[str, Any], path: Path, text: str) -> Settings:
     try:
-        return Settings.model_validate(_migrate(raw))
+        migrated = _migrate(copy.deepcopy(raw))
+    except SettingsError as exc:
+        line = _line_of(text, exc.keys)
+        advice = str(exc).removeprefix(exc.problem).removeprefix("; ")
+        raise SettingsError(
+            f"{_where(path, line)}: {exc.problem}",
+            path=path,
+            line=line,
+            keys=exc.keys,
+            advice=advice,
+        ) from None
+    try:
+        return Settings.model_validate(migrated)
     except ValidationError as exc:
-        raise SettingsError(_invalid(exc, path)) from exc
+        raise _invalid(exc, path, text) from exc
 
 
-def _invalid(exc: ValidationError, path: Path | None) -> str:
-    """Name where a bad value came from: an environment variable overrides the file."""
+def _salvage(raw: dict[str, Any]) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+    """The file without its broken settings, and their names; None when nothing can be kept.
+
+    A wrong value is dropped together with the setting it belongs to (`section.key`, or the
+    section), never in part: a server's `args` less one element, or a list less one entry,
+    could mean something the person never wrote."""
+    try:
+        kept = _migrate(copy.deepcopy(raw))
+    except SettingsError:
+        return None, ()
+    dropped: list[str] = []
+    # Each round drops at least one key, and a file has only so many.
+    for _ in range(100):
+        try:
+            _FileOnly.model_validate(kept)
+        except ValidationError as exc:
+            keys = dict.fromkeys(tuple(str(p) for p in e["loc"][:2]) for e in exc.errors())
+            removed = [key for key in keys if _drop(kept, key)]
+            if not removed:
+                return None, ()
+            dropped += [".".join(key) for key in removed]
+            continue
+        return kept, tuple(dict.fromkeys(dropped))
+    return None, ()
+
+
+def _drop(data: dict[str, Any], key: tuple[str, ...]) -> bool:
+    if not key:
+        return False
+    node: Any = data
+    for part in key[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict) and key[-1] in node:
+        del node[key[-1]]
+        return True
+    return False
+
+
+def _invalid(exc: ValidationError, path: Path | None, text: str) -> SettingsError:
+    """One line naming the wrong setting and where it came from: an environment variable
+    overrides the file, so one that names the setting is the culprit."""
+    errors = exc.errors()
     present = {name.upper() for name in os.environ}
-    variables: list[str] = []
-    for error in exc.errors():
+    culprits: list[tuple[str, str]] = []
+    for error in errors:
         loc = [str(part).upper() for part in error["loc"]]
         for end in range(len(loc), 0, -1):
             name = "CHAMBERLAIN_" + "__".join(loc[:end])
             if name in present:
-                variables.append(name)
+                culprits.append((name, _describe(error)))
                 break
-    if variables:
-        names = ", ".join(sorted(set(variables)))
-        return f"the environment variable {names} is not a valid setting: {exc}"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    if culprits:
+        names = ", ".join(sorted({name for name, _ in culprits}))
+        return SettingsError(
+            f"the environment variable {names} is not a valid setting: {culprits[0][1]}{more}",
+            keys=tuple(_dotted(e["loc"]) for e in errors),
+            advice=f"change or unset {names}",
+        )
+    first = _describe(errors[0])
     if path is None:
-        return f"the settings are not valid: {exc}"
-    return f"{path} is not valid: {exc}"
+        return SettingsError(f"the settings are not valid: {first}{more}")
+    line = _line_of(text, errors[0]["loc"])
+    return SettingsError(
+        f"{_where(path, line)}: {first}{more}",
+        path=path,
+        line=line,
+        keys=tuple(dict.fromkeys(_dotted(e["loc"]) for e in errors)),
+        advice=FIX_THE_FILE,
+    )
 
 
-def save_settings(home: Path, settings: Settings) -> None:
-    home.mkdir(parents=True, exist_ok=True)
-    path = home / "settings.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(settings.model_dump_json(indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+def _dotted(loc: Sequence[int | str]) -> str:
+    return ".".join(str(part) for part in loc) or "(the whole file)"
+
+
+def _describe(error: Any) -> str:
+    key = _dotted(error["loc"])
+    if error["type"] == "extra_forbidden":
+        return f"{key} is not a setting this Chamberlain knows"
+    return f"{key}: {str(error['msg']).removeprefix('Value error, ')}"
+
+
+def _where(path: Path, line: int | None) -> str:
+    return f"{path} line {line}" if line else str(path)
+
+
+# --- finding a key's line in the file's text ---------------------------------------------------
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _line_of(text: str, loc: Sequence[int | str]) -> int | None:
+    """The line of the deepest part of `loc` (a setting's path, as a validation error gives it)
+    found in the JSON `text`: the line of the wrong value's key, or of its section's. None when
+    not even the first part is in the file."""
+    decoder = json.JSONDecoder()
+    at: int | None = None
+    start = _SPACE.match(text).end()  # type: ignore[union-attr]
+    for part in loc:
+        try:
+            found = _member(text, start, part, decoder)
+        except (ValueError, IndexError):
+            break
+        if found is None:
+            break
+        at, start = found
+    return None if at is None else text.count("\n", 0, at) + 1
+
+
+def _member(
+    text: str, start: int, part: int | str, decoder: json.JSONDecoder
+) -> tuple[int, int] | None:
+    """Where the member `part` of the JSON object (or array) starting at `start` is: its key's
+    offset and its value's. The last of repeated keys, as the parser takes it."""
+
+    def space(i: int) -> int:
+        return _SPACE.match(text, i).end()  # type: ignore[union-attr]
+
+    opening = text[start]
+    found: tuple[int, int] | None = None
+    i = space(start + 1)
+    index = 0
+    while i < len(text) and text[i] not in "}]":
+        key_at = i
+        key: int | str = index
+        if opening == "{":
+            key, end = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+            i = space(space(end) + 1)  # past the colon
+        elif opening != "[":
+            return None
+        _, after = decoder.raw_decode(text, i)
+        if str(key) == str(part):
+            found = (key_at, i)
+        index += 1
+        i = space(after)
+        if i < len(text) and text[i] == ",":
+            i = space(i + 1)
+    return found

@@ -427,15 +427,56 @@ def test_debug_routing_prints_each_stage(user):
         assert stage in proc.stderr
 
 
-def test_broken_settings_file_is_a_clear_error_and_is_kept(user):
+def test_a_broken_settings_file_is_said_once_and_a_request_still_runs_on_the_defaults(user):
+    home = user / ".chamberlain"
+    home.mkdir()
+    broken = '{\n  "llm": {"url": "none"\n'
+    (home / "settings.json").write_text(broken)
+    proc = run_cli(
+        user, "ask", "list files in ~/Documents", "--llm", "none", "--approve", "file_read=once"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "plan.txt" in proc.stdout
+    said = [line for line in proc.stderr.splitlines() if "settings.json" in line]
+    assert len(said) == 1, proc.stderr
+    assert said[0].startswith(f"chamberlain: {home / 'settings.json'} line 3: not valid JSON (")
+    assert said[0].endswith("; using the default settings until it is fixed or moved aside")
+    assert "Traceback" not in proc.stderr
+    assert (home / "settings.json").read_text() == broken
+    assert not list(home.glob("settings.json.*"))
+
+
+def test_a_wrong_setting_is_named_by_key_and_the_rest_of_the_file_still_counts(user):
+    home = user / ".chamberlain"
+    home.mkdir()
+    (home / "settings.json").write_text(
+        '{\n  "policy": {"deny": ["file_list", "file_search"]},\n'
+        '  "router": {"confidence_threshold": "high"}\n}'
+    )
+    proc = run_cli(user, "policy", "file_task")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"chamberlain: {home / 'settings.json'} line 3: router.confidence_threshold: Input "
+        "should be a valid number, unable to parse string as a number; using the default for "
+        "router.confidence_threshold until it is fixed or moved aside"
+    ]
+    # The person's denial still holds: a broken neighbour never widens what is allowed.
+    assert "file_list" in proc.stdout.split("forbidden:")[1].splitlines()[0]
+
+
+def test_choosing_a_model_never_replaces_a_broken_settings_file(user):
     home = user / ".chamberlain"
     home.mkdir()
     (home / "settings.json").write_text("{ nope")
-    proc = run_cli(user, "ask", "hi", "--llm", "none")
+    proc = run_cli(user, "models", "use", "none")
     assert proc.returncode == 1
-    assert "settings.json" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"chamberlain: {home / 'settings.json'} line 1: not valid JSON (Expecting property name "
+        "enclosed in double quotes); fix it or move it aside (Chamberlain then starts from its "
+        "defaults)"
+    ]
     assert (home / "settings.json").read_text() == "{ nope"
+    assert not list(home.glob("settings.json.*"))
 
 
 def test_remembering_needs_no_model_round_trip(user, scripted_server):
