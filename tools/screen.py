@@ -35,6 +35,7 @@ from typing import Annotated, Any, Literal, get_args
 from PIL import Image
 from pydantic import Field
 
+from tools import telemetry
 from tools.arguments import ToolArguments
 from tools.manual import (
     Capability,
@@ -260,12 +261,16 @@ class OcrEngine:
         if self._engine is not None:
             return None
         start = time.perf_counter()
+        # onnxruntime reads its telemetry switch once, when it first sets itself up: here at the
+        # latest, whoever imported this module (tools/telemetry.py).
+        telemetry.switch_off()
         try:
             from rapidocr_onnxruntime import RapidOCR
         except ImportError as exc:
             raise ToolError(
                 f"OCR is not available: rapidocr-onnxruntime cannot be loaded ({exc})"
             ) from exc
+        telemetry.suppress_onnxruntime_events()
         try:
             self._engine = RapidOCR()
         except (OSError, RuntimeError, ValueError) as exc:
