@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Qt, QTimer, QtMsgType, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
+from app import async_dialog
 from app.assistant import Assistant
 from app.single_instance import SingleInstance, server_name
 from app.tray import Tray, icon
@@ -68,9 +69,12 @@ class Shell(QObject):
     ) -> None:
         super().__init__()
         from app.permission_prompt import GuiPrompter
-        from broker.settings import load_settings
+        from broker.settings import read_settings
 
-        settings = load_settings(home)
+        # A broken settings.json does not stop the app: it starts with the broken settings at
+        # their defaults and offers to open or reset the file (`start`).
+        self.loaded_settings = read_settings(home)
+        settings = self.loaded_settings.settings
         self.home = home
         self.prompter: Prompter = prompter or GuiPrompter(
             timeout_s=settings.permissions.prompt_timeout_s,
@@ -121,6 +125,18 @@ class Shell(QObject):
             log.info("no system tray here: opening the chat window instead")
             self.show_window("chat")
             self._say_once_no_tray()
+        if self.loaded_settings.problem is not None:
+            self._spawn(self._offer_settings_repair())
+
+    async def _offer_settings_repair(self) -> None:
+        from app.settings_notice import one_line
+        from app.settings_repair import offer_repair
+
+        log.warning("%s", one_line(self.loaded_settings))
+        # Asked once the session is up: without a tray, the chat window opens then and would
+        # cover a question shown before it.
+        await self.assistant.start()
+        await offer_repair(self.loaded_settings, self.home, self.assistant.run_io)
 
     async def load(self) -> None:
         """What the first turn needs but the tray does not: the session, its MCP servers (they
@@ -458,11 +474,24 @@ def _quit_on_signals(shell: Shell) -> None:
 
 
 async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
+    from broker.settings import SettingsError
+
     instance = SingleInstance(server_name(home))
     if not instance.claim():
         log.info("Chamberlain is already running; asked it to show its window")
         return 0
-    shell = Shell(home)
+    try:
+        shell = Shell(home)
+    except SettingsError as exc:
+        # An environment variable that is not a valid setting (a broken settings.json is worked
+        # around): no default can stand in for what it meant.
+        instance.release()
+        sys.stderr.write(f"chamberlain: {exc}\n")
+        box = QMessageBox(
+            QMessageBox.Icon.Critical, "Chamberlain", f"Chamberlain cannot start: {exc}."
+        )
+        await async_dialog.show_dialog(box)
+        return 1
     instance.activated.connect(shell.bring_to_front)
     _quit_on_signals(shell)
     shell.start()
