@@ -27,13 +27,14 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from PySide6.QtCore import QObject, Qt, QTimer, QtMsgType, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from app import async_dialog
 from app.assistant import Assistant
+from app.launcher import EXIT_NO_DISPLAY, NO_DISPLAY_ADVICE
 from app.single_instance import SingleInstance, server_name
 from app.tray import Tray, icon
 from broker.events import MemoryNotice, TurnEnded, TurnEvent, TurnStarted
@@ -378,7 +379,29 @@ class UiThreadCollector(QObject):
 _PLATFORM_NOISE = ("This plugin does not support",)
 
 
+class _QtStart:
+    """Qt's messages while the QApplication is being built, held back: when Qt cannot open its
+    platform (a display it cannot reach) it warns, then aborts the process after suggesting a
+    reinstall. Held, the warnings explain the failure in one line instead; when the start
+    succeeds, they are logged as they came."""
+
+    def __init__(self) -> None:
+        self.holding = False
+        self.held: list[tuple[int, str]] = []
+
+    def release(self) -> None:
+        self.holding = False
+        for level, message in self.held:
+            logging.getLogger("chamberlain.qt").log(level, "%s", message)
+        self.held.clear()
+
+
+_qt_start = _QtStart()
+
+
 def _qt_messages(mode: QtMsgType, context: Any, message: str) -> None:
+    if mode == QtMsgType.QtFatalMsg and _qt_start.holding:
+        _qt_could_not_start(message)
     if message.startswith(_PLATFORM_NOISE):
         logging.getLogger("chamberlain.qt").debug("%s", message)
         return
@@ -389,7 +412,24 @@ def _qt_messages(mode: QtMsgType, context: Any, message: str) -> None:
         QtMsgType.QtCriticalMsg: logging.ERROR,
         QtMsgType.QtFatalMsg: logging.CRITICAL,
     }.get(mode, logging.WARNING)
+    if _qt_start.holding:
+        _qt_start.held.append((level, message))
+        return
     logging.getLogger("chamberlain.qt").log(level, "%s", message)
+
+
+def _qt_could_not_start(message: str) -> NoReturn:
+    """Qt's fatal message while starting: one sentence, and exit 2 rather than Qt's abort (a
+    core dump). The first warning names the cause ("could not connect to display :0"); Qt's
+    own conclusion suggests a reinstall, which is never the fix here."""
+    causes = [held for level, held in _qt_start.held if level >= logging.WARNING]
+    cause = (causes or [message])[0].strip().splitlines()[0].split(". ")[0].rstrip(".")
+    sys.stderr.write(
+        f"chamberlain: the desktop app cannot start: Qt cannot open a window here ({cause}); "
+        f"{NO_DISPLAY_ADVICE}.\n"
+    )
+    sys.stderr.flush()
+    os._exit(EXIT_NO_DISPLAY)
 
 
 def _install_exception_hooks(loop: asyncio.AbstractEventLoop) -> None:
@@ -435,7 +475,11 @@ def run_app(argv: Sequence[str] = ()) -> int:
 
     home = Path(args.home).expanduser() if args.home else default_home()
     qInstallMessageHandler(_qt_messages)
-    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "chamberlain"])
+    _qt_start.holding = True
+    try:
+        app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "chamberlain"])
+    finally:
+        _qt_start.release()
     assert isinstance(app, QApplication)
     app.setApplicationName("Chamberlain")
     app.setApplicationDisplayName("Chamberlain")
