@@ -561,19 +561,30 @@ async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
 
 
 def _smoke_environment(args: argparse.Namespace) -> Callable[[], None]:
-    """The smoke test runs offscreen in a throwaway home (and user home) unless given one, and
-    never touches the real keyring; returns what removes it afterwards."""
+    """The smoke test runs offscreen in a throwaway home and user home (its Chamberlain home is
+    the one given with --home, if any) and never touches the real keyring; returns what removes
+    them afterwards.
+
+    Its result must not depend on the caller's environment: every CHAMBERLAIN_* variable is
+    removed (a memory passphrase would skip the passphrase dialog it tests, a setting could deny
+    the request it makes), except CHAMBERLAIN_LOG, which changes only what is logged."""
+    from app.smoke import clear_caller_settings
+
+    clear_caller_settings(os.environ)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
-    if args.home:
-        return lambda: None
     scratch = Path(tempfile.mkdtemp(prefix="chamberlain-smoke-"))
-    (scratch / "user").mkdir()
-    os.environ["HOME"] = str(scratch / "user")
-    os.environ["XDG_CONFIG_HOME"] = str(scratch / "user" / ".config")
+    user = scratch / "user"
+    user.mkdir()
+    os.environ["HOME"] = str(user)
+    os.environ["XDG_CONFIG_HOME"] = str(user / ".config")
+    os.environ["XDG_DATA_HOME"] = str(user / ".local" / "share")
+    os.environ["XDG_STATE_HOME"] = str(user / ".local" / "state")
+    os.environ["XDG_CACHE_HOME"] = str(user / ".cache")
     os.environ["XDG_RUNTIME_DIR"] = str(scratch / "runtime")
     (scratch / "runtime").mkdir(mode=0o700)
-    args.home = str(scratch / "chamberlain")
+    if not args.home:
+        args.home = str(scratch / "chamberlain")
 
     def remove() -> None:
         with contextlib.suppress(OSError):

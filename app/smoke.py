@@ -6,6 +6,9 @@ and renders each, asks "list files in ~/Documents" through the real session with
 prompter that allows once, checks the reply names the file it put there, closes everything and
 exits 0. Anything that fails is printed on stderr with exit 1: a build is not done until this
 passes from the installed files.
+
+Its result must never depend on the caller's environment: the caller's CHAMBERLAIN_* variables
+(a memory passphrase, any setting) are removed before it starts (`clear_caller_settings`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
@@ -24,6 +28,21 @@ log = logging.getLogger("chamberlain.app.smoke")
 
 SMOKE_PASSPHRASE = "smoke-test passphrase"
 MARKER = "chamberlain-smoke-test.txt"
+# The caller's variables the smoke test keeps: they change what is logged, not what happens.
+KEPT_VARIABLES = frozenset({"CHAMBERLAIN_LOG"})
+
+
+def clear_caller_settings(environ: MutableMapping[str, str]) -> list[str]:
+    """Remove every CHAMBERLAIN_* variable but those in KEPT_VARIABLES from `environ`, in any
+    case (settings variables match without case); returns the names removed."""
+    removed = [
+        name
+        for name in environ
+        if name.upper().startswith("CHAMBERLAIN_") and name.upper() not in KEPT_VARIABLES
+    ]
+    for name in removed:
+        del environ[name]
+    return removed
 
 
 class ScriptedPrompter:
