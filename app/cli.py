@@ -787,7 +787,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     checks = run_checks(home_from(args), args.llm)
     data = [c.__dict__ for c in checks]
-    lines = [f"[{'ok' if c.ok else '--'}] {c.name}: {c.detail}" for c in checks]
+    lines: list[str] = []
+    for c in checks:
+        lines.append(f"[{'ok' if c.ok else '--'}] {c.name}: {c.detail}")
+        if c.fix and not c.ok:
+            lines.append(f"     to fix: {c.fix}")
     emit(data, args.json, "\n".join(lines))
     return EXIT_OK if all(c.ok or not c.required for c in checks) else EXIT_FAILED
 

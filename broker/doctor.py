@@ -28,6 +28,8 @@ class Check:
     # A failed required check makes `doctor` exit 1; optional ones only inform.
     required: bool = True
 
+    # What a person does to make a failed check pass (a structured hint the front end words).
+    fix: str = ""
 
 def _home(home: Path) -> Check:
     try:
@@ -241,5 +243,5 @@ def _tool_checks(home: Path) -> list[Check]:
     checks: list[Check] = []
     for tool in builtin_registry(tool_config(home, settings)):
         if tool.health is not None:
-            checks.extend(Check(c.name, c.ok, c.detail, c.required) for c in tool.health())
+            checks.extend(Check(c.name, c.ok, c.detail, c.required, c.fix) for c in tool.health())
     return checks

@@ -142,6 +142,8 @@ class HealthCheck:
     detail: str
     # A failed required check makes `doctor` exit 1; optional ones only inform.
     required: bool = True
+    # What a person does to make a failed check pass, when there is something to do.
+    fix: str = ""
 
 
 @dataclass(frozen=True)

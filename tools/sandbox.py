@@ -16,9 +16,16 @@ command stage runs inside bubblewrap (Linux user namespaces), built per call fro
   denylist; a new terminal session (no TIOCSTI into the user's terminal); killed with its
   parent; no capabilities; no further user namespaces.
 
-Without bubblewrap (macOS, Windows, a Linux without user namespaces) `sandbox_status()` says why,
-and commands are refused unless the user turned on unsandboxed commands in settings. A macOS
-`sandbox-exec` profile is written by `macos_profile`, untested.
+The walls are the same for root and for a normal user: bubblewrap makes a user namespace of its
+own and forbids the command further ones (`--unshare-user --disable-userns`, bubblewrap ≥ 0.8);
+where it cannot (a setuid bubblewrap, a kernel that gives normal users no user namespaces) it is
+used without one only if the command cannot make one either (`--assert-userns-disabled`). The
+probe runs the walls a command gets, as the user Chamberlain runs as.
+
+Without a working sandbox (no bubblewrap, user namespaces turned off, a container, macOS, Windows)
+`sandbox_status()` says what is missing and how to get it, and commands are refused (unless the
+person turned on the warned `tools.unsandboxed_commands` themselves: no message offers it as the
+way out). A macOS `sandbox-exec` profile is written by `macos_profile`, untested.
 
 This module never decides what a command may do; it only builds the walls the grant describes.
 """
@@ -29,6 +36,7 @@ import functools
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -129,9 +137,36 @@ def _short(path: Path, home: Path) -> str:
 
 @dataclass(frozen=True)
 class SandboxStatus:
+    """Whether commands can be sandboxed here; when not, what is missing (`why`) and how a person
+    gets it (`remedy`), kept apart so front ends can word them. `userns` holds the bubblewrap
+    options that keep a command from making user namespaces on this machine (what the probe ran).
+    """
+
     available: bool
     program: str | None
     why: str
+    remedy: str = ""
+    userns: tuple[str, ...] = ()
+    # A setuid bubblewrap refuses some options a normal user's may use (--size).
+    setuid: bool = False
+
+
+# The ways to forbid a command user namespaces of its own, best first; the probe keeps the first
+# that works here. bubblewrap refuses --disable-userns without an explicit --unshare-user (0.8.0:
+# --unshare-all only *tries* one), and a setuid bubblewrap has no --disable-userns at all: there
+# the kernel must already forbid them, which --assert-userns-disabled checks at every start.
+USERNS_WAYS: tuple[tuple[str, ...], ...] = (
+    ("--unshare-user", "--disable-userns"),
+    ("--assert-userns-disabled",),
+)
+
+# The kernel switches that keep normal users from making user namespaces, by sysctl name, with
+# the value that blocks them; read from /proc/sys (dots become slashes).
+_USERNS_SWITCHES = (
+    ("kernel.unprivileged_userns_clone", "0"),
+    ("user.max_user_namespaces", "0"),
+    ("kernel.apparmor_restrict_unprivileged_userns", "1"),
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -146,39 +181,156 @@ def sandbox_status() -> SandboxStatus:
             None,
             f"commands are sandboxed only on Linux (bubblewrap) and, untested, on macOS "
             f"(sandbox-exec); this is {sys.platform}",
+            "run Chamberlain on Linux with bubblewrap installed to use commands; everything "
+            "else works here",
         )
     program = shutil.which("bwrap")
     if program is None:
         return SandboxStatus(
-            False, None, "bubblewrap (bwrap) is not installed; install the bubblewrap package"
-        )
-    probe = [program, *_base_args(network=False), "--ro-bind", "/", "/", "--", "true"]
-    try:
-        done = subprocess.run(
-            probe, capture_output=True, timeout=10, check=False, env={"PATH": "/usr/bin:/bin"}
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return SandboxStatus(False, program, f"bubblewrap could not start: {exc}")
-    if done.returncode != 0:
-        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[:1]
-        why = detail[0] if detail else f"exit {done.returncode}"
-        return SandboxStatus(
             False,
-            program,
-            f"bubblewrap cannot create a sandbox here ({why}); user namespaces may be turned "
-            "off (kernel.unprivileged_userns_clone, or an AppArmor restriction)",
+            None,
+            "bubblewrap (bwrap), which builds the sandbox every command runs in, is not installed",
+            "install the bubblewrap package (Debian/Ubuntu: sudo apt install bubblewrap; "
+            "Fedora: sudo dnf install bubblewrap) and start Chamberlain again",
         )
-    return SandboxStatus(True, program, f"bubblewrap ({program})")
+    return probe_bubblewrap(program)
 
 
-def _base_args(*, network: bool) -> list[str]:
+def probe_bubblewrap(program: str, sysctl: Path = Path("/proc/sys")) -> SandboxStatus:
+    """Run `true` inside the walls a command gets, each way of forbidding user namespaces in
+    turn; the first that works is the one commands use. `sysctl` is read only to explain a
+    failure."""
+    failures: list[str] = []
+    setuid = _is_setuid(program)
+    for userns in USERNS_WAYS:
+        candidate = SandboxStatus(True, program, f"bubblewrap ({program})", "", userns, setuid)
+        probe = [program, *_probe_args(candidate), "--", "true"]
+        try:
+            done = subprocess.run(
+                probe, capture_output=True, timeout=10, check=False, env={"PATH": "/usr/bin:/bin"}
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            return SandboxStatus(
+                False,
+                program,
+                f"bubblewrap ({program}) could not be started: {exc}",
+                "reinstall the bubblewrap package",
+            )
+        if done.returncode == 0:
+            return candidate
+        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        failures.append(lines[0][:300] if lines else f"exit {done.returncode}")
+        log.info("bubblewrap probe with %s failed: %s", " ".join(userns), failures[-1])
+    why, remedy = _explain(program, failures, sysctl)
+    return SandboxStatus(False, program, why, remedy, setuid=setuid)
+
+
+def _probe_args(status: SandboxStatus) -> list[str]:
+    """The walls every command gets, on nothing of the user's: what must work for any to run."""
+    return [
+        *_base_args(network=False, status=status),
+        *("--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"),
+        *_private_tmp(status),
+    ]
+
+
+def _private_tmp(status: SandboxStatus) -> list[str]:
+    if status.setuid:
+        # A setuid bubblewrap refuses --size: its /tmp has the kernel's cap (half the memory).
+        return ["--tmpfs", "/tmp"]
+    return ["--size", str(TMP_SIZE_BYTES), "--tmpfs", "/tmp"]
+
+
+def _explain(program: str, failures: Sequence[str], sysctl: Path) -> tuple[str, str]:
+    """What is missing for a sandbox, and how a person gets it, from what bubblewrap said and the
+    kernel's switches. Never the unsandboxed setting: that is giving up the walls, not a fix."""
+    said = failures[0] if failures else "no reason given"
+    if any("Unknown option" in line or "unrecognized option" in line for line in failures):
+        return (
+            f"the installed bubblewrap ({program}) is too old for Chamberlain's sandbox, which "
+            f"needs 0.8.0 or newer to stop a command from making user namespaces ({said})",
+            "install bubblewrap 0.8.0 or newer (Debian 12 and Ubuntu 24.04 ship it) and start "
+            "Chamberlain again",
+        )
+    if any("Can't mount proc" in line for line in failures):
+        return (
+            f"bubblewrap cannot mount a fresh /proc here ({said}), as happens inside a "
+            "container that hides parts of /proc",
+            "run Chamberlain on the computer itself rather than in this container, or start "
+            "the container with /proc unmasked",
+        )
+    if _is_setuid(program):
+        # A setuid bubblewrap holds root's privileges while it sets up: the kernel's switches
+        # for normal users do not stop it, and it cannot forbid the command user namespaces.
+        return (
+            f"the installed bubblewrap ({program}) is setuid root, and that kind cannot stop a "
+            f"command from making user namespaces on this computer ({said})",
+            "install your distribution's standard bubblewrap package (not setuid), with user "
+            "namespaces allowed for normal users, and start Chamberlain again",
+        )
+    blocked = _userns_switch(sysctl)
+    if blocked == "kernel.apparmor_restrict_unprivileged_userns":
+        return (
+            "AppArmor lets only programs with a profile that allows it make user namespaces "
+            "(kernel.apparmor_restrict_unprivileged_userns = 1, as on Ubuntu 23.10 and later), "
+            f"and bubblewrap has none here ({said})",
+            f"give bubblewrap such a profile — the file /etc/apparmor.d/bwrap with the rule "
+            f"'profile bwrap {program} flags=(unconfined) {{ userns, }}', shown in full in the "
+            "README's 'The command sandbox' — then run sudo systemctl reload apparmor; or ask "
+            "whoever runs this computer",
+        )
+    if blocked is not None:
+        value = "1" if blocked == "kernel.unprivileged_userns_clone" else "15000"
+        return (
+            "user namespaces, which bubblewrap needs, are turned off for normal users on this "
+            f"computer ({blocked} = 0)",
+            f"turn them on with sudo sysctl -w {blocked}={value}, and keep that after a restart "
+            f"with the line '{blocked} = {value}' in /etc/sysctl.d/60-userns.conf; or ask "
+            "whoever runs this computer",
+        )
+    if any("ENOSPC" in line or "No space left" in line for line in failures):
+        return (
+            "bubblewrap may make no more user namespaces here: the limit is reached, which "
+            f"usually means Chamberlain itself runs inside a sandbox or container that allows "
+            f"none ({said})",
+            "run Chamberlain outside that sandbox or container; or ask whoever runs this "
+            "computer to raise user.max_user_namespaces",
+        )
+    return (
+        f"bubblewrap ({program}) cannot create a sandbox here ({said})",
+        "bubblewrap needs user namespaces allowed for normal users and a /proc it may mount; "
+        "the README's 'The command sandbox' says how to check both, or ask whoever runs this "
+        "computer",
+    )
+
+
+def _userns_switch(sysctl: Path) -> str | None:
+    """The sysctl that keeps normal users from making user namespaces here, if one does."""
+    for name, blocking in _USERNS_SWITCHES:
+        try:
+            value = (sysctl / name.replace(".", "/")).read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if value == blocking:
+            return name
+    return None
+
+
+def _is_setuid(program: str) -> bool:
+    try:
+        return bool(os.stat(program).st_mode & stat.S_ISUID)
+    except OSError:
+        return False
+
+
+def _base_args(*, network: bool, status: SandboxStatus) -> list[str]:
+    """The namespaces and limits of every command: a new session (no TIOCSTI into the terminal),
+    killed with its parent, no capabilities, and no user namespaces of its own."""
     args = ["--die-with-parent", "--new-session", "--unshare-all"]
     if network:
         args.append("--share-net")
     args += ["--cap-drop", "ALL"]
-    if os.geteuid() != 0:
-        # Only possible with a user namespace of our own (root runs bwrap without one).
-        args.append("--disable-userns")
+    args += status.userns or USERNS_WAYS[0]
     return args
 
 
@@ -196,15 +348,19 @@ def hidden_roots(home: Path, hide: Sequence[Path] = ()) -> list[Path]:
     return roots
 
 
-def bwrap_args(plan: SandboxPlan, argv: Sequence[str]) -> list[str]:
-    """The bubblewrap arguments (program excluded) that run `argv` inside `plan`'s walls."""
-    args = _base_args(network=plan.network)
+def bwrap_args(
+    plan: SandboxPlan, argv: Sequence[str], *, status: SandboxStatus | None = None
+) -> list[str]:
+    """The bubblewrap arguments (program excluded) that run `argv` inside `plan`'s walls, the
+    way `status` (default: this machine's probe) found bubblewrap works here."""
+    status = status if status is not None else sandbox_status()
+    args = _base_args(network=plan.network, status=status)
     args += ["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
     hidden = hidden_roots(plan.home, plan.hide)
     for root in hidden:
         if root != Path("/tmp") and root.is_dir() and not root.is_symlink():
             args += ["--tmpfs", os.fspath(root)]
-    args += ["--size", str(TMP_SIZE_BYTES), "--tmpfs", "/tmp"]
+    args += _private_tmp(status)
     if plan.network:
         # Name resolution often lives under /run (systemd-resolved's stub file).
         args += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]
@@ -250,7 +406,8 @@ def wrap_stage(plan: SandboxPlan, argv: Sequence[str], program: str) -> tuple[li
         raise RuntimeError(status.why)
     if status.program == _SANDBOX_EXEC:
         return [status.program, "-p", macos_profile(plan), program, *argv[1:]], status.program
-    return [status.program, *bwrap_args(plan, [program, *argv[1:]])], status.program
+    wrapped = bwrap_args(plan, [program, *argv[1:]], status=status)
+    return [status.program, *wrapped], status.program
 
 
 def macos_profile(plan: SandboxPlan) -> str:

@@ -522,11 +522,11 @@ class _CommandTool:
         line = args.command
         status = self.sandbox
         if not status.available and not self.config.unsandboxed_commands:
+            # What is missing and how to get it; never the unsandboxed setting as the way out.
+            remedy = f" To get one: {status.remedy}." if status.remedy else ""
             raise ToolRefused(
-                f"refused: commands run only inside a sandbox, and there is none here: "
-                f"{status.why}. To run commands without one (not recommended: a command could "
-                "then read or change anything you can), turn on the setting "
-                "tools.unsandboxed_commands"
+                "refused: commands run only inside a sandbox, and there is none here: "
+                f"{status.why}.{remedy}"
             )
         cwd = self.cwd(args)
         private = self.private()
@@ -603,13 +603,14 @@ class _CommandTool:
                 False,
                 f"{status.why}. WARNING: tools.unsandboxed_commands is on, so commands run "
                 "unconfined and can read or change anything you can",
+                fix=status.remedy,
             )
         else:
             walls = HealthCheck(
                 "command sandbox",
                 False,
-                f"{status.why}; commands are refused until a sandbox works (or you turn on "
-                "tools.unsandboxed_commands, not recommended)",
+                f"{status.why}; commands are refused until a sandbox works",
+                fix=status.remedy,
             )
         return [parser, walls]
 

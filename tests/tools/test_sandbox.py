@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,16 +20,23 @@ from tools.manual import ToolRefused
 from tools.private import private_places
 from tools.registry import ToolConfig
 from tools.sandbox import (
+    USERNS_WAYS,
     SandboxPlan,
     SandboxStatus,
     bwrap_args,
     command_environment,
     macos_profile,
+    probe_bubblewrap,
     sandbox_status,
 )
 from tools.system import make_system_tools
 
-NO_SANDBOX = SandboxStatus(False, None, "bubblewrap (bwrap) is not installed")
+NO_SANDBOX = SandboxStatus(
+    False,
+    None,
+    "bubblewrap (bwrap) is not installed",
+    "install the bubblewrap package and start Chamberlain again",
+)
 
 
 @pytest.fixture
@@ -117,7 +126,20 @@ def test_without_a_sandbox_commands_are_refused_with_the_reason(user):
     with pytest.raises(ToolRefused) as refused:
         tool.targets({"command": "ls"})
     assert "bubblewrap (bwrap) is not installed" in str(refused.value)
-    assert "tools.unsandboxed_commands" in str(refused.value)
+    assert "To get one: install the bubblewrap package" in str(refused.value)
+    # Giving up the walls is not a fix: the refusal never steers to the unsafe setting.
+    assert "unsandboxed" not in str(refused.value)
+
+
+def test_without_a_sandbox_doctor_says_what_is_missing_and_how_to_get_it(user):
+    config = ToolConfig(command_roots=(user,))
+    tool = make_system_tools(config, home=user, sandbox=NO_SANDBOX)[0]
+    assert tool.health is not None
+    walls = next(c for c in tool.health() if c.name == "command sandbox")
+    assert not walls.ok
+    assert "not installed" in walls.detail
+    assert walls.fix == "install the bubblewrap package and start Chamberlain again"
+    assert "unsandboxed" not in walls.detail + walls.fix
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX commands")
@@ -157,3 +179,130 @@ def test_the_macos_profile_denies_by_default_and_private_places_last(user):
     assert denials
     assert min(denials) > max(i for i, line in enumerate(lines) if line.startswith("(allow"))
     assert any(os.fspath(user / ".ssh") in lines[i] for i in denials)
+
+
+# --- how the walls are built on this machine, and what is said where they cannot be -----------
+
+
+@pytest.mark.skipif(not sandbox_status().available, reason="no working bubblewrap here")
+def test_the_probe_forbids_user_namespaces_the_way_that_works_here(user):
+    """--disable-userns is never passed without --unshare-user (bubblewrap 0.8.0 refuses it: every
+    command of a normal user was refused), and the walls commands get are the ones probed."""
+    status = sandbox_status()
+    assert status.userns in USERNS_WAYS
+    args = bwrap_args(SandboxPlan(cwd=user, home=user, read=(user,)), ["/bin/true"])
+    assert args[args.index("--cap-drop") + 1] == "ALL"
+    if "--disable-userns" in args:
+        assert "--unshare-user" in args
+    assert "--disable-userns" in args or "--assert-userns-disabled" in args
+    done = subprocess.run([status.program or "bwrap", *args], capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def _fake_bwrap(tmp_path: Path, script: str, *, setuid: bool = False) -> str:
+    """A stand-in for bubblewrap that fails the way it does where user namespaces are off: a
+    kernel switch this shared machine cannot turn (fakes only at that edge)."""
+    program = tmp_path / "bwrap"
+    program.write_text("#!/bin/sh\n" + script)
+    program.chmod(0o755 | (stat.S_ISUID if setuid else 0))
+    return str(program)
+
+
+def _sysctl(tmp_path: Path, **values: str) -> Path:
+    root = tmp_path / "sys"
+    for name, value in values.items():
+        path = root / name.replace("__", "/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(value + "\n")
+    return root
+
+
+UID_MAP_DENIED = "echo 'bwrap: setting up uid map: Permission denied' >&2; exit 1\n"
+
+
+def test_with_apparmors_restriction_the_sandbox_message_says_to_give_bubblewrap_a_profile(
+    tmp_path,
+):
+    program = _fake_bwrap(tmp_path, UID_MAP_DENIED)
+    sysctl = _sysctl(tmp_path, kernel__apparmor_restrict_unprivileged_userns="1")
+    status = probe_bubblewrap(program, sysctl)
+    assert not status.available
+    assert "AppArmor" in status.why
+    assert "setting up uid map: Permission denied" in status.why  # what bubblewrap itself said
+    assert "/etc/apparmor.d/bwrap" in status.remedy
+    assert f"profile bwrap {program} flags=(unconfined) {{ userns, }}" in status.remedy
+    assert "unsandboxed" not in status.why + status.remedy
+
+
+@pytest.mark.parametrize(
+    ("switch", "turn_on"),
+    [
+        ("kernel__unprivileged_userns_clone", "kernel.unprivileged_userns_clone=1"),
+        ("user__max_user_namespaces", "user.max_user_namespaces=15000"),
+    ],
+)
+def test_with_user_namespaces_turned_off_the_message_names_the_switch_and_how_to_turn_it_on(
+    tmp_path, switch, turn_on
+):
+    program = _fake_bwrap(
+        tmp_path,
+        "echo 'bwrap: No permissions to create a new namespace, likely because the kernel does "
+        "not allow non-privileged user namespaces.' >&2; exit 1\n",
+    )
+    status = probe_bubblewrap(program, _sysctl(tmp_path, **{switch: "0"}))
+    assert not status.available
+    assert "turned off for normal users" in status.why
+    assert f"sudo sysctl -w {turn_on}" in status.remedy
+    assert "/etc/sysctl.d/" in status.remedy
+    assert "unsandboxed" not in status.why + status.remedy
+
+
+def test_a_bubblewrap_too_old_to_forbid_user_namespaces_is_named_with_the_version_needed(tmp_path):
+    program = _fake_bwrap(tmp_path, 'echo "bwrap: Unknown option $5" >&2; exit 1\n')
+    status = probe_bubblewrap(program, _sysctl(tmp_path))
+    assert not status.available
+    assert "too old" in status.why
+    assert "0.8.0 or newer" in status.remedy
+
+
+def test_inside_a_container_that_masks_proc_the_message_says_so(tmp_path):
+    program = _fake_bwrap(
+        tmp_path,
+        'echo "bwrap: Can\'t mount proc on /newroot/proc: Operation not permitted" >&2; exit 1\n',
+    )
+    status = probe_bubblewrap(program, _sysctl(tmp_path))
+    assert "container" in status.why
+    assert "unsandboxed" not in status.why + status.remedy
+
+
+def test_a_setuid_bubblewrap_is_used_where_the_kernel_already_forbids_user_namespaces(tmp_path):
+    """Setuid bubblewrap has no --disable-userns and refuses --size: the probe falls back to
+    --assert-userns-disabled (bubblewrap checks at every start) and commands get no --size."""
+    program = _fake_bwrap(
+        tmp_path,
+        'for a in "$@"; do case "$a" in --disable-userns|--size)'
+        " echo 'bwrap: not in setuid mode' >&2; exit 1;; esac; done; exit 0\n",
+        setuid=True,
+    )
+    status = probe_bubblewrap(program, _sysctl(tmp_path, user__max_user_namespaces="0"))
+    assert status.available
+    assert status.userns == ("--assert-userns-disabled",)
+    plan = SandboxPlan(cwd=tmp_path, home=tmp_path)
+    args = bwrap_args(plan, ["/bin/true"], status=status)
+    assert "--assert-userns-disabled" in args
+    assert "--disable-userns" not in args
+    assert "--size" not in args
+
+
+def test_a_setuid_bubblewrap_that_cannot_forbid_user_namespaces_is_refused_with_the_reason(
+    tmp_path,
+):
+    program = _fake_bwrap(
+        tmp_path,
+        "echo 'bwrap: creation of new user namespaces was not disabled as requested' >&2; exit 1\n",
+        setuid=True,
+    )
+    status = probe_bubblewrap(program, _sysctl(tmp_path, kernel__unprivileged_userns_clone="0"))
+    assert not status.available
+    assert "setuid" in status.why
+    assert "not setuid" in status.remedy
