@@ -16,7 +16,7 @@ from broker.audit import verify
 from broker.keys import load_install_secret, recorded_keying
 from broker.policy import PolicyError, load_policy_table
 from broker.runner import SelfTestError, self_test
-from broker.settings import Settings, SettingsError, load_settings
+from broker.settings import Settings, SettingsError, load_settings, read_settings
 from tools.registry import builtin_registry
 
 
@@ -78,7 +78,8 @@ def _model(home: Path, url: str | None) -> Check:
     from broker.session import connect_model
 
     try:
-        settings = load_settings(home)
+        # What the app and `ask` use: a broken settings.json's broken keys at their defaults.
+        settings = read_settings(home).settings
     except SettingsError:
         settings = Settings()
     setting = url or settings.llm.url
@@ -144,7 +145,7 @@ def _memory(home: Path) -> Check:
     from memory.db import MemoryStoreError
 
     try:
-        settings = load_settings(home)
+        settings = read_settings(home).settings
         store = open_memory(home, settings.memory, SystemClock())
     except MemoryKeyUnavailable as exc:
         if not exc.needs_passphrase:
@@ -207,7 +208,7 @@ def _mcp(home: Path) -> list[Check]:
     """Each configured MCP server, connected for real (in parallel, within each one's connect
     timeout) and then disconnected; optional: a server that fails only loses its tools."""
     try:
-        servers = load_settings(home).mcp.servers
+        servers = read_settings(home).settings.mcp.servers
     except SettingsError:
         return []
     if not servers:
@@ -237,7 +238,7 @@ def _tool_checks(home: Path) -> list[Check]:
     from broker.session import tool_config
 
     try:
-        settings = load_settings(home)
+        settings = read_settings(home).settings
     except SettingsError:
         settings = Settings()
     checks: list[Check] = []

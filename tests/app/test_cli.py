@@ -819,3 +819,17 @@ def test_doctor_in_a_terminal_does_not_say_to_run_in_a_terminal(user, terminal):
     assert "run in a terminal" not in line
     assert "doctor does not ask for" in line
     assert "assphrase:" not in screen  # and it never prompts
+
+
+def test_doctor_names_a_broken_settings_file_and_checks_the_rest_with_the_settings_in_use(user):
+    home = user / ".chamberlain"
+    home.mkdir()
+    (home / "settings.json").write_text(
+        '{"memory": {"encryption": "off"}, "executor": {"max_iterations": 0}}'
+    )
+    proc = run_cli(user, "doctor", "--llm", "none", "--json")
+    checks = {check["name"]: check for check in json.loads(proc.stdout)}
+    assert not checks["settings"]["ok"]
+    assert "line 1: executor.max_iterations: " in checks["settings"]["detail"]
+    # Memory is checked as the app opens it: the file's own memory.encryption still counts.
+    assert "NOT encrypted (memory.encryption = off)" in checks["memory"]["detail"]
