@@ -735,20 +735,26 @@ _HOME_MARKS = (
 def cmd_erase_data(args: argparse.Namespace) -> int:
     """Everything Chamberlain keeps for this home, gone for good: the data folder, its secrets in
     the system keyring, the saved API key of the configured model server and the start-at-login
-    entry. What removing the package leaves, on the user's explicit word."""
+    entry; and the telemetry folder onnxruntime (the OCR engine) wrote for this user before
+    Chamberlain turned its telemetry off. What removing the package leaves, on the user's
+    explicit word."""
     import shutil
 
     from app import autostart
     from broker.keys import delete_api_key, forget_home_secrets
     from broker.settings import SettingsError, load_settings
+    from tools import telemetry
 
     home = home_from(args).resolve()
-    if not home.exists():
+    # Per user, not per home: left by earlier versions, whichever home they used.
+    leftovers = telemetry.onnxruntime_leftovers(Path.home())
+    if not home.exists() and not leftovers:
         emit({"removed": []}, args.json, f"Nothing to erase: {home} does not exist.")
         return EXIT_OK
     # Never the user's home nor a folder holding it (a mistyped --home of /home or /).
-    if Path.home().resolve().is_relative_to(home) or not any(
-        (home / mark).exists() for mark in _HOME_MARKS
+    if home.exists() and (
+        Path.home().resolve().is_relative_to(home)
+        or not any((home / mark).exists() for mark in _HOME_MARKS)
     ):
         raise UsageError(
             f"{home} does not look like Chamberlain's data folder (none of "
@@ -757,27 +763,46 @@ def cmd_erase_data(args: argparse.Namespace) -> int:
     if not args.yes:
         if not sys.stdin.isatty():
             raise UsageError("erase-data deletes everything for good: add --yes to confirm")
-        question = (
-            f"Erase {home} (memory, conversations, grants, audit log, settings), its keys in "
-            "the system keyring and the start-at-login entry, for good?"
-        )
-        if not _confirm(question):
+        what = []
+        if home.exists():
+            what.append(
+                f"{home} (memory, conversations, grants, audit log, settings), its keys in the "
+                "system keyring and the start-at-login entry"
+            )
+        what += [f"the OCR engine's telemetry folder {path}" for path in leftovers]
+        if not _confirm(f"Erase {' and '.join(what)}, for good?"):
             sys.stderr.write("Nothing was erased.\n")
             return EXIT_FAILED
     removed: list[str] = []
+    if home.exists():
+        try:
+            url = load_settings(home).llm.url
+        except SettingsError:
+            url = ""
+        if url.startswith(("http://", "https://")):
+            with contextlib.suppress(Exception):
+                if delete_api_key(url):
+                    removed.append(f"the API key for {url} in the keyring")
+        removed += [f"the {purpose} in the keyring" for purpose in forget_home_secrets(home)]
+        if autostart.is_enabled() and autostart.disable():
+            removed.append(f"the start-at-login entry {autostart.entry_path()}")
+        shutil.rmtree(home)
+        removed.append(str(home))
     try:
-        url = load_settings(home).llm.url
-    except SettingsError:
-        url = ""
-    if url.startswith(("http://", "https://")):
-        with contextlib.suppress(Exception):
-            if delete_api_key(url):
-                removed.append(f"the API key for {url} in the keyring")
-    removed += [f"the {purpose} in the keyring" for purpose in forget_home_secrets(home)]
-    if autostart.is_enabled() and autostart.disable():
-        removed.append(f"the start-at-login entry {autostart.entry_path()}")
-    shutil.rmtree(home)
-    removed.append(str(home))
+        gone = telemetry.remove_onnxruntime_leftovers(Path.home())
+    except OSError as exc:
+        emit({"removed": removed}, args.json, "Erased: " + "; ".join(removed or ["nothing"]) + ".")
+        where = exc.filename or ", ".join(map(str, leftovers))
+        sys.stderr.write(
+            f"chamberlain: the OCR engine's telemetry folder could not be removed ({where}: "
+            f"{exc.strerror or exc}); delete it yourself\n"
+        )
+        return EXIT_FAILED
+    removed += [
+        f"the OCR engine's telemetry folder {path} (the device id and usage events onnxruntime "
+        "wrote before Chamberlain turned its telemetry off)"
+        for path in gone
+    ]
     emit({"removed": removed}, args.json, "Erased: " + "; ".join(removed) + ".")
     return EXIT_OK
 
