@@ -554,7 +554,12 @@ def cmd_grants(args: argparse.Namespace) -> int:
         sys.stderr.write("Nothing was revoked.\n")
         return EXIT_FAILED
     revoked = broker.revoke_all("revoke-all by the user")
-    emit([g.id for g in revoked], args.json, f"Revoked {len(revoked)} grant(s).")
+    emit(
+        [g.id for g in revoked],
+        args.json,
+        f"Revoked {len(revoked)} grant(s). Once and session grants of a Chamberlain that is "
+        "running end too, before its next tool call.",
+    )
     return EXIT_OK
 
 

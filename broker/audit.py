@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
 import functools
 import hashlib
 import hmac
@@ -59,7 +58,6 @@ import math
 import os
 import re
 import secrets
-import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -69,6 +67,8 @@ from types import TracebackType
 from typing import Any, TypeAlias
 
 from broker.clock import Clock, SystemClock
+from broker.filelock import lock as _lock
+from broker.filelock import unlock as _unlock
 from memory.credentials import blank_credentials
 
 log = logging.getLogger("chamberlain.broker.audit")
@@ -592,36 +592,6 @@ def _lines_backward(read_at: Callable[[int, int], bytes], size: int) -> Iterator
             yield line
     if size > 0 and (buf or not first):
         yield buf
-
-
-# --- locking ------------------------------------------------------------------------------------
-
-if sys.platform == "win32":
-    import msvcrt
-
-    def _lock(fd: int, shared: bool) -> None:
-        # msvcrt has no shared locks; readers take the exclusive one, briefly.
-        os.lseek(fd, 0, os.SEEK_SET)
-        while True:
-            try:
-                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
-                return
-            except OSError as exc:  # LK_LOCK gives up after about 10 s; keep waiting
-                if exc.errno != errno.EDEADLOCK:
-                    raise
-
-    def _unlock(fd: int) -> None:
-        os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-
-else:
-    import fcntl
-
-    def _lock(fd: int, shared: bool) -> None:
-        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-
-    def _unlock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 _O_BINARY: int = getattr(os, "O_BINARY", 0)

@@ -10,14 +10,17 @@ This module never executes a tool. It never asks the model anything.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
 import logging
 import os
 import secrets
+import sys
 import threading
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -27,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 from broker.audit import AuditEvent, AuditLog, redact
 from broker.clock import Clock
 from broker.events import PermissionAnswered, PermissionAsked, PermissionOutcome, TurnObserver, emit
+from broker.filelock import held
 from broker.types import Grant, GrantMode
 from tools.manual import PATH_SCOPED, Capability, Reversibility, Risk
 from tools.paths import resolve_path
@@ -217,28 +221,49 @@ class UntrustedGrant:
 
 
 class GrantStore:
-    """Live grants. `always` and `timed` grants persist in `grants.json` (apart from settings).
+    """Live grants, shared by every Chamberlain process on one home.
 
-    A timed grant is kept with its expiry, so it lasts its minutes across commands (each
-    `chamberlain ask` is a new process); once it has ended it is dropped from the file by the
-    next `pop_expired`, which the broker audits. One whose scope holds a password is never
-    written: it lasts the process only, like a session grant.
+    Two kinds. Saved grants — `always` and `timed`, whose scope holds no password — live in
+    `grants.json`, so they last across commands (each `chamberlain ask` is a new process) and
+    across the app's restarts; a timed one is kept with its expiry and dropped from the file by
+    the first `pop_expired` after it ends, which the broker audits. This process's own grants —
+    `once`, `session`, a grant whose scope holds a password, and one that could not be saved (a
+    full disk: it lasts the process, and a warning says so) — are never written anywhere.
+
+    Every process on a home (the app, `chamberlain ask`, `chamberlain grants`) sees the same
+    saved grants, so a revoke anywhere holds everywhere before the next tool call:
+    - Every read (each authorisation, each token check, each listing) first stats
+      `grants.json`; when it is another file or has changed, it is read again. A grant revoked
+      by another process is gone here, and one saved there is found here. The version read last
+      is kept open (POSIX), so its inode number cannot be reused: a new number is a new version.
+    - Every change is a read-modify-write under an exclusive flock on `grants.json.lock`: the
+      file as it is now is read, the one change applied, and the result written to a temporary
+      file, fsynced and renamed over it. A grant another process saved is never written away.
+    - `revoke_all` must also end the once and session grants of other processes, which no file
+      lists. The lock file holds a revoke-all generation that every revoke-all raises (and
+      grants.json is rewritten, so the others notice); a process that reads a higher generation
+      drops all its own grants, and `pop_revoked_elsewhere` hands them to the broker to audit.
+      The generation carries no MAC: raising it can only revoke, and a process never goes back
+      to a lower one than it saw.
 
     Every saved grant carries a MAC: HMAC-SHA256, under the install secret's grants key
     (`InstallSecret.grants_key`, derived from the secret, never the raw secret), over the grant's
-    canonical JSON. On load an entry whose MAC is missing or wrong is not honoured: it stays out
-    of the live grants, is logged, and is listed in `untrusted` (`problems` words it for the
-    front ends). The file keeps it: every later save writes it back verbatim, so the evidence
-    stays until the user removes it (`discard_untrusted`). Files from before grants carried MACs
-    hold only unsigned entries, which cannot be told from planted ones: they are ignored and
-    reported the same way, and the user grants again.
+    canonical JSON. An entry whose MAC is missing or wrong is not honoured: it stays out of the
+    live grants, is logged, and is listed in `untrusted` (`problems` words it for the front
+    ends). The file keeps it: every change writes it back verbatim, so the evidence stays until
+    the user removes it (`discard_untrusted`). Files from before grants carried MACs hold only
+    unsigned entries, which cannot be told from planted ones: they are ignored and reported the
+    same way, and the user grants again. A damaged file grants nothing and is never overwritten:
+    found at start it raises PermissionStoreError; found later, its grants stop counting, every
+    change raises, and `problems` says so.
 
     Without a key (`key=None`: tests and tools that have no install secret) nothing in the file
-    is honoured and what is saved carries no MAC.
+    is honoured, so nothing is saved: every grant lasts the process.
 
     Limits: the MAC proves an entry was written with this home's secret, so whoever can read the
     secret (the system keyring, or `token.key` when there is none) can forge one. It does not
-    stop a rollback: an older copy of `grants.json` brings back grants revoked since.
+    stop a rollback: an older copy of `grants.json` brings back grants revoked since. The
+    locks are advisory: a Chamberlain from before them can still write the file over.
     """
 
     # The modes kept in grants.json: the ones that outlive the process that granted them.
@@ -249,12 +274,176 @@ class GrantStore:
         self._clock = clock
         self._key = key
         self._lock = threading.Lock()
-        self._grants: dict[str, Grant] = {}
-        # Entries that were not honoured, exactly as the file held them; saved back unchanged.
-        self._untrusted_raw: list[object] = []
-        self.untrusted: list[UntrustedGrant] = []
-        if path is not None and path.exists():
-            self._load(path)
+        # This process's own grants, and the file's honoured ones as read last.
+        self._local: dict[str, Grant] = {}
+        self._saved: dict[str, Grant] = {}
+        # The file's entries as read last, verbatim (None while it is damaged).
+        self._entries: list[object] | None = []
+        self._untrusted: list[UntrustedGrant] = []
+        self._damaged: str | None = None
+        # What grants.json was when last read: its identity, or None (no file); _UNREAD before.
+        self._seen: tuple[int, ...] | None = _UNREAD
+        self._generation = 0
+        self._revoked_elsewhere: list[Grant] = []
+        self._files = _HeldFile()
+        weakref.finalize(self, self._files.close)
+        if path is not None:
+            with self._lock:
+                self._refresh(strict=True)
+
+    # --- reading ---------------------------------------------------------------------------
+
+    @property
+    def _lock_path(self) -> Path:
+        assert self._path is not None
+        return self._path.with_name(self._path.name + ".lock")
+
+    def _identity(self) -> tuple[int, ...] | None:
+        assert self._path is not None
+        try:
+            st = os.stat(self._path)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return _UNREAD  # never equal to what was seen: read it, and say why it failed
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    @contextlib.contextmanager
+    def _file_lock(self, *, shared: bool) -> Iterator[int | None]:
+        """The lock on `grants.json.lock`; its descriptor, or None when a reader cannot open
+        it (a read-only home that has none): the file is only ever replaced whole, so reading
+        it unlocked is still never torn."""
+        try:
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            if not shared:
+                raise
+            try:
+                fd = os.open(self._lock_path, os.O_RDONLY)
+            except OSError:
+                yield None
+                return
+        try:
+            if not shared:
+                _keep_home_owner(fd, self._lock_path.parent)
+            with held(fd, shared=shared):
+                yield fd
+        finally:
+            os.close(fd)
+
+    def _refresh(self, *, strict: bool = False) -> None:
+        """Read grants.json again if it changed since it was read last. Lock held."""
+        if self._path is None or (not strict and self._identity() == self._seen):
+            return
+        with self._file_lock(shared=True) as fd:
+            self._read(strict=strict)
+            generation = _read_generation(fd)
+        self._adopt(generation)
+
+    def _adopt(self, generation: int) -> None:
+        """A revoke-all elsewhere (a higher generation) ends this process's own grants."""
+        if generation <= self._generation:
+            return
+        ended = [g for g in self._local.values() if self.is_live(g)]
+        if ended:
+            log.info("a revoke-all in another Chamberlain process ended %d grant(s)", len(ended))
+        self._revoked_elsewhere.extend(ended)
+        self._local.clear()
+        self._generation = generation
+
+    def _read(self, *, strict: bool) -> None:
+        """Read grants.json into the saved grants. A damaged file raises when `strict` (at
+        start); later it only stops counting (fail closed) and is reported."""
+        assert self._path is not None
+        path = self._path
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            self._take([], [], {}, None, None)
+            return
+        except PermissionError:
+            self._broken(
+                f"cannot read the saved permissions in {path}: the file belongs to another "
+                "user (was Chamberlain run with sudo?); give it back to this user",
+                strict,
+            )
+            self._seen = _UNREAD
+            return
+        except OSError as exc:
+            self._broken(f"cannot read the saved permissions in {path}: {exc.strerror}", strict)
+            self._seen = _UNREAD
+            return
+        try:
+            st = os.fstat(fd)
+            with os.fdopen(os.dup(fd), "rb") as handle:
+                raw = handle.read()
+        except OSError as exc:
+            os.close(fd)
+            self._broken(f"cannot read the saved permissions in {path}: {exc.strerror}", strict)
+            self._seen = _UNREAD
+            return
+        identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        try:
+            entries, untrusted, saved = self._parse(raw)
+        except PermissionStoreError as exc:
+            self._files.hold(fd)
+            self._seen = identity
+            self._broken(str(exc), strict)
+            return
+        self._take(entries, untrusted, saved, identity, fd)
+
+    def _take(
+        self,
+        entries: list[object],
+        untrusted: list[UntrustedGrant],
+        saved: dict[str, Grant],
+        identity: tuple[int, ...] | None,
+        fd: int | None,
+    ) -> None:
+        for found in untrusted:
+            if found not in self._untrusted:
+                log.error(
+                    "ignored an entry of %s that Chamberlain did not write (%s: %s)",
+                    self._path,
+                    found.id,
+                    found.why,
+                )
+        self._entries, self._untrusted, self._saved = entries, untrusted, saved
+        self._damaged = None
+        self._seen = identity
+        self._files.hold(fd)
+
+    def _broken(self, why: str, strict: bool) -> None:
+        message = f"{why}. Nothing was granted; fix or remove the file to continue"
+        if strict:
+            raise PermissionStoreError(message)
+        if message != self._damaged:
+            log.error("%s", message)
+        self._entries, self._saved, self._damaged = None, {}, message
+
+    def _parse(self, raw: bytes) -> tuple[list[object], list[UntrustedGrant], dict[str, Grant]]:
+        where = f"cannot read the saved permissions in {self._path}"
+        try:
+            entries = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            raise PermissionStoreError(f"{where}: {exc}") from exc
+        if not isinstance(entries, list):
+            raise PermissionStoreError(f"{where}: it should hold a list of grants")
+        untrusted: list[UntrustedGrant] = []
+        saved: dict[str, Grant] = {}
+        for entry in entries:
+            why = self._why_untrusted(entry)
+            if why is not None:
+                untrusted.append(UntrustedGrant(_entry_id(entry), why))
+                continue
+            assert isinstance(entry, dict)
+            try:
+                grant = Grant.model_validate({k: v for k, v in entry.items() if k != "mac"})
+            except ValidationError as exc:
+                raise PermissionStoreError(f"{where}: {exc}") from exc
+            if grant.mode in self.PERSISTED_MODES and not grant.revoked:
+                saved[grant.id] = grant
+        return entries, untrusted, saved
 
     def _mac(self, entry: dict[str, Any]) -> str:
         assert self._key is not None
@@ -277,98 +466,135 @@ class GrantStore:
             return "its MAC does not match"
         return None
 
-    def _load(self, path: Path) -> None:
+    # --- writing ---------------------------------------------------------------------------
+
+    def _rewrite(
+        self, change: Callable[[list[object]], list[object]], *, bump: bool = False
+    ) -> None:
+        """Apply `change` to the file's entries as they are now, under the exclusive lock, and
+        replace the file with the result. `bump` raises the revoke-all generation first. Lock
+        held. Raises PermissionStoreError (damaged file) or OSError (cannot write)."""
+        assert self._path is not None
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        with self._file_lock(shared=False) as fd:
+            assert fd is not None
+            self._read(strict=False)  # whatever another process wrote since our last look
+            self._adopt(_read_generation(fd))
+            if self._damaged is not None or self._entries is None:
+                raise PermissionStoreError(self._damaged or "the saved permissions are damaged")
+            entries = change(list(self._entries))
+            if bump:
+                self._generation += 1
+                _write_generation(fd, self._generation)
+            self._write(entries)
+            self._read(strict=False)  # and take the new version as the one seen
+
+    def _write(self, entries: list[object]) -> None:
+        assert self._path is not None
+        tmp = self._path.with_name(f".{self._path.name}.{secrets.token_hex(6)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            entries = json.loads(path.read_bytes())
-        except (OSError, ValueError, RecursionError) as exc:
-            # A damaged rules file must not grant anything, and must not be overwritten.
-            raise PermissionStoreError(
-                f"cannot read the saved permissions in {path}: {exc}. Nothing was granted; "
-                "fix or remove the file to continue"
-            ) from exc
-        if not isinstance(entries, list):
-            raise PermissionStoreError(
-                f"cannot read the saved permissions in {path}: it should hold a list of "
-                "grants. Nothing was granted; fix or remove the file to continue"
-            )
-        for entry in entries:
-            why = self._why_untrusted(entry)
-            if why is not None:
-                raw_id = entry.get("id") if isinstance(entry, dict) else None
-                found = UntrustedGrant(raw_id if isinstance(raw_id, str) else "no id", why)
-                log.error(
-                    "ignored an entry of %s that Chamberlain did not write (%s: %s)",
-                    path,
-                    found.id,
-                    why,
-                )
-                self.untrusted.append(found)
-                self._untrusted_raw.append(entry)
-                continue
-            assert isinstance(entry, dict)
-            try:
-                grant = Grant.model_validate({k: v for k, v in entry.items() if k != "mac"})
-            except ValidationError as exc:
-                raise PermissionStoreError(
-                    f"cannot read the saved permissions in {path}: {exc}. Nothing was granted; "
-                    "fix or remove the file to continue"
-                ) from exc
-            if grant.mode in self.PERSISTED_MODES and not grant.revoked:
-                self._grants[grant.id] = grant
+            _keep_home_owner(fd, self._path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(entries, handle, indent=2)
+                handle.flush()
+                # A saved grant or a revoke is a decision the person made: it must survive a
+                # crash. Changes are rare (a grant, a revoke), so the fsync costs nothing felt.
+                os.fsync(handle.fileno())
+            os.replace(tmp, self._path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def _signed(self, grant: Grant) -> dict[str, Any]:
+        entry: dict[str, Any] = grant.model_dump(mode="json")
+        entry["mac"] = self._mac(entry)
+        return entry
+
+    def _persists(self, grant: Grant) -> bool:
+        # A saved grant never holds a password (redact would change its scope); without a key
+        # nothing saved would be honoured, so nothing is saved.
+        return (
+            self._path is not None
+            and self._key is not None
+            and grant.mode in self.PERSISTED_MODES
+            and redact(grant.scope) == grant.scope
+        )
+
+    def _trusted_ids(self, entry: object, ids: set[str]) -> bool:
+        """Whether `entry` is an honoured grant whose id is in `ids`."""
+        return _entry_id(entry) in ids and self._why_untrusted(entry) is None
+
+    def _cannot_change(self, what: str, exc: BaseException) -> PermissionStoreError:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return PermissionStoreError(f"{what}: {self._path} could not be rewritten ({why})")
+
+    # --- the grants ------------------------------------------------------------------------
+
+    @property
+    def untrusted(self) -> list[UntrustedGrant]:
+        """The entries of grants.json that are not honoured, as the file holds them now."""
+        with self._lock:
+            self._refresh()
+            return list(self._untrusted)
 
     @property
     def problems(self) -> list[str]:
         """What the front ends tell the user about entries that were not honoured."""
-        name = self._path.name if self._path is not None else "grants.json"
-        return [
-            f"{name} holds a grant Chamberlain did not write ({u.id}): it was ignored ({u.why})"
-            for u in self.untrusted
-        ]
+        with self._lock:
+            self._refresh()
+            name = self._path.name if self._path is not None else "grants.json"
+            found = [
+                f"{name} holds a grant Chamberlain did not write ({u.id}): it was ignored ({u.why})"
+                for u in self._untrusted
+            ]
+            return [self._damaged, *found] if self._damaged is not None else found
 
     def discard_untrusted(self, grant_id: str) -> bool:
         """Remove the unhonoured entries with this id from the file (the user looked at them)."""
         with self._lock:
-            keep = [
-                (u, raw)
-                for u, raw in zip(self.untrusted, self._untrusted_raw, strict=True)
-                if u.id != grant_id
-            ]
-            if len(keep) == len(self.untrusted):
+            self._refresh()
+            if self._path is None or not any(u.id == grant_id for u in self._untrusted):
                 return False
-            self.untrusted = [u for u, _ in keep]
-            self._untrusted_raw = [raw for _, raw in keep]
-            self._save()
-            return True
+            found: list[object] = []
 
-    def _save(self) -> None:
-        if self._path is None:
-            return
-        kept = [g for g in self._grants.values() if self._persists(g) and self.is_live(g)]
-        entries: list[object] = []
-        for grant in kept:
-            entry: dict[str, Any] = grant.model_dump(mode="json")
-            if self._key is not None:
-                entry["mac"] = self._mac(entry)
-            entries.append(entry)
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump([*entries, *self._untrusted_raw], handle, indent=2)
-        os.replace(tmp, self._path)
+            def change(entries: list[object]) -> list[object]:
+                for entry in entries:
+                    if _entry_id(entry) == grant_id and self._why_untrusted(entry) is not None:
+                        found.append(entry)
+                return [e for e in entries if not any(e is f for f in found)]
 
-    def _persists(self, grant: Grant) -> bool:
-        # A saved grant never holds a password (redact would change its scope).
-        return grant.mode in self.PERSISTED_MODES and redact(grant.scope) == grant.scope
+            try:
+                self._rewrite(change)
+            except OSError as exc:
+                raise self._cannot_change(f"{grant_id} was not removed", exc) from exc
+            return bool(found)
 
     def add(self, grant: Grant) -> None:
         with self._lock:
-            self._grants[grant.id] = grant
-            if self._persists(grant):
-                self._save()
+            if not self._persists(grant):
+                self._local[grant.id] = grant
+                return
+            entry = self._signed(grant)
+            try:
+                self._rewrite(lambda entries: [*entries, entry])
+            except (OSError, PermissionStoreError) as exc:
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                log.warning(
+                    "the %s grant %s lasts only while this Chamberlain runs: it could not be "
+                    "saved in %s (%s)",
+                    grant.mode.value,
+                    grant.id,
+                    self._path,
+                    why,
+                )
+                self._local[grant.id] = grant
 
     def get(self, grant_id: str) -> Grant | None:
-        return self._grants.get(grant_id)
+        with self._lock:
+            self._refresh()
+            return self._local.get(grant_id) or self._saved.get(grant_id)
 
     def is_live(self, grant: Grant) -> bool:
         if grant.revoked:
@@ -378,13 +604,12 @@ class GrantStore:
     def live(self) -> list[Grant]:
         # Under the lock: a revoke-all from another thread (the tray) must not change the
         # table while a turn reads it ("dictionary changed size during iteration").
-        with self._lock:
-            grants = list(self._grants.values())
-        return [g for g in grants if self.is_live(g)]
+        return [g for g in self.all() if self.is_live(g)]
 
     def all(self) -> list[Grant]:
         with self._lock:
-            return list(self._grants.values())
+            self._refresh()
+            return [*self._local.values(), *self._saved.values()]
 
     def find(self, capability: Capability, targets: list[str]) -> Grant | None:
         """A live, reusable (not once) grant whose scope covers every target."""
@@ -396,37 +621,175 @@ class GrantStore:
         return None
 
     def revoke(self, grant_id: str) -> Grant | None:
+        """End one grant; the grant as it was (marked revoked), or None if there was none (or
+        another process revoked it first, and audited it). PermissionStoreError when a saved
+        grant could not be removed from the file: it is then still in force."""
         with self._lock:
-            grant = self._grants.get(grant_id)
-            if grant is None or grant.revoked:
-                return None
+            self._refresh()
             # Gone, not kept as a tombstone: a long session would otherwise scan every grant it
             # ever issued. A token of a grant that is gone is refused as revoked.
-            del self._grants[grant_id]
-            if self._persists(grant):
-                self._save()
+            grant = self._local.pop(grant_id, None)
+            if grant is None:
+                grant = self._saved.get(grant_id)
+                if grant is None:
+                    return None
+                removed: list[object] = []
+
+                def change(entries: list[object]) -> list[object]:
+                    removed.extend(e for e in entries if self._trusted_ids(e, {grant_id}))
+                    return [e for e in entries if not self._trusted_ids(e, {grant_id})]
+
+                try:
+                    self._rewrite(change)
+                except OSError as exc:
+                    raise self._cannot_change(
+                        f"{grant_id} is still saved and in force; free some space or make the "
+                        "folder writable, then revoke it again",
+                        exc,
+                    ) from exc
+                if not removed:
+                    return None
             return grant.model_copy(update={"revoked": True})
 
     def revoke_all(self) -> list[Grant]:
-        return [g for g in (self.revoke(gid) for gid in list(self._grants)) if g is not None]
+        """End every grant: this process's, the saved ones, and (through the generation) those
+        of every other Chamberlain process on this home before its next tool call. Returns the
+        live grants this call ended, for the audit."""
+        with self._lock:
+            self._refresh()
+            ended = [g for g in self._local.values() if self.is_live(g)]
+            self._local.clear()
+            if self._path is not None:
+                removed: list[Grant] = []
+
+                def change(entries: list[object]) -> list[object]:
+                    kept: list[object] = []
+                    for entry in entries:
+                        if self._why_untrusted(entry) is not None:
+                            kept.append(entry)  # the evidence stays until the user removes it
+                            continue
+                        assert isinstance(entry, dict)
+                        grant = self._saved.get(str(entry.get("id")))
+                        if grant is not None and self.is_live(grant):
+                            removed.append(grant)
+                    return kept
+
+                try:
+                    self._rewrite(change, bump=True)
+                except OSError as exc:
+                    raise self._cannot_change(
+                        "revoke-all could not finish, so saved grants and those of other "
+                        "running Chamberlain windows may still be in force; free some space or "
+                        "make the folder writable, then revoke all again",
+                        exc,
+                    ) from exc
+                ended.extend(removed)
+            return [g.model_copy(update={"revoked": True}) for g in ended]
+
+    def pop_revoked_elsewhere(self) -> list[Grant]:
+        """This process's grants that a revoke-all in another process ended; the caller audits
+        them (the other process could not: it never knew them)."""
+        with self._lock:
+            self._refresh()
+            ended, self._revoked_elsewhere = self._revoked_elsewhere, []
+            return [g.model_copy(update={"revoked": True}) for g in ended]
 
     def __len__(self) -> int:
-        return len(self._grants)
+        return len(self.all())
 
     def pop_expired(self) -> list[Grant]:
-        """Drop grants whose lease ended; the caller audits them."""
+        """Drop grants whose lease ended; the caller audits them. A saved one is reported by
+        the process that removes it from the file, so its end is audited once."""
         now = self._clock.now()
+
+        def ended(grant: Grant) -> bool:
+            return not grant.revoked and grant.expires_at is not None and now >= grant.expires_at
+
         with self._lock:
-            ended = [
-                g
-                for g in self._grants.values()
-                if not g.revoked and g.expires_at is not None and now >= g.expires_at
-            ]
-            for grant in ended:
-                del self._grants[grant.id]
-            if any(self._persists(g) for g in ended):
-                self._save()
-        return ended
+            self._refresh()
+            gone = [g for g in self._local.values() if ended(g)]
+            for grant in gone:
+                del self._local[grant.id]
+            saved_ended = {g.id: g for g in self._saved.values() if ended(g)}
+            if saved_ended:
+                removed: list[Grant] = []
+
+                def change(entries: list[object]) -> list[object]:
+                    kept: list[object] = []
+                    for entry in entries:
+                        grant = saved_ended.get(_entry_id(entry))
+                        if grant is not None and self._why_untrusted(entry) is None:
+                            removed.append(grant)
+                        else:
+                            kept.append(entry)
+                    return kept
+
+                try:
+                    self._rewrite(change)
+                except (OSError, PermissionStoreError) as exc:
+                    # Ended is ended (is_live says so); the file is tidied on a later try.
+                    log.warning(
+                        "grants that ended could not be removed from %s: %s", self._path, exc
+                    )
+                gone.extend(removed)
+        return gone
+
+
+# A value `_seen` never takes from a file: the store has not read grants.json yet.
+_UNREAD: tuple[int, ...] = (-1,)
+
+
+def _entry_id(entry: object) -> str:
+    raw = entry.get("id") if isinstance(entry, dict) else None
+    return raw if isinstance(raw, str) else "no id"
+
+
+def _keep_home_owner(fd: int, folder: Path) -> None:
+    """Root changing grants in someone else's home (`sudo chamberlain grants revoke-all`) gives
+    the file to the home's owner: a root-owned 0600 grants.json would lock its user out."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    owner = os.stat(folder)
+    if owner.st_uid != 0 and os.fstat(fd).st_uid != owner.st_uid:
+        os.fchown(fd, owner.st_uid, owner.st_gid)
+
+
+def _read_generation(fd: int | None) -> int:
+    """The revoke-all generation the lock file holds (0 when it holds none)."""
+    if fd is None:
+        return 0
+    try:
+        return int(os.pread(fd, 32, 0).strip() or b"0")
+    except (OSError, ValueError):
+        return 0
+
+
+def _write_generation(fd: int, generation: int) -> None:
+    # Fixed width, written in place under the exclusive lock: a reader under the shared lock
+    # never sees it half written.
+    data = f"{generation:020d}\n".encode("ascii")
+    os.pwrite(fd, data, 0)
+    os.ftruncate(fd, len(data))
+
+
+class _HeldFile:
+    """The descriptor of the grants.json version read last, kept open so that no later
+    version can be given its inode number (POSIX; Windows could not replace an open file)."""
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+
+    def hold(self, fd: int | None) -> None:
+        old, self._fd = self._fd, fd
+        if fd is not None and sys.platform == "win32":
+            os.close(fd)
+            self._fd = None
+        if old is not None and old != fd:
+            with contextlib.suppress(OSError):
+                os.close(old)
+
+    def close(self) -> None:
+        self.hold(None)
 
 
 class PermissionStoreError(Exception):
@@ -616,6 +979,8 @@ class PermissionBroker:
         self.timed_default_s = timed_default_s
 
     def expire(self, turn_id: str | None = None) -> None:
+        """Audit the grants that ended since the last look: leases that ran out, and this
+        process's own grants that a revoke-all in another process ended."""
         for grant in self.grants.pop_expired():
             self.audit.append(
                 AuditEvent.PERMISSION_EXPIRED,
@@ -624,6 +989,16 @@ class PermissionBroker:
                 capability=grant.capability.value,
                 scope=grant.scope,
                 mode=grant.mode.value,
+            )
+        for grant in self.grants.pop_revoked_elsewhere():
+            self.audit.append(
+                AuditEvent.PERMISSION_REVOKED,
+                turn_id=turn_id,
+                grant_id=grant.id,
+                capability=grant.capability.value,
+                scope=grant.scope,
+                mode=grant.mode.value,
+                why="revoke-all in another Chamberlain process",
             )
 
     def revoke(self, grant_id: str, why: str, turn_id: str | None = None) -> Grant | None:
@@ -641,7 +1016,19 @@ class PermissionBroker:
         return grant
 
     def revoke_all(self, why: str = "revoke-all") -> list[Grant]:
-        return [g for g in (self.revoke(gid.id, why) for gid in self.grants.live()) if g]
+        """End every grant, here and in every other Chamberlain process on this home (before
+        its next tool call), and audit the ones this process could see."""
+        revoked = self.grants.revoke_all()
+        for grant in revoked:
+            self.audit.append(
+                AuditEvent.PERMISSION_REVOKED,
+                grant_id=grant.id,
+                capability=grant.capability.value,
+                scope=grant.scope,
+                mode=grant.mode.value,
+                why=why,
+            )
+        return revoked
 
     def proposed_scope(
         self, capability: Capability, targets: list[str], user_scopes: list[str]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 from pathlib import Path
 
@@ -539,3 +540,277 @@ def test_a_prompt_that_times_out_is_cancelled_and_a_late_allow_is_recorded_never
         threading.Event().wait(0.02)
     assert "PERMISSION_LATE_ANSWER" in events
     assert broker.grants.live() == []  # the late "allow" granted nothing
+
+
+# --- grants shared between processes ----------------------------------------------------------
+#
+# The app, `chamberlain ask` and `chamberlain grants` run at the same time on one home. Each test
+# here has the real CLI (or a second Python process) change grants.json while a store or a whole
+# Session in this test process holds grants of its own.
+
+
+class CountingPrompter:
+    """The person: answers every prompt with `mode` (None: "deny") and counts the questions."""
+
+    def __init__(self, mode: GrantMode | None) -> None:
+        self.mode = mode
+        self.asked = 0
+
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        self.asked += 1
+        if self.mode is None:
+            return PromptDecision(allow=False)
+        return PromptDecision(allow=True, mode=self.mode)
+
+
+def _session_in(user: Path, prompter: CountingPrompter):
+    from broker.session import Session
+    from broker.settings import Settings
+
+    return Session(home=user / ".chamberlain", settings=Settings(), prompter=prompter)
+
+
+def _read_plan(session, user: Path):
+    turn = session.ask(f"read {user}/Documents/plan.txt")
+    (call,) = turn.tool_calls
+    return call.status, turn.reply
+
+
+def _audit_lines(user: Path) -> list[dict]:
+    import json
+
+    path = user / ".chamberlain" / "audit.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_revoke_all_from_the_cli_ends_the_apps_session_grant_before_its_next_tool_call(
+    tmp_path,
+):
+    from tests.support.cli import make_user, run_cli
+
+    user = make_user(tmp_path / "user")
+    person = CountingPrompter(GrantMode.SESSION)
+    session = _session_in(user, person)
+    try:
+        assert _read_plan(session, user)[0] == "ok"
+        assert _read_plan(session, user)[0] == "ok"
+        assert person.asked == 1  # the session grant covered the second read
+
+        revoked = run_cli(user, "grants", "revoke-all", "--yes")
+        assert revoked.returncode == 0, revoked.stderr
+
+        person.mode = None  # asked again now, the person says no
+        status, reply = _read_plan(session, user)
+        assert person.asked == 2
+        assert status == "denied"
+        assert "Buy milk" not in reply
+    finally:
+        session.close()
+    ended = [
+        e for e in _audit_lines(user) if e["event"] == "PERMISSION_REVOKED" and e["data"]["why"]
+    ]
+    assert [e["data"]["why"] for e in ended] == ["revoke-all in another Chamberlain process"]
+    assert ended[0]["data"]["mode"] == "session"
+
+
+def test_a_grant_revoked_by_the_cli_is_neither_used_nor_written_back_by_the_running_app(tmp_path):
+    import json
+
+    from tests.support.cli import make_user, run_cli
+
+    user = make_user(tmp_path / "user")
+    person = CountingPrompter(GrantMode.ALWAYS)
+    session = _session_in(user, person)
+    try:
+        assert _read_plan(session, user)[0] == "ok"
+        path = user / ".chamberlain" / "grants.json"
+        (saved,) = json.loads(path.read_text())
+
+        revoked = run_cli(user, "grants", "revoke", saved["id"])
+        assert revoked.returncode == 0, revoked.stderr
+        assert json.loads(path.read_text()) == []
+
+        person.mode = None
+        assert _read_plan(session, user)[0] == "denied"
+        assert person.asked == 2
+        # The app saves another grant: the revoked one does not come back with it.
+        person.mode = GrantMode.ALWAYS
+        session.ask(f"list files in {user}/Documents")
+        assert saved["id"] not in {e["id"] for e in json.loads(path.read_text())}
+        assert saved["id"] not in {g.id for g in session.permissions.grants.live()}
+    finally:
+        session.close()
+
+
+def test_a_grant_the_cli_saved_while_the_app_runs_is_kept_when_the_app_saves_its_own(tmp_path):
+    """Before grants were shared, the app wrote the table it loaded at start over the file,
+    erasing what `chamberlain ask --approve …=always` had saved meanwhile."""
+    import json
+
+    from tests.support.cli import make_user, run_cli
+
+    user = make_user(tmp_path / "user")
+    (user / "Projects").mkdir()
+    (user / "Projects" / "todo.txt").write_text("ship it\n")
+    person = CountingPrompter(GrantMode.ALWAYS)
+    session = _session_in(user, person)
+    try:
+        session.ask("hello")  # the app is up, its grants read
+        cli = run_cli(
+            user,
+            "ask",
+            f"list files in {user}/Projects",
+            "--approve",
+            "file_read=always",
+            "--llm",
+            "none",
+        )
+        assert cli.returncode == 0, cli.stderr
+        # The app sees the CLI's grant without a restart: no question for ~/Projects.
+        turn = session.ask(f"read {user}/Projects/todo.txt")
+        assert [c.status for c in turn.tool_calls] == ["ok"]
+        assert person.asked == 0
+        assert _read_plan(session, user)[0] == "ok"
+        assert person.asked == 1
+    finally:
+        session.close()
+    saved = json.loads((user / ".chamberlain" / "grants.json").read_text())
+    assert {e["scope"] for e in saved} == {
+        str(user / "Projects"),
+        str(user / "Documents" / "plan.txt"),
+    }
+
+
+_SAVE_MANY = """
+import sys
+from pathlib import Path
+from broker.clock import SystemClock
+from broker.permissions import GrantStore
+from broker.types import Grant, GrantMode
+from tools.manual import Capability
+
+path, name, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+store = GrantStore(path, SystemClock(), key=b"g" * 32)
+sys.stdout.write("ready\\n")
+sys.stdout.flush()
+sys.stdin.readline()  # both start writing together
+for i in range(count):
+    store.add(Grant(id=f"g-{name}-{i}", capability=Capability.FILE_READ, scope=f"/{name}/{i}",
+                    mode=GrantMode.ALWAYS, issued_at=0.0))
+"""
+
+
+def test_two_processes_saving_grants_at_once_lose_none_of_them(tmp_path):
+    """Every save is a read-modify-write under the lock: the last writer never erases what the
+    other saved between its read and its write."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.support.cli import REPO
+
+    path = tmp_path / "grants.json"
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SAVE_MANY, str(path), name, "40"],
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("app", "cli")
+    ]
+    try:
+        for writer in writers:
+            assert writer.stdout is not None
+            assert writer.stdout.readline() == "ready\n"
+        for writer in writers:
+            assert writer.stdin is not None
+            writer.stdin.write("go\n")
+            writer.stdin.close()
+        assert [w.wait(timeout=60) for w in writers] == [0, 0]
+    finally:
+        for writer in writers:
+            if writer.poll() is None:
+                writer.kill()
+                writer.wait()
+    ids = {e["id"] for e in json.loads(path.read_text())}
+    assert ids == {f"g-{name}-{i}" for name in ("app", "cli") for i in range(40)}
+    reader = GrantStore(path, ManualClock(), key=GRANTS_KEY)
+    assert len(reader.live()) == 80
+    assert reader.problems == []
+
+
+def test_a_revoke_all_in_another_process_ends_this_ones_session_grants_and_says_so_once(tmp_path):
+    from broker.types import Grant
+
+    clock = ManualClock()
+    here = GrantStore(tmp_path / "grants.json", clock, key=GRANTS_KEY)
+    grant = Grant(
+        id="g-here",
+        capability=Capability.FILE_READ,
+        scope=str(tmp_path),
+        mode=GrantMode.SESSION,
+        issued_at=clock.now(),
+    )
+    here.add(grant)
+    GrantStore(tmp_path / "grants.json", clock, key=GRANTS_KEY).revoke_all()  # "elsewhere"
+    assert here.find(Capability.FILE_READ, [str(tmp_path / "a.txt")]) is None
+    assert [g.id for g in here.pop_revoked_elsewhere()] == ["g-here"]
+    assert here.pop_revoked_elsewhere() == []
+    # A grant given after the revoke-all is not ended by it.
+    here.add(grant.model_copy(update={"id": "g-after"}))
+    assert [g.id for g in here.live()] == ["g-after"]
+
+
+def test_a_grants_file_damaged_while_running_grants_nothing_and_is_never_overwritten(tmp_path):
+    from broker.types import Grant
+
+    clock = ManualClock()
+    path = tmp_path / "grants.json"
+    store = GrantStore(path, clock, key=GRANTS_KEY)
+    saved = Grant(
+        id="g-saved",
+        capability=Capability.FILE_READ,
+        scope=str(tmp_path),
+        mode=GrantMode.ALWAYS,
+        issued_at=clock.now(),
+    )
+    store.add(saved)
+    path.write_text('[{"id": "g-saved", "cut sho')
+    assert store.find(Capability.FILE_READ, [str(tmp_path / "a.txt")]) is None
+    assert "cannot read the saved permissions" in store.problems[0]
+    # A new "always" grant lasts this process, and the damaged file stays as it was.
+    store.add(saved.model_copy(update={"id": "g-new"}))
+    assert [g.id for g in store.live()] == ["g-new"]
+    assert path.read_text() == '[{"id": "g-saved", "cut sho'
+    with pytest.raises(PermissionStoreError, match="fix or remove the file"):
+        store.revoke_all()
+    assert path.read_text() == '[{"id": "g-saved", "cut sho'
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can write as another user"
+)
+def test_root_changing_grants_in_a_users_home_leaves_the_files_to_that_user(tmp_path):
+    """`sudo chamberlain grants revoke-all` on a person's home: a root-owned 0600 grants.json
+    would refuse that person every saved grant from then on."""
+    from broker.types import Grant
+
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, 65534, 65534)
+    store = GrantStore(home / "grants.json", ManualClock(), key=GRANTS_KEY)
+    store.add(
+        Grant(
+            id="g-1",
+            capability=Capability.FILE_READ,
+            scope=str(tmp_path),
+            mode=GrantMode.ALWAYS,
+            issued_at=0.0,
+        )
+    )
+    store.revoke_all()
+    for name in ("grants.json", "grants.json.lock"):
+        st = (home / name).stat()
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (65534, 65534, 0o600), name

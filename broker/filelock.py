@@ -1,0 +1,55 @@
+"""Advisory locks between Chamberlain's processes, on a lock file beside the file they guard.
+
+The app, `chamberlain ask` and `chamberlain grants` may run at the same time on one home; a
+file they all rewrite (the audit log, grants.json) is changed only under the exclusive lock, and
+read under the shared one where a torn read matters. POSIX: flock; Windows: msvcrt byte locking
+(which has no shared mode, so readers take the exclusive lock briefly).
+
+This module never decides what a lock protects, and never removes a lock file: deleting one
+while another process holds it would let a third take a lock on a new file at the same path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sys
+from collections.abc import Iterator
+
+if sys.platform == "win32":
+    import msvcrt
+
+    def lock(fd: int, shared: bool) -> None:
+        # msvcrt has no shared locks; readers take the exclusive one, briefly.
+        os.lseek(fd, 0, os.SEEK_SET)
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+                return
+            except OSError as exc:  # LK_LOCK gives up after about 10 s; keep waiting
+                if exc.errno != errno.EDEADLOCK:
+                    raise
+
+    def unlock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def lock(fd: int, shared: bool) -> None:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+
+    def unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def held(fd: int, *, shared: bool) -> Iterator[None]:
+    """The lock on `fd` for the length of the block."""
+    lock(fd, shared)
+    try:
+        yield
+    finally:
+        unlock(fd)
