@@ -401,6 +401,7 @@ print(json.dumps({
     "userns": run("/usr/bin/unshare", "--user", "/bin/true"),
     "caps": run("/usr/bin/grep", "^Cap", "/proc/self/status"),
     "proc": run("/bin/ls", "/proc"),
+    "stat": run("/bin/cat", "/proc/self/stat"),
 }))
 """
 
@@ -431,6 +432,11 @@ def test_the_walls_a_normal_user_builds_hold(person):
     assert {caps["CapEff"], caps["CapPrm"], caps["CapBnd"]} == {"0000000000000000"}
     pids = [name for name in seen["proc"]["out"].split() if name.isdigit()]
     assert len(pids) <= 3, pids  # bubblewrap's init and the command, nothing of the machine's
+    # A terminal session of its own, started inside (outside sessions show as 0 there), so it
+    # cannot push keystrokes into the person's terminal.
+    _pid, _name, _state, _ppid, _group, session, terminal = seen["stat"]["out"].split()[:7]
+    assert session != "0"
+    assert terminal == "0"
 
 
 _ORPHAN = r"""
