@@ -5,8 +5,10 @@ but it bounds what the server may send: one message may be at most `max_message_
 most `max_messages_per_s` messages may arrive in a second. A server over either limit has
 *flooded*: it is stopped and the session sees the connection end, with the reason in
 `StdioLink.problem`. The server runs in its own process group (all of it is ended on close),
-with a small environment (what it needs to start, plus the `env` its settings give it: never
-Chamberlain's own API keys), and its stderr is kept only as a short tail for error messages.
+contained so that it and all it starts end with Chamberlain even when Chamberlain is killed
+(tools/mcp/lifetime.py: a PID namespace of its own, or a supervisor), with a small environment
+(what it needs to start, plus the `env` its settings give it: never Chamberlain's own API keys),
+and its stderr is kept only as a short tail for error messages.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import anyio
 import anyio.abc
 import mcp_types as types
 from mcp.shared.message import SessionMessage
+
+from tools.mcp.lifetime import containment, wrapped
 
 if TYPE_CHECKING:
     import httpx2
@@ -100,8 +104,10 @@ async def capped_stdio(
     """Start the server and yield the (read, write) streams a `ClientSession` takes."""
     full_env = server_environment(env)
     program = find_program(command, full_env)
+    # Decided once per process; the first time runs a short bubblewrap probe, off the loop.
+    contained = await anyio.to_thread.run_sync(containment)
     process = await anyio.open_process(
-        [program, *args],
+        wrapped(contained, [program, *args]),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

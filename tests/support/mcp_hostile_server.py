@@ -1,0 +1,85 @@
+"""An MCP server of the tests' own that tries to outlive Chamberlain.
+
+Run as `python tests/support/mcp_hostile_server.py PIDS_DIR NAME [--daemonise] [--ignore-eof]
+[--hang]`. Every process it becomes writes an empty file `PIDS_DIR/NAME.ROLE.PID.NS` (ROLE: main
+or daemon; NS the time) as soon as it runs, so a test knows each one started, and PIDS_DIR
+(unique per test) is in every one's command line, so a test can find them all.
+
+- `--daemonise`: at start, a daemon as daemons are made (fork, setsid, fork again, streams to
+  /dev/null, SIGTERM and SIGHUP ignored) that sleeps for ever, outside the server's process
+  group and session.
+- `--ignore-eof`: when its input ends (Chamberlain closed it, or died), it does not exit but
+  sleeps for ever, ignoring SIGTERM and SIGHUP.
+- `--hang`: it never answers, not even the handshake.
+Otherwise it is a working server with one tool, `ping`. Never imported by the product.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+
+def mark(folder: Path, name: str, role: str) -> None:
+    # The PID as the process sees it (in a PID namespace of its own, 2 every time), and the
+    # time, so that each start leaves a file of its own.
+    (folder / f"{name}.{role}.{os.getpid()}.{time.time_ns()}").touch()
+
+
+def sleep_for_ever() -> None:
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    while True:
+        time.sleep(3600)
+
+
+def daemonise(folder: Path, name: str) -> None:
+    if os.fork() > 0:
+        return  # the server itself carries on; the first child is reaped below
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.chdir("/")
+    mark(folder, name, "daemon")
+    sleep_for_ever()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("pids", type=Path)
+    parser.add_argument("name")
+    parser.add_argument("--daemonise", action="store_true")
+    parser.add_argument("--ignore-eof", action="store_true")
+    parser.add_argument("--hang", action="store_true")
+    options = parser.parse_args()
+    mark(options.pids, options.name, "main")
+    if options.daemonise:
+        daemonise(options.pids, options.name)
+        os.wait()  # the first child exits at once, leaving the daemon to init (or a reaper)
+    if options.hang:
+        for _line in sys.stdin:
+            pass
+    else:
+        from mcp.server.mcpserver import MCPServer
+
+        server = MCPServer("hostile-test", version="1.0")
+
+        @server.tool()
+        def ping() -> str:
+            """Answer pong."""
+            return "pong"
+
+        server.run("stdio")
+    if options.ignore_eof:
+        sleep_for_ever()
+
+
+if __name__ == "__main__":
+    main()
