@@ -356,7 +356,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     settings = settings_for_reading(home)
     if args.no_refine:
         settings.router.model_refinement = False
-    choice = connect_model(settings, args.llm, args.model)
+    choice = connect_model(settings, args.llm, args.model, home=home)
     interactive = sys.stdin.isatty() and sys.stderr.isatty() and not args.approve_all
     if args.timed_minutes is not None and not 0 < args.timed_minutes <= 24 * 60:
         raise UsageError("--timed-minutes must be between 0 and 1440")

@@ -97,6 +97,12 @@ def _x_server_missing(display: str) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--llm-worker"]:
+        # The embedded model's worker process (broker/llm/worker.py), as the installed bundle
+        # starts it: the bundle's executable is the only interpreter there is.
+        from broker.llm.worker import main as worker_main
+
+        return worker_main(args[1:])
     if args in (["--version"], ["-V"]):
         from app.version import version
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import os
@@ -153,7 +154,9 @@ class Shell(QObject):
         from broker.session import connect_model
 
         session = self.assistant.session
-        choice = await self.assistant.run_io(connect_model, session.settings)
+        choice = await self.assistant.run_io(
+            functools.partial(connect_model, session.settings, home=session.home)
+        )
         old = session.model
         session.use_model(choice.model, choice.problem)
         close = getattr(old, "close", None)

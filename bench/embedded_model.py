@@ -3,13 +3,16 @@ overhead against calling the same server directly; the cost of the context budge
 
     python -m bench.embedded_model [--rounds 5] [--json]
 
-Real parts only: the bundled SmolLM2-135M GGUF in process (llama-cpp-python), and the same file
+Real parts only: the bundled SmolLM2-135M GGUF in its worker process (llama-cpp-python), and the
+same file
 served by llama-cpp-python's OpenAI-compatible server on 127.0.0.1 (started and stopped here,
 by its PID). Figures:
 
 - ``import``: importing llama_cpp in a fresh interpreter (loads the shared library);
-- ``load``: `EmbeddedChatModel` loading the weights (first use), after an unload each round;
-- ``first token`` and ``tokens/s``: one chat reply of up to 128 tokens, streamed, in process;
+- ``load``: `EmbeddedChatModel` starting its worker and loading the weights (first use), after
+  an unload each round (the worker's CPU build remembered, as after the first start);
+- ``round trip``: one tokenizer request to the running worker and its answer;
+- ``first token`` and ``tokens/s``: one chat reply of up to 128 tokens, streamed from the worker;
 - ``client overhead``: the same streamed request (the body our client sends, at temperature 0:
   the same reply both ways), sent by `OpenAIChatModel.chat` and by a bare `http.client` POST
   reading the SSE stream to its end, rounds interleaved; the ratio of the medians;
@@ -30,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from bench.machine import machine_details
@@ -53,18 +57,24 @@ def import_seconds() -> float:
     return float(out.stdout.strip())
 
 
-def in_process(rounds: int) -> dict[str, Any]:
+def in_worker(rounds: int) -> dict[str, Any]:
     from broker.llm.base import deltas_to
     from broker.llm.embedded import EmbeddedChatModel
 
-    model = EmbeddedChatModel(max_reply_tokens=128, idle_unload_s=0)
-    loads, firsts, rates, lengths = [], [], [], []
+    record = os.path.join(os.environ["CHAMBERLAIN_HOME"], "llm-cpu.json")
+    model = EmbeddedChatModel(max_reply_tokens=128, idle_unload_s=0, record_path=Path(record))
+    loads, trips, firsts, rates, lengths = [], [], [], [], []
     try:
+        model.start()  # the first start on a machine also probes; not counted
         for _ in range(rounds):
             model.unload()
             started = time.perf_counter()
-            model._model()
+            model.start()
             loads.append(time.perf_counter() - started)
+        for _ in range(rounds * 20):
+            started = time.perf_counter()
+            model.tokenize("hello")
+            trips.append(time.perf_counter() - started)
         for _ in range(rounds):
             first: list[float] = []
 
@@ -76,7 +86,7 @@ def in_process(rounds: int) -> dict[str, Any]:
             with deltas_to(seen):
                 answer = model.chat(PROMPT)
             ended = time.perf_counter()
-            tokens = model._count_tokens(answer.content)
+            tokens = len(model.tokenize(answer.content))
             firsts.append(first[0] - started if first else ended - started)
             if first and ended > first[0]:
                 rates.append(tokens / (ended - first[0]))
@@ -85,6 +95,7 @@ def in_process(rounds: int) -> dict[str, Any]:
         model.close()
     return {
         "load_ms": _median_ms(loads),
+        "round_trip_ms": _median_ms(trips),
         "first_token_ms": _median_ms(firsts),
         "tokens_per_s": round(statistics.median(rates), 1) if rates else None,
         "reply_tokens": statistics.median(lengths),
@@ -156,11 +167,11 @@ def budget_cost(rounds: int) -> dict[str, Any]:
     ]
     model = EmbeddedChatModel(idle_unload_s=0)
     try:
-        model._model()
+        model.start()
         tokenizer, estimate = [], []
         for _ in range(rounds * 20):
             started = time.perf_counter()
-            fit(messages, 4096, 512, model._count_tokens)
+            fit(messages, 4096, 512, lambda text: len(model.tokenize(text)))
             tokenizer.append(time.perf_counter() - started)
             started = time.perf_counter()
             fit(messages, 4096, 512, estimate_tokens)
@@ -181,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         report = {
             "machine": machine_details(),
             "import_s": round(import_seconds(), 3),
-            "in_process": in_process(options.rounds),
+            "in_worker": in_worker(options.rounds),
             "client": client_overhead(options.rounds * 2),
             "budget": budget_cost(options.rounds),
         }
@@ -195,9 +206,10 @@ def main(argv: list[str] | None = None) -> int:
         f"load {machine.get('load_average')}, {machine.get('date')}"
     )
     print(f"- import llama_cpp: {report['import_s'] * 1000:.0f} ms")
-    inproc = report["in_process"]
+    inproc = report["in_worker"]
     print(
-        f"- load: {inproc['load_ms']} ms; first token {inproc['first_token_ms']} ms; "
+        f"- worker start and load: {inproc['load_ms']} ms; a request's round trip "
+        f"{inproc['round_trip_ms']} ms; first token {inproc['first_token_ms']} ms; "
         f"{inproc['tokens_per_s']} tokens/s over {inproc['reply_tokens']} tokens (medians)"
     )
     client = report["client"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from broker.audit import verify
 from broker.keys import load_install_secret, recorded_keying
+from broker.llm.base import ChatModel, ModelError
 from broker.policy import PolicyError, load_policy_table
 from broker.runner import SelfTestError, self_test
 from broker.settings import Settings, SettingsError, load_settings, read_settings
@@ -27,9 +28,9 @@ class Check:
     detail: str
     # A failed required check makes `doctor` exit 1; optional ones only inform.
     required: bool = True
-
     # What a person does to make a failed check pass (a structured hint the front end words).
     fix: str = ""
+
 
 def _home(home: Path) -> Check:
     try:
@@ -71,6 +72,43 @@ def _secret(home: Path) -> Check:
     )
 
 
+def _embedded(model: ChatModel) -> Check:
+    """The embedded model, run for real: its worker finds the llama.cpp CPU build that runs on
+    this processor with a real prompt of a few hundred tokens (what crashed is skipped)."""
+    from broker.llm.embedded import EmbeddedChatModel
+
+    advice = (
+        "A larger local model gives better answers: start Ollama or LM Studio and Chamberlain "
+        "uses it (or set llm.url)."
+    )
+    if not isinstance(model, EmbeddedChatModel):
+        detail = f"embedded: {model.name}, offline. {advice}"
+        return Check("model backend", True, detail, required=False)
+    try:
+        report = model.probe()
+    except ModelError as exc:
+        return Check("model backend", False, f"embedded: {model.name}: {exc}", required=False)
+    finally:
+        model.close()
+    build = (
+        f"llama.cpp's {report.variant} CPU build (of {len(report.installed)} installed)"
+        if report.variant
+        else "llama.cpp"
+    )
+    crashed = (
+        "; crashed here: " + ", ".join(f"{n} ({why})" for n, why in sorted(report.failed.items()))
+        if report.failed
+        else ""
+    )
+    return Check(
+        "model backend",
+        True,
+        f"embedded: {model.name}, offline; {build} answered a {report.tokens}-token probe in "
+        f"{report.seconds:.1f} s{crashed}. {advice}",
+        required=False,
+    )
+
+
 def _model(home: Path, url: str | None) -> Check:
     """The backend a turn would use now, named: a local or hosted server, the embedded model, or
     none and why. Nothing is contacted but the usual loopback ports ("auto")."""
@@ -86,7 +124,7 @@ def _model(home: Path, url: str | None) -> Check:
     if setting == "none":
         return Check("model backend", False, "disabled (--llm none)", required=False)
     try:
-        choice = connect_model(settings, url)
+        choice = connect_model(settings, url, home=home)
     except InvalidEndpoint as exc:
         return Check("model backend", False, str(exc), required=False)
     model = choice.model
@@ -99,13 +137,7 @@ def _model(home: Path, url: str | None) -> Check:
             required=False,
         )
     if model.is_embedded:
-        return Check(
-            "model backend",
-            True,
-            f"embedded: {model.name}, offline. A larger local model gives better answers: "
-            "start Ollama or LM Studio and Chamberlain uses it (or set llm.url).",
-            required=False,
-        )
+        return _embedded(model)
     where = getattr(model, "base_url", "")
     name = model.name or "the server's default model"
     return Check("model backend", True, f"{name} at {where}", required=False)

@@ -30,7 +30,7 @@ from broker.events import (
 )
 from broker.executor import DIRECT_CONFIDENCE, ExecutionResult, Executor, takes_direct
 from broker.keys import InstallSecret, load_install_secret
-from broker.llm.base import ChatModel, ModelError, deltas_to
+from broker.llm.base import ChatModel, ModelError, deltas_to, failure_in_turn
 from broker.permissions import (
     DenyPrompter,
     GrantStore,
@@ -85,21 +85,26 @@ class ModelChoice:
 
 
 def connect_model(
-    settings: Settings, url: str | None = None, name: str | None = None
+    settings: Settings,
+    url: str | None = None,
+    name: str | None = None,
+    *,
+    home: Path | None = None,
 ) -> ModelChoice:
-    """The chat model for this session, from settings or the per-call overrides."""
+    """The chat model for this session, from settings or the per-call overrides. `home`: where
+    the embedded model remembers which llama.cpp CPU build runs on this machine."""
     from broker.llm.endpoints import resolve_endpoint
 
     setting = url or settings.llm.url
     if setting.strip().lower() == "none":
         return ModelChoice(None, "No model is configured (--llm none).")
     if setting.strip().lower() == "embedded":
-        return embedded_model(settings)
+        return embedded_model(settings, home)
     base = resolve_endpoint(setting)
     if base is None:
         nothing = "No local model server answered on the usual ports (11434, 1234, 8080, 8000)."
         if setting.strip().lower() == "auto" and settings.llm.embedded_fallback:
-            choice = embedded_model(settings)
+            choice = embedded_model(settings, home)
             if choice.model is None:
                 choice.problem = f"{nothing} {choice.problem}"
             return choice
@@ -143,8 +148,12 @@ def describe_backend(model: ChatModel) -> str:
     return f"Answered by {model.name or 'the model'}" + (f" at {where}." if where else ".")
 
 
-def embedded_model(settings: Settings) -> ModelChoice:
-    """The bundled model (loaded on first use, not here), or why it cannot run."""
+# What the embedded model learnt about this machine's CPU (broker.llm.cpu_variants), in the home.
+EMBEDDED_RECORD = "llm-cpu.json"
+
+
+def embedded_model(settings: Settings, home: Path | None = None) -> ModelChoice:
+    """The bundled model (its worker started on first use, not here), or why it cannot run."""
     from broker.llm.embedded import EmbeddedChatModel, embedded_problem
 
     problem = embedded_problem()
@@ -155,6 +164,7 @@ def embedded_model(settings: Settings) -> ModelChoice:
             timeout_s=settings.llm.timeout_s,
             idle_unload_s=settings.llm.embedded_idle_minutes * 60,
         )
+            record_path=None if home is None else home / EMBEDDED_RECORD,
     except ModelError as exc:
         return ModelChoice(None, str(exc))
     return ModelChoice(model)
@@ -505,7 +515,7 @@ class Session:
             note = self._understood_note(router)
             if note is not None:
                 result.reply = f"{result.reply}\n\n{note}" if result.reply else note
-            backend = self._backend_note(result)
+            backend = self._backend_note(result, turn_id)
             if backend is not None:
                 emit(observer, BackendNamed(turn_id, backend))
         check_stopped()
@@ -562,9 +572,11 @@ class Session:
             return CLARIFY_FILES
         return None
 
-    def _backend_note(self, result: ExecutionResult) -> str | None:
+    def _backend_note(self, result: ExecutionResult, turn_id: str) -> str | None:
         """Which model answered, on the first reply a model wrote in this session."""
-        # Also when the reply failed or was cut: which model that was is worth knowing then.
+        # Also when the reply was cut: which model that was is worth knowing then. Not when the
+        # model failed in this turn (it never loaded, crashed, timed out): it answered nothing,
+        # and the reply already says what happened to it.
         if self.model is None or self._backend_named or result.iterations == 0:
             return None
         self._backend_named = True
@@ -591,6 +603,8 @@ class Session:
             self.memory, router.text, self.settings.memory, limit, temporary=self.temporary
         )
         self.audit.append(
+        if failure_in_turn(self.model, turn_id) is not None:
+            return None
             AuditEvent.MEMORY_RECALL,
             turn_id=turn_id,
             fact_ids=[f.id for f in found.facts],

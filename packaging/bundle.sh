@@ -30,13 +30,6 @@ command -v "$PY" >/dev/null || die "no $PY found (set PYTHON=/path/to/python3.11
 lock=requirements.lock
 llama_version=$(sed -n 's/^llama_cpp_python==//p' "$lock")
 [ -n "$llama_version" ] || die "$lock pins no llama_cpp_python version"
-# Every x86-64 CPU: ggml's CPU backend built in all its variants (SSE4.2 up to AVX-512), each a
-# library of its own, and the best one this CPU runs picked when the model loads. (NATIVE=OFF
-# alone still needs AVX2.)
-LLAMA_CMAKE_ARGS=${LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON}
-flags_key=$(printf '%s' "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-12)
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/chamberlain-build
-wheel_dir=$cache/wheels/llama_cpp_python-$llama_version-$flags_key
 venv=build/venv-bundle
 vpy=$venv/bin/python
 pip_q=(-q --disable-pip-version-check)
@@ -52,10 +45,17 @@ start_ticker() {  # "still working" every 30 s, so a long step does not look hun
 stop_ticker() { [ -n "$ticker" ] && kill "$ticker" 2>/dev/null; ticker=""; }
 trap 'stop_ticker' EXIT
 
+# --- the portable llama-cpp-python wheel --------------------------------------------------------
+# The one scripts/setup.sh installs too (scripts/llama-wheel.sh: all CPU levels, none native;
+# built once per machine and cached outside the repository).
+
+wheel=$(scripts/llama-wheel.sh "$PY") || die "could not get the portable llama-cpp-python wheel"
+say "llama.cpp: $wheel"
+
 # --- a python to build with (the build venv; its packages come later) -------------------------
 # The venv is made again from scratch when anything it was made from changed.
 venv_key=$(cat "$lock" pyproject.toml packaging/requirements-build.txt \
-  <(echo "$llama_version $LLAMA_CMAKE_ARGS") <("$PY" -c 'import sys; print(sys.version)') \
+  <(echo "$wheel") <("$PY" -c 'import sys; print(sys.version)') \
   | sha256sum | cut -c1-16)
 stamp=$venv/.bundle-installed
 need_install=false
@@ -66,52 +66,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$venv_key" ]; then
   mkdir -p build
   "$vpy" -m pip install "${pip_q[@]}" --upgrade pip >build/venv-bundle.log 2>&1 \
     || { tail -n 20 build/venv-bundle.log >&2; die "could not upgrade pip in $venv"; }
-fi
-
-# --- the portable llama-cpp-python wheel (needed only to install the venv) ---------------------
-cached_wheel() {
-  local w
-  for w in "$wheel_dir"/llama_cpp_python-"$llama_version"-*.whl; do
-    [ -f "$w" ] && { echo "$w"; return; }
-  done
-}
-wheel=$(cached_wheel)
-if $need_install && [ -z "$wheel" ]; then
-  for tool in gcc g++ make; do
-    command -v "$tool" >/dev/null \
-      || die "building llama.cpp needs $tool (on Debian/Ubuntu: apt-get install gcc g++ make)"
-  done
-  say "building llama-cpp-python $llama_version with CMAKE_ARGS=\"$LLAMA_CMAKE_ARGS\"" \
-    "(once per machine, about 6 minutes on 2 cores)..."
-  mkdir -p "$cache/wheels"
-  work=$(mktemp -d "$cache/wheels/.build.XXXXXX")
-  trap 'stop_ticker; rm -rf "$work"' EXIT
-  start_ticker "building llama.cpp"
-  # The sdist, then a wheel from it with pip's wheel cache off: that cache holds the project
-  # venv's native build of this same version and would be handed back instead.
-  if ! "$vpy" -m pip download "${pip_q[@]}" --no-deps --no-binary :all: -d "$work/src" \
-    "llama_cpp_python==$llama_version" >"$work/build.log" 2>&1; then
-    tail -n 20 "$work/build.log" >&2
-    die "could not download the llama_cpp_python $llama_version source"
-  fi
-  if ! CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
-    "$vpy" -m pip wheel --no-deps --no-cache-dir -w "$work/wheel" "$work"/src/*.tar.gz \
-    >>"$work/build.log" 2>&1; then
-    tail -n 30 "$work/build.log" >&2
-    die "building llama-cpp-python failed (the log's end is above)"
-  fi
-  stop_ticker
-  mkdir -p "$work/out"
-  mv "$work"/wheel/*.whl "$work/out/"
-  printf '%s\n' "$LLAMA_CMAKE_ARGS" >"$work/out/cmake-args.txt"
-  rm -rf "$wheel_dir"
-  mv "$work/out" "$wheel_dir"   # the cache entry appears whole or not at all
-  rm -rf "$work"
-  trap 'stop_ticker' EXIT
-  wheel=$(cached_wheel)
-  say "built $wheel in $((SECONDS - started)) s"
-elif [ -n "$wheel" ]; then
-  say "reusing $wheel"
 fi
 
 # --- the build venv's packages ----------------------------------------------------------------
@@ -136,7 +90,7 @@ if $need_install; then
 fi
 # The venv's llama-cpp-python really is a portable wheel with these flags, never the native
 # build pip's cache holds for the project venv.
-"$vpy" - "$wheel_dir" <<'EOF' \
+"$vpy" - "$(dirname "$wheel")" <<'EOF' \
   || die "$venv's llama-cpp-python is not the portable wheel; rm -rf $venv and run again"
 import json, sys
 from importlib import metadata

@@ -290,6 +290,22 @@ ask_memory() {
 }
 step "$app ask --llm none \"how much memory is free\" (stderr clean)" ask_memory
 
+ask_embedded() {
+  # The installed embedded model: its worker is the bundle's own executable (--llm-worker),
+  # which finds the CPU builds of llama.cpp beside it and probes the best one that runs here.
+  (cd "$W" && run_app "$W/logs/embedded" 300 "$app" ask --llm embedded --json \
+    "What is the capital of France?") \
+    || { show_log "$W/logs/embedded.out"; show_log "$W/logs/embedded.err"; fail "ask --llm embedded failed"; return 1; }
+  python3 - "$W/logs/embedded.out" <<'EOF2' || { show_log "$W/logs/embedded.out"; show_log "$W/logs/embedded.err"; fail "the embedded model did not answer"; return 1; }
+import json, sys
+turn = json.load(open(sys.argv[1]))
+sys.exit(0 if turn["reply"].strip() and not turn["failed"] else 1)
+EOF2
+  [ -s "$WDATA/llm-cpu.json" ] || fail "the worker remembered no CPU build in llm-cpu.json" || return 1
+  note "the embedded model answered with llama.cpp's $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["working"])' "$WDATA/llm-cpu.json") build"
+}
+step "$app ask --llm embedded (the model's worker in the bundle)" ask_embedded
+
 check_desktop_entry() {
   local entry=$prefix/usr/share/applications/chamberlain.desktop icon
   for icon in "${icon_paths[@]}"; do

