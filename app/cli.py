@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from app.mcp_cli import McpUsageError, add_mcp_parser, cmd_mcp
 from app.memory_cli import MemoryCommandError, add_memory_parser, cmd_memory, open_store
+from app.terminal import json_text, safe_terminal
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # Cancelled with Ctrl-C: 128 + SIGINT, as shells report it.
@@ -279,7 +280,7 @@ def ask_on_terminal(
 def emit(value: Any, as_json: bool, text: str | None = None) -> None:
     if as_json:
         data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(data, indent=2) + "\n")
     else:
         sys.stdout.write((text if text is not None else str(value)) + "\n")
 
@@ -338,7 +339,7 @@ def _trace_to_stderr(event: object) -> None:
         }
     else:
         return
-    sys.stderr.write(f"[{stage}] {json.dumps(shown, ensure_ascii=False, default=str)}\n")
+    sys.stderr.write(f"[{stage}] {json_text(shown, default=str)}\n")
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -971,6 +972,13 @@ def _started() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Everything printed from here on, whoever prints it, reaches the terminal escaped
+    # (app.terminal): replies, results, file names and server messages are untrusted text.
+    with safe_terminal():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     gc.disable()  # until _started(): see there
     logging.basicConfig(
         level=os.environ.get("CHAMBERLAIN_LOG", "WARNING").upper(),

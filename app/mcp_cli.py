@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.terminal import json_text
+
 if TYPE_CHECKING:
     from broker.settings import Settings
     from tools.mcp.config import McpServerConfig
@@ -48,7 +50,7 @@ class McpUsageError(Exception):
 
 def _emit(data: Any, as_json: bool, text: str) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(data, indent=2) + "\n")
     else:
         sys.stdout.write(text + "\n")
 

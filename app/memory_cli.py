@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from app.terminal import json_text
+
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
@@ -60,7 +62,7 @@ def _fact_line(fact: Any) -> str:
 
 def _emit(data: Any, as_json: bool, text: str) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.write(json_text(data, indent=2, default=str) + "\n")
     else:
         sys.stdout.write(text + "\n")
 
@@ -199,8 +201,11 @@ def _history(store: Any, args: argparse.Namespace, settings: Any) -> int:
 def _export(store: Any, args: argparse.Namespace, settings: Any) -> int:
     if args.format == "markdown":
         body = store.export_markdown()
-    else:
+    elif args.output:
         body = json.dumps(store.export_json(), indent=2, ensure_ascii=False)
+    else:
+        # On the terminal, hidden characters JSON-escaped: the same JSON, safe to show.
+        body = json_text(store.export_json(), indent=2)
     if args.output:
         out = Path(args.output).expanduser()
         out.write_text(body + "\n", "utf-8")

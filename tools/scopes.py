@@ -31,6 +31,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from tools.escapes import visible
 from tools.manual import PATH_SCOPED as PATH_CAPS
 from tools.manual import Capability
 from tools.paths import is_within, resolve_path
@@ -182,7 +183,14 @@ def natural_scope(capability: Capability, target: str) -> str:
 
 
 def describe_scope(capability: Capability, scope: str) -> str:
-    """The scope in words for a prompt or a message: "read-only commands", "`df -h`", …"""
+    """The scope in words for a prompt or a message: "read-only commands", "`df -h`", …
+
+    A path or name in it that holds control, bidi or zero-width characters, or bytes that are
+    not UTF-8, is shown escaped (tools.escapes): what a prompt shows must be what it means."""
+    return visible(_scope_words(capability, scope))
+
+
+def _scope_words(capability: Capability, scope: str) -> str:
     if scope == ANY:
         return "anything" if capability in UNSCOPED_CAPS else "any display"
     if capability is Capability.SYSTEM_EXECUTE:

@@ -7,6 +7,7 @@ The terminal is the only fake here, and only in that it is a pty rather than a w
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import select
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import PASSPHRASE, REPO, make_user
+from tests.support.openai_server import ToolCalls
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs a Linux pty")
 
@@ -189,3 +191,102 @@ def test_revoke_all_asks_to_confirm_on_a_terminal_unless_told_yes(user, terminal
     assert code == 0, screen
     assert "[y/N]" not in screen
     assert "Revoked 1 grant(s)." in stdout
+
+
+# --- what reaches the terminal: file names, tool results and replies, escaped ------------------
+
+# Names a real folder can hold: one not UTF-8 (Latin-1 from an old archive), one that would set
+# the terminal's title and clear its screen, one whose bidi override reverses how it reads.
+ODD_NAMES = {
+    b"report\xff.txt": "report\\xff.txt",
+    b"\x1b]0;pwned\x07\x1b[2Jtitle.txt": "\\x1b]0;pwned\\x07\\x1b[2Jtitle.txt",
+    "invoice\u202etxt.exe".encode(): "invoice\\u202etxt.exe",
+}
+HOSTILE_REPLY = "Listed.\x1b[2J\x1b]0;owned\x07 \x9b31m \u202eevil\u200b."
+# What must never reach a terminal raw: ESC, the 8-bit CSI (U+009B), bidi and zero-width.
+RAW = (b"\x1b", "\x9b".encode(), "\u202e".encode(), "\u200b".encode())
+
+
+def odd_folder(user: Path) -> Path:
+    folder = user / "Odd"
+    folder.mkdir()
+    for raw in ODD_NAMES:
+        with open(os.path.join(os.fsencode(folder), raw), "wb") as out:
+            out.write(b"the text of " + raw.replace(b"\x1b", b"ESC") + b"\n")
+    return folder
+
+
+def run_bytes(user: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """The real CLI with its output kept as the bytes a terminal would receive."""
+    from tests.support.cli import cli_env
+
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        cwd=user,
+        env=cli_env(user),
+        capture_output=True,
+        timeout=60,
+    )
+
+
+def test_a_listing_of_odd_names_phrased_by_a_hostile_model_reaches_the_terminal_escaped(
+    user, scripted_server
+):
+    odd_folder(user)
+    server = scripted_server([HOSTILE_REPLY])
+
+    proc = run_bytes(
+        user, "ask", "list files in ~/Odd", "--approve", "file_read=once", "--llm", server.base_url
+    )
+
+    assert proc.returncode == 0, proc.stderr
+    shown = proc.stdout + proc.stderr
+    for raw in RAW:
+        assert raw not in shown
+    assert b"Listed.\\x1b[2J\\x1b]0;owned\\x07 \\u009b31m \\u202eevil\\u200b." in proc.stdout
+    # The model was given the listing, every name escaped as the person sees it.
+    (request,) = server.requests
+    result = request["messages"][-1]["content"]
+    for name in ODD_NAMES.values():
+        assert json.dumps(name) in result
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_listing_without_a_model_shows_odd_names_escaped(user, as_json):
+    odd_folder(user)
+    args = ["ask", "list files in ~/Odd", "--approve", "file_read=once", "--llm", "none"]
+
+    proc = run_bytes(user, *args, *(["--json"] if as_json else []))
+
+    assert proc.returncode == 0, proc.stderr
+    for raw in RAW:
+        assert raw not in proc.stdout + proc.stderr
+    reply = json.loads(proc.stdout)["reply"] if as_json else proc.stdout.decode("utf-8")
+    for name in ODD_NAMES.values():
+        assert name in reply
+
+
+def test_a_name_the_model_read_back_as_shown_is_asked_about_escaped_and_read(
+    user, terminal, scripted_server
+):
+    odd_folder(user)
+    shown = "\\x1b]0;pwned\\x07\\x1b[2Jtitle.txt"
+    server = scripted_server(
+        [ToolCalls([("file_read", {"path": f"~/Odd/{shown}"})]), "It says hello."]
+    )
+
+    term = terminal(
+        user, "ask", "summarise my notes in ~/Odd", "--llm", server.base_url, "--no-refine"
+    )
+    prompt = term.read_until("Allow?")
+    assert json.dumps({"path": f"~/Odd/{shown}"}) in prompt
+    term.type("o\n")
+    code, screen, stdout = term.finish()
+
+    assert code == 0, screen
+    assert "\x1b" not in screen + stdout
+    assert "It says hello." in stdout
+    assert "the text of ESC]0;pwned" in server.requests[1]["messages"][-1]["content"]
+    tail = run_bytes(user, "audit", "tail")
+    assert b"\x1b" not in tail.stdout
+    assert f"file_read path ~/Odd/{shown}\n".encode() in tail.stdout

@@ -15,14 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 PASSPHRASE = "correct horse battery staple"
 
 
-def run_cli(
-    user: Path, *args: str, env: dict[str, str] | None = None, stdin: str = ""
-) -> subprocess.CompletedProcess[str]:
-    """`chamberlain ARGS` with HOME=user and the Chamberlain home at user/.chamberlain.
-
-    Model proposals for memory are off unless a test turns them on, so scripted model turns are
-    spent only on what the test scripts.
-    """
+def cli_env(user: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment `run_cli` gives the CLI (HOME=user, Chamberlain's home in it), for a
+    test that starts the CLI itself (to read its output as bytes, say)."""
     full_env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(user),
@@ -35,11 +30,21 @@ def run_cli(
         "PYTHONPATH": str(REPO),
         **(env or {}),
     }
-    full_env = {k: v for k, v in full_env.items() if v is not None}
+    return {k: v for k, v in full_env.items() if v is not None}
+
+
+def run_cli(
+    user: Path, *args: str, env: dict[str, str] | None = None, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """`chamberlain ARGS` with HOME=user and the Chamberlain home at user/.chamberlain.
+
+    Model proposals for memory are off unless a test turns them on, so scripted model turns are
+    spent only on what the test scripts.
+    """
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *args],
         cwd=user,
-        env=full_env,
+        env=cli_env(user, env),
         input=stdin,
         capture_output=True,
         text=True,
