@@ -249,6 +249,9 @@ class Executor:
                     result, f"the model sent an unusable answer ({problem})"
                 )
                 return result
+            # What was left out to fit the context is said however the reply ends.
+            cuts.extend(getattr(answer, "context_cuts", ()))
+            said = describe_cuts(cuts)
             if answer.cut:
                 result.cut = result.failed = True
                 if answer.tool_calls:
@@ -260,8 +263,9 @@ class Executor:
                     return result
                 text = answer.content.strip()[:MAX_REPLY_CHARS]
                 result.reply = f"{text}\n\n{CUT_OFF_NOTE}" if text else CUT_OFF_NOTE
+                if said is not None:
+                    result.reply = f"{result.reply}\n\n({said})"
                 return result
-            cuts.extend(getattr(answer, "context_cuts", ()))
             if not answer.tool_calls:
                 result.reply = answer.content.strip()[:MAX_REPLY_CHARS] or (
                     "The model returned an empty answer."

@@ -143,3 +143,26 @@ def test_a_reply_says_what_the_backend_left_out(tmp_path, monkeypatch) -> None:
     turn = open_session(tmp_path, model=CuttingModel()).ask("a very long question")
     assert turn.reply.startswith("Here it is.")
     assert "I left out part of your message" in turn.reply
+
+
+def test_a_reply_cut_short_still_says_what_was_left_out_of_the_request(
+    tmp_path, monkeypatch
+) -> None:
+    """The embedded model often runs out of reply tokens (its replies are capped); what was cut
+    from the person's message to fit its context is said then too."""
+    from broker.llm.base import AssistantMessage
+    from broker.types import Intent
+    from tests.broker.test_session import RoutingModel, open_session
+    from tests.support.classifier import read_as
+
+    class CuttingModel(RoutingModel):
+        def chat(self, messages, tools=None):  # type: ignore[no-untyped-def]
+            return AssistantMessage(
+                content="The first part", cut=True, context_cuts=("part of your message",)
+            )
+
+    read_as(monkeypatch, Intent.CHAT_ONLY, 0.9)
+    turn = open_session(tmp_path, model=CuttingModel()).ask("a very long question")
+    assert turn.reply.startswith("The first part")
+    assert "cut off" in turn.reply
+    assert "I left out part of your message" in turn.reply

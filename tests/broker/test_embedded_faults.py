@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from broker.audit import AuditEvent
-from broker.events import TextDelta, TurnEvent
+from broker.events import BackendNamed, TextDelta, TurnEvent
 from broker.llm.base import ModelError, ModelUnavailable, deltas_to
 from broker.llm.embedded import EmbeddedChatModel, bundled_model_path, runtime_available
 from broker.session import Session
@@ -210,6 +210,25 @@ def test_a_killed_caller_leaves_no_worker_behind(tmp_path):
         caller.kill()
         caller.wait(10)
     assert gone(worker, within_s=15), "the worker outlived the process that started it"
+
+
+def test_a_model_that_never_answered_is_not_named_as_the_one_that_answered(tmp_path):
+    """The first reply of a session names its model ("Answered by the embedded model…"): not
+    when that model failed before it said a word."""
+    broken = tmp_path / "worker.py"
+    broken.write_text("import sys\nsys.exit(3)\n")
+    model = EmbeddedChatModel(worker=[sys.executable, str(broken)], timeout_s=30)
+    session = Session(home=tmp_path / "home", settings=Settings(), model=model)
+    events: list[TurnEvent] = []
+    try:
+        turn = session.ask(COUNTING, events=events.append)
+    finally:
+        session.close()
+        model.close()
+    assert turn.failed is True
+    assert "ended unexpectedly" in turn.reply
+    assert "Answered by" not in turn.reply
+    assert not [e for e in events if isinstance(e, BackendNamed)]
 
 
 def test_a_crash_while_the_model_loads_is_a_sentence_not_a_traceback(tmp_path):
