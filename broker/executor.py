@@ -270,7 +270,6 @@ class Executor:
                 result.reply = answer.content.strip()[:MAX_REPLY_CHARS] or (
                     "The model returned an empty answer."
                 )
-                said = describe_cuts(cuts)
                 if said is not None:
                     result.reply = f"{result.reply}\n\n({said})"
                 return result
