@@ -12,6 +12,11 @@ Beside them, the API keys of model endpoints the user saves in Settings: in the 
 one per endpoint. With no keyring they are not saved anywhere (`KeyringUnavailable` says to use
 the environment variable `llm.api_key_env` names instead); never a file.
 
+Every keyring call has a deadline (`KEYRING_TIMEOUT_S`): a Secret Service that never answers
+(a hung keyring daemon, a D-Bus that drops the call) is taken as no keyring for the rest of the
+process, and the fallback above is used and said so. The call itself is left on a daemon thread,
+which can neither be stopped nor keep the process from exiting.
+
 Keys are never logged, never sent to a model, never written to the audit log.
 """
 
@@ -25,15 +30,74 @@ import logging
 import os
 import secrets
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 log = logging.getLogger("chamberlain.broker.keys")
 
 SERVICE = "chamberlain"
 KEY_BYTES = 32
+
+T = TypeVar("T")
+
+# How long one keyring call may take. D-Bus gives up on a Secret Service that never answers only
+# after 120 s; until then the caller (the app's io thread, and its Quit with it) would wait. A
+# locked keyring's unlock prompt may take longer than this: the fallback is then used until the
+# next start.
+KEYRING_TIMEOUT_S = 5.0
+
+
+class KeyringTimeout(Exception):
+    """The system keyring did not answer within KEYRING_TIMEOUT_S (now or earlier in this
+    process); the message says so in words a person can act on."""
+
+
+# Why the keyring is no longer asked in this process: it did not answer once already, and every
+# further call would wait out the deadline again (the first call is still stuck in it).
+_stalled: str | None = None
+
+
+def keyring_stalled() -> str | None:
+    """Why the system keyring is not asked any more in this process, or None when it answers."""
+    return _stalled
+
+
+def _keyring_call(work: Callable[[], T]) -> T:
+    """`work()` (a call into the keyring), or KeyringTimeout after KEYRING_TIMEOUT_S.
+
+    The call runs on a daemon thread: a stuck D-Bus call cannot be interrupted, and a daemon
+    thread does not hold the process at exit (a ThreadPoolExecutor's worker would). Whatever
+    `work` raised is raised here.
+    """
+    global _stalled
+    if _stalled is not None:
+        raise KeyringTimeout(_stalled)
+    box: list[tuple[bool, Any]] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box.append((True, work()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller, who reports it
+            box.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="keyring-call", daemon=True).start()
+    if not done.wait(KEYRING_TIMEOUT_S):
+        _stalled = (
+            f"the system keyring did not answer within {KEYRING_TIMEOUT_S:g} s (its service "
+            "may be hung or waiting to be unlocked)"
+        )
+        log.warning("%s; it is not asked again until Chamberlain restarts", _stalled)
+        raise KeyringTimeout(_stalled)
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
 class KeyFileError(ValueError):
@@ -97,10 +161,20 @@ def _from_keyring(
     if chosen in _NO_KEYRING_BACKENDS and "keyring" not in sys.modules:
         return None, f"no usable keyring backend ({chosen})"
     try:
-        import keyring
-        from keyring.errors import KeyringError
+        import keyring  # noqa: F401 - only whether it is there; it is used on the call's thread
     except ImportError:
         return None, "the keyring package is not installed"
+    try:
+        return _keyring_call(lambda: _ask_keyring(home, purpose, create))
+    except KeyringTimeout as exc:
+        return None, str(exc)
+
+
+def _ask_keyring(home: Path, purpose: str, create: bool) -> tuple[bytes | None, str]:
+    """_from_keyring's questions to the keyring: choosing the backend may ask D-Bus too."""
+    import keyring
+    from keyring.errors import KeyringError
+
     backend = keyring.get_keyring()
     priority = getattr(backend, "priority", 0)
     name = type(backend).__module__ + "." + type(backend).__name__
@@ -299,10 +373,11 @@ NEW_PASSPHRASE_WARNING = (
 PASSPHRASE_TRIES = 3
 
 
-def _choose_passphrase(ask: Callable[[str], str | None]) -> str | None:
-    """A new passphrase, typed twice (with the warning first). None when nothing was typed;
-    MemoryKeyUnavailable when the two never matched, so no memory is created with a typo."""
-    prompt = NEW_PASSPHRASE_WARNING + "New memory passphrase: "
+def _choose_passphrase(ask: Callable[[str], str | None], notice: str = "") -> str | None:
+    """A new passphrase, typed twice (with `notice` and the warning first). None when nothing
+    was typed; MemoryKeyUnavailable when the two never matched, so no memory is created with a
+    typo."""
+    prompt = notice + NEW_PASSPHRASE_WARNING + "New memory passphrase: "
     for _attempt in range(PASSPHRASE_TRIES):
         first = ask(prompt)
         if not first:
@@ -336,6 +411,9 @@ def load_memory_key(
     if wanted == "none":
         return MemoryKey(None, None, "none", "unencrypted (memory.encryption = off)")
     why = "chosen in settings" if keyed_by is None else "how this memory was created"
+    # Why the keyring is not used, when the reason is news to the person: a keyring that is
+    # there but did not answer (no keyring at all is the ordinary passphrase case).
+    keyring_trouble = ""
     if wanted == "keyring":
         key, why = _from_keyring(home, "memory-key", create=keyed_by is None)
         if key is not None:
@@ -345,17 +423,24 @@ def load_memory_key(
                 f"the memory key is kept in the system keyring, which is not available now "
                 f"({why}); unlock or start the keyring and try again"
             )
+        if keyring_stalled() is not None:
+            keyring_trouble = why
+            why = "the system keyring did not answer"
     passphrase = env.get(PASSPHRASE_ENV) or None
     typed = False
     if passphrase is None and ask_passphrase is not None:
         if new:
-            passphrase = _choose_passphrase(ask_passphrase)
+            notice = (
+                f"{keyring_trouble[0].upper()}{keyring_trouble[1:]}.\n" if keyring_trouble else ""
+            )
+            passphrase = _choose_passphrase(ask_passphrase, notice)
         else:
             passphrase = ask_passphrase("Memory passphrase: ") or None
         typed = passphrase is not None
     if passphrase is None:
+        no_keyring = keyring_trouble or "there is no system keyring here"
         raise MemoryKeyUnavailable(
-            "memory is encrypted and there is no system keyring here: give a passphrase in "
+            f"memory is encrypted and {no_keyring}: give a passphrase in "
             f"{PASSPHRASE_ENV}, or run in a terminal to type one, or turn encryption off with "
             'the setting memory.encryption = "off" (not recommended)',
             needs_passphrase=True,
@@ -402,7 +487,11 @@ def _api_keyring(env_var: str) -> Any:
         import keyring
     except ImportError:
         raise KeyringUnavailable("the keyring package is not installed", env_var) from None
-    backend = keyring.get_keyring()
+    try:
+        # Choosing the backend asks D-Bus whether a Secret Service is there.
+        backend = _keyring_call(keyring.get_keyring)
+    except KeyringTimeout as exc:
+        raise KeyringUnavailable(str(exc), env_var) from None
     priority = getattr(backend, "priority", 0)
     name = type(backend).__module__ + "." + type(backend).__name__
     if priority is None or priority <= 0 or "fail" in name:
@@ -425,7 +514,9 @@ def save_api_key(url: str, key: str, *, env_var: str = DEFAULT_API_KEY_ENV) -> N
     from keyring.errors import KeyringError
 
     try:
-        keyring.set_password(SERVICE, user, key)
+        _keyring_call(lambda: keyring.set_password(SERVICE, user, key))
+    except KeyringTimeout as exc:
+        raise KeyringUnavailable(str(exc), env_var) from None
     except (KeyringError, OSError) as exc:
         raise KeyringUnavailable(f"the keyring refused it: {exc}", env_var) from exc
     log.info("API key for %s saved in the keyring", user.removeprefix("api-key "))
@@ -444,8 +535,8 @@ def load_api_key(url: str) -> str | None:
     from keyring.errors import KeyringError
 
     try:
-        stored = keyring.get_password(SERVICE, user)
-    except (KeyringError, OSError) as exc:
+        stored = _keyring_call(lambda: keyring.get_password(SERVICE, user))
+    except (KeyringTimeout, KeyringError, OSError) as exc:
         log.warning("the keyring could not be read for the API key: %s", exc)
         return None
     return str(stored) if stored else None
@@ -458,15 +549,20 @@ def delete_api_key(url: str, *, env_var: str = DEFAULT_API_KEY_ENV) -> bool:
     keyring = _api_keyring(env_var)
     from keyring.errors import KeyringError, PasswordDeleteError
 
-    try:
+    def delete() -> bool:
         if keyring.get_password(SERVICE, user) is None:
             return False
         keyring.delete_password(SERVICE, user)
+        return True
+
+    try:
+        return _keyring_call(delete)
+    except KeyringTimeout as exc:
+        raise KeyringUnavailable(str(exc), env_var) from None
     except PasswordDeleteError:
         return False
     except (KeyringError, OSError) as exc:
         raise KeyringUnavailable(f"the keyring refused it: {exc}", env_var) from exc
-    return True
 
 
 def api_keyring_problem(env_var: str = DEFAULT_API_KEY_ENV) -> str | None:
@@ -497,11 +593,17 @@ def forget_home_secrets(home: Path) -> list[str]:
         return removed
     for purpose in HOME_SECRETS:
         user = _keyring_user(home, purpose)
-        try:
+
+        def delete(user: str = user) -> bool:
             if keyring.get_password(SERVICE, user) is None:
-                continue
+                return False
             keyring.delete_password(SERVICE, user)
-        except (PasswordDeleteError, KeyringError, OSError) as exc:
+            return True
+
+        try:
+            if not _keyring_call(delete):
+                continue
+        except (KeyringTimeout, PasswordDeleteError, KeyringError, OSError) as exc:
             log.warning("the keyring kept %s: %s", purpose, exc)
             continue
         removed.append(purpose)

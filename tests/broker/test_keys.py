@@ -165,3 +165,103 @@ def test_the_keyring_secret_is_stable_and_per_home(tmp_path, memory_keyring):
     assert again.key == first.key
     assert other.key != first.key
     assert len(memory_keyring.store) == 2
+
+
+# --- a keyring that never answers --------------------------------------------------------------
+# A real keyring backend that blocks in every call (tests/support/keyring.py), installed through
+# keyring's own API; the deadline is shortened so each test waits half a second, not five.
+
+
+@pytest.fixture
+def hanging_keyring(monkeypatch):
+    import keyring
+
+    from broker import keys
+    from tests.support.keyring import HangingKeyring
+
+    previous = keyring.get_keyring()
+    HangingKeyring.reset()
+    backend = HangingKeyring()
+    keyring.set_keyring(backend)
+    monkeypatch.setattr(keys, "KEYRING_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(keys, "_stalled", None)
+    try:
+        yield backend
+    finally:
+        keyring.set_keyring(previous)
+        HangingKeyring.release()  # the abandoned calls end now
+
+
+def test_a_keyring_that_never_answers_gives_way_to_the_file_and_says_why(tmp_path, hanging_keyring):
+    secret = load_install_secret(tmp_path)
+    assert secret.in_keyring is False
+    assert secret.source.startswith(f"file {tmp_path / 'token.key'} (no system keyring: ")
+    assert "the system keyring did not answer within 0.5 s" in secret.source
+    assert (tmp_path / "token.key").read_text("ascii") == secret.key.hex()
+
+
+def test_a_keyring_that_did_not_answer_is_not_waited_for_again(tmp_path, hanging_keyring):
+    from broker.keys import keyring_stalled
+
+    load_install_secret(tmp_path / "a")
+    assert keyring_stalled() is not None
+    again = load_install_secret(tmp_path / "b")
+    assert "did not answer" in again.source
+    assert hanging_keyring.calls == 1  # the second start did not ask it (and wait) again
+
+
+def test_a_new_memory_asks_for_a_passphrase_saying_the_keyring_did_not_answer(
+    tmp_path, hanging_keyring
+):
+    from broker.keys import load_memory_key
+
+    prompts: list[str] = []
+
+    def type_passphrase(prompt: str) -> str:
+        prompts.append(prompt)
+        return "correct horse battery"
+
+    key = load_memory_key(tmp_path, "keyring", ask_passphrase=type_passphrase, environ={}, new=True)
+    assert key.keyed_by == "passphrase"
+    assert key.passphrase == "correct horse battery"
+    assert prompts[0].startswith("The system keyring did not answer within 0.5 s")
+    assert "cannot be recovered" in prompts[0]  # the usual warning follows
+
+
+def test_with_no_passphrase_to_ask_a_hung_keyring_leaves_memory_closed_never_plaintext(
+    tmp_path, hanging_keyring
+):
+    from broker.keys import MemoryKeyUnavailable, load_memory_key
+
+    with pytest.raises(MemoryKeyUnavailable) as caught:
+        load_memory_key(tmp_path, "keyring", environ={}, new=True)
+    assert caught.value.needs_passphrase
+    message = str(caught.value)
+    assert message.startswith("memory is encrypted and the system keyring did not answer")
+    assert "give a passphrase in CHAMBERLAIN_MEMORY_PASSPHRASE" in message
+
+
+def test_memory_kept_in_a_keyring_that_hangs_stays_closed_and_says_to_unlock_it(
+    tmp_path, hanging_keyring
+):
+    from broker.keys import MemoryKeyUnavailable, load_memory_key, record_keying
+
+    record_keying(tmp_path, "keyring")
+    asked: list[str] = []
+    with pytest.raises(MemoryKeyUnavailable) as caught:
+        load_memory_key(tmp_path, "keyring", ask_passphrase=asked.append, environ={})
+    assert asked == []  # its key is in the keyring: a passphrase would not open it
+    assert "did not answer within 0.5 s" in str(caught.value)
+    assert "unlock or start the keyring and try again" in str(caught.value)
+
+
+def test_an_api_key_is_not_saved_to_a_hung_keyring_and_none_is_read_from_it(
+    tmp_path, hanging_keyring
+):
+    from broker.keys import KeyringUnavailable, load_api_key, save_api_key
+
+    with pytest.raises(KeyringUnavailable) as caught:
+        save_api_key("http://127.0.0.1:8080/v1", "sk-test", env_var="MY_KEY")
+    assert "did not answer" in str(caught.value)
+    assert "MY_KEY" in str(caught.value)  # where to give the key instead
+    assert load_api_key("http://127.0.0.1:8080/v1") is None
