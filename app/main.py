@@ -41,6 +41,7 @@ from app.tray import Tray, icon
 from broker.events import MemoryNotice, TurnEnded, TurnEvent, TurnStarted
 
 if TYPE_CHECKING:
+    from app.passphrase import PassphraseAsker
     from broker.permissions import Prompter
     from broker.session import Session
     from memory.conversations import ConversationStore
@@ -100,6 +101,8 @@ class Shell(QObject):
         self.windows: dict[str, QWidget] = {}
         self.finished: asyncio.Future[int] = asyncio.get_event_loop().create_future()
         self._history: ConversationStore | None = None
+        # The passphrase question the io thread may be waiting on; Quit withdraws it.
+        self._passphrase: PassphraseAsker | None = None
         self._turn_started = 0.0
         # Work started from a signal handler, kept so it is not collected mid-flight.
         self._pending: list[asyncio.Future[Any]] = []
@@ -177,6 +180,7 @@ class Shell(QObject):
         asker = PassphraseAsker(
             asyncio.get_running_loop(), new=not (self.home / MEMORY_FILE).exists()
         )
+        self._passphrase = asker
 
         def opened() -> Any:
             return open_memory(self.home, settings.memory, session.clock, ask_passphrase=asker)
@@ -315,10 +319,15 @@ class Shell(QObject):
     # -- quitting --------------------------------------------------------------------------------
 
     def quit(self) -> None:
-        # A question still open is answered "cancelled", so no broker thread is left waiting.
+        # Every question a worker thread waits on is withdrawn first: closing the assistant
+        # waits for those threads here on the UI thread, and a dialog needs this thread's loop,
+        # so a question left open would hold Quit (and SIGTERM at logout) for ever. A permission
+        # question is answered "cancelled"; the passphrase question gets no passphrase.
         cancel_all = getattr(self.prompter, "cancel_all", None)
         if callable(cancel_all):
             cancel_all("cancelled")
+        if self._passphrase is not None:
+            self._passphrase.cancel()
         for widget in self.windows.values():
             widget.close()
         self.tray.hide()

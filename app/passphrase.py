@@ -5,12 +5,19 @@ whichever thread opens memory; `PassphraseAsker` answers it from a dialog on the
 blocks only the calling (io) thread meanwhile. A new memory's passphrase is typed twice in one
 dialog; the dialog says plainly that it cannot be recovered, and offers to turn encryption off
 instead, with the warning that comes with it.
+
+The io thread waits on the UI loop here, so the wait must end whenever the app does: Quit (the
+tray, SIGTERM at logout) calls `PassphraseAsker.cancel()` before it waits for the io thread,
+which then gets no passphrase (memory stays closed, nothing is created) instead of waiting for
+a dialog the stopped loop can no longer show. It must never be answered on the UI thread itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import threading
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
@@ -37,6 +44,13 @@ NEW_TEXT = (
     "once each time Chamberlain starts.\n\nIt cannot be recovered: if you forget it, what "
     "was remembered is lost."
 )
+# The same, when a keyring is there but did not answer (broker.keys.keyring_stalled()).
+STALLED_TEXT = (
+    "Chamberlain keeps what it remembers for you encrypted on this computer. The system "
+    "keyring did not answer, so its key cannot be kept there this time: choose a passphrase "
+    "instead. You will be asked for it once each time Chamberlain starts.\n\nIt cannot be "
+    "recovered: if you forget it, what was remembered is lost."
+)
 EXISTING_TEXT = (
     "Type the passphrase you chose for Chamberlain's memory. Until you do, nothing is "
     "recalled or remembered, and past conversations stay closed."
@@ -50,13 +64,22 @@ OFF_WARNING = (
 class PassphraseDialog(QDialog):
     """New: two fields that must match, and "turn encryption off". Existing: one field."""
 
-    def __init__(self, new: bool, message: str = "", parent: QWidget | None = None) -> None:
+    TITLE = "Chamberlain — memory passphrase"
+
+    def __init__(
+        self,
+        new: bool,
+        message: str = "",
+        parent: QWidget | None = None,
+        *,
+        keyring_stalled: bool = False,
+    ) -> None:
         super().__init__(parent)
         self.new = new
-        self.setWindowTitle("Chamberlain — memory passphrase")
+        self.setWindowTitle(self.TITLE)
         self.setMinimumWidth(460)
         layout = QVBoxLayout(self)
-        intro = QLabel(NEW_TEXT if new else EXISTING_TEXT)
+        intro = QLabel((STALLED_TEXT if keyring_stalled else NEW_TEXT) if new else EXISTING_TEXT)
         intro.setWordWrap(True)
         layout.addWidget(intro)
         self.problem = QLabel(message)
@@ -136,8 +159,10 @@ class PassphraseOutcome:
 class PassphraseAsker:
     """The broker's `ask_passphrase` callback, answered by dialogs on the UI thread.
 
-    Called on the io thread; the UI loop shows the dialog meanwhile. A new memory asks twice
-    (the broker confirms it); both answers come from the one dialog.
+    Create it on the UI thread; it is called on the io thread, and the UI loop shows the dialog
+    meanwhile. A new memory asks twice (the broker confirms it); both answers come from the one
+    dialog. `cancel()` (on any thread) ends the question at once: the dialog closes and the
+    waiting thread gets None, as for "Not now".
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, new: bool) -> None:
@@ -146,22 +171,54 @@ class PassphraseAsker:
         self.outcome = PassphraseOutcome()
         self._confirming: str | None = None
         self._asked = 0
+        self._ui_thread = threading.get_ident()
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._waiting: concurrent.futures.Future[PassphraseOutcome] | None = None
 
     def __call__(self, prompt: str) -> str | None:
         if self._confirming is not None:
             answer, self._confirming = self._confirming, None
             return answer
+        if threading.get_ident() == self._ui_thread:
+            # Waiting here would freeze the very loop that must show the dialog.
+            log.error("the memory passphrase was asked on the UI thread; memory stays closed")
+            return None
         message = "" if self._asked == 0 else prompt.strip()
         self._asked += 1
-        future = asyncio.run_coroutine_threadsafe(self._ask(message), self.loop)
-        outcome = future.result()
+        with self._lock:
+            if self._cancelled:
+                return None
+            future = asyncio.run_coroutine_threadsafe(self._ask(message), self.loop)
+            self._waiting = future
+        try:
+            outcome = future.result()
+        except concurrent.futures.CancelledError:
+            log.info("the passphrase question was withdrawn: Chamberlain is quitting")
+            return None
+        finally:
+            with self._lock:
+                self._waiting = None
         self.outcome = outcome
         if outcome.passphrase and self.new:
             self._confirming = outcome.passphrase
         return outcome.passphrase
 
+    def cancel(self) -> None:
+        """Withdraw the question (the app is quitting): the waiting thread gets None now, and
+        the dialog closes as soon as the loop turns again; a later call asks nothing."""
+        with self._lock:
+            self._cancelled = True
+            waiting = self._waiting
+        if waiting is not None:
+            # Wakes the io thread at once, and cancels the dialog's task on the loop, which
+            # rejects (closes) the dialog.
+            waiting.cancel()
+
     async def _ask(self, message: str) -> PassphraseOutcome:
-        dialog = PassphraseDialog(self.new, message)
+        from broker.keys import keyring_stalled
+
+        dialog = PassphraseDialog(self.new, message, keyring_stalled=keyring_stalled() is not None)
         result = await async_dialog.show_dialog(dialog)
         outcome = PassphraseOutcome()
         if result == ENCRYPTION_OFF:

@@ -190,11 +190,20 @@ class Xvfb:
 
 
 def _find_by_title(window: XWindow, title: str, depth: int = 0) -> XWindow | None:
-    """Depth-first search for a window whose WM_NAME is `title` (under frames too)."""
+    """Depth-first search for a window whose WM_NAME is `title` (under frames too), or whose
+    UTF-8 _NET_WM_NAME is: Qt writes titles beyond Latin-1 there, with " — <application>" added
+    (a dialog titled "Chamberlain — memory passphrase" is "… — Chamberlain" there)."""
     with suppress(xerror.XError):
         name = window.get_full_property(Xatom.WM_NAME, X.AnyPropertyType)
         if name is not None and bytes(name.value).decode("latin-1") == title:
             return window
+        net_name = window.get_full_property(
+            window.display.get_atom("_NET_WM_NAME"), X.AnyPropertyType
+        )
+        if net_name is not None:
+            text = bytes(net_name.value).decode("utf-8", "replace")
+            if text == title or text.startswith(f"{title} — "):
+                return window
         if depth < 3:
             for child in window.query_tree().children:
                 found = _find_by_title(child, title, depth + 1)

@@ -8,14 +8,16 @@ Shell on a qasync loop. The person typing is played by setting the dialog's fiel
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLabel
 
 from app.main import Shell
 from app.passphrase import ENCRYPTION_OFF, PassphraseDialog
 from app.smoke import ScriptedPrompter
 from broker.settings import load_settings
+from tests.app.gui.conftest import until
 
 
 async def answer(passphrase: str, again: str | None = None, *, off: bool = False) -> str:
@@ -134,3 +136,62 @@ def test_not_now_runs_without_memory_and_says_why(shell, run):
 
 def test_the_encryption_off_result_code_is_distinct(qtbot):
     assert ENCRYPTION_OFF not in (0, 1)
+
+
+async def dialog_on_screen() -> PassphraseDialog:
+    for _ in range(400):
+        for widget in QApplication.topLevelWidgets():
+            if isinstance(widget, PassphraseDialog) and widget.isVisible():
+                return widget
+        await asyncio.sleep(0.02)
+    raise AssertionError("no passphrase dialog appeared")
+
+
+def test_quit_while_the_passphrase_dialog_is_open_ends_at_once_and_creates_no_memory(
+    qapp, app_home, run
+):
+    """Quit used to wait for ever here: it waits for the io thread, which waited for this very
+    dialog, which needs the loop Quit was holding. (tests/app/test_app_signals.py does the same
+    with SIGTERM to the real app.)"""
+    shell = Shell(app_home, prompter=ScriptedPrompter(), use_tray=True, connect_model=False)
+
+    async def quit_during_the_dialog() -> None:
+        loading = asyncio.ensure_future(shell.load())
+        dialog = await dialog_on_screen()
+        shell.quit()  # returns only once the io thread has ended
+        assert shell.finished.done()
+        with contextlib.suppress(RuntimeError):  # the io work after memory found it closed
+            await loading
+        await until(lambda: not dialog.isVisible())
+
+    run(quit_during_the_dialog())
+    session = shell.assistant.session
+    assert session.memory is None
+    assert not (app_home / "memory.db").exists()
+    assert not (app_home / "memory.keying").exists()
+
+
+def test_a_keyring_that_did_not_answer_is_named_in_the_new_passphrase_dialog(
+    shell, run, monkeypatch
+):
+    """The keyring's deadline itself is tested in tests/broker/test_keys.py with a real hanging
+    backend; here the broker already knows it did not answer, as it does after that."""
+    from broker import keys
+
+    monkeypatch.setattr(keys, "_stalled", "the system keyring did not answer within 5 s")
+
+    async def start() -> list[str]:
+        async def read_and_close() -> list[str]:
+            dialog = await dialog_on_screen()
+            texts = [label.text() for label in dialog.findChildren(QLabel) if label.isVisible()]
+            dialog.later.click()
+            return texts
+
+        reading = asyncio.ensure_future(read_and_close())
+        await shell.load()
+        return await reading
+
+    texts = run(start())
+    assert any("The system keyring did not answer" in text for text in texts)
+    assert not any("There is no system keyring here" in text for text in texts)
+    assert shell.assistant.session.memory is None
