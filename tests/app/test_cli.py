@@ -833,3 +833,53 @@ def test_doctor_names_a_broken_settings_file_and_checks_the_rest_with_the_settin
     assert "line 1: executor.max_iterations: " in checks["settings"]["detail"]
     # Memory is checked as the app opens it: the file's own memory.encryption still counts.
     assert "NOT encrypted (memory.encryption = off)" in checks["memory"]["detail"]
+
+
+# --- a model server that fails mid-way ---------------------------------------------------------
+
+
+def test_a_reply_cut_mid_body_is_said_to_be_cut_not_that_no_model_answers(user, scripted_server):
+    from tests.support.openai_server import Cut
+
+    server = scripted_server([Cut(Text("Why did the chicken " * 20), at_byte=60)])
+
+    proc = run_cli(user, "ask", "tell me a joke", "--llm", server.base_url, "--no-refine")
+
+    assert proc.returncode == 1
+    said = proc.stdout + proc.stderr
+    assert "closed the connection in the middle of its reply" in said
+    assert "No model answers" not in said
+    assert "start a local" not in said.lower()
+    assert "Traceback" not in said
+
+
+def test_a_server_trickling_its_whole_answer_fails_the_turn_soon_after_the_limit(
+    user, scripted_server
+):
+    """One byte every 0.2 s, headers included: no gap between bytes ever trips a read timeout,
+    and the answer would take over a minute. With llm.timeout_s 2, the turn ends a little
+    after 2 s from its first model call (bounded generously here; bench/model_deadline.py
+    measures it)."""
+    import time
+
+    from tests.support.openai_server import Trickle
+
+    server = scripted_server([Trickle(Text("a slow joke " * 20), interval=0.2, whole=True)])
+
+    proc = run_cli(
+        user,
+        "ask",
+        "tell me a joke",
+        "--llm",
+        server.base_url,
+        "--model",
+        "scripted-model",
+        env={"CHAMBERLAIN_LLM__TIMEOUT_S": "2"},
+    )
+    ended = time.monotonic()
+
+    assert proc.returncode == 1, proc.stderr
+    assert "did not answer within 2 s, the limit for one model call" in proc.stdout
+    first_call = next(hit.at for hit in server.hits if hit.path.endswith("/chat/completions"))
+    assert ended - first_call < 3 * 2
+    assert len(server.requests) == 1, "a model that failed in a turn is not asked again in it"

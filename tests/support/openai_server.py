@@ -133,6 +133,7 @@ class Hit:
     path: str
     headers: dict[str, str]  # names in lower case
     body: Any  # parsed JSON for POSTs (None when the body was not JSON), else None
+    at: float = 0.0  # time.monotonic() when the request had been read
 
 
 def free_port() -> int:
@@ -557,7 +558,7 @@ class ScriptedOpenAIServer(ServedInThread):
 
     def _record(self, handler: BaseHTTPRequestHandler, body: Any) -> None:
         headers = {name.lower(): value for name, value in handler.headers.items()}
-        hit = Hit(handler.command, handler.path, headers, body)
+        hit = Hit(handler.command, handler.path, headers, body, time.monotonic())
         with self._lock:
             self.hits.append(hit)
 
