@@ -21,10 +21,14 @@ a file that is not a database, a damaged file, or a file written by a newer Cham
 ``MemoryStoreError`` with a message the user can act on, and the file is left exactly as it was.
 Problems of the disk or the folder (a full disk, a read-only or foreign folder, an I/O error)
 are told apart from a wrong key or a damaged file by SQLite's error code, and never advise
-moving an intact file aside. One file is initialised in place: a zero-byte ``memory.db`` with no
-WAL. It holds no page, so nothing was ever committed to it; it is what an interrupted first start
-(a crash, a full disk) leaves behind, and refusing it would only make the user delete it by hand.
-A zero-byte file beside a WAL that holds data is refused as damaged: the WAL is all that is left.
+moving an intact file aside; a full disk is called full even when SQLite calls it an I/O error
+(``memory/disk.py``). One file is initialised in place: a zero-byte ``memory.db`` with no WAL. It
+holds no page, so there is nothing in it to lose (a first start cut short by a crash or a full
+disk leaves one; so does a file emptied by something else, which the warning says, naming the
+file, so a person who had facts knows they were gone before); refusing it would only make the
+user delete it by hand. A zero-byte file beside a WAL that holds data is refused as damaged: the
+WAL is all that is left. Any other file that is not a database — a few bytes, a page of zeros,
+text — is refused and left exactly as it was, whatever its size.
 When a WAL is left over (a crash, or another process has the file open), the key and the
 version are first proved on a read-only connection, because closing a read-write connection
 checkpoints the WAL into the main file even after a failed read. The schema's tables are
@@ -45,6 +49,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import sqlcipher3  # type: ignore[import-untyped]
+
+from memory.disk import DiskProblem, diagnose, diagnose_os_error, shown
 
 if TYPE_CHECKING:
     # Imported only when the sqlite-utils view is asked for (`MemoryDatabase.db`): it pulls in
@@ -123,32 +129,45 @@ def is_disk_problem(exc: BaseException) -> bool:
     return _error_name(exc) in _DISK_CODES or any(t in str(exc).lower() for t in _DISK_TEXT)
 
 
+def _diagnose(path: Path, exc: BaseException) -> DiskProblem:
+    """What a driver error (or an OSError) met at ``path`` says about the disk or the folder."""
+    if isinstance(exc, OSError):
+        return diagnose_os_error(path, exc)
+    name = _error_name(exc)
+    text = str(exc).lower()
+    extended = str(getattr(exc, "sqlite_errorname", "") or "")
+    # SQLITE_IOERR_READ and _SHORT_READ are reads: free space has nothing to do with them.
+    reading = extended.startswith("SQLITE_IOERR") and "READ" in extended
+    return diagnose(
+        path,
+        full=name in _DISK_FULL_CODES or any(t in text for t in _DISK_FULL_TEXT),
+        denied=name in ("SQLITE_READONLY", "SQLITE_PERM")
+        or "readonly" in text
+        or "access permission" in text,
+        write_failed=not reading
+        and (
+            name in ("SQLITE_IOERR", "SQLITE_CANTOPEN")
+            or "disk i/o error" in text
+            or "unable to open database" in text
+        ),
+        detail=str(exc),
+    )
+
+
 def disk_error(path: Path, exc: BaseException, *, outcome: str) -> MemoryDiskError:
     """The error for a disk or folder problem met at ``path``; ``outcome`` says what became of
-    the request ("nothing was changed", "the fact was not saved")."""
-    if is_disk_full(exc):
-        return MemoryDiskFullError(f"the disk is full: {outcome}; free some space and try again")
-    folder = path.parent
-    code = exc.errno if isinstance(exc, OSError) else None
-    try:
-        read_only_fs = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
-    except OSError:
-        read_only_fs = False
-    if code == errno.EROFS or read_only_fs:
-        why = f"the file system holding {folder} is mounted read-only"
-        fix = "remount it read-write, or set CHAMBERLAIN_HOME to a writable folder"
-    elif code in (errno.EACCES, errno.EPERM) or "readonly" in str(exc).lower():
-        why = f"{path} or its folder {folder} is read-only or belongs to another user"
-        fix = f"make {folder} and the files in it writable by you"
-    elif isinstance(exc, OSError):
-        why = f"{exc.strerror or exc}"
-        fix = f"check {folder} and the disk it is on"
-    else:
-        why = f"SQLite could not read or write it ({exc})"
-        fix = f"check that {folder} is writable and the disk is healthy"
+    the request ("nothing was changed", "the fact was not saved"). A full disk is told apart
+    from an I/O error even when SQLite calls it one (see ``memory/disk.py``)."""
+    problem = _diagnose(path, exc)
+    if problem.kind == "full":
+        why = problem.why
+        return MemoryDiskFullError(
+            f"{why[0].upper()}{why[1:]}: {outcome}, and nothing already saved was lost; "
+            f"{problem.fix}, then try again."
+        )
     return MemoryDiskError(
-        f"The memory database {path} cannot be used: {why}; {outcome}, and the file is intact "
-        f"(do not move it aside). To fix: {fix}, then try again."
+        f"The memory database {path} cannot be used: {problem.why}; {outcome}, and the file "
+        f"is intact (do not move it aside). To fix: {problem.fix}, then try again."
     )
 
 
@@ -523,11 +542,19 @@ def open_database(
             f"holds data: the main file was lost or cut short; {_NOT_OPENED}. Restore "
             f"{path.name} from a backup; keep both files until then."
         )
+    elif 0 < size < _MIN_PAGE:
+        # Less than a page is never a database. SQLite would take a one-byte file for an empty
+        # one and write a new database over it; this file is refused before SQLite sees it.
+        raise _classify_unreadable(path, encrypted=encrypted, size=size, header=header)
     elif size == 0:
+        # Nothing to lose: a file of no pages never held a committed fact. But a person who
+        # had facts must learn they were gone before this start, not find an empty memory.
         log.warning(
-            "%s is empty (an earlier start was interrupted before it was set up); "
-            "setting it up now",
-            path,
+            "found an empty memory file (0 bytes) at %s, with nothing in it to keep: it was "
+            "set up as a new, empty memory; if you had saved facts, they were lost before "
+            "this start (restore %s from a backup to get them back)",
+            shown(path),
+            path.name,
         )
 
     if _wal_pending(path):

@@ -15,8 +15,8 @@ is fine): the lock serialises calls. Reads never take the write lock: ``expire``
 command starts) looks first and writes only when something is due. Adds, edits and forgets
 commit at ``synchronous = FULL``; recall's use counts commit at NORMAL (no fsync), and a recall
 whose counts cannot be written (a full disk, a read-only home) still returns its facts. A full
-disk is ``MemoryDiskFullError`` ("the disk is full: the fact was not saved; …"): the
-transaction is rolled back, so everything stored before is whole.
+disk is ``MemoryDiskFullError`` ("The disk holding ~/.chamberlain is full: the fact was not
+saved, …"): the transaction is rolled back, so everything stored before is whole.
 
 What it must never do: decide sensitivity, category or slot (the caller passes them in; the
 detectors live elsewhere), write an event that holds a fact's text (events carry a SHA-256

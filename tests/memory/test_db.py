@@ -405,8 +405,8 @@ class _FailingFirstRead:
     [
         ("unable to open database file", True, "mounted read-only"),
         ("attempt to write a readonly database", False, "read-only or belongs to another user"),
-        ("database or disk is full", False, "the disk is full"),
-        ("disk I/O error", False, "disk is healthy"),
+        ("database or disk is full", False, "is full"),
+        ("disk I/O error", False, "failed (disk I/O error)"),
     ],
     ids=["read-only-mount", "read-only-file", "disk-full", "io-error"],
 )
@@ -448,7 +448,7 @@ def test_disk_and_folder_problems_are_not_reported_as_a_wrong_key(
 @pytest.mark.parametrize(
     ("code", "expected"),
     [
-        (errno.ENOSPC, "the disk is full"),
+        (errno.ENOSPC, "is full"),
         (errno.EROFS, "mounted read-only"),
         (errno.EACCES, "belongs to another user"),
     ],
@@ -475,13 +475,20 @@ def test_a_new_memory_file_that_cannot_be_created_says_why(tmp_path, monkeypatch
 # --- an empty memory file ------------------------------------------------------------------------
 
 
-def test_an_empty_memory_file_is_set_up_in_place_and_then_checks_ok(tmp_path, encrypted):
-    """Decision: a zero-byte file with no WAL holds no page, so nothing was ever committed to
-    it (it is what a first start cut short by a crash or a full disk leaves). It is set up as
-    new memory, and the integrity check doctor runs agrees that it is whole."""
+def test_an_empty_memory_file_is_set_up_in_place_and_then_checks_ok(tmp_path, encrypted, caplog):
+    """Decision: a zero-byte file with no WAL holds no page, so there is nothing in it to lose
+    (a first start cut short by a crash or a full disk leaves one; so does a file emptied by
+    something else). It is set up as new memory, and the integrity check doctor runs agrees
+    that it is whole. The warning says what was found, where, and — since it cannot know why
+    the file is empty — that facts saved before, if any, were already gone."""
     path = tmp_path / "memory.db"
     path.write_bytes(b"")
-    database = _open(path, encrypted)
+    with caplog.at_level("WARNING", logger="chamberlain.memory.db"):
+        database = _open(path, encrypted)
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(f"found an empty memory file (0 bytes) at {path}")
+    assert "if you had saved facts, they were lost before this start" in warning
+    assert "interrupted" not in warning
     try:
         assert database.version == schema_version()
         assert database.integrity_check() == "ok"
@@ -489,6 +496,24 @@ def test_an_empty_memory_file_is_set_up_in_place_and_then_checks_ok(tmp_path, en
         database.close()
     reopened = _open(path, encrypted)
     reopened.close()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"x", b"my notes\n" * 3, b"\0" * 4096, b"\0" * 65536, b"SQLite format 3\0" + b"\0" * 496],
+    ids=["one-byte", "text", "a-page-of-zeros", "many-pages-of-zeros", "a-bare-header"],
+)
+def test_a_file_that_is_not_empty_and_not_a_database_is_never_set_up_over(
+    tmp_path, encrypted, content
+):
+    """Only a zero-byte file is set up in place. Anything else that is not a database — a few
+    bytes, text, pages of zeros a crash left, a header with nothing behind it — is refused, and
+    the folder is exactly as it was."""
+    path = tmp_path / "memory.db"
+    path.write_bytes(content)
+    error = _assert_refused_unchanged(path, lambda: _open(path, encrypted), MemoryStoreError)
+    assert "wrong key" not in str(error) or encrypted
+    assert path.read_bytes() == content
 
 
 @pytest.mark.parametrize("encrypted", [True, False], ids=["encrypted", "plaintext"])

@@ -999,8 +999,10 @@ def test_a_full_disk_during_add_is_a_plain_error_and_loses_nothing(store):
     _fill_the_disk(store)
     with pytest.raises(MemoryDiskFullError) as caught:
         _add_until_it_fails(store)
+    folder = store.database.path.parent
     assert str(caught.value) == (
-        "the disk is full: the fact was not saved; free some space and try again"
+        f"The disk holding {folder} is full: the fact was not saved, and nothing already "
+        "saved was lost; free some space, then try again."
     )
     assert isinstance(caught.value, MemoryStoreError)
     assert not store.database.conn.in_transaction
