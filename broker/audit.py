@@ -70,6 +70,7 @@ from broker.clock import Clock, SystemClock
 from broker.filelock import lock as _lock
 from broker.filelock import unlock as _unlock
 from memory.credentials import blank_credentials
+from memory.disk import DiskProblem, diagnose_os_error, shown
 
 log = logging.getLogger("chamberlain.broker.audit")
 
@@ -168,12 +169,34 @@ class AuditFault:
 
 
 class AuditWriteError(OSError):
-    """An event could not be written to the audit log (a full disk, an I/O error).
+    """An event could not be written to the audit log (a full disk, a read-only home, an I/O
+    error).
 
-    Raised by ``AuditLog.append`` so the turn ends as failed instead of running unaudited. The
-    log is left as a torn tail at worst, which ``verify`` reports as an interrupted append and
-    the next writer records as a fault the user can acknowledge.
+    Raised by ``AuditLog.append`` so that nothing runs unaudited: the session refuses every
+    action of a turn whose audit cannot be written. The log is left as a torn tail at worst,
+    which ``verify`` reports as an interrupted append and the next writer records as a fault
+    the user can acknowledge. ``str()`` is one sentence for the person: what cannot be written,
+    why, and what to do (``problem`` holds the diagnosis).
     """
+
+    problem: DiskProblem | None = None
+
+    def __str__(self) -> str:
+        return str(self.strerror or super().__str__())
+
+
+def _cannot_write(path: Path, exc: OSError) -> AuditWriteError:
+    """The AuditWriteError for `exc`, met writing the audit files beside `path` (the log)."""
+    if isinstance(exc, AuditWriteError):
+        return exc
+    problem = diagnose_os_error(path, exc)
+    error = AuditWriteError(
+        exc.errno,
+        f"the audit log {shown(path)} cannot be written: {problem.why}; {problem.fix}",
+        str(exc.filename or path),
+    )
+    error.problem = problem
+    return error
 
 
 # --- redaction ---------------------------------------------------------------------------------
@@ -721,13 +744,19 @@ class AuditLog:
         turn = None if turn_id is None else str(turn_id)[:MAX_KEY]
         # The lock by hand, not through _locked: this is the hot path, paid on every stage.
         with self._thread_lock:
-            lock_fd = self._lock_fd if self._pid == os.getpid() else None
-            if self._fd is None or lock_fd is None:
-                lock_fd = self._open()
-            _lock(lock_fd, shared=False)
+            try:
+                lock_fd = self._lock_fd if self._pid == os.getpid() else None
+                if self._fd is None or lock_fd is None:
+                    lock_fd = self._open()
+                _lock(lock_fd, shared=False)
+            except OSError as exc:
+                # A read-only home, a full disk, a folder that belongs to someone else.
+                raise _cannot_write(self.path, exc) from exc
             try:
                 lead = self._sync_state()
                 return self._write_record(name, turn, clean, lead, data_json)
+            except OSError as exc:
+                raise _cannot_write(self.path, exc) from exc
             finally:
                 _unlock(lock_fd)
 
@@ -763,10 +792,13 @@ class AuditLog:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         with self._thread_lock:
-            lock_fd = self._lock_fd if self._pid == os.getpid() else None
-            if self._fd is None or lock_fd is None:
-                lock_fd = self._open()
-            _lock(lock_fd, shared=False)
+            try:
+                lock_fd = self._lock_fd if self._pid == os.getpid() else None
+                if self._fd is None or lock_fd is None:
+                    lock_fd = self._open()
+                _lock(lock_fd, shared=False)
+            except OSError as exc:
+                raise _cannot_write(self.path, exc) from exc
             try:
                 yield
             finally:
@@ -804,7 +836,7 @@ class AuditLog:
         except AuditWriteError as exc:
             # The event is in the log; only the head lags, by one line, which verify notes and
             # the next append repairs. Failing the turn for it would lose nothing but the turn.
-            log.warning(
+            log.info(
                 "audit line %d of %s was written but its head could not be updated (%s); "
                 "the next append brings the head up to date",
                 seq,
@@ -829,18 +861,14 @@ class AuditLog:
             while written < len(line):
                 # Only a full disk or a signal gets here; we hold the lock, so finishing the
                 # line with more writes cannot interleave with another Chamberlain writer.
-                log.warning("short write to the audit log (%d of %d bytes)", written, len(line))
+                log.info("short write to the audit log (%d of %d bytes)", written, len(line))
                 written += os.write(self._fd, line[written:])
         except OSError as exc:
             # Part of the line may be on disk: re-read the end of the log before the next write.
+            # Logged at info: the caller reports the error, once, in words.
             self._size = -1
-            log.error("audit log %s could not be written: %s", self.path, exc)
-            raise AuditWriteError(
-                exc.errno,
-                f"the audit log could not be written ({exc.strerror or exc}); "
-                "the request was stopped so that nothing runs unaudited",
-                str(self.path),
-            ) from exc
+            log.info("audit log %s could not be written: %s", self.path, exc)
+            raise _cannot_write(self.path, exc) from exc
 
     def _write_head(self) -> None:
         """Overwrite the head file in place; AuditWriteError if it cannot be written.
@@ -868,9 +896,7 @@ class AuditLog:
             if self._head_fd is None:
                 self._head_fd = os.open(head, os.O_RDWR | os.O_CREAT | _O_BINARY, 0o600)
         except OSError as exc:
-            raise AuditWriteError(
-                exc.errno, f"the audit head could not be opened ({exc.strerror})", str(head)
-            ) from exc
+            raise _cannot_write(self.path, exc) from exc
         content = _Head(self._seq, self._prev)
         if self._key is not None:
             assert self._genesis is not None
@@ -896,9 +922,7 @@ class AuditLog:
                     os.close(self._head_fd)
                     self._head_fd = None
                     os.unlink(head)
-            raise AuditWriteError(
-                exc.errno, f"the audit head could not be written ({exc.strerror})", str(head)
-            ) from exc
+            raise _cannot_write(self.path, exc) from exc
 
     def _sync_state(self) -> bytes:
         """Make the in-memory seq/hash match the file; return bytes to write before the line.
@@ -1104,9 +1128,7 @@ class AuditLog:
             # _head_problem), and the next writer completes it.
             with contextlib.suppress(OSError):
                 os.unlink(anchor)
-            raise AuditWriteError(
-                exc.errno, f"the audit anchor could not be written ({exc.strerror})", str(anchor)
-            ) from exc
+            raise _cannot_write(self.path, exc) from exc
 
 
 # --- readers -------------------------------------------------------------------------------------

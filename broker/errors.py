@@ -9,6 +9,7 @@ from broker.settings import SettingsError
 
 def user_message(exc: BaseException) -> str | None:
     """A plain message for a failure we expect; None for a bug (let it show its traceback)."""
+    from broker.audit import AuditWriteError
     from broker.keys import KeyFileError, MemoryKeyUnavailable
     from broker.permissions import PermissionStoreError
     from memory.db import MemoryStoreError
@@ -21,6 +22,7 @@ def user_message(exc: BaseException) -> str | None:
         | KeyFileError
         | MemoryKeyUnavailable
         | MemoryStoreError
+        | AuditWriteError
     )
     if isinstance(exc, expected):
         return str(exc)

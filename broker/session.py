@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from broker.audit import AuditEvent, AuditLog, digest
+from broker.audit import AuditEvent, AuditLog, AuditWriteError, digest
 from broker.clock import Clock, SystemClock
 from broker.events import (
     BackendNamed,
@@ -163,8 +163,8 @@ def embedded_model(settings: Settings, home: Path | None = None) -> ModelChoice:
         model = EmbeddedChatModel(
             timeout_s=settings.llm.timeout_s,
             idle_unload_s=settings.llm.embedded_idle_minutes * 60,
-        )
             record_path=None if home is None else home / EMBEDDED_RECORD,
+        )
     except ModelError as exc:
         return ModelChoice(None, str(exc))
     return ModelChoice(model)
@@ -434,6 +434,14 @@ class Session:
         except KeyboardInterrupt:
             self._end_abruptly(turn_id, router, policy, "cancelled", "Cancelled.")
             raise
+        except AuditWriteError as exc:
+            # Met at a stage that gates an action (a permission, a tool's start): that action
+            # did not run. Each one before it was recorded before it ran.
+            reply = (
+                f"This request was stopped, and nothing more was run, because {exc}. What ran "
+                "before this was recorded."
+            )
+            return self._end_abruptly(turn_id, router, policy, "failed", reply)
         except Exception as exc:  # the turn's boundary: reported, never raised
             from broker.errors import user_message
 
@@ -448,6 +456,46 @@ class Session:
             )
             return self._end_abruptly(turn_id, router, policy, "failed", reply)
         return turn
+
+    def _unrecorded_turn(
+        self,
+        router: RouterOutput,
+        turn_id: str,
+        observer: TurnObserver | None,
+        problem: AuditWriteError,
+    ) -> TurnResult:
+        """A turn whose audit cannot be written (a full disk, a read-only home). Nothing that
+        acts may run unrecorded (invariant 6): no tool, no memory read or write. A conversation
+        reply needs none of these, so it is still given, with a note that it was not recorded;
+        any other request is refused, saying why and what to do."""
+        emit(observer, Routed(turn_id, router))
+        policy = self.decide(router)
+        emit(observer, PolicyDecided(turn_id, policy))
+        if router.intent is not Intent.CHAT_ONLY or policy.allowed_tools:
+            reply = (
+                f"Nothing was done, because {problem}. Chamberlain runs no tool and reads or "
+                "writes no memory while it cannot record what it does."
+            )
+            return TurnResult(
+                router=router, policy=policy, reply=reply, failed=True, status="failed"
+            )
+        scope = TurnScope(turn_id=turn_id, allowed=[], capabilities={}, user_scopes=[])
+        result = self._execute(router, policy, scope, None)
+        note = f"(This reply was not recorded in the audit log, because {problem}.)"
+        return TurnResult(
+            router=router,
+            policy=policy,
+            reply=f"{result.reply}\n\n{note}" if result.reply else note,
+            iterations=result.iterations,
+            model=self.model.name if self.model else None,
+            failed=result.failed,
+        )
+
+    def _end_once_grants_unrecorded(self) -> None:
+        """One-shot grants end with their turn even when the audit cannot say so."""
+        for grant in self.permissions.grants.live():
+            if grant.mode is GrantMode.ONCE:
+                self.permissions.grants.revoke(grant.id)
 
     def _end_abruptly(
         self, turn_id: str, router: RouterOutput, policy: PolicyDecision, how: str, reply: str
@@ -466,26 +514,36 @@ class Session:
                 audit=self.audit,
                 memory_hooks=[],  # nothing is remembered from a turn that did not finish
             )
+        except AuditWriteError as exc:
+            # The reply already says the audit cannot be written; no second report.
+            log.info("turn %s ended as %s without its summary in the audit: %s", turn_id, how, exc)
+            self._end_once_grants_unrecorded()
         except Exception:  # ending the turn must not raise a second time
             log.exception("ending turn %s as %s failed too", turn_id, how)
         return turn
 
     def _turn(self, text: str, turn_id: str, observer: TurnObserver | None) -> TurnResult:
         router = self.route(text, turn_id)
-        self.audit.append(
-            AuditEvent.ROUTER_OUTPUT,
-            turn_id=turn_id,
-            message=digest(text),
-            **router.model_dump(mode="json", exclude={"text", "arguments"}),
-            arguments=_auditable_arguments(router),
-        )
+        try:
+            self.audit.append(
+                AuditEvent.ROUTER_OUTPUT,
+                turn_id=turn_id,
+                message=digest(text),
+                **router.model_dump(mode="json", exclude={"text", "arguments"}),
+                arguments=_auditable_arguments(router),
+            )
+        except AuditWriteError as exc:
+            return self._unrecorded_turn(router, turn_id, observer, exc)
         emit(observer, Routed(turn_id, router))
         check_stopped()
 
         policy = self.decide(router)
-        self.audit.append(
-            AuditEvent.POLICY_DECISION, turn_id=turn_id, **policy.model_dump(mode="json")
-        )
+        try:
+            self.audit.append(
+                AuditEvent.POLICY_DECISION, turn_id=turn_id, **policy.model_dump(mode="json")
+            )
+        except AuditWriteError as exc:
+            return self._unrecorded_turn(router, turn_id, observer, exc)
         emit(observer, PolicyDecided(turn_id, policy))
         check_stopped()
 
@@ -519,14 +577,21 @@ class Session:
             if backend is not None:
                 emit(observer, BackendNamed(turn_id, backend))
         check_stopped()
-        self.audit.append(
-            AuditEvent.EXECUTOR_RESPONSE,
-            turn_id=turn_id,
-            iterations=result.iterations,
-            direct=result.direct,
-            calls=len(result.tool_calls),
-            reply=digest(result.reply),
-        )
+        # Every action of the turn ran audited; if only its closing records cannot be written
+        # (the disk filled meanwhile), the reply stands, said to be unrecorded, and the
+        # post-hooks (memory writes among them) do not run unrecorded.
+        unrecorded: AuditWriteError | None = None
+        try:
+            self.audit.append(
+                AuditEvent.EXECUTOR_RESPONSE,
+                turn_id=turn_id,
+                iterations=result.iterations,
+                direct=result.direct,
+                calls=len(result.tool_calls),
+                reply=digest(result.reply),
+            )
+        except AuditWriteError as exc:
+            unrecorded = exc
         turn = TurnResult(
             router=router,
             policy=policy,
@@ -537,13 +602,21 @@ class Session:
             model=self.model.name if self.model else None,
             failed=result.failed,
         )
-        run_posthooks(
-            turn,
-            turn_id=turn_id,
-            permissions=self.permissions,
-            audit=self.audit,
-            memory_hooks=self.memory_hooks,
-        )
+        try:
+            if unrecorded is None:
+                run_posthooks(
+                    turn,
+                    turn_id=turn_id,
+                    permissions=self.permissions,
+                    audit=self.audit,
+                    memory_hooks=self.memory_hooks,
+                )
+        except AuditWriteError as exc:
+            unrecorded = exc
+        if unrecorded is not None:
+            self._end_once_grants_unrecorded()
+            note = f"(This turn was not fully recorded in the audit log, because {unrecorded}.)"
+            turn.reply = f"{turn.reply}\n\n{note}" if turn.reply else note
         for event in turn.memory:
             if event.get("notice"):
                 emit(observer, _memory_notice(turn_id, event))
@@ -579,6 +652,8 @@ class Session:
         # and the reply already says what happened to it.
         if self.model is None or self._backend_named or result.iterations == 0:
             return None
+        if failure_in_turn(self.model, turn_id) is not None:
+            return None
         self._backend_named = True
         return describe_backend(self.model)
 
@@ -603,8 +678,6 @@ class Session:
             self.memory, router.text, self.settings.memory, limit, temporary=self.temporary
         )
         self.audit.append(
-        if failure_in_turn(self.model, turn_id) is not None:
-            return None
             AuditEvent.MEMORY_RECALL,
             turn_id=turn_id,
             fact_ids=[f.id for f in found.facts],
