@@ -67,6 +67,7 @@ from types import TracebackType
 from typing import Any, TypeAlias
 
 from broker.clock import Clock, SystemClock
+from broker.filelock import keep_folder_owner
 from broker.filelock import lock as _lock
 from broker.filelock import unlock as _unlock
 from memory.credentials import blank_credentials
@@ -703,6 +704,7 @@ class AuditLog:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         lock_fd = os.open(_lock_path(self.path), os.O_RDWR | os.O_CREAT | _O_BINARY, 0o600)
         self._lock_fd = lock_fd
+        keep_folder_owner(lock_fd, self.path.parent)
         self._open_log()
         self._pid = os.getpid()
         return lock_fd
@@ -714,6 +716,7 @@ class AuditLog:
         # write land at the end whatever the read offset is.
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _O_BINARY, 0o600)
         self._size = -1
+        keep_folder_owner(self._fd, self.path.parent)
 
     def append(
         self, event: AuditEvent | str, /, turn_id: str | None = None, **data: object
@@ -895,6 +898,7 @@ class AuditLog:
                     self._head_fd = None
             if self._head_fd is None:
                 self._head_fd = os.open(head, os.O_RDWR | os.O_CREAT | _O_BINARY, 0o600)
+                keep_folder_owner(self._head_fd, self.path.parent)
         except OSError as exc:
             raise _cannot_write(self.path, exc) from exc
         content = _Head(self._seq, self._prev)
@@ -1117,6 +1121,7 @@ class AuditLog:
             return  # only under our lock, so only a file put there by hand: verify judges it
         try:
             try:
+                keep_folder_owner(fd, self.path.parent)
                 os.write(fd, _anchor_bytes(self._genesis, self._key))
                 if self.durable:
                     os.fsync(fd)

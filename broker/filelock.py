@@ -7,6 +7,8 @@ read under the shared one where a torn read matters. POSIX: flock; Windows: msvc
 
 This module never decides what a lock protects, and never removes a lock file: deleting one
 while another process holds it would let a third take a lock on a new file at the same path.
+It also gives a file root creates in someone else's home to that home's owner
+(`keep_folder_owner`), so `sudo chamberlain …` never locks a person out of their own files.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import errno
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 if sys.platform == "win32":
     import msvcrt
@@ -53,3 +56,13 @@ def held(fd: int, *, shared: bool) -> Iterator[None]:
         yield
     finally:
         unlock(fd)
+
+
+def keep_folder_owner(fd: int, folder: Path) -> None:
+    """Root writing in someone else's home (`sudo chamberlain grants revoke-all`) gives the file
+    it opened to the folder's owner: a root-owned 0600 file would lock its user out."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    owner = os.stat(folder)
+    if owner.st_uid != 0 and os.fstat(fd).st_uid != owner.st_uid:
+        os.fchown(fd, owner.st_uid, owner.st_gid)

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 from broker.audit import AuditEvent, AuditLog, redact
 from broker.clock import Clock
 from broker.events import PermissionAnswered, PermissionAsked, PermissionOutcome, TurnObserver, emit
-from broker.filelock import held
+from broker.filelock import held, keep_folder_owner
 from broker.types import Grant, GrantMode
 from tools.manual import PATH_SCOPED, Capability, Reversibility, Risk
 from tools.paths import resolve_path
@@ -325,7 +325,7 @@ class GrantStore:
                 return
         try:
             if not shared:
-                _keep_home_owner(fd, self._lock_path.parent)
+                keep_folder_owner(fd, self._lock_path.parent)
             with held(fd, shared=shared):
                 yield fd
         finally:
@@ -494,7 +494,7 @@ class GrantStore:
         tmp = self._path.with_name(f".{self._path.name}.{secrets.token_hex(6)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            _keep_home_owner(fd, self._path.parent)
+            keep_folder_owner(fd, self._path.parent)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(entries, handle, indent=2)
                 handle.flush()
@@ -742,16 +742,6 @@ _UNREAD: tuple[int, ...] = (-1,)
 def _entry_id(entry: object) -> str:
     raw = entry.get("id") if isinstance(entry, dict) else None
     return raw if isinstance(raw, str) else "no id"
-
-
-def _keep_home_owner(fd: int, folder: Path) -> None:
-    """Root changing grants in someone else's home (`sudo chamberlain grants revoke-all`) gives
-    the file to the home's owner: a root-owned 0600 grants.json would lock its user out."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return
-    owner = os.stat(folder)
-    if owner.st_uid != 0 and os.fstat(fd).st_uid != owner.st_uid:
-        os.fchown(fd, owner.st_uid, owner.st_gid)
 
 
 def _read_generation(fd: int | None) -> int:

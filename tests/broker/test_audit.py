@@ -694,3 +694,21 @@ def test_verify_and_tail_survive_an_absurdly_nested_line(
     result = verify(log_path)
     assert (result.ok, result.first_bad_line) == (False, 3)
     assert tail(log_path, 1)[0]["event"] == "UNREADABLE_LINE"
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can write as another user"
+)
+def test_root_writing_to_a_users_audit_leaves_every_file_to_that_user(tmp_path):
+    """`sudo chamberlain ask …` on a person's home: root-owned 0600 audit files would refuse
+    that person every action from then on (nothing runs unaudited)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, 65534, 65534)
+    with AuditLog(home / "audit.jsonl", key=bytes(range(32))) as audit:
+        audit.append(AuditEvent.ROUTER_OUTPUT, "t-1")
+    names = sorted(p.name for p in home.iterdir())
+    assert names == ["audit.jsonl", "audit.jsonl.anchor", "audit.jsonl.head", "audit.jsonl.lock"]
+    for name in names:
+        st = (home / name).stat()
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (65534, 65534, 0o600), name
