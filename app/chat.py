@@ -48,6 +48,7 @@ from app.chat_entries import (
     UserEntry,
 )
 from app.chat_view import Transcript
+from app.mcp_cli import left_out_line
 from app.windows import confirm, problem_color, spawn, when
 from broker.events import (
     BackendNamed,
@@ -640,6 +641,9 @@ class ChatWindow(QWidget):
             self.transcript.refresh(turn.reply)
         if turn.backend and status != "cancelled":
             self.transcript.append(NoticeEntry(body=turn.backend, tone="info"))
+        for left_out in result.mcp_left_out:
+            said = left_out_line(left_out, retry="Test in Settings › MCP servers")
+            self.transcript.append(NoticeEntry(body=said[:1].upper() + said[1:], tone="warning"))
         for notice in turn.memory:
             entry = memory_entry(notice)
             turn.shown_memory.append(entry)

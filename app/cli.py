@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel
 
-from app.mcp_cli import McpUsageError, add_mcp_parser, cmd_mcp
+from app.mcp_cli import McpUsageError, add_mcp_parser, cmd_mcp, left_out_line
 from app.memory_cli import MemoryCommandError, add_memory_parser, cmd_memory, open_store
 from app.terminal import json_text, safe_terminal
 
@@ -401,6 +401,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         emit(_turn_json(turn), True)
     else:
         emit(turn, False, turn.reply)
+        for notice in turn.mcp_left_out:
+            sys.stderr.write(f"chamberlain: {left_out_line(notice)}\n")
         for cap in _denied_capabilities(turn):
             sys.stderr.write(
                 f"To allow {cap} from the command line, re-run with --approve {cap}=once "

@@ -26,6 +26,7 @@ from app.terminal import json_text
 if TYPE_CHECKING:
     from broker.settings import Settings
     from tools.mcp.config import McpServerConfig
+    from tools.mcp.failures import McpLeftOut
     from tools.mcp.hub import McpHub, ServerStatus
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -64,11 +65,14 @@ class _Ended(BaseException):
 
 
 @contextmanager
-def _hub(servers: dict[str, McpServerConfig]) -> Iterator[McpHub]:
+def _hub(servers: dict[str, McpServerConfig], home: Path) -> Iterator[McpHub]:
     """A hub for `servers` whose tools go into a registry of the builtin tools, closed on the
     way out however the command ends. A terminal closed or a `kill` unwinds through here too,
     so the servers' programs (in process groups of their own, out of reach of the terminal's
-    signals) end with the command."""
+    signals) end with the command. Failed connections are read from and written to the home's
+    record, as `chamberlain ask` does: `list` does not wait again for a server that just failed,
+    and `test` (which always tries) clears it when the server connects."""
+    from tools.mcp.failures import FailureBook
     from tools.mcp.hub import McpHub
     from tools.registry import builtin_registry
 
@@ -78,7 +82,8 @@ def _hub(servers: dict[str, McpServerConfig]) -> Iterator[McpHub]:
     previous = {sig: signal.signal(sig, end) for sig in (signal.SIGTERM, signal.SIGHUP)}
     previous[signal.SIGINT] = signal.getsignal(signal.SIGINT)
     try:
-        hub = McpHub(servers, builtin_registry())
+        failures = FailureBook.in_home(home) if home.is_dir() else None
+        hub = McpHub(servers, builtin_registry(), failures=failures)
         try:
             yield hub
         finally:
@@ -131,7 +136,71 @@ def _summary(config: McpServerConfig, status: ServerStatus) -> str:
     if status.state in ("idle", "connecting"):
         # ensure() waited out the connect timeout and the attempt has still not ended.
         return f"no answer within {config.connect_timeout_s:g} s"
+    if status.remembered:
+        # Not tried now: an earlier command recorded the failure.
+        now = time.time()
+        ago = _span(now - status.failed_at) if status.failed_at is not None else "lately"
+        again = (
+            f"; tried again by itself in {_span(status.retry_at - now)}"
+            if status.retry_at is not None and status.retry_at > now
+            else ""
+        )
+        return (
+            f"failed {ago} ago, not tried now: {status.last_error or 'it did not connect'}"
+            f"{again}, or now with `chamberlain mcp test {status.name}`"
+        )
     return status.summary()
+
+
+def _span(seconds: float) -> str:
+    """A short span for a person: "40 s", "3 min", "2 h"."""
+    seconds = max(seconds, 0.0)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.0f} h"
+
+
+def left_out_line(notice: McpLeftOut, retry: str | None = None) -> str:
+    """A turn's notice that a server's tools were left out, as the terminal says it; `retry`
+    names how to try the server again (the chat window names Settings' Test)."""
+    name = notice.server
+    retry = retry or f"`chamberlain mcp test {name}`"
+    if notice.kind == "timeout":
+        now_said, then_said = "did not answer at start", "did not answer when it was last started"
+        why = f"timed out after {notice.connect_timeout_s:g} s"
+    else:
+        what = _FAILED.get(notice.kind, "failed to connect")
+        now_said, then_said, why = what, f"{what} last time", notice.detail
+    if not notice.earlier:
+        said = f"{now_said} ({why})" if why else now_said
+        return (
+            f"the MCP server '{name}' {said}; its tools were left out of this request — "
+            f"{retry} tries again"
+        )
+    now = time.time()
+    parts = [f"{_span(now - notice.failed_at)} ago"] if notice.failed_at is not None else []
+    parts += [why] if why else []
+    said = f"{then_said} ({', '.join(parts)})" if parts else then_said
+    again = (
+        f"it is tried again by itself in {_span(notice.retry_at - now)}, or now with {retry}"
+        if notice.retry_at is not None and notice.retry_at > now
+        else f"{retry} tries again"
+    )
+    return (
+        f"the MCP server '{name}' {said}, so this request did not wait for it and its tools "
+        f"were left out — {again}"
+    )
+
+
+# How a failed start is said, by its kind (a timeout is said with its time).
+_FAILED = {
+    "not_started": "could not be started",
+    "unreachable": "could not be reached",
+    "stopped": "stopped as it started",
+    "flooded": "was stopped as it started",
+}
 
 
 def _skipped(entry: str) -> dict[str, str]:
@@ -156,7 +225,7 @@ def _list(args: argparse.Namespace, home: Path, settings: Settings) -> int:
         )
         _emit([], args.json, text)
         return EXIT_OK
-    with _hub(servers) as hub:
+    with _hub(servers, home) as hub:
         hub.ensure()  # every enabled server at once, each bounded by its connect timeout
         statuses = hub.status()
     data = [_server_data(servers[s.name], s) for s in statuses]
@@ -198,7 +267,7 @@ def _tools(args: argparse.Namespace, home: Path, settings: Settings) -> int:
         _emit({"profile": settings.profile.name, "servers": []}, args.json, _NONE_CONFIGURED)
         return EXIT_OK
 
-    with _hub(servers) as hub:
+    with _hub(servers, home) as hub:
         hub.ensure(names=names)
         statuses = [hub.server_status(n) for n in names]
         manuals = {tool.name: tool.manual for tool in hub.registry}
@@ -287,7 +356,7 @@ def _test(args: argparse.Namespace, home: Path, settings: Settings) -> int:
     # Trying a disabled server is how one finds out whether to enable it: this connects it
     # (and only it) for the test, and nothing is offered to a turn.
     trial = config if config.enabled else config.model_copy(update={"enabled": True})
-    with _hub({args.name: trial}) as hub:
+    with _hub({args.name: trial}, home) as hub:
         started = time.monotonic()
         status = hub.test(args.name)
         seconds = time.monotonic() - started

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from broker.memory_hooks import Recollection
     from memory.store import MemoryStore
     from tools.mcp.config import McpSettings
+    from tools.mcp.failures import McpLeftOut
     from tools.mcp.hub import McpHub
 
 log = logging.getLogger("chamberlain.broker.session")
@@ -279,9 +280,13 @@ class Session:
             self.mcp = None
             return None
         if self.mcp is None:
+            from tools.mcp.failures import FailureBook
             from tools.mcp.hub import McpHub
 
-            self.mcp = McpHub(mcp.servers, self.tools, on_change=on_change)
+            # A server that failed to connect is remembered in the home, so that the next
+            # process (each `chamberlain ask`) skips it for a while instead of waiting again.
+            failures = FailureBook.in_home(self.home)
+            self.mcp = McpHub(mcp.servers, self.tools, on_change=on_change, failures=failures)
             if connect:
                 self.mcp.start()
             return self.mcp
@@ -382,6 +387,24 @@ class Session:
         entry = self.policy_table.intents.get(router.intent)
         if self.mcp is not None and entry is not None and entry.mcp:
             self.mcp.ensure()  # this turn may be shown MCP tools: have them listed
+        return self._decide(router)
+
+    def _decide_turn(self, router: RouterOutput) -> tuple[PolicyDecision, list[McpLeftOut]]:
+        """The turn's policy decision, and the MCP servers whose tools it could have shown but
+        does not have (not answering, or skipped after an earlier failure). Their servers are
+        waited for only when a model will be shown tools: a direct action, or a turn without a
+        model, never waits for a server it cannot use."""
+        decision = self._decide(router)
+        entry = self.policy_table.intents.get(router.intent)
+        if self.mcp is None or entry is None or not entry.mcp:
+            return decision, []
+        if self.model is None or takes_direct(router, decision) is not None:
+            return decision, []
+        since = self.mcp.now()
+        self.mcp.ensure()  # this turn may be shown MCP tools: have them listed
+        return self._decide(router), self.mcp.left_out(since)
+
+    def _decide(self, router: RouterOutput) -> PolicyDecision:
         manuals = {tool.name: tool.manual for tool in self.tools}
         tools = {name: manual.capability for name, manual in manuals.items()}
         mcp_tools = {n: m.category for n, m in manuals.items() if m.source == "mcp"}
@@ -537,7 +560,7 @@ class Session:
         emit(observer, Routed(turn_id, router))
         check_stopped()
 
-        policy = self.decide(router)
+        policy, mcp_left_out = self._decide_turn(router)
         try:
             self.audit.append(
                 AuditEvent.POLICY_DECISION, turn_id=turn_id, **policy.model_dump(mode="json")
@@ -601,6 +624,7 @@ class Session:
             direct=result.direct,
             model=self.model.name if self.model else None,
             failed=result.failed,
+            mcp_left_out=mcp_left_out,
         )
         try:
             if unrecorded is None:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.manual import Capability
+from tools.mcp.failures import McpLeftOut
 
 
 class Intent(StrEnum):
@@ -142,3 +143,6 @@ class TurnResult(BaseModel):
     failed: bool = False
     # How the turn ended: "done", "failed" (a stage raised) or "cancelled" (Ctrl-C, Stop).
     status: Literal["done", "failed", "cancelled"] = "done"
+    # MCP servers whose tools this turn could have been shown but did not have, and why (each
+    # front end words it: the server did not answer, and how to try it again).
+    mcp_left_out: list[McpLeftOut] = Field(default_factory=list)

@@ -256,9 +256,11 @@ def test_tools_of_a_server_that_fails_says_why_and_fails(user, notes, servers):
     assert "notes__" not in proc.stdout  # only the server asked for was connected
     assert "chamberlain-no-such-mcp-server" in proc.stderr
 
+    # The next command does not try it again so soon: the failure was remembered.
     everything = run_cli(user, "mcp", "tools")
     assert everything.returncode == 0, everything.stderr
-    assert "broken: failed: the program 'chamberlain-no-such-mcp-server'" in everything.stdout
+    [broken] = [line for line in everything.stdout.splitlines() if line.startswith("broken:")]
+    assert "not tried now: the program 'chamberlain-no-such-mcp-server'" in broken
     assert "notes__write_note" in everything.stdout
 
 
@@ -374,4 +376,107 @@ def test_ctrl_c_or_kill_while_connecting_ends_the_servers_too(user, notes, serve
     if sig == signal.SIGINT:
         assert "cancelled" in proc.stderr
     assert "Traceback" not in proc.stderr
+    assert_nothing_left_running(notes)
+
+
+# --- a server that failed, remembered between commands -----------------------------------------
+
+ASK_NOTES = "list the files in my notes folder"
+
+
+def list_then_answer(request: dict[str, Any]) -> Any:
+    """The model: list the notes once, then say what the listing said."""
+    from tests.support.openai_server import ToolCalls
+
+    results = [m["content"] for m in request["messages"] if m.get("role") == "tool"]
+    if not results:
+        return ToolCalls([("notes__list_notes", {})])
+    return "Your notes: " + results[-1]
+
+
+def test_ask_says_which_server_it_went_without_and_the_next_ask_does_not_wait_for_it(
+    user, notes, servers, scripted_server
+):
+    silent = {"command": sys.executable, "args": ["-c", NEVER_ANSWERS, str(notes)]}
+    servers(notes=notes_server(notes), silent={**silent, "connect_timeout_s": 2})
+    model = scripted_server([list_then_answer] * 4)
+    ask = ("ask", ASK_NOTES, "--llm", model.base_url, "--no-refine", "--approve-all", "once")
+
+    first = run_cli(user, *ask)
+
+    assert first.returncode == 0, first.stderr
+    assert "milk.txt" in first.stdout
+    assert (
+        "chamberlain: the MCP server 'silent' did not answer at start (timed out after 2 s); "
+        "its tools were left out of this request — `chamberlain mcp test silent` tries again"
+    ) in first.stderr.splitlines()
+
+    second = run_cli(user, *ask)
+
+    assert second.returncode == 0, second.stderr
+    assert "milk.txt" in second.stdout
+    [said] = [line for line in second.stderr.splitlines() if "'silent'" in line]
+    assert said.startswith(
+        "chamberlain: the MCP server 'silent' did not answer when it was last started ("
+    )
+    assert "timed out after 2 s), so this request did not wait for it" in said
+    assert said.endswith("or now with `chamberlain mcp test silent`")
+    assert_nothing_left_running(notes)
+
+
+def test_ask_json_carries_the_notice_as_data(user, notes, servers, scripted_server):
+    servers(notes=notes_server(notes), broken=missing_program(notes))
+    model = scripted_server([list_then_answer] * 2)
+    proc = run_cli(
+        user,
+        "ask",
+        ASK_NOTES,
+        "--llm",
+        model.base_url,
+        "--no-refine",
+        "--approve-all",
+        "once",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    [left] = json.loads(proc.stdout)["mcp_left_out"]
+    assert (left["server"], left["kind"], left["earlier"]) == ("broken", "not_started", False)
+    assert "chamberlain-no-such-mcp-server" in left["detail"]
+
+
+def test_list_does_not_wait_again_for_a_server_that_just_failed_and_test_tries_it(
+    user, notes, servers
+):
+    """A record of a failure (here written by hand, as if an earlier command had failed with
+    the server) keeps `list` from starting it; `test` always tries, and clears the record."""
+    from tools.mcp.config import McpServerConfig
+    from tools.mcp.failures import FILE_NAME, settings_digest
+
+    entry = notes_server(notes)
+    servers(notes=entry)
+    record = {
+        "digest": settings_digest(McpServerConfig.model_validate(entry)),
+        "kind": "timeout",
+        "detail": "it did not answer within 30 s",
+        "at": time.time() - 120,
+        "failures": 1,
+        "wait_s": 600,
+    }
+    failures = user / ".chamberlain" / FILE_NAME
+    failures.write_text(json.dumps({"version": 1, "servers": {"notes": record}}))
+
+    listed = run_cli(user, "mcp", "list")
+
+    assert listed.returncode == 0, listed.stderr
+    [line] = [line for line in listed.stdout.splitlines() if line.startswith("notes:")]
+    assert line.startswith("notes: failed 2 min ago, not tried now: it did not answer within 30 s")
+    assert line.endswith("or now with `chamberlain mcp test notes`")
+
+    tested = run_cli(user, "mcp", "test", "notes")
+
+    assert tested.returncode == 0, tested.stderr
+    assert tested.stdout.startswith("notes: connected in ")
+    assert json.loads(failures.read_text())["servers"] == {}
+    again = run_cli(user, "mcp", "list")
+    assert "notes: connected, 9 tools (notes-test 1.0)" in again.stdout.splitlines()
     assert_nothing_left_running(notes)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,11 @@ from broker.runner import TurnScope
 from broker.session import Session
 from broker.settings import IntentOverride, PolicyOverrides, Settings, SettingsError
 from broker.types import GrantMode, Intent, RouterOutput
+from tests.support.mcp_lifetime import end_all, hostile_entry, processes_started
 from tests.support.mcp_notes import notes_config, write_notes
 from tests.support.openai_server import ScriptedOpenAIServer, ToolCalls
 from tools.manual import Capability, ToolManual
-from tools.mcp import hub as hub_module
+from tools.mcp import failures as failures_module
 from tools.mcp.config import McpServerConfig, McpSettings
 
 ASK = "list the files in my notes folder"
@@ -256,7 +258,7 @@ def test_what_an_mcp_tool_returned_is_never_in_the_audit(notes, session_with, sc
 def test_a_server_crashing_mid_call_ends_that_call_not_the_turn(
     notes, session_with, scripted_server, monkeypatch
 ):
-    monkeypatch.setattr(hub_module, "RETRY_AFTER_S", 0.0)
+    monkeypatch.setattr(failures_module, "RETRY_AFTER_S", 0.0)
     server = scripted_server(
         [
             ToolCalls([("notes__crash", {})]),
@@ -370,6 +372,78 @@ def test_doctor_reports_each_mcp_server_without_failing_for_one(notes, tmp_path)
     assert not gone_check.ok
     assert not gone_check.required
     assert "is not installed" in gone_check.detail
+
+
+# --- a server that does not answer ----------------------------------------------------------
+
+
+@pytest.fixture
+def pids(tmp_path: Path) -> Iterator[Path]:
+    """Where the hostile test server notes each start; whatever it left is ended by PID."""
+    folder = tmp_path / "pids"
+    folder.mkdir()
+    yield folder
+    end_all(folder)
+
+
+def with_silent_server(settings: Settings, pids: Path, connect_timeout_s: float) -> Settings:
+    silent = hostile_entry(pids, "silent", "--hang", connect_timeout_s=connect_timeout_s)
+    settings.mcp.servers["silent"] = McpServerConfig.model_validate(silent)
+    return settings
+
+
+def test_a_server_that_does_not_answer_is_named_on_the_turn_and_not_waited_for_again(
+    notes, pids, session_with, scripted_server
+):
+    """The turn says which server's tools it went without and why; the next session on the
+    same home — the next `chamberlain ask` — does not start that server again, and says so."""
+    server = scripted_server([ToolCalls([("notes__list_notes", {})]), echo_tool_result] * 2)
+    settings = with_silent_server(mcp_settings(notes), pids, connect_timeout_s=1)
+    first = session_with(server, settings, Prompter(allow=True))
+
+    turn = first.ask(ASK)
+
+    assert "groceries.txt" in turn.reply  # the server that works was used
+    [left] = turn.mcp_left_out
+    assert (left.server, left.kind, left.earlier) == ("silent", "timeout", False)
+    assert left.connect_timeout_s == 1
+    assert left.detail == "it did not answer within 1 s"
+    assert not any(
+        t["function"]["name"].startswith("silent__") for t in server.requests[0]["tools"]
+    )
+    assert processes_started(pids) == 1
+    first.close()
+
+    second = session_with(server, settings, Prompter(allow=True))
+    turn = second.ask(ASK)
+
+    assert "groceries.txt" in turn.reply
+    [left] = turn.mcp_left_out
+    assert (left.server, left.kind, left.earlier) == ("silent", "timeout", True)
+    assert left.retry_at is not None
+    assert processes_started(pids) == 1  # not started, so not waited for
+
+
+def test_a_direct_action_never_waits_for_an_mcp_server(
+    tmp_path, pids, session_with, scripted_server, monkeypatch
+):
+    """Listing a folder named in the message runs the builtin tool, no model loop: a server
+    that would keep the request waiting is not even started."""
+    user = tmp_path / "user"
+    (user / "Documents").mkdir(parents=True)
+    (user / "Documents" / "plan.txt").write_text("buy milk\n")
+    monkeypatch.setenv("HOME", str(user))
+    server = scripted_server(["You have one file, plan.txt."])
+    settings = with_silent_server(Settings(), pids, connect_timeout_s=60)
+    settings.router.model_refinement = False
+    session = session_with(server, settings, Prompter(allow=True))
+
+    turn = session.ask("list the files in ~/Documents")
+
+    assert turn.direct
+    assert [c.status for c in turn.tool_calls] == ["ok"]
+    assert turn.mcp_left_out == []
+    assert processes_started(pids) == 0
 
 
 def test_a_settings_file_naming_an_unknown_profile_is_refused_with_the_known_ones(tmp_path):

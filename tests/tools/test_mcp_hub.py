@@ -408,7 +408,7 @@ def test_a_loopback_http_server_that_floods_is_cut_off(flooding_http_server, hub
 def test_a_server_that_keeps_failing_is_tried_again_less_and_less_often(hub_for):
     """Each turn that could use a broken server would otherwise wait for it again: after the
     n-th failure in a row the next try waits RETRY_AFTER_S × 2^(n-1)."""
-    from tools.mcp.hub import RETRY_AFTER_S
+    from tools.mcp.failures import RETRY_AFTER_S
 
     hub, _ = hub_for(broken=McpServerConfig(command="no-such-mcp-server-program"))
     link = hub._links["broken"]

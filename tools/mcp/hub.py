@@ -39,6 +39,15 @@ from tools.mcp.classify import (
     local_name,
 )
 from tools.mcp.config import McpServerConfig
+from tools.mcp.failures import (
+    FailureBook,
+    FailureKind,
+    McpLeftOut,
+    RememberedFailure,
+    backoff_s,
+    one_line,
+    settings_digest,
+)
 from tools.mcp.transport import (
     STOP_GRACE_S,
     ResponseTooLarge,
@@ -57,11 +66,6 @@ MAX_TOOLS = 256
 MAX_PAGES = 20
 # A message from a server may be this much larger than its output cap (JSON, other fields).
 MESSAGE_SLACK = 256 * 1024
-# After a failed connection, the next turn that could use the server tries again after this.
-# doubling with each failure in a row (a server that keeps failing is not waited for on every
-# turn), up to RETRY_AT_MOST_S.
-RETRY_AFTER_S = 15.0
-RETRY_AT_MOST_S = 600.0
 CLIENT_NAME = "chamberlain"
 
 
@@ -81,6 +85,13 @@ class ServerStatus:
     skipped: tuple[str, ...] = ()
     last_error: str | None = None
     server_info: str | None = None
+    # For a failed connection: what kind of failure, when (seconds since the epoch), from when
+    # the server is tried again by itself, and whether it was not even tried in this process
+    # because an earlier one (another `chamberlain ask`) recorded the failure.
+    failure_kind: FailureKind | None = None
+    failed_at: float | None = None
+    retry_at: float | None = None
+    remembered: bool = False
 
     def summary(self) -> str:
         if self.state == "connected":
@@ -112,6 +123,16 @@ class _Link:
     # Connections that failed in a row (0 once one succeeds).
     failures: int = 0
     relist: asyncio.Task[None] | None = None
+    # The last failed connection: its kind, when (wall clock), when to try again (wall clock),
+    # and whether it was taken from the failure file rather than seen by this process.
+    failure_kind: FailureKind | None = None
+    failed_at: float | None = None
+    retry_at: float | None = None
+    remembered: bool = False
+
+    @property
+    def digest(self) -> str:
+        return settings_digest(self.config)
 
 
 class McpHub:
@@ -123,9 +144,14 @@ class McpHub:
         registry: ToolRegistry,
         *,
         on_change: Callable[[], None] | None = None,
+        failures: FailureBook | None = None,
     ) -> None:
         self.registry = registry
         self.on_change = on_change
+        # Failed connections shared with other processes (None: this process's memory only).
+        self.failures = failures
+        # The wall clock failures are stamped with (the file's, so that tests can move it).
+        self.now: Callable[[], float] = failures.now if failures is not None else time.time
         self._lock = threading.RLock()
         self._links: dict[str, _Link] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -196,7 +222,8 @@ class McpHub:
 
     def start(self, names: list[str] | None = None, *, force: bool = False) -> None:
         """Begin connecting the enabled servers (or `names`) that are not connected or
-        connecting; a failed one only after RETRY_AFTER_S, unless `force`."""
+        connecting; a failed one (here, or in another process that recorded it) only once its
+        back-off is over, unless `force`."""
         loop = self._ensure_loop()
         now = time.monotonic()
         for name in names if names is not None else self.names:
@@ -206,13 +233,68 @@ class McpHub:
             with self._lock:
                 if link.state in ("connecting", "connected"):
                     continue
-                wait = min(RETRY_AFTER_S * 2 ** max(link.failures - 1, 0), RETRY_AT_MOST_S)
+                wait = backoff_s(link.failures)
                 if link.state == "failed" and not force and now - link.last_attempt < wait:
+                    continue
+            record = self._recorded(link) if not force else None
+            with self._lock:
+                if link.state in ("connecting", "connected"):
+                    continue
+                if record is not None and self.now() < record.retry_at:
+                    self._skip(link, record)
                     continue
                 link.state, link.last_attempt = "connecting", now
                 link.settled.clear()
                 link.stop = asyncio.Event()
             link.task = asyncio.run_coroutine_threadsafe(self._run(link), loop)  # type: ignore[assignment]
+
+    def _recorded(self, link: _Link) -> RememberedFailure | None:
+        """What another process (or this one) recorded of this server's last failed connection
+        with its present settings; its count carries on, so the waits keep growing."""
+        if self.failures is None:
+            return None
+        record = self.failures.recorded(link.name, link.digest)
+        if record is not None:
+            link.failures = max(link.failures, record.failures)
+        return record
+
+    def _skip(self, link: _Link, record: RememberedFailure) -> None:
+        """Not tried now: an earlier failure, recorded in the file, says to wait."""
+        changed = link.state != "failed" or link.failed_at != record.at
+        link.state, link.last_error = "failed", record.detail or "it failed to connect"
+        link.failure_kind, link.failed_at, link.retry_at = record.kind, record.at, record.retry_at
+        link.remembered = True
+        link.settled.set()
+        if changed:
+            self._changed()
+
+    def left_out(self, since: float) -> list[McpLeftOut]:
+        """Every enabled server that is not connected, and why, as a turn's notice; `since` is
+        when the turn began waiting for them (a failure before it is an earlier one)."""
+        out: list[McpLeftOut] = []
+        for name in self.names:
+            link = self._links.get(name)
+            if link is None or not link.config.enabled or link.state == "connected":
+                continue
+            timeout = link.config.connect_timeout_s
+            if link.state == "failed":
+                kind: FailureKind = link.failure_kind or "failed"
+                detail = link.last_error or "it failed to connect"
+            else:  # still connecting when the turn stopped waiting
+                kind, detail = "timeout", f"it did not answer within {timeout:g} s"
+            earlier = link.failed_at is not None and link.failed_at < since
+            out.append(
+                McpLeftOut(
+                    server=name,
+                    kind=kind,
+                    detail=one_line(detail),
+                    connect_timeout_s=timeout,
+                    failed_at=link.failed_at,
+                    earlier=earlier or link.remembered,
+                    retry_at=link.retry_at,
+                )
+            )
+        return out
 
     def ensure(self, timeout_s: float | None = None, names: list[str] | None = None) -> None:
         """Connect what is not connected, and wait (up to each server's connect timeout and the
@@ -293,6 +375,10 @@ class McpHub:
             skipped=tuple(link.skipped),
             last_error=link.last_error,
             server_info=link.server_info,
+            failure_kind=link.failure_kind if link.state == "failed" else None,
+            failed_at=link.failed_at if link.state == "failed" else None,
+            retry_at=link.retry_at if link.state == "failed" else None,
+            remembered=link.remembered and link.state == "failed",
         )
 
     async def _run(self, link: _Link) -> None:
@@ -336,7 +422,10 @@ class McpHub:
                 )
                 await self._handshake(link, session)
                 link.state, link.last_error, link.failures = "connected", None, 0
+                link.failure_kind = link.failed_at = link.retry_at = None
+                link.remembered = False
                 connected = True
+                self._forget_failure(link)
                 link.settled.set()
                 self._changed()
                 await self._wait_for_end(link)
@@ -351,15 +440,55 @@ class McpHub:
                 raise
             link.state = "failed" if not (link.stop and link.stop.is_set()) else "idle"
             if link.state == "failed":
-                if not connected:
-                    link.failures += 1  # the connection itself failed: wait longer next time
                 link.last_error = self._why_ended(link, exc)
                 log.info("MCP server %s: %s", link.name, link.last_error)
+                if not connected:
+                    # The connection itself failed: wait longer next time, in every process.
+                    link.failures += 1
+                    self._remember_failure(link, self._kind_of(link, exc))
         finally:
             link.session = None
             self._unregister(link)
             link.settled.set()
             self._changed()
+
+    def _remember_failure(self, link: _Link, kind: FailureKind) -> None:
+        link.failure_kind, link.failed_at, link.remembered = kind, self.now(), False
+        link.retry_at = link.failed_at + backoff_s(link.failures)
+        if self.failures is None:
+            return
+        try:
+            record = self.failures.remember(
+                link.name, link.digest, kind, link.last_error or "", link.failures
+            )
+        except (OSError, ValueError) as exc:  # only a cache: this process still backs off
+            log.warning("recording the MCP server %s's failure failed: %s", link.name, exc)
+            return
+        link.failed_at, link.retry_at = record.at, record.retry_at
+
+    def _forget_failure(self, link: _Link) -> None:
+        if self.failures is None:
+            return
+        try:
+            self.failures.forget(link.name)
+        except (OSError, ValueError) as exc:  # only a cache
+            log.warning("clearing the MCP server %s's failure failed: %s", link.name, exc)
+
+    def _kind_of(self, link: _Link, exc: BaseException | None) -> FailureKind:
+        """What kind of failure ended a connection, for the front ends' words."""
+        telling = _telling(exc)
+        stdio = link.stdio
+        if (stdio is not None and stdio.problem) or isinstance(telling, ResponseTooLarge):
+            return "flooded"
+        if isinstance(telling, TimeoutError):
+            return "timeout"
+        if isinstance(telling, FileNotFoundError | PermissionError):
+            return "not_started"
+        if isinstance(telling, OSError):
+            return "unreachable"
+        if stdio is not None and (stdio.closed.is_set() or stdio.exit_code is not None):
+            return "stopped"
+        return "failed"
 
     async def _handshake(self, link: _Link, session: Any) -> None:
         """Initialise and list the tools, within the connect timeout; a disconnect asked for

@@ -648,3 +648,34 @@ def test_html_in_a_reply_is_shown_as_text_never_rendered(qtbot):
     shown = view.toPlainText()
     assert shown.startswith("Done.")  # markdown still renders
     assert '<span style="font-size:0px">' in shown  # the markup is visible, not applied
+
+
+def test_a_server_whose_tools_the_request_went_without_is_named_below_the_reply(
+    qtbot, run, app_home, scripted_server
+):
+    from broker.settings import Settings
+    from tools.mcp.config import McpServerConfig, McpSettings
+
+    server = scripted_server(["I found nothing about a vault code."])
+    model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=30)
+    settings = Settings()
+    missing = McpServerConfig(command="chamberlain-no-such-mcp-server")
+    settings.mcp = McpSettings(servers={"vault": missing})
+    chat = rig(qtbot, app_home, model=model, settings=settings)
+
+    async def scenario() -> None:
+        window = await chat.shown()
+        await type_and_send(qtbot, window, "look through my files for the vault code")
+        await turn_done(window)
+
+    run(scenario())
+    notices = [e.body for e in chat.window.transcript.entries if isinstance(e, NoticeEntry)]
+    assert (
+        "The MCP server 'vault' could not be started (the program "
+        "'chamberlain-no-such-mcp-server' is not installed (not on PATH)); its tools were left "
+        "out of this request — Test in Settings › MCP servers tries again"
+    ) in notices
+    [reply] = replies(chat.window)
+    assert "vault code" in reply.view.toPlainText()
+    chat.close()
+    model.close()
