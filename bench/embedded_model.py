@@ -17,7 +17,9 @@ by its PID). Figures:
   the same reply both ways), sent by `OpenAIChatModel.chat` and by a bare `http.client` POST
   reading the SSE stream to its end, rounds interleaved; the ratio of the medians;
 - ``budget``: `broker.llm.budget.fit` on a turn with an 8 KB tool result, counting with the
-  model's tokenizer and with the estimate.
+  model's tokenizer and with the estimate;
+- ``mid-prompt``: a request of ~3,500 tokens (its evaluation alone takes seconds) under a 0.5 s
+  `llm.timeout_s`, and the same with the person's Stop 0.5 s in: when each call really ended.
 
 A benchmark reports figures; it asserts nothing. Runs in a scratch home.
 """
@@ -25,6 +27,7 @@ A benchmark reports figures; it asserts nothing. Runs in a scratch home.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -181,6 +184,62 @@ def budget_cost(rounds: int) -> dict[str, Any]:
     return {"tokenizer_ms": _median_ms(tokenizer), "estimate_ms": _median_ms(estimate)}
 
 
+def mid_prompt(rounds: int) -> dict[str, Any]:
+    import threading
+
+    from broker.llm.base import ModelError
+    from broker.llm.embedded import EmbeddedChatModel
+    from tools.stop import Stopped, StopSignal, stopping
+
+    record = Path(os.environ["CHAMBERLAIN_HOME"]) / "llm-cpu.json"
+    long = [{"role": "user", "content": "Tell me about the sea and the ships on it. " * 330}]
+    limit = 0.5
+    deadline_ends, stop_ends, full = [], [], []
+    for _ in range(rounds):
+        model = EmbeddedChatModel(max_reply_tokens=1, timeout_s=300, record_path=record)
+        try:
+            model.start()
+            started = time.perf_counter()
+            model.chat(long)  # the whole evaluation, for scale
+            full.append(time.perf_counter() - started)
+        finally:
+            model.close()
+        model = EmbeddedChatModel(max_reply_tokens=1, timeout_s=300, record_path=record)
+        try:
+            model.start()
+            # The deadline counts from each call, the worker's start included: started, the
+            # limit is lowered so that it falls in the middle of the prompt's evaluation.
+            model._timeout_s = limit
+            started = time.perf_counter()
+            with contextlib.suppress(ModelError):
+                model.chat(long)
+            deadline_ends.append(time.perf_counter() - started)
+        finally:
+            model.close()
+        model = EmbeddedChatModel(max_reply_tokens=1, timeout_s=300, record_path=record)
+        try:
+            model.start()
+            signal = StopSignal()
+            timer = threading.Timer(limit, signal.stop)
+            started = time.perf_counter()
+            timer.start()
+            try:
+                with stopping(signal):
+                    model.chat(long)
+            except Stopped:
+                pass
+            stop_ends.append(time.perf_counter() - started)
+            timer.cancel()
+        finally:
+            model.close()
+    return {
+        "evaluation_ms": _median_ms(full),
+        "limit_ms": limit * 1000,
+        "deadline_ended_ms": _median_ms(deadline_ends),
+        "stop_ended_ms": _median_ms(stop_ends),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=5)
@@ -195,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             "in_worker": in_worker(options.rounds),
             "client": client_overhead(options.rounds * 2),
             "budget": budget_cost(options.rounds),
+            "mid_prompt": mid_prompt(max(1, options.rounds // 2)),
         }
     if options.json:
         print(json.dumps(report, indent=2))
@@ -221,6 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"- context budget per turn (8 KB tool result): {budget['tokenizer_ms']} ms counting "
         f"with the model's tokenizer, {budget['estimate_ms']} ms with the estimate"
+    )
+    mid = report["mid_prompt"]
+    print(
+        f"- a {mid['evaluation_ms']} ms prompt evaluation under a {mid['limit_ms']:.0f} ms limit "
+        f"ended at {mid['deadline_ended_ms']} ms; Stop at {mid['limit_ms']:.0f} ms ended it at "
+        f"{mid['stop_ended_ms']} ms"
     )
     return 0
 
