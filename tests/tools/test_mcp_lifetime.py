@@ -178,3 +178,21 @@ def test_where_bubblewrap_is_missing_servers_run_under_the_supervisor(monkeypatc
     assert chosen.how == "supervisor"
     assert chosen.why_not_better == "bubblewrap is not installed"
     assert "bubblewrap is not installed" in chosen.describe()
+
+
+def test_the_installed_bundle_without_bubblewrap_starts_servers_bare_and_says_so(
+    monkeypatch, tmp_path
+):
+    """The bundle has no interpreter to run the supervisor script with."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    lifetime.containment.cache_clear()
+    try:
+        chosen = lifetime.containment()
+    finally:
+        lifetime.containment.cache_clear()
+    assert chosen.how == "none"
+    assert lifetime.wrapped(chosen, ["/usr/bin/server", "--flag"]) == ["/usr/bin/server", "--flag"]
+    assert chosen.describe().startswith("directly: one that daemonises could outlive")
