@@ -97,6 +97,13 @@ def _x_server_missing(display: str) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--mcp-supervise"]:
+        # An MCP server's supervisor (tools/mcp/supervise.py) where bubblewrap cannot give it a
+        # PID namespace, as the installed bundle starts it. Standard library only.
+        from tools.mcp.supervise import main as supervise
+
+        supervise(["supervise", *args[1:]])
+        return 0
     if args[:1] == ["--llm-worker"]:
         # The embedded model's worker process (broker/llm/worker.py), as the installed bundle
         # starts it: the bundle's executable is the only interpreter there is.

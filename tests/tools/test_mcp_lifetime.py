@@ -10,6 +10,8 @@ bench/mcp_lifetime.py's (docs/BENCHMARKS.md).
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import REPO
 from tests.support.mcp_lifetime import (
     HOSTILE_SERVER,
     end_all,
@@ -180,10 +183,10 @@ def test_where_bubblewrap_is_missing_servers_run_under_the_supervisor(monkeypatc
     assert "bubblewrap is not installed" in chosen.describe()
 
 
-def test_the_installed_bundle_without_bubblewrap_starts_servers_bare_and_says_so(
+def test_the_installed_bundle_without_bubblewrap_supervises_servers_with_its_own_executable(
     monkeypatch, tmp_path
 ):
-    """The bundle has no interpreter to run the supervisor script with."""
+    """The bundle has no interpreter for the supervisor script: its executable is the one."""
     empty = tmp_path / "bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
@@ -193,6 +196,35 @@ def test_the_installed_bundle_without_bubblewrap_starts_servers_bare_and_says_so
         chosen = lifetime.containment()
     finally:
         lifetime.containment.cache_clear()
-    assert chosen.how == "none"
-    assert lifetime.wrapped(chosen, ["/usr/bin/server", "--flag"]) == ["/usr/bin/server", "--flag"]
-    assert chosen.describe().startswith("directly: one that daemonises could outlive")
+    assert chosen.how == "supervisor"
+    assert lifetime.wrapped(chosen, ["/usr/bin/server", "--flag"], parent_pid=42) == [
+        sys.executable,
+        "--mcp-supervise",
+        "42",
+        "--",
+        "/usr/bin/server",
+        "--flag",
+    ]
+
+
+def test_the_chamberlain_command_runs_the_supervisor_when_asked(tmp_path):
+    """`chamberlain --mcp-supervise PARENT -- PROGRAM` (what the bundle runs) supervises: the
+    program runs, and the supervisor ends as it did."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app.launcher",
+            "--mcp-supervise",
+            str(os.getpid()),
+            "--",
+            "/bin/sh",
+            "-c",
+            "exit 3",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 3, done.stderr

@@ -75,16 +75,18 @@ def containment() -> Containment:
     found = _bwrap()
     if isinstance(found, Containment):
         return found
-    if getattr(sys, "frozen", False):
-        chosen = Containment("none", why_not_better=found)
-    else:
-        chosen = supervised(found)
+    chosen = supervised(found)
     log.info("MCP servers start %s", chosen.describe())
     return chosen
 
 
 def supervised(why_not_better: str) -> Containment:
-    """The fallback: each server under tools/mcp/supervise.py, run by this interpreter."""
+    """The fallback: each server under tools/mcp/supervise.py, run by this interpreter (in the
+    installed bundle, by its own executable, which takes `--mcp-supervise`: app/launcher.py)."""
+    if getattr(sys, "frozen", False):
+        return Containment(
+            "supervisor", (sys.executable, "--mcp-supervise"), why_not_better=why_not_better
+        )
     # -I -S: the supervisor needs the standard library only, and nothing from the environment
     # (PYTHONPATH, a user's site-packages) may change what it runs.
     prefix = (sys.executable, "-I", "-S", str(SUPERVISOR))
