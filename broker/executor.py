@@ -19,11 +19,11 @@ from typing import Any
 
 from broker.audit import AuditEvent, AuditLog
 from broker.llm.base import (
-    CUT_OFF_NOTE,
     AssistantMessage,
     ChatModel,
     ModelError,
     ModelUnavailable,
+    cut_note,
     failure_in_turn,
     note_failure,
 )
@@ -262,7 +262,8 @@ class Executor:
                     )
                     return result
                 text = answer.content.strip()[:MAX_REPLY_CHARS]
-                result.reply = f"{text}\n\n{CUT_OFF_NOTE}" if text else CUT_OFF_NOTE
+                note = cut_note(answer)
+                result.reply = f"{text}\n\n{note}" if text else note
                 if said is not None:
                     result.reply = f"{result.reply}\n\n({said})"
                 return result

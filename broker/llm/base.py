@@ -45,9 +45,19 @@ class AssistantMessage:
     # The stream ended before the server said the reply was complete: content and tool calls
     # are whatever arrived, and may stop mid-sentence or mid-argument.
     cut: bool = False
+    # Why, when the backend knows ("the model server closed the connection in the middle of
+    # its reply"); None when the stream simply stopped short.
+    cut_reason: str | None = None
     # What the backend left out of the request to fit the model's context (broker.llm.budget),
     # for the reply to say.
     context_cuts: tuple[str, ...] = ()
+
+
+def cut_note(message: AssistantMessage) -> str:
+    """The note a cut reply ends with: why it was cut, when that is known."""
+    if message.cut_reason:
+        return f"[the model's reply was cut off: {message.cut_reason}]"
+    return CUT_OFF_NOTE
 
 
 class ChatModel(Protocol):

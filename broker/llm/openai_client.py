@@ -320,6 +320,13 @@ def _encodable(value: Any) -> Any:
     return value
 
 
+_HUNG_UP = "the model server closed the connection in the middle of its reply"
+
+
+def _said_anything(message: AssistantMessage) -> bool:
+    return bool(message.content.strip() or message.tool_calls)
+
+
 def _connection_broke(exc: BaseException) -> bool:
     """A connection error that is not a timeout: refused, reset, or closed by the other side."""
     if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
@@ -758,12 +765,20 @@ class OpenAIChatModel:
             if "text/event-stream" not in content_type:
                 # Some servers ignore stream=true and answer with one JSON completion.
                 return self._collect_plain(self._json_completion(stream.response, content_type))
-            # A connection that breaks here is described by _chat_once: the reply had begun.
-            for chunk in stream:
-                received += 1
-                self._add_chunk(acc, chunk)
-                if acc.content_truncated:
-                    break  # closing the stream tells the server to stop generating
+            try:
+                for chunk in stream:
+                    received += 1
+                    self._add_chunk(acc, chunk)
+                    if acc.content_truncated:
+                        break  # closing the stream tells the server to stop generating
+            except (openai.APIConnectionError, httpx2.TransportError) as exc:
+                partial = acc.message()
+                if deadline.expired or not _connection_broke(exc) or not _said_anything(partial):
+                    raise  # described by _chat_once (a timeout, or a reply with nothing in it)
+                # What arrived is kept, marked cut, with the reason: nothing the person already
+                # saw streaming in is taken back.
+                log.warning("the model server %s hung up mid-reply: %s", self._base_url, exc)
+                return replace(partial, cut=True, cut_reason=_HUNG_UP)
         if deadline.expired:
             raise self._timed_out()
         if not received:

@@ -699,6 +699,26 @@ def test_a_reply_cut_off_mid_stream_says_so_and_marks_the_result(tmp_path, scrip
     assert result.failed is True
 
 
+def test_a_reply_whose_server_hung_up_mid_stream_keeps_its_text_and_says_so(
+    tmp_path, scripted_server
+):
+    server = scripted_server(
+        [Cut(Text("First part. Second part. Third part. Fourth."), at_byte=700)]
+    )
+    rig = Rig(tmp_path, real_model(server))
+
+    result = rig.run()
+
+    text, note = result.reply.split("\n\n")
+    assert text.startswith("First part.")
+    assert note == (
+        "[the model's reply was cut off: the model server closed the connection in the middle "
+        "of its reply]"
+    )
+    assert result.cut is True
+    assert result.failed is True
+
+
 def test_tool_calls_in_a_cut_off_reply_are_not_run(tmp_path, scripted_server):
     server = scripted_server([Cut(ToolCalls([("probe", {"n": 1}), ("probe", {"n": 2})]))])
     rig = Rig(tmp_path, real_model(server))

@@ -479,6 +479,24 @@ def test_a_reply_cut_mid_body_says_the_server_closed_the_connection_in_its_reply
     assert model.chat(USER).content == "again"
 
 
+def test_a_stream_cut_mid_body_after_some_text_keeps_the_text_and_says_why_it_stops(
+    scripted_server: ServerFactory,
+) -> None:
+    # Two events of text arrive, then the server hangs up inside the third.
+    server = scripted_server(
+        [Cut(Text("First part. Second part. Third part. Fourth."), at_byte=700)]
+    )
+    streamed: list[str] = []
+
+    reply = client(server, stream=True, on_delta=streamed.append).chat(USER)
+
+    assert reply.cut is True
+    assert reply.cut_reason == "the model server closed the connection in the middle of its reply"
+    assert reply.content == "".join(streamed)
+    assert reply.content.startswith("First part.")
+    assert not reply.content.endswith("Fourth.")
+
+
 def test_a_request_holding_a_name_that_is_not_utf8_reaches_the_server_escaped(
     scripted_server: ServerFactory,
 ) -> None:
