@@ -36,7 +36,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 from app import async_dialog
 from app.assistant import Assistant
 from app.launcher import EXIT_NO_DISPLAY, NO_DISPLAY_ADVICE
-from app.single_instance import SingleInstance, server_name
+from app.single_instance import Claim, SingleInstance, lock_path, server_name, take_over
 from app.tray import Tray, icon
 from broker.events import MemoryNotice, TurnEnded, TurnEvent, TurnStarted
 
@@ -532,8 +532,14 @@ def _quit_on_signals(shell: Shell) -> None:
 async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
     from broker.settings import SettingsError
 
-    instance = SingleInstance(server_name(home))
-    if not instance.claim():
+    instance = SingleInstance(server_name(home), lock_path(home))
+    claim = instance.claim()
+    if claim is Claim.NOT_RESPONDING:
+        # Frozen (its loop stuck, or the process stopped): said, and ended only on a yes.
+        claim = await take_over(instance)
+        if claim is Claim.NOT_RESPONDING:
+            return 1
+    if claim is Claim.SHOWN:
         log.info("Chamberlain is already running; asked it to show its window")
         return 0
     try:

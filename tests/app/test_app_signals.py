@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 
 from app.passphrase import PassphraseDialog
+from app.single_instance import lock_path, read_holder
 from tests.support.app import app_env, running_app
 from tests.support.mcp_notes import notes_config, running_with, write_notes
 from tests.support.xvfb import running_xvfb
@@ -100,6 +101,8 @@ def test_sigterm_while_the_passphrase_dialog_is_open_quits_and_leaves_nothing_ha
     # No passphrase was chosen: no memory was created, nor a record of how it is keyed.
     assert not (home / "memory.db").exists()
     assert not (home / "memory.keying").exists()
+    # The next start is not blocked: the instance lock names no process any more.
+    assert read_holder(lock_path(home)) is None
     verified = _audit_verifies(env)
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
