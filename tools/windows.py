@@ -103,6 +103,13 @@ def x11_refused_message(display: str) -> str:
     )
 
 
+def x11_not_allowed_message(display: str) -> str:
+    return (
+        f"The X display {display} refused the connection: it does not let this user in (X "
+        "access control; the display's cookie, found through $XAUTHORITY, is missing or wrong)"
+    )
+
+
 class _PollingSelect:
     """`select.select` for python-xlib's one call, done with poll().
 
@@ -159,8 +166,19 @@ def x11_display(name: str) -> Iterator[Display]:
         display = Display(name)
     except xerror.DisplayNameError as exc:
         raise ToolError(f"$DISPLAY is set to {name!r}, which is not an X display name") from exc
-    except (xerror.DisplayConnectionError, xerror.XauthError, OSError) as exc:
+    except xerror.DisplayConnectionError as exc:
+        # The server's own reason, when it refused the setup ("Authorization required, …").
+        reason = exc.msg.decode("utf-8", "replace") if isinstance(exc.msg, bytes) else exc.msg
+        if "authoriz" in str(reason).lower():
+            raise ToolError(x11_not_allowed_message(name)) from exc
         raise ToolError(x11_refused_message(name)) from exc
+    except (xerror.XauthError, OSError) as exc:
+        raise ToolError(x11_refused_message(name)) from exc
+    except xerror.ConnectionClosedError as exc:
+        # The server took the connection, then closed it during the setup before its refusal
+        # could be read: what an X server with access control does to a client without the
+        # right cookie, seen from the other side of the race.
+        raise ToolError(x11_not_allowed_message(name)) from exc
     try:
         yield display
     except xerror.ConnectionClosedError as exc:
