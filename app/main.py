@@ -529,6 +529,33 @@ def _quit_on_signals(shell: Shell) -> None:
             log.debug("cannot handle signal %s on this platform", number)
 
 
+async def _unless_signalled(work: Coroutine[Any, Any, Claim]) -> Claim | None:
+    """`work`, or None when SIGTERM or SIGHUP comes first: before the shell exists (and its own
+    handlers, `_quit_on_signals`), a dialog being awaited is closed and the launch ends with 0
+    rather than being killed by the signal's default action."""
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    numbers = (signal.SIGTERM, signal.SIGHUP)
+    for number in numbers:
+        try:
+            loop.add_signal_handler(number, task.cancel)
+        except (NotImplementedError, RuntimeError, ValueError):
+            log.debug("cannot handle signal %s on this platform", number)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if not task.cancelled():
+            raise
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise  # this launch itself is being cancelled, not only the question
+        return None
+    finally:
+        for number in numbers:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(number)
+
+
 async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
     from broker.settings import SettingsError
 
@@ -536,7 +563,11 @@ async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
     claim = instance.claim()
     if claim is Claim.NOT_RESPONDING:
         # Frozen (its loop stuck, or the process stopped): said, and ended only on a yes.
-        claim = await take_over(instance)
+        answer = await _unless_signalled(take_over(instance))
+        if answer is None:  # SIGTERM or SIGHUP while asking: nothing was started yet
+            instance.release()
+            return 0
+        claim = answer
         if claim is Claim.NOT_RESPONDING:
             return 1
     if claim is Claim.SHOWN:

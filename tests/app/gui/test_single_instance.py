@@ -304,11 +304,12 @@ def _type_keys(display: str, *names: str) -> None:
         conn.close()
 
 
-@pytest.mark.parametrize("answer", ["end", "wait"])
+@pytest.mark.parametrize("answer", ["end", "wait", "sigterm"])
 def test_a_second_launch_on_screen_offers_to_end_the_frozen_one(tmp_path, frozen, answer):
     """The second launch of the real app, on a real X server with a window manager: the box
     appears; Alt+E ends the frozen instance and this launch starts in its place; Esc leaves it
-    and this launch ends, saying so."""
+    and this launch ends, saying so; SIGTERM (logout) while it asks ends it with 0, the frozen
+    one untouched."""
     process, home = frozen
     with running_xvfb() as server:
         server.start_window_manager()
@@ -330,6 +331,10 @@ def test_a_second_launch_on_screen_offers_to_end_the_frozen_one(tmp_path, frozen
                 )
                 second.send_signal(signal.SIGTERM)
                 assert second.wait(30) == 0
+            elif answer == "sigterm":
+                second.send_signal(signal.SIGTERM)
+                assert second.wait(30) == 0
+                assert process.poll() is None
             else:
                 _type_keys(server.display, "Escape")
                 assert second.wait(30) == 1
