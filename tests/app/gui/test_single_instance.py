@@ -329,6 +329,8 @@ def test_a_second_launch_on_screen_offers_to_end_the_frozen_one(tmp_path, frozen
                     lambda: (read_holder(lock_path(home)) or Holder(0, 0)).pid == second.pid,
                     what="the second launch to take the lock",
                 )
+                # Started in its place: with no tray on this bare desktop, its chat window.
+                server.wait_for_window("Chamberlain — Chat", second, timeout=START_S)
                 second.send_signal(signal.SIGTERM)
                 assert second.wait(30) == 0
             elif answer == "sigterm":
