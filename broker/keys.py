@@ -441,8 +441,8 @@ def load_memory_key(
         no_keyring = keyring_trouble or "there is no system keyring here"
         raise MemoryKeyUnavailable(
             f"memory is encrypted and {no_keyring}: give a passphrase in "
-            f"{PASSPHRASE_ENV}, or run in a terminal to type one, or turn encryption off with "
-            'the setting memory.encryption = "off" (not recommended)',
+            f"{PASSPHRASE_ENV}, or run in a terminal to type one, or start a system keyring "
+            "(GNOME Keyring, KWallet or KeePassXC's Secret Service)",
             needs_passphrase=True,
         )
     return MemoryKey(None, passphrase, "passphrase", f"passphrase ({why})", typed=typed)
