@@ -66,7 +66,9 @@ def default_command(
         ):
             return [str(installed_command)]
         return [executable]
-    return [executable, "-m", "app.launcher"]
+    # -P: the folder the session starts in (the home) is not put on the import path, so a
+    # planted ~/app/launcher.py cannot stand in for ours at every login.
+    return [executable, "-P", "-m", "app.launcher"]
 
 
 # Characters that make an Exec argument need quoting (Desktop Entry spec, "The Exec key").

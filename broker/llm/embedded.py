@@ -215,7 +215,9 @@ def worker_command() -> list[str]:
     executable, which takes `--llm-worker` (app/launcher.py)."""
     if getattr(sys, "frozen", False):
         return [sys.executable, "--llm-worker"]
-    return [sys.executable, "-m", "broker.llm.worker"]
+    # -P: the working folder is not put on the import path, so a `broker/` folder wherever the
+    # person happens to run Chamberlain (a downloaded project) can never stand in for ours.
+    return [sys.executable, "-P", "-m", "broker.llm.worker"]
 
 
 def _worker_environment() -> dict[str, str]:
@@ -242,6 +244,9 @@ class WorkerProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=_worker_environment(),
+            # In "/", not the person's working folder: llama.cpp looks for its backend
+            # libraries in the working folder too when it chooses them itself.
+            cwd="/",
             start_new_session=True,
         )
         self.announced: str | None = None

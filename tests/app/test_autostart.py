@@ -119,8 +119,8 @@ def test_a_folder_that_cannot_be_written_is_a_clear_error(user_home):
 
 def test_the_default_command_starts_this_interpreters_desktop_app(user_home):
     command = autostart.default_command()
-    assert command == [sys.executable, "-m", "app.launcher"]
-    assert launcher.wants_app(command[3:])  # no arguments: the desktop app, not the CLI
+    assert command == [sys.executable, "-P", "-m", "app.launcher"]
+    assert launcher.wants_app(command[4:])  # no arguments: the desktop app, not the CLI
 
 
 @pytest.fixture

@@ -231,6 +231,26 @@ def test_a_model_that_never_answered_is_not_named_as_the_one_that_answered(tmp_p
     assert not [e for e in events if isinstance(e, BackendNamed)]
 
 
+def test_a_broker_folder_where_chamberlain_runs_never_stands_in_for_the_worker(
+    tmp_path, monkeypatch
+):
+    """Run from a downloaded project holding its own `broker/llm/worker.py`, Chamberlain still
+    starts its own worker: the planted module never runs."""
+    planted = tmp_path / "project" / "broker" / "llm"
+    planted.mkdir(parents=True)
+    for init in (planted.parent / "__init__.py", planted / "__init__.py"):
+        init.write_text("")
+    ran = tmp_path / "planted-ran"
+    (planted / "worker.py").write_text(f"open({str(ran)!r}, 'w').write('ran')\n")
+    monkeypatch.chdir(tmp_path / "project")
+    model = EmbeddedChatModel(max_reply_tokens=4, timeout_s=300)
+    try:
+        assert model.chat([{"role": "user", "content": "Hi!"}]).content.strip()
+    finally:
+        model.close()
+    assert not ran.exists()
+
+
 def test_a_crash_while_the_model_loads_is_a_sentence_not_a_traceback(tmp_path):
     """A worker that dies before it ever answers (here: a program that exits at once, as a
     broken install would) ends the call with what happened."""
