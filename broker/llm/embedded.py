@@ -684,6 +684,7 @@ class EmbeddedChatModel:
                 raise WorkerStopped()
             try:
                 choice, probe = self._choose(worker, files, record, deadline, stopped)
+                probe = probe or force_probe  # asked for (doctor): also with one build only
                 variant = [choice, os.fspath(files[choice])] if choice else None
                 loaded = worker.request(
                     {
