@@ -104,6 +104,47 @@ class ToolResult:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
 
+class CallPlan(BaseModel):
+    """What one call will do, as structure: the prompt, the CLI question, Permissions and the
+    audit render from this and nothing is parsed back out of prose (invariant 10).
+
+    Every field is filled by the tool's `prepare` from what `run` will execute; a field a tool
+    has nothing for stays empty. Paths are absolute; strings are shown escaped by front ends.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    # A command: each stage's argv exactly as it runs (the resolved program first), and the
+    # working folder. `network_stages` are the indexes of the stages that get a network.
+    stages: tuple[tuple[str, ...], ...] = ()
+    cwd: str | None = None
+    network_stages: tuple[int, ...] = ()
+    # What the sandbox shows of the person's files: read-only, and writable.
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    # What the call may reach over the network: empty = nothing; "internet" = internet egress
+    # only (no loopback, no LAN); otherwise host names or addresses the person named.
+    network: tuple[str, ...] = ()
+    # The files or folders the call reads or changes by name (a file tool's path, a command's
+    # operands), and the files it will change where that can be known in advance (a patch's
+    # targets, an archive's members).
+    files: tuple[str, ...] = ()
+    changes: tuple[str, ...] = ()
+    # Places the call may change that run code later: (path, when it runs), e.g.
+    # ("~/.bashrc", "runs at your next login").
+    startup: tuple[tuple[str, str], ...] = ()
+    # An MCP call: the server, the tool and every argument (name, JSON text in full).
+    mcp_server: str | None = None
+    mcp_tool: str | None = None
+    mcp_arguments: tuple[tuple[str, str], ...] = ()
+    # A request that leaves the computer: the full destination and what it carries.
+    url: str | None = None
+    method: str | None = None
+    body: str | None = None
+    # The limits a command runs under: (what, how much), e.g. ("memory", "1 GiB").
+    limits: tuple[tuple[str, str], ...] = ()
+
+
 @dataclass(frozen=True)
 class Prepared:
     """One tool call, checked once: what it touches, how undoable it is, and the exact plan.
@@ -119,6 +160,9 @@ class Prepared:
     plan: object = None
     # The validated arguments, for a tool that has an arguments model.
     values: ToolArguments | None = None
+    # What the call will do, as structure, for the prompt and the audit (None: nothing to show
+    # beyond the tool's name and arguments).
+    call_plan: CallPlan | None = None
 
     @classmethod
     def of(
@@ -127,10 +171,11 @@ class Prepared:
         targets: Iterable[str],
         reversibility: Reversibility,
         plan: object = None,
+        call_plan: CallPlan | None = None,
     ) -> Prepared:
         """A call prepared from validated values (its `arguments`: what the caller gave)."""
         arguments = values.model_dump(exclude_unset=True)
-        return cls(arguments, tuple(targets), reversibility, plan, values)
+        return cls(arguments, tuple(targets), reversibility, plan, values, call_plan)
 
 
 @dataclass(frozen=True)
