@@ -11,6 +11,7 @@ This module never executes a tool. It never asks the model anything.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -23,7 +24,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -44,6 +45,9 @@ from tools.scopes import (
     scope_covers,
 )
 from tools.stop import Stopped, current_stop, stop_hook
+
+if TYPE_CHECKING:
+    from broker.taint import OutboundAfterPrivate
 
 log = logging.getLogger("chamberlain.broker.permissions")
 
@@ -1056,9 +1060,14 @@ class PermissionBroker:
         reversibility: Reversibility = "easy",
         turn_id: str | None = None,
         events: TurnObserver | None = None,
+        fresh: OutboundAfterPrivate | None = None,
     ) -> PermissionToken | Denial:
         """A token for this call from a live grant, or from the person's answer; else a Denial.
-        Raises `Stopped` when the turn is stopped while the question is open."""
+        Raises `Stopped` when the turn is stopped while the question is open.
+
+        `fresh` (broker/taint.py): the call could carry out private data this turn has read, so
+        no live grant covers it, only "once" may be answered, a standing rule is no answer, and
+        the prompt and any denial say why."""
         self.expire(turn_id)
         digest = args_digest(arguments)
 
@@ -1080,7 +1089,7 @@ class PermissionBroker:
                 **fields,
             )
 
-        grant = self.grants.find(capability, targets)
+        grant = None if fresh is not None else self.grants.find(capability, targets)
         if grant is not None:
             # A live grant covers the call: one line says which, and the token it backs.
             token = self.tokens.issue(grant, call_id, digest)
@@ -1113,9 +1122,16 @@ class PermissionBroker:
             user_scope=from_user,
             risk=risk,
             reversibility=reversibility,
-            once_only=runs_code,
-            reason=(
-                describe_command_call(targets) if capability is Capability.SYSTEM_EXECUTE else ""
+            once_only=runs_code or fresh is not None,
+            reason="\n".join(
+                part
+                for part in (
+                    fresh.reason if fresh is not None else "",
+                    describe_command_call(targets)
+                    if capability is Capability.SYSTEM_EXECUTE
+                    else "",
+                )
+                if part
             ),
         )
         record(
@@ -1125,6 +1141,7 @@ class PermissionBroker:
             user_scope=from_user,
             risk=risk,
             reversibility=reversibility,
+            **(fresh.audit if fresh is not None else {}),
         )
 
         def late(answer: PromptDecision) -> None:
@@ -1136,12 +1153,17 @@ class PermissionBroker:
 
         emit(events, PermissionAsked(turn_id or "", call_id, tool, capability, scope))
         decision = ask_within(self.prompter, request, self.prompt_timeout_s, on_late=late)
+        if fresh is not None and decision.reason == "rule" and decision.allow:
+            # A rule was set before this request existed; only a person who sees it may allow it.
+            decision = PromptDecision(allow=False, reason="headless")
         if decision.reason == "cancelled":
             record(AuditEvent.PERMISSION_DENIED, scope, why="cancelled")
             answered(scope, "cancelled")
             raise Stopped()
         if not decision.allow or decision.mode is None:
             denial = self._deny(decision, capability, scope, tool, call_id, turn_id)
+            if fresh is not None:
+                denial = dataclasses.replace(denial, reason=f"{denial.reason}: {fresh.reason}")
             answered(scope, "timeout" if denial.status == "timeout" else "denied")
             return denial
         grant = self._grant_from(decision, request, digest, targets)
