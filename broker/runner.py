@@ -36,6 +36,7 @@ from broker.permissions import (
     args_digest,
 )
 from broker.policy import PolicyTable, coverage_problems
+from broker.taint import Egress, TurnTaint
 from broker.types import ToolCallRecord, ToolStatus
 from tools.arguments import ToolArguments
 from tools.manual import (
@@ -107,6 +108,8 @@ class TurnScope:
     capabilities: Mapping[str, Capability] | None = None
     # Told when a call starts and ends, and of permission questions (broker/events.py).
     events: TurnObserver | None = None
+    # The private data this turn has let in: an outbound call after it is asked anew.
+    taint: TurnTaint = field(default_factory=TurnTaint)
 
 
 _Job = tuple[Callable[[], object], list[object], threading.Event]
@@ -191,8 +194,11 @@ class ToolRunner:
         audit: AuditLog,
         *,
         max_argument_bytes: int = 16 * 1024,
+        egress: Egress | None = None,
     ) -> None:
         self.registry = registry
+        # Which calls let private data in and which can send data out (broker/taint.py).
+        self.egress = egress if egress is not None else Egress()
         self.permissions = permissions
         self.audit = audit
         self.max_argument_bytes = max_argument_bytes
@@ -253,6 +259,8 @@ class ToolRunner:
             reversibility=reversibility,
             turn_id=turn.turn_id,
             events=turn.events,
+            fresh=turn.taint.outbound(self.egress, tool, prepared),
+            plan=prepared.call_plan,
         )
         if isinstance(grant, Denial):
             return self._finish(turn, call_id, name, arguments, grant.status, grant.reason, tool)
@@ -402,6 +410,9 @@ class ToolRunner:
                 started=started,
             )
             raise Stopped()
+        if finished:
+            # What it read goes back to the model now, as a result or inside an error.
+            turn.taint.note(self.egress.private_source(tool, call, call_id))
         if not finished:
             why = f"{tool.name} did not finish within {tool.manual.timeout_s:g} s"
             return self._finish(

@@ -44,6 +44,7 @@ from broker.profiles import ProfileError, load_profiles, resolve
 from broker.router import refine_with_model, route_heuristic, understood_reading
 from broker.runner import ToolRunner, TurnScope, self_test
 from broker.settings import Settings, SettingsError, load_settings
+from broker.taint import Egress, mcp_network_of
 from broker.types import GrantMode, Intent, PolicyDecision, RouterOutput, TurnResult
 from tools.manual import RequestWords
 from tools.registry import ToolConfig, ToolRegistry, builtin_registry
@@ -226,6 +227,8 @@ class Session:
             self.permissions,
             self.audit,
             max_argument_bytes=self.settings.executor.max_argument_bytes,
+            # Read at each call: Settings may change the servers during a long session.
+            egress=Egress(mcp_network=lambda name: mcp_network_of(self.settings.mcp.servers)(name)),
         )
         self.executor = Executor(
             self.runner,
@@ -585,6 +588,8 @@ class Session:
             self._open_memory()
         recollection = self._recollect(router, turn_id) if recall else None
         if recollection is not None:
+            # Facts above "low" handed to the model: an outbound call after this is asked anew.
+            scope.taint.note_memory(f.sensitivity for f in recollection.facts)
             facts = tuple((f.id, f.text) for f in recollection.facts)
             emit(observer, Recalled(turn_id, facts, recollection.held_back))
         check_stopped()

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -249,3 +249,24 @@ def _command_places(prepared: Prepared) -> list[str]:
 
 def _short(text: str) -> str:
     return text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 1] + "…"
+
+
+def mcp_network_of(servers: Mapping[str, object]) -> McpNetwork:
+    """Whether each MCP server has a network, from its settings (`servers`: name -> the
+    server's settings). A server whose settings say nothing about a network is not known to
+    have none (it runs with the person's own network unless sandboxed): None, outbound."""
+
+    def network(name: str) -> bool | None:
+        setting = getattr(servers.get(name), "network", None)
+        if setting is None:
+            return None
+        if isinstance(setting, bool):
+            return setting
+        if isinstance(setting, str):
+            return setting.strip().lower() not in ("", "none", "off", "false", "no")
+        try:
+            return bool(len(setting))
+        except TypeError:
+            return None
+
+    return network

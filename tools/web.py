@@ -53,6 +53,7 @@ from urllib3.util.ssl_match_hostname import CertificateError
 from tools.arguments import NOT_BLANK, ToolArguments
 from tools.files import decode_text
 from tools.manual import (
+    CallPlan,
     Capability,
     Prepared,
     RequestWords,
@@ -279,6 +280,12 @@ def _whatwg_ipv4(host: str) -> ipaddress.IPv4Address | None:
     for index, n in enumerate(numbers[:-1]):
         value += n * 256 ** (3 - index)
     return ipaddress.IPv4Address(value)
+
+
+def fetch_plan(address: WebAddress) -> CallPlan:
+    """What a fetch of `address` sends where: the URL as requested (its fragment, which never
+    leaves this computer, dropped), GET, no body, and the one host it reaches."""
+    return CallPlan(url=address.url, method="GET", network=(address.host,))
 
 
 def url_target(raw: str) -> str:
@@ -988,7 +995,9 @@ class _WebTools:
     def prepare_fetch(self, args: WebFetchArguments) -> Prepared:
         address = parse_web_url(args.url)
         self.guard.check_static(address)
-        return Prepared.of(args, [address.target], "easy", address)
+        # The prompt shows exactly what is sent, whole: the path and query can carry data out
+        # (`?ref=<a private note>`), so no front end may cut them to the host.
+        return Prepared.of(args, [address.target], "easy", address, fetch_plan(address))
 
     def fetch(self, args: WebFetchArguments, prepared: Prepared) -> ToolResult:
         address = prepared.plan
