@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import json
 import logging
 import os
 import sys
@@ -76,15 +75,17 @@ class FlagPrompter:
         approve_all: str | None,
         terminal: tuple[IO[str], IO[str]] | None = None,
         timed_s: float | None = None,
-        timeout_s: float | None = None,
+        clock: Any = None,
     ) -> None:
+        from broker.clock import SystemClock
+
         self.rules = list(rules)
         self.approve_all = approve_all
         self.terminal = terminal
-        # How long a `timed` answer lasts (None: the settings' default).
+        # How long a `timed` answer lasts (None: what the request says, from the settings).
         self.timed_s = timed_s
-        # How long the broker waits for an answer on the terminal (None: for ever).
-        self.timeout_s = timeout_s
+        # The broker's clock: the terminal stops waiting at the request's deadline on it.
+        self.clock = clock if clock is not None else SystemClock()
 
     @property
     def answers_instantly(self) -> bool:
@@ -114,7 +115,7 @@ class FlagPrompter:
                 allow=True,
                 mode=mode,
                 scope=rule.scope,
-                duration_s=self.timed_s if mode is GrantMode.TIMED else None,
+                duration_s=(self.timed_s or request.timed_s) if mode is GrantMode.TIMED else None,
                 reason="rule",
             )
         if self.approve_all == "once":
@@ -122,9 +123,7 @@ class FlagPrompter:
         if self.approve_all == "deny":
             return PromptDecision(allow=False, reason="user")
         if self.terminal is not None:
-            return ask_on_terminal(
-                request, *self.terminal, timed_s=self.timed_s, timeout_s=self.timeout_s
-            )
+            return ask_on_terminal(request, *self.terminal, timed_s=self.timed_s, clock=self.clock)
         return PromptDecision(allow=False, reason="headless")
 
 
@@ -202,52 +201,72 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:g} min"
 
 
+def _terminal_rows(request: Any) -> str:
+    """The question's rows from its structure (app.prompt_view), every value whole and escaped;
+    a row of several values continues under its first, indented."""
+    from app.prompt_view import covers_note, no_always_words, prompt_rows
+    from tools.escapes import visible
+
+    out: list[str] = []
+    for row in prompt_rows(request):
+        head = f"  {row.label}: "
+        indent = " " * len(head)
+        out.append(head + f"\n{indent}".join(row.lines))
+    for note in (request.reason, covers_note(request), no_always_words(request)):
+        if note:
+            out.append(f"  {visible(note)}")
+    return "\n".join(out) + "\n"
+
+
 def ask_on_terminal(
     request: Any,
     stdin: IO[str],
     stderr: IO[str],
     *,
     timed_s: float | None = None,
-    timeout_s: float | None = None,
+    clock: Any = None,
 ) -> Any:
-    """Ask on the terminal. `timed_s`: how long a timed grant lasts (None: 5 minutes);
-    `timeout_s`: how long the broker waits for the answer (None: no limit is shown or kept)."""
+    """Ask on the terminal until `request.deadline` on `clock` (the broker's; default the
+    system's). `timed_s`: how long a timed grant lasts (None: the request's `timed_s`)."""
     import time
 
+    from broker.clock import SystemClock
     from broker.permissions import PromptDecision
     from broker.types import GrantMode
-    from tools.scopes import describe_scope
 
-    where = (
-        "" if request.scope == "*" else f" for {describe_scope(request.capability, request.scope)}"
-    )
+    clock = clock if clock is not None else SystemClock()
     origin = "" if request.user_scope else " (the model asked for this; you did not name it)"
-    what = f"  {request.reason}\n" if request.reason else ""
-    lasting = _minutes(timed_s if timed_s is not None else 300.0)
-    offered = ("once", "no") if request.once_only else ("once", "timed", "session", "always", "no")
-    choices = (
-        "Allow? [o]nce, [N]o"
-        if request.once_only
-        else f"Allow? [o]nce, [t]imed ({lasting}), [s]ession (this command only), [a]lways, [N]o"
-    )
-    limit = f" (no answer within {timeout_s:g} s is a no)" if timeout_s else ""
+    lasting_s = timed_s if timed_s is not None else request.timed_s
+    lasting = _minutes(lasting_s)
+    always = not request.always_unavailable
+    if request.once_only:
+        offered: tuple[str, ...] = ("once", "no")
+        choices = "Allow? [o]nce, [N]o"
+    else:
+        offered = ("once", "timed", "session", *(("always",) if always else ()), "no")
+        choices = (
+            f"Allow? [o]nce, [t]imed ({lasting}), [s]ession (this command only), "
+            + ("[a]lways, " if always else "")
+            + "[N]o"
+        )
+    limit = f" (no answer within {request.timeout_s:g} s is a no)"
     stderr.write(
-        f"\nChamberlain wants {request.capability.value}{where}{origin}\n"
-        f"  tool: {request.tool}  arguments: {json.dumps(request.arguments)[:300]}\n"
-        f"{what}"
+        f"\nChamberlain wants {request.capability.value}{origin}\n"
+        f"{_terminal_rows(request)}"
         f"  risk: {_shown_risk(request)}, reversibility: {request.reversibility}\n"
         f"{choices}{limit}: "
     )
     stderr.flush()
-    deadline = None
-    if timeout_s:
-        deadline = time.monotonic() + max(timeout_s - _TIMEOUT_MARGIN_S, 0.0)
+    # The request's deadline, on a clock this process can wait on; the terminal gives up a
+    # moment before the broker, so its own line is printed before the denial.
+    left = request.deadline - clock.now()
+    deadline = time.monotonic() + max(left - _TIMEOUT_MARGIN_S, 0.0)
     for attempt in range(_TRIES):
         try:
             line = _read_answer(stdin, deadline)
         except _NoAnswer:
             # The cursor is still on the prompt line: end it before anything else is printed.
-            stderr.write(f"\nNo answer within {timeout_s:g} s: not allowed.\n")
+            stderr.write(f"\nNo answer within {request.timeout_s:g} s: not allowed.\n")
             stderr.flush()
             return PromptDecision(allow=False, reason="timeout")
         if line is None:  # end of input: nobody there to say yes
@@ -262,7 +281,7 @@ def ask_on_terminal(
             return PromptDecision(
                 allow=True,
                 mode=mode,
-                duration_s=timed_s if mode is GrantMode.TIMED else None,
+                duration_s=lasting_s if mode is GrantMode.TIMED else None,
                 reason="user",
             )
         if attempt + 1 < _TRIES:
@@ -367,7 +386,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
         args.approve_all,
         (sys.stdin, sys.stderr) if interactive else None,
         timed_s=minutes * 60,
-        timeout_s=settings.permissions.prompt_timeout_s,
     )
 
     def open_memory() -> Any:

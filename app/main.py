@@ -79,10 +79,9 @@ class Shell(QObject):
         self.loaded_settings = read_settings(home)
         settings = self.loaded_settings.settings
         self.home = home
-        self.prompter: Prompter = prompter or GuiPrompter(
-            timeout_s=settings.permissions.prompt_timeout_s,
-            timed_default_minutes=settings.permissions.timed_default_minutes,
-        )
+        # The timeout and the timed default come with each request (from the broker, which
+        # Settings updates), so a change applies to the next question.
+        self.prompter: Prompter = prompter or GuiPrompter()
 
         def make_session() -> Session:
             # On the io thread, after the tray is up: the broker's imports (tree-sitter, the

@@ -17,14 +17,11 @@ It renders and forwards; what may be offered and what each answer decides is the
 
 from __future__ import annotations
 
-import html
 import itertools
 import math
-import os
-import re
 
 from PySide6.QtCore import QSize, Qt, QTimer
-from PySide6.QtGui import QFont, QPalette, QShowEvent, QTextOption
+from PySide6.QtGui import QFont, QFontDatabase, QPalette, QShowEvent, QTextOption
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
@@ -46,9 +43,10 @@ from PySide6.QtWidgets import (
 
 from app import async_dialog
 from app.permission_prompt import TIMED_MINUTES, Choice, PermissionQuestion
+from app.prompt_view import always_words, covers_note, no_always_words, prompt_rows
 from broker.permissions import PromptDecision
+from tools.escapes import visible
 from tools.manual import Capability
-from tools.scopes import ANY, MCP_CAPS, UNSCOPED_CAPS, describe_scope
 
 # Seconds after the dialog appears before any Allow can be pressed.
 ACTIVATION_DELAY_S = 0.8
@@ -78,19 +76,6 @@ _WHAT: dict[Capability, tuple[str, str]] = {
     ),
 }
 
-# What the scope row is called, per capability.
-_SCOPE_LABEL: dict[Capability, str] = {
-    Capability.FILE_READ: "Where",
-    Capability.FILE_WRITE: "Where",
-    Capability.SYSTEM_EXECUTE: "Command",
-    Capability.WEB_ACCESS: "Site",
-    Capability.SCREEN_READ: "Display",
-    Capability.OPEN_EXTERNAL: "Opens",
-    Capability.MCP_READ: "Tool",
-    Capability.MCP_WRITE: "Tool",
-    Capability.MCP_EXECUTE: "Tool",
-}
-
 _RISK = {
     "safe": "Low",
     "moderate": "Medium",
@@ -107,6 +92,8 @@ _ONCE_ONLY_NOTE = (
     "This runs code that cannot be shown here, so it can only be allowed once: "
     "Chamberlain will ask again next time."
 )
+
+_ONCE_NOTE = "This can only be allowed once: Chamberlain will ask again next time."
 
 _MODEL_INITIATED_NOTE = (
     "You did not ask for this. The assistant wants to do it on its own, partway through your "
@@ -128,67 +115,27 @@ def duration_words(minutes: float) -> str:
     return f"{minutes:g} min"
 
 
-def _is_folder(path: str) -> bool:
-    return os.path.isdir(path)
-
-
 def always_rule_words(question: PermissionQuestion) -> str:
     """The rule "Always allow" saves, in words: "Always allow reading files in /home/ann"."""
-    request = question.request
-    capability, scope = request.capability, request.scope
-    described = describe_scope(capability, scope).replace("`", "")
-    if capability is Capability.FILE_READ:
-        what = f"reading files in {scope}" if _is_folder(scope) else f"reading {scope}"
-    elif capability is Capability.FILE_WRITE:
-        what = f"changing files in {scope}" if _is_folder(scope) else f"changing {scope}"
-    elif capability is Capability.SYSTEM_EXECUTE:
-        what = f"running {described}"
-    elif capability is Capability.WEB_ACCESS:
-        what = f"visiting {described} and its subdomains"
-    elif capability is Capability.SCREEN_READ:
-        what = "seeing any display" if scope == ANY else f"seeing display {described}"
-    elif capability is Capability.OPEN_EXTERNAL:
-        what = f"opening {described} in another app"
-    elif capability is Capability.SYSTEM_READ:
-        what = "looking up system information"
-    elif capability in MCP_CAPS:
-        what = f"using {described}"
-    else:
-        what = "remembering things about you"
-    return f"Always allow {what}"
-
-
-def _code_html(text: str) -> str:
-    """Plain text with `backticked` parts in the system's fixed-width font, as rich text."""
-    parts = re.split(r"`([^`]*)`", text)
-    out = []
-    for index, part in enumerate(parts):
-        if index % 2:
-            out.append(f"<code>{html.escape(part)}</code>")
-        else:
-            out.append(html.escape(part))
-    return "".join(out)
-
-
-def _command_parts(reason: str) -> tuple[str | None, list[str]]:
-    """Split `describe_command_call` text into its command clause and the rest."""
-    clauses = [c.strip() for c in reason.split("; ") if c.strip()]
-    if clauses and clauses[0].startswith("runs "):
-        return clauses[0][len("runs ") :], clauses[1:]
-    return None, clauses
+    return always_words(question.request)
 
 
 class _ExactText(QTextEdit):
-    """Text that must be seen whole (a path, a command): wraps anywhere, as tall as its text,
-    never scrolls or elides. (A QLabel breaks lines only where Unicode allows, so a long file
-    name without spaces or slashes would widen the dialog instead.)"""
+    """Text that must be seen whole (a command, a path, an argument): plain text in the fixed
+    font, wrapped anywhere, never elided. Up to `MAX_LINES` lines it is as tall as its text;
+    a longer value (a file's content sent to an MCP tool) scrolls inside its box, whole. (A
+    QLabel breaks lines only where Unicode allows, so a long file name without spaces or
+    slashes would widen the dialog instead.)"""
 
-    def __init__(self, rich: str, plain: str, name: str, parent: QWidget | None = None) -> None:
+    MAX_LINES = 12
+
+    def __init__(self, plain: str, name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setReadOnly(True)
+        self.setAcceptRichText(False)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.setLineWrapMode(QTextEdit.LineWrapMode.WidgetWidth)
         self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -197,7 +144,10 @@ class _ExactText(QTextEdit):
         policy.setHeightForWidth(True)
         self.setSizePolicy(policy)
         self.document().setDocumentMargin(4)
-        self.setHtml(rich)
+        self.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        # Plain text, always: a value the model chose may hold markup (`<a href…>`) that Qt
+        # would otherwise render and so hide or disguise what is asked.
+        self.setPlainText(plain)
         self.setAccessibleName(name)
         self.setAccessibleDescription(plain)
         self._heights: dict[int, int] = {}
@@ -205,12 +155,18 @@ class _ExactText(QTextEdit):
     def hasHeightForWidth(self) -> bool:
         return True
 
+    def full_height(self, width: int) -> int:
+        """The height the whole text needs at `width`, unscrolled."""
+        document = self.document().clone(self)
+        document.setTextWidth(max(1, width - 2 * self.frameWidth()))
+        height = math.ceil(document.size().height()) + 2 * self.frameWidth()
+        document.deleteLater()
+        return height
+
     def heightForWidth(self, width: int) -> int:
         if width not in self._heights:
-            document = self.document().clone(self)
-            document.setTextWidth(max(1, width - 2 * self.frameWidth()))
-            self._heights[width] = math.ceil(document.size().height()) + 2 * self.frameWidth()
-            document.deleteLater()
+            cap = self.fontMetrics().lineSpacing() * self.MAX_LINES + 8 + 2 * self.frameWidth()
+            self._heights[width] = min(self.full_height(width), cap)
         return self._heights[width]
 
     def sizeHint(self) -> QSize:
@@ -291,7 +247,8 @@ class PermissionDialog(QDialog):
         # -- the caution, when there is reason for it ------------------------------------------
         self.warning: QFrame | None = None
         self.warning_text: QLabel | None = None
-        self.scope_text: _ExactText | None = None
+        # Each detail row's value, by its label ("Command", "File", "Arguments"…).
+        self.rows: dict[str, QWidget] = {}
         if cautious:
             root.addWidget(self._warning_frame(question))
 
@@ -303,11 +260,12 @@ class PermissionDialog(QDialog):
         details.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         details.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
         self._add_row(details, "What", _wrapping(capability_words(request.capability)))
-        self._add_scope_rows(details, question)
+        self._add_detail_rows(details, question)
+        tool = visible(request.tool)
         if question.model_initiated:
-            why = f"The assistant asked on its own; your message did not name this ({request.tool})"
+            why = f"The assistant asked on its own; your message did not name this ({tool})"
         else:
-            why = f"You asked for this ({request.tool})"
+            why = f"You asked for this ({tool})"
         self._add_row(details, "Why", _wrapping(why))
         if question.read_only and request.reversibility == "easy":
             undo = "changes nothing"
@@ -379,32 +337,17 @@ class PermissionDialog(QDialog):
             label.setContentsMargins(0, margin, 0, 0)
         form.addRow(label, field)
 
-    def _add_scope_rows(self, form: QFormLayout, question: PermissionQuestion) -> None:
-        request = question.request
-        capability = request.capability
-        if capability is Capability.SYSTEM_EXECUTE:
-            command, rest = _command_parts(request.reason)
-            described = describe_scope(capability, request.scope)
-            shown = command if command is not None else described
-            form_name = _SCOPE_LABEL[capability]
-            self.scope_text = _ExactText(_code_html(shown), shown.replace("`", ""), form_name)
-            self._add_row(form, form_name, self.scope_text)
-            if rest:
-                effects = _wrapping("\n".join(f"• {c[0].upper()}{c[1:]}" for c in rest))
-                self._add_row(form, "Effects", effects)
-            return
-        if capability in UNSCOPED_CAPS or (request.scope == ANY and capability not in _SCOPE_LABEL):
-            return
-        shown = describe_scope(capability, request.scope)
-        name = _SCOPE_LABEL.get(capability, "Scope")
-        # An MCP scope is already a sentence ("the tool x of MCP server 'y'"), not a literal.
-        literal = request.scope != ANY and capability not in MCP_CAPS
-        self.scope_text = _ExactText(
-            f"<code>{html.escape(shown)}</code>" if literal else html.escape(shown),
-            shown,
-            name,
-        )
-        self._add_row(form, name, self.scope_text)
+    def _add_detail_rows(self, form: QFormLayout, question: PermissionQuestion) -> None:
+        """The rows of `app.prompt_view`, each value whole: what the call will do."""
+        for row in prompt_rows(question.request):
+            text = "\n".join(row.lines)
+            field: QWidget = _ExactText(text, row.label) if row.exact else _wrapping(text)
+            self.rows[row.label] = field
+            self._add_row(form, row.label, field)
+        if question.request.reason:
+            note = _wrapping(visible(question.request.reason))
+            self.rows["Note"] = note
+            self._add_row(form, "Note", note)
 
     def _warning_frame(self, question: PermissionQuestion) -> QFrame:
         frame = QFrame()
@@ -448,11 +391,14 @@ class PermissionDialog(QDialog):
         caption.setFont(bold)
         box.addWidget(caption)
         request = question.request
-        if request.capability is Capability.SYSTEM_EXECUTE and question.read_only:
-            # A longer answer covers the class, not only this line: say so before it is given.
-            covers = describe_scope(request.capability, request.scope)
-            note = _secondary(_wrapping(f"Any answer but once also covers {covers}."))
-            box.addWidget(note)
+        # A longer answer may cover more than this call reaches (the folder the person named,
+        # a class of commands): say so before it is given.
+        self.covers_note: QLabel | None = None
+        covers = covers_note(request)
+        if covers:
+            self.covers_note = _secondary(_wrapping(covers))
+            self.covers_note.setAccessibleName("What a longer answer covers")
+            box.addWidget(self.covers_note)
 
         grid = QGridLayout()
         grid.setHorizontalSpacing(8)
@@ -527,8 +473,17 @@ class PermissionDialog(QDialog):
 
         self.once_only_note: QLabel | None = None
         if question.request.once_only:
-            self.once_only_note = _secondary(_wrapping(_ONCE_ONLY_NOTE))
+            # With a reason of its own (shown above as the Note), the note says only the rule.
+            once = _ONCE_ONLY_NOTE if not question.request.reason else _ONCE_NOTE
+            self.once_only_note = _secondary(_wrapping(once))
             box.addWidget(self.once_only_note)
+        # "Always" is offered only where it will be saved as shown; where not, say why.
+        self.no_always_note: QLabel | None = None
+        why_not = no_always_words(question.request)
+        if why_not:
+            self.no_always_note = _secondary(_wrapping(why_not))
+            self.no_always_note.setAccessibleName("Why Always is not offered")
+            box.addWidget(self.no_always_note)
         self.choice_buttons[question.preselected].setChecked(True)
         return box
 

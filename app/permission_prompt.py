@@ -1,14 +1,15 @@
-"""Permission questions for the desktop app, and the bridge from the broker's blocking Prompter.
+"""Permission questions for the desktop app: the broker's `PendingPrompt`, shown in a dialog.
 
-The broker asks for permission on a worker thread and blocks until it has an answer
-(`broker.permissions.ask_within`). `GuiPrompter` is that Prompter for the desktop app: `ask()`
-hands a `PermissionQuestion` to the UI thread through a queued signal and waits on a
-`threading.Event`; the UI thread shows the questions one at a time and the person's answer, a
-countdown ending or a `cancel()` (the broker's timeout, or Stop) releases the waiting thread.
+The broker asks on a worker thread and waits on its `PendingPrompt` until the request's
+deadline (`broker.permissions.ask_within`). `GuiPrompter.present` hands that prompt to the UI
+thread through a queued signal; there a `PermissionQuestion` — a thin Qt view of the one prompt,
+not a second state machine — is shown, one at a time. The person's answer resolves the prompt;
+the countdown reads the same deadline on the same (the broker's) clock; the broker ending the
+prompt first (its deadline, Stop) closes the dialog.
 
-`PermissionQuestion` is the model the dialog renders: the request, what may be offered for it,
-what each choice decides and the countdown. The dialog (`app.permission_dialog`) only renders it
-and forwards clicks, so everything that decides something is here and testable without a window.
+`PermissionQuestion` is what the dialog renders: the request, what may be offered for it, what
+each choice decides and the countdown. The dialog (`app.permission_dialog`) only renders it and
+forwards clicks, so everything that decides something is here and testable without a window.
 
 This module never grants anything itself (the broker turns a decision into a grant), never
 blocks the UI thread and never calls `QDialog.exec()`.
@@ -18,8 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
-from collections import deque
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from typing import Literal
@@ -72,10 +71,14 @@ def nearest_minutes(minutes: float) -> float:
 
 
 class PermissionQuestion(QObject):
-    """One permission question: what is asked, what may be answered, and the countdown.
+    """The Qt face of one `PendingPrompt`: what may be answered, and signals for the dialog.
 
-    The first answer wins; later ones are ignored. `answer`, `cancel` and the countdown all end
-    it the same way: `answered(decision)` then `closed()`. Lives on the UI thread.
+    It holds no state of its own about the outcome: the answer, the deadline and the end are
+    the prompt's (`broker.permissions.PendingPrompt`), which the broker waits on. `answer`
+    resolves the prompt; the countdown reads the prompt's deadline on the broker's clock and
+    cancels it when it passes; the broker ending it (its timeout, Stop) is told through
+    `prompt_ended`, on the UI thread. However it ends: `answered(decision)` then `closed()`.
+    Lives on the UI thread.
     """
 
     # A PromptDecision, once.
@@ -87,27 +90,13 @@ class PermissionQuestion(QObject):
     # How many more questions wait behind this one.
     queue_changed = Signal(int)
 
-    def __init__(
-        self,
-        request: PermissionRequest,
-        timeout_s: float,
-        *,
-        timed_default_minutes: float = 5.0,
-        clock: Clock | None = None,
-        asked_at: float | None = None,
-        parent: QObject | None = None,
-    ) -> None:
+    def __init__(self, prompt: PendingPrompt, *, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.request = request
-        self.timeout_s = timeout_s
-        self.timed_default_minutes = timed_default_minutes
-        self._clock: Clock = clock or SystemClock()
-        # The countdown runs from when the broker asked, which is when its own timeout starts;
-        # a question that waited in the queue shows only the time it really has left.
-        self.asked_at = self._clock.now() if asked_at is None else asked_at
+        self.prompt = prompt
+        self.request = prompt.request
         self.shown_at: float | None = None
-        self.decision: PromptDecision | None = None
         self.queued_behind = 0
+        self._told = False
         self._timer = QTimer(self)
         self._timer.setInterval(round(TICK_S * 1000))
         self._timer.timeout.connect(self._tick)
@@ -117,6 +106,11 @@ class PermissionQuestion(QObject):
     @property
     def capability(self) -> Capability:
         return self.request.capability
+
+    @property
+    def timeout_s(self) -> float:
+        """The figure that applied when the broker asked (the countdown's full length)."""
+        return self.request.timeout_s
 
     @property
     def model_initiated(self) -> bool:
@@ -147,14 +141,9 @@ class PermissionQuestion(QObject):
 
     @property
     def offers_always(self) -> bool:
-        """A saved rule is never offered for code that cannot be shown, for the highest risk, or
-        for a command other than the read-only class (a saved rule for one exact line would
-        outlive the reason it was typed)."""
-        if self.request.once_only or self.high_risk:
-            return False
-        if self.capability is Capability.SYSTEM_EXECUTE:
-            return read_only_command_scope(self.request.scope)
-        return True
+        """Whether "Always" is offered: only where the broker will save it as shown; else the
+        request says why (`always_unavailable`) and the dialog shows that instead."""
+        return not self.request.once_only and not self.request.always_unavailable
 
     @property
     def preselected(self) -> Choice:
@@ -169,7 +158,7 @@ class PermissionQuestion(QObject):
 
     @property
     def default_minutes(self) -> float:
-        return nearest_minutes(self.timed_default_minutes)
+        return nearest_minutes(self.request.timed_s / 60)
 
     def decision_for(self, choice: Choice, minutes: float | None = None) -> PromptDecision:
         """What answering `choice` decides. Raises ValueError for a choice not offered."""
@@ -192,8 +181,12 @@ class PermissionQuestion(QObject):
     # -- answering -----------------------------------------------------------------------------
 
     @property
+    def decision(self) -> PromptDecision | None:
+        return self.prompt.decision
+
+    @property
     def done(self) -> bool:
-        return self.decision is not None
+        return self.prompt.done
 
     def choose(self, choice: Choice, minutes: float | None = None) -> bool:
         """Answer with `choice`; False when the question had already ended."""
@@ -201,38 +194,47 @@ class PermissionQuestion(QObject):
 
     def answer(self, decision: PromptDecision) -> bool:
         """End the question with `decision`; False (and ignored) when it had already ended."""
-        if self.decision is not None:
-            return False
-        self.decision = decision
-        self._timer.stop()
-        self.answered.emit(decision)
-        self.closed.emit()
-        return True
+        accepted = self.prompt.resolve(decision)
+        self.prompt_ended()
+        return accepted
 
-    def cancel(self, reason: Literal["timeout", "cancelled"]) -> bool:
+    def cancel(self, reason: Literal["timeout", "cancelled", "error"]) -> bool:
         """End the question unanswered: a denial recorded with `reason`."""
-        return self.answer(PromptDecision(allow=False, reason=reason))
+        ended = self.prompt.cancel(reason)
+        self.prompt_ended()
+        return ended
+
+    def prompt_ended(self) -> None:
+        """The prompt is over, whoever ended it: tell the dialog once (UI thread)."""
+        if self._told or not self.prompt.done:
+            return
+        self._told = True
+        self._timer.stop()
+        self.answered.emit(self.prompt.decision)
+        self.closed.emit()
 
     # -- the countdown -------------------------------------------------------------------------
 
     @property
     def deadline(self) -> float:
-        return self.asked_at + self.timeout_s
+        return self.prompt.deadline
 
     def remaining_s(self) -> float:
-        return max(0.0, self.deadline - self._clock.now())
+        return self.prompt.remaining_s()
 
     def start(self) -> None:
         """The question is on screen: the countdown runs (it may end it at once)."""
         if self.done:
+            self.prompt_ended()
             return
         if self.shown_at is None:
-            self.shown_at = self._clock.now()
+            self.shown_at = self.prompt.clock.now()
         self._timer.start()
         self._tick()
 
     def _tick(self) -> None:
         if self.done:
+            self.prompt_ended()
             return
         left = self.remaining_s()
         self.remaining_changed.emit(left)
@@ -256,139 +258,76 @@ async def _present_in_dialog(question: PermissionQuestion) -> object:
     return await present_question(question)
 
 
-class _Ticket:
-    """One `ask()` in flight, shared by the asking thread and the UI thread (under a lock)."""
-
-    def __init__(self, request: PermissionRequest, asked_at: float) -> None:
-        self.request = request
-        self.asked_at = asked_at
-        # Only touched on the UI thread.
-        self.question: PermissionQuestion | None = None
-        self.presented = False
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._decision: PromptDecision | None = None
-
-    @property
-    def resolved(self) -> bool:
-        return self._done.is_set()
-
-    def resolve(self, decision: PromptDecision) -> bool:
-        with self._lock:
-            if self._done.is_set():
-                return False
-            self._decision = decision
-            self._done.set()
-            return True
-
-    def wait(self, timeout_s: float) -> PromptDecision | None:
-        self._done.wait(timeout_s)
-        with self._lock:
-            return self._decision
-
-
 class GuiPrompter(QObject):
     """The broker's Prompter for the desktop app: questions answered in dialogs, one at a time.
 
-    Create it on the UI thread. `ask` and `cancel` are called on the broker's threads; every
-    question, its dialog and the queue are only ever touched on the UI thread.
+    The broker hands it each question's `PendingPrompt` (`present`, on a broker thread) and
+    waits on that prompt itself until its deadline; the prompter shows it on the UI thread and
+    the dialog's answer resolves it. When the broker ends a prompt first (its deadline, Stop),
+    the prompt's end reaches the UI thread and the dialog closes. Create it on the UI thread;
+    every question, its dialog and the queue are only ever touched there.
     """
 
     # A question's dialog was shown: its capability value (the tray may say what is asked).
     question_shown = Signal(str)
     # How many questions are open or waiting for their turn.
     waiting_changed = Signal(int)
-    # Private: a _Ticket to show / to withdraw, from the broker's threads to the UI thread.
+    # Private: a PendingPrompt to show, from the broker's threads to the UI thread.
     _asked = Signal(object)
-    # Private: (a _Ticket, "timeout" | "cancelled") whose question must close.
-    _withdrawn = Signal(object)
-
-    # How much longer than its countdown `ask` waits for the UI before it gives up on its own.
-    GRACE_S = 5.0
+    # Private: a PendingPrompt that ended (answered elsewhere, timed out or stopped).
+    _ended = Signal(object)
 
     def __init__(
         self,
-        timeout_s: float,
-        timed_default_minutes: float,
         *,
         present: Presenter | None = None,
         clock: Clock | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
-        self.timeout_s = timeout_s
-        self.timed_default_minutes = timed_default_minutes
         self._present_question: Presenter = present or _present_in_dialog
+        # Only for `ask` called directly (no broker around it): the broker's own prompts
+        # carry its clock.
         self._clock: Clock = clock or SystemClock()
-        self._lock = threading.Lock()
-        # Every ask() still blocked (any thread, under the lock).
-        self._asking: list[_Ticket] = []
-        # Requests cancelled before their ask() had even started (a Stop racing the prompt).
-        self._cancelled_early: deque[PermissionRequest] = deque(maxlen=32)
-        # UI thread only: the question on screen and those waiting for it, in order.
-        self._current: _Ticket | None = None
-        self._queue: list[_Ticket] = []
+        # UI thread only: each prompt's question, the one on screen and those waiting.
+        self._questions: dict[int, PermissionQuestion] = {}
+        self._current: PermissionQuestion | None = None
+        self._queue: list[PermissionQuestion] = []
         self._waiting = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._asked.connect(self._enqueue, Qt.ConnectionType.QueuedConnection)
-        self._withdrawn.connect(self._withdraw, Qt.ConnectionType.QueuedConnection)
+        self._ended.connect(self._on_prompt_ended, Qt.ConnectionType.QueuedConnection)
 
-    # -- the Prompter protocol (broker threads) ------------------------------------------------
+    # -- the broker's side (any thread) --------------------------------------------------------
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
-        """Show the question on the UI thread and block this thread until it is over."""
+    def present(self, prompt: PendingPrompt) -> None:
+        """Show `prompt` on the UI thread; returns at once (the broker waits on the prompt)."""
         if QThread.currentThread() == self.thread():
-            # Blocking here would freeze the very loop that must show the dialog.
+            # The broker would then block the very loop that must show the dialog.
             log.error(
                 "a permission prompt was asked on the UI thread; it was denied instead of "
                 "freezing the app (%s for %s)",
-                request.capability.value,
-                request.tool,
+                prompt.request.capability.value,
+                prompt.request.tool,
             )
-            return PromptDecision(allow=False, reason="error")
-        ticket = _Ticket(request, self._clock.now())
-        with self._lock:
-            for early in self._cancelled_early:
-                if early is request:
-                    self._cancelled_early.remove(early)
-                    return PromptDecision(allow=False, reason="cancelled")
-            self._asking.append(ticket)
-        try:
-            self._asked.emit(ticket)
-            decision = ticket.wait(self.timeout_s + self.GRACE_S)
-            if decision is None:
-                log.error("the permission dialog did not answer in time; denied as a timeout")
-                ticket.resolve(PromptDecision(allow=False, reason="timeout"))
-                self._withdrawn.emit((ticket, "timeout"))
-                decision = ticket.wait(0)
-            assert decision is not None  # resolved just above at the latest
-            return decision
-        finally:
-            with self._lock:
-                self._asking.remove(ticket)
+            prompt.cancel("error")
+            return
+        prompt.on_end(self._ended.emit)
+        self._asked.emit(prompt)
 
-    def cancel(self, pending: PendingPrompt) -> None:
-        """The broker gave up on `pending` (its timeout, or the person's Stop): close it."""
-        ended = pending.wait(0)
-        reason: Literal["timeout", "cancelled"] = (
-            "cancelled" if ended is not None and ended.reason == "cancelled" else "timeout"
-        )
-        with self._lock:
-            ticket = next((t for t in self._asking if t.request is pending.request), None)
-            if ticket is None:
-                self._cancelled_early.append(pending.request)
-                return
-        # The asking thread is released now, whether or not the UI thread is free to close the
-        # dialog yet.
-        ticket.resolve(PromptDecision(allow=False, reason=reason))
-        self._withdrawn.emit((ticket, reason))
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        """The Prompter protocol for a caller without the broker's `ask_within`: the same
+        prompt, on this prompter's clock, waited on until its deadline."""
+        prompt = PendingPrompt(request, self._clock)
+        self.present(prompt)
+        return prompt.wait_until_deadline()
 
     # -- the UI thread -------------------------------------------------------------------------
 
     @property
     def current(self) -> PermissionQuestion | None:
         """The question on screen, if any."""
-        return self._current.question if self._current is not None else None
+        return self._current
 
     @property
     def waiting(self) -> int:
@@ -396,82 +335,66 @@ class GuiPrompter(QObject):
         return self._waiting
 
     def cancel_all(self, reason: Literal["timeout", "cancelled"] = "cancelled") -> None:
-        """Close every question (the app is quitting): each waiting thread gets a denial."""
-        with self._lock:
-            asking = list(self._asking)
-        for ticket in asking:
-            ticket.resolve(PromptDecision(allow=False, reason=reason))
-        for ticket in [*self._queue, *([self._current] if self._current else [])]:
-            if ticket.question is not None:
-                ticket.question.cancel(reason)
+        """Close every question (the app is quitting): each waiting broker gets a denial."""
+        for question in [*self._queue, *([self._current] if self._current else [])]:
+            question.cancel(reason)
         self._queue.clear()
         self._update_waiting()
 
-    def _enqueue(self, ticket: _Ticket) -> None:
-        if ticket.resolved:
-            return  # cancelled before it reached the UI thread
+    def _enqueue(self, prompt: PendingPrompt) -> None:
+        if prompt.done:
+            return  # ended before it reached the UI thread
         # Owned by this prompter and deleted (deleteLater) on this thread once over: never by
         # Python's collector, which may run on any thread.
-        question = PermissionQuestion(
-            ticket.request,
-            self.timeout_s,
-            timed_default_minutes=self.timed_default_minutes,
-            clock=self._clock,
-            asked_at=ticket.asked_at,
-            parent=self,
-        )
-        ticket.question = question
-        question.answered.connect(lambda decision: self._on_answered(ticket, decision))
-        self._queue.append(ticket)
+        question = PermissionQuestion(prompt, parent=self)
+        self._questions[id(prompt)] = question
+        question.answered.connect(lambda _decision: self._on_answered(question))
+        self._queue.append(question)
         self._update_waiting()
         if self._current is None:
             self._show_next()
 
-    def _withdraw(self, message: tuple[_Ticket, Literal["timeout", "cancelled"]]) -> None:
-        ticket, reason = message
-        question = ticket.question
+    def _on_prompt_ended(self, prompt: PendingPrompt) -> None:
+        question = self._questions.get(id(prompt))
         if question is not None:
-            question.cancel(reason)
+            question.prompt_ended()
 
-    def _on_answered(self, ticket: _Ticket, decision: PromptDecision) -> None:
-        ticket.resolve(decision)
-        question = ticket.question
-        # The asking thread may hold the ticket last: it must not be what frees a QObject.
-        ticket.question = None
-        if question is not None and not ticket.presented:
+    def _on_answered(self, question: PermissionQuestion) -> None:
+        self._questions.pop(id(question.prompt), None)
+        presented = question.shown_at is not None
+        if not presented:
             question.deleteLater()  # a presented one goes when its presenter has finished
-        if self._current is ticket:
+        if self._current is question:
             self._current = None
-        elif ticket in self._queue:
-            self._queue.remove(ticket)
+        elif question in self._queue:
+            self._queue.remove(question)
         self._update_waiting()
         if self._current is None:
             self._show_next()
 
     def _show_next(self) -> None:
         while self._queue:
-            ticket = self._queue.pop(0)
-            question = ticket.question
-            if question is None or question.done or ticket.resolved:
+            question = self._queue.pop(0)
+            if question.done:
                 continue
-            self._current = ticket
+            self._current = question
             self._update_waiting()
             self.question_shown.emit(question.capability.value)
-            self._start_presenting(ticket, question)
+            self._start_presenting(question)
             # Last: a question whose time ran out while it queued ends here, and the next shows.
             question.start()
             return
         self._update_waiting()
 
-    def _start_presenting(self, ticket: _Ticket, question: PermissionQuestion) -> None:
+    def _start_presenting(self, question: PermissionQuestion) -> None:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             # The app always runs under its qasync loop; without one no dialog can be awaited.
             log.error("cannot show the permission dialog: no asyncio loop is running; denied")
-            question.answer(PromptDecision(allow=False, reason="error"))
+            question.cancel("error")
             return
-        ticket.presented = True
+        question.shown_at = question.prompt.clock.now()
         task = loop.create_task(self._present(question))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -479,20 +402,20 @@ class GuiPrompter(QObject):
     async def _present(self, question: PermissionQuestion) -> None:
         try:
             await self._present_question(question)
-        except Exception:  # a broken dialog must deny, never leave the asking thread blocked
+        except Exception:  # a broken dialog must deny, never leave the broker waiting
             log.exception("the permission dialog failed; the request was denied")
-            question.answer(PromptDecision(allow=False, reason="error"))
+            question.cancel("error")
         else:
             if not question.done:
                 log.error("the permission dialog closed without an answer; it was denied")
-                question.answer(PromptDecision(allow=False, reason="error"))
+                question.cancel("error")
         finally:
             question.deleteLater()
 
     def _update_waiting(self) -> None:
-        queued = sum(1 for t in self._queue if not t.resolved)
-        if self._current is not None and self._current.question is not None:
-            self._current.question.set_queued_behind(queued)
+        queued = sum(1 for q in self._queue if not q.done)
+        if self._current is not None:
+            self._current.set_queued_behind(queued)
         count = queued + (1 if self._current is not None else 0)
         if count != self._waiting:
             self._waiting = count

@@ -33,12 +33,13 @@ from broker.clock import Clock
 from broker.events import PermissionAnswered, PermissionAsked, PermissionOutcome, TurnObserver, emit
 from broker.filelock import held, keep_folder_owner
 from broker.types import Grant, GrantMode
-from tools.manual import PATH_SCOPED, Capability, Reversibility, Risk
+from tools.manual import PATH_SCOPED, CallPlan, Capability, Reversibility, Risk
 from tools.paths import resolve_path
 from tools.scopes import (
     ANY,
+    READONLY,
+    READONLY_IN,
     UNSCOPED_CAPS,
-    describe_command_call,
     describe_scope,
     natural_command_scope,
     natural_scope,
@@ -70,7 +71,14 @@ def args_digest(arguments: dict[str, Any]) -> str:
 
 
 class PermissionRequest(BaseModel):
-    """What the user is asked. The GUI renders it; the CLI answers it from flags."""
+    """What the person is asked, as structure: every front end (the dialog, the terminal, the
+    tests' recorders) renders these fields and parses nothing back out of prose.
+
+    `plan` is what the call will do (the tool's `Prepared.call_plan`); without one a front end
+    shows the tool and every argument. `deadline` is when the question ends unanswered, on the
+    broker's clock: the dialog's countdown, the terminal's and the broker's denial all come
+    from it, and `timeout_s` is the figure that applied (Settings changes the next question).
+    """
 
     capability: Capability
     scope: str
@@ -80,12 +88,23 @@ class PermissionRequest(BaseModel):
     # True when the scope is what the user's own message named (or needs no scope at all);
     # False when the model asked mid-turn for something the user did not name.
     user_scope: bool
+    asked_at: float
+    deadline: float
+    timeout_s: float
+    plan: CallPlan | None = None
     risk: Risk = "safe"
     reversibility: Reversibility = "easy"
+    # A sentence the person must read as it is (why only "once" may be answered this time); a
+    # front end shows it whole and never splits it.
     reason: str = ""
     # Only "once" may be offered: the call runs code that cannot be shown (a sed script, a
     # build file, a program's install scripts), so no grant may outlive this one call.
     once_only: bool = False
+    # Why "Always" is not offered for this request ("" when it is): a rule is offered only
+    # where it will be saved as shown.
+    always_unavailable: str = ""
+    # How long an "Allow for" answer lasts unless the person picks another duration.
+    timed_s: float = 300.0
 
 
 # "cancelled": the person stopped the turn while the prompt was open (not a denial).
@@ -117,60 +136,131 @@ class DenyPrompter:
 
 
 class PendingPrompt:
-    """One permission question in flight: an answer resolves it; the timeout cancels it.
+    """One permission question in flight: the one state machine every front end shares.
 
-    Whichever comes first wins. An answer that arrives after the prompt was cancelled is kept as
-    `late` (and reported by the caller), never used: a person who clicks "allow" a second after
-    the countdown ended has not granted anything.
+    It holds the request, the broker's clock and the answer. An answer (`resolve`), the
+    deadline passing, Stop or a front end giving up (`cancel`) ends it; whichever comes first
+    wins. The dialog's countdown and the terminal's read `remaining_s()`, and the broker waits
+    on `wait_until_deadline()`, so all three end at `request.deadline` on the same clock. An
+    answer that arrives after the end is kept as `late` (and handed to `on_late`), never used:
+    a person who clicks "allow" a second after the countdown ended has not granted anything.
+    Front ends learn of the end through `on_end` (called once, on the thread that ended it).
     """
 
-    def __init__(self, request: PermissionRequest) -> None:
+    # How often a wait looks at the clock again: an injected clock moves without waking it.
+    POLL_S = 0.1
+
+    def __init__(
+        self,
+        request: PermissionRequest,
+        clock: Clock,
+        on_late: Callable[[PromptDecision], None] | None = None,
+    ) -> None:
         self.request = request
+        self.clock = clock
+        self.on_late = on_late
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._decision: PromptDecision | None = None
+        self._ended: list[Callable[[PendingPrompt], None]] = []
         self.cancelled = False
         self.late: PromptDecision | None = None
 
-    def resolve(self, decision: PromptDecision) -> bool:
-        """Answer the prompt; False (and kept as `late`) when it had already ended."""
+    @property
+    def deadline(self) -> float:
+        return self.request.deadline
+
+    def remaining_s(self) -> float:
+        """Seconds left before the question ends as a denial (never below 0)."""
+        return max(0.0, self.request.deadline - self.clock.now())
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    @property
+    def decision(self) -> PromptDecision | None:
+        with self._lock:
+            return self._decision
+
+    def on_end(self, callback: Callable[[PendingPrompt], None]) -> None:
+        """Call `callback(self)` once the question has ended (at once if it has)."""
+        with self._lock:
+            if not self._done.is_set():
+                self._ended.append(callback)
+                return
+        callback(self)
+
+    def _finish(self, decision: PromptDecision) -> bool:
         with self._lock:
             if self._done.is_set():
-                self.late = decision
                 return False
             self._decision = decision
             self._done.set()
+            callbacks, self._ended = self._ended, []
+        for callback in callbacks:
+            try:
+                callback(self)
+            except Exception as exc:  # noqa: BLE001 - a front end's failure must not undo it
+                log.error("a permission prompt's front end failed when it ended: %s", exc)
+        return True
+
+    def resolve(self, decision: PromptDecision) -> bool:
+        """Answer the prompt; False (and kept as `late`) when it had already ended."""
+        if self._finish(decision):
             return True
+        if self.late is None:
+            self.late = decision
+            if decision.allow:
+                log.warning("an answer came after the permission prompt had ended; not used")
+                if self.on_late is not None:
+                    self.on_late(decision)
+        return False
 
     def cancel(self, reason: DecisionReason = "timeout") -> bool:
-        """End the prompt unanswered (a denial with `reason`); False if it was answered."""
-        with self._lock:
-            if self._done.is_set():
-                return False
-            self._decision = PromptDecision(allow=False, reason=reason)
-            self.cancelled = True
-            self._done.set()
-            return True
+        """End the prompt unanswered (a denial with `reason`); False if it had ended."""
+        if not self._finish(PromptDecision(allow=False, reason=reason)):
+            return False
+        self.cancelled = True
+        return True
 
     def wait(self, timeout_s: float) -> PromptDecision | None:
         self._done.wait(timeout_s)
-        with self._lock:
-            return self._decision
+        return self.decision
+
+    def wait_until_deadline(self) -> PromptDecision:
+        """Block until the question ends; at its deadline (on the clock) it ends as a timeout."""
+        while not self._done.is_set():
+            left = self.remaining_s()
+            if left <= 0:
+                self.cancel("timeout")
+                break
+            self._done.wait(min(left, self.POLL_S))
+        decision = self.decision
+        assert decision is not None  # ended above at the latest
+        return decision
+
+
+class PromptPresenter(Protocol):
+    """A front end that shows a question and answers it later (the desktop dialog): `present`
+    returns at once and the answer comes through `prompt.resolve` from any thread."""
+
+    def present(self, prompt: PendingPrompt) -> None: ...
 
 
 def ask_within(
     prompter: Prompter,
     request: PermissionRequest,
-    timeout_s: float,
+    clock: Clock,
     on_late: Callable[[PromptDecision], None] | None = None,
 ) -> PromptDecision:
-    """Ask, but give up after `timeout_s`: no answer in time is a deny with reason `timeout`.
+    """Ask, but give up at `request.deadline`: no answer in time is a deny with reason `timeout`.
 
     A prompter that answers from rules alone (`answers_instantly`) is asked directly: it cannot
-    hang, and a thread per call would only add latency. Otherwise the question is a
-    `PendingPrompt` the timeout cancels; a prompter with a `cancel(pending)` method is told, so
-    it can close its dialog or stop reading the terminal. An answer that comes too late is
-    handed to `on_late` and never used.
+    hang, and a thread per call would only add latency. A prompter with `present` (the desktop
+    dialog) is handed the `PendingPrompt` itself and answers it. Any other prompter is asked on
+    a thread and its answer resolves the prompt. Either way the deadline, Stop or the answer
+    ends the one `PendingPrompt`; an answer that comes too late is handed to `on_late`.
     """
     if getattr(prompter, "answers_instantly", False):
         try:
@@ -178,39 +268,30 @@ def ask_within(
         except Exception as exc:  # noqa: BLE001 - a broken prompter must deny, not crash
             log.error("permission prompt failed: %s", exc)
             return PromptDecision(allow=False, reason="error")
-    pending = PendingPrompt(request)
+    pending = PendingPrompt(request, clock, on_late)
     stop = current_stop()
     if stop is not None and stop.stopped:
         return PromptDecision(allow=False, reason="cancelled")
-
-    def target() -> None:
+    present = getattr(prompter, "present", None)
+    if callable(present):
         try:
-            decision = prompter.ask(request)
+            present(pending)
         except Exception as exc:  # noqa: BLE001 - a broken prompter must deny, not crash
             log.error("permission prompt failed: %s", exc)
-            decision = PromptDecision(allow=False, reason="error")
-        if not pending.resolve(decision) and decision.allow:
-            log.warning("an answer came after the permission prompt had ended; it was not used")
-            if on_late is not None:
-                on_late(decision)
+            pending.cancel("error")
+    else:
 
-    worker = threading.Thread(target=target, name="permission-prompt", daemon=True)
-    worker.start()
+        def target() -> None:
+            try:
+                decision = prompter.ask(request)
+            except Exception as exc:  # noqa: BLE001 - a broken prompter must deny, not crash
+                log.error("permission prompt failed: %s", exc)
+                decision = PromptDecision(allow=False, reason="error")
+            pending.resolve(decision)
+
+        threading.Thread(target=target, name="permission-prompt", daemon=True).start()
     with stop_hook(lambda: pending.cancel("cancelled")):
-        decision = pending.wait(timeout_s)
-    if decision is not None and not pending.cancelled:
-        return decision
-    pending.cancel("timeout")  # no-op when Stop already ended it as cancelled
-    cancel = getattr(prompter, "cancel", None)
-    if callable(cancel):
-        try:
-            cancel(pending)
-        except Exception as exc:  # noqa: BLE001 - a failed close must not undo the denial
-            log.error("closing a timed-out permission prompt failed: %s", exc)
-    decision = pending.wait(0)
-    if decision is None:
-        return PromptDecision(allow=False, reason="timeout")
-    return decision
+        return pending.wait_until_deadline()
 
 
 # --- grants ----------------------------------------------------------------------------------
@@ -515,6 +596,18 @@ class GrantStore:
         entry: dict[str, Any] = grant.model_dump(mode="json")
         entry["mac"] = self._mac(entry)
         return entry
+
+    def why_not_saved(self, scope: str) -> str:
+        """Why an "always" rule for `scope` would not be saved ("" when it would be): the
+        prompt then does not offer one, and says this instead."""
+        if self._path is None or self._key is None:
+            return "this Chamberlain has nowhere to save permissions, so none can outlast it"
+        if redact(scope) != scope:
+            return (
+                "its name looks like it holds a password, and saved permissions never hold "
+                "one; allow it for this session instead"
+            )
+        return ""
 
     def _persists(self, grant: Grant) -> bool:
         # A saved grant never holds a password (redact would change its scope); without a key
@@ -1061,6 +1154,7 @@ class PermissionBroker:
         turn_id: str | None = None,
         events: TurnObserver | None = None,
         fresh: OutboundAfterPrivate | None = None,
+        plan: CallPlan | None = None,
     ) -> PermissionToken | Denial:
         """A token for this call from a live grant, or from the person's answer; else a Denial.
         Raises `Stopped` when the turn is stopped while the question is open.
@@ -1113,6 +1207,10 @@ class PermissionBroker:
             record(AuditEvent.PERMISSION_DENIED, scope, why="runs_code")
             answered(scope, "refused")
             return Denial(status="refused", reason=why, capability=capability, scope=scope)
+        # The figure that applies is read now: a Settings change reaches the next question.
+        timeout_s = self.prompt_timeout_s
+        asked_at = self.clock.now()
+        once_only = runs_code or fresh is not None
         request = PermissionRequest(
             capability=capability,
             scope=scope,
@@ -1120,19 +1218,16 @@ class PermissionBroker:
             arguments=arguments,
             call_id=call_id,
             user_scope=from_user,
+            asked_at=asked_at,
+            deadline=asked_at + timeout_s,
+            timeout_s=timeout_s,
+            plan=plan,
             risk=risk,
             reversibility=reversibility,
-            once_only=runs_code or fresh is not None,
-            reason="\n".join(
-                part
-                for part in (
-                    fresh.reason if fresh is not None else "",
-                    describe_command_call(targets)
-                    if capability is Capability.SYSTEM_EXECUTE
-                    else "",
-                )
-                if part
-            ),
+            once_only=once_only,
+            reason=fresh.reason if fresh is not None else "",
+            always_unavailable=self._why_no_rule(capability, scope, risk, once_only),
+            timed_s=self.timed_default_s,
         )
         record(
             AuditEvent.PERMISSION_CHECK,
@@ -1141,6 +1236,7 @@ class PermissionBroker:
             user_scope=from_user,
             risk=risk,
             reversibility=reversibility,
+            timeout_s=timeout_s,
             **(fresh.audit if fresh is not None else {}),
         )
 
@@ -1152,7 +1248,7 @@ class PermissionBroker:
             )
 
         emit(events, PermissionAsked(turn_id or "", call_id, tool, capability, scope))
-        decision = ask_within(self.prompter, request, self.prompt_timeout_s, on_late=late)
+        decision = ask_within(self.prompter, request, self.clock, on_late=late)
         if fresh is not None and decision.reason == "rule" and decision.allow:
             # A rule was set before this request existed; only a person who sees it may allow it.
             decision = PromptDecision(allow=False, reason="headless")
@@ -1161,7 +1257,7 @@ class PermissionBroker:
             answered(scope, "cancelled")
             raise Stopped()
         if not decision.allow or decision.mode is None:
-            denial = self._deny(decision, capability, scope, tool, call_id, turn_id)
+            denial = self._deny(decision, request, turn_id)
             if fresh is not None:
                 denial = dataclasses.replace(denial, reason=f"{denial.reason}: {fresh.reason}")
             answered(scope, "timeout" if denial.status == "timeout" else "denied")
@@ -1185,38 +1281,46 @@ class PermissionBroker:
         answered(grant.scope, grant.mode.value)
         return token
 
+    def _why_no_rule(self, capability: Capability, scope: str, risk: Risk, once_only: bool) -> str:
+        """Why "Always" is not offered for this question ("" when it is)."""
+        if once_only:
+            return "only this one call may be allowed"
+        if risk == "dangerous":
+            return "it is a high-risk action, so Chamberlain asks every time"
+        if capability is Capability.SYSTEM_EXECUTE and not (
+            scope == READONLY or scope.startswith(READONLY_IN)
+        ):
+            return (
+                "a saved rule for one exact command line would outlive the reason it was "
+                "typed; allow it for this session instead"
+            )
+        return self.grants.why_not_saved(scope)
+
     def _deny(
-        self,
-        decision: PromptDecision,
-        capability: Capability,
-        scope: str,
-        tool: str,
-        call_id: str,
-        turn_id: str | None,
+        self, decision: PromptDecision, request: PermissionRequest, turn_id: str | None
     ) -> Denial:
+        capability, scope = request.capability, request.scope
         what = capability.value
         if scope != ANY_SCOPE:
             what += " for " + describe_scope(capability, scope)
         reason = {
             "timeout": f"nobody answered the {capability.value} prompt within "
-            f"{self.prompt_timeout_s:g} s, so it was denied",
+            f"{request.timeout_s:g} s, so it was denied",
             "headless": f"{what} was not granted (no one to ask here)",
             "error": f"the {capability.value} prompt failed, so it was denied",
         }.get(decision.reason, f"you denied {what}")
+        timed_out = decision.reason == "timeout"
         self.audit.append(
-            AuditEvent.PERMISSION_TIMEOUT
-            if decision.reason == "timeout"
-            else AuditEvent.PERMISSION_DENIED,
+            AuditEvent.PERMISSION_TIMEOUT if timed_out else AuditEvent.PERMISSION_DENIED,
             turn_id=turn_id,
-            tool=tool,
-            call_id=call_id,
+            tool=request.tool,
+            call_id=request.call_id,
             capability=capability.value,
             scope=scope,
             why=decision.reason,
+            **({"timeout_s": request.timeout_s} if timed_out else {}),
         )
-        status: Literal["denied", "timeout"] = (
-            "timeout" if decision.reason == "timeout" else "denied"
-        )
+        status: Literal["denied", "timeout"] = "timeout" if timed_out else "denied"
         return Denial(status=status, reason=reason, capability=capability, scope=scope)
 
     def _grant_from(
@@ -1231,9 +1335,12 @@ class PermissionBroker:
         mode = decision.mode or GrantMode.ONCE
         if request.once_only:
             mode = GrantMode.ONCE
-        if mode is GrantMode.ALWAYS and redact(scope) != scope:
-            # A saved grant keeps its scope in grants.json; one that holds a password (an exact
-            # command line with `curl -u user:pw`) lasts the session instead, never on disk.
+        if mode is GrantMode.ALWAYS and (
+            request.always_unavailable or self.grants.why_not_saved(scope)
+        ):
+            # No front end offers "always" here (the prompt said why); a rule given in advance
+            # (`--approve CAP=always`) lasts the session instead, never on disk. The granted
+            # line of the audit says "session": what was given, not what was asked.
             mode = GrantMode.SESSION
         expires: float | None = None
         if mode is GrantMode.ONCE:

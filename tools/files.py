@@ -36,6 +36,7 @@ from pydantic import Field, create_model
 from tools.arguments import NOT_BLANK, ToolArguments
 from tools.escapes import path_from_visible, visible_name, visible_path
 from tools.manual import (
+    CallPlan,
     Capability,
     Prepared,
     RequestWords,
@@ -1069,7 +1070,9 @@ def make_file_tools(
 
     def prepared(raw: str, values: ToolArguments) -> Prepared:
         path = book.for_targets(raw)
-        return Prepared.of(values, (str(path),), "easy", path)
+        # The one place the call reads, resolved: the prompt names it, not its folder.
+        shown = CallPlan(files=(str(path),), reads=(str(path),))
+        return Prepared.of(values, (str(path),), "easy", path, shown)
 
     def at(prepared: Prepared) -> Path | None:
         return prepared.plan if isinstance(prepared.plan, Path) else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import threading
 from pathlib import Path
@@ -97,19 +98,27 @@ def test_headless_with_no_decision_denies_and_audits(tmp_path, docs):
 
 
 def test_prompt_timeout_is_a_deny_recorded_as_timeout(tmp_path, docs):
+    """Nobody answers; the broker's clock passes the request's deadline: a timeout, audited
+    with the figure that applied. The late "yes" is never used."""
     release = threading.Event()
+    clock = ManualClock()
 
     class Silent:
         def ask(self, request):
+            clock.advance(request.timeout_s + 0.1)  # the person looks away past the deadline
             release.wait(5)
             return PromptDecision(allow=True, mode=GrantMode.SESSION)
 
-    broker, _ = make_broker(tmp_path, Silent(), timeout=0.05)
+    broker, _ = make_broker(tmp_path, Silent(), clock=clock, timeout=7.0)
     outcome = authorize(broker, docs, docs / "a.txt")
     release.set()
     assert isinstance(outcome, Denial)
     assert outcome.status == "timeout"
-    assert "within" in outcome.reason
+    assert "within 7 s" in outcome.reason
+    lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    timeout = next(line for line in lines if line["event"] == "PERMISSION_TIMEOUT")
+    assert timeout["data"]["timeout_s"] == 7.0
+    assert broker.grants.live() == []
 
 
 def test_crashing_prompter_denies(tmp_path, docs):
@@ -117,7 +126,7 @@ def test_crashing_prompter_denies(tmp_path, docs):
         def ask(self, request):
             raise RuntimeError("dialog exploded")
 
-    decision = ask_within(Broken(), _request(), 1.0)
+    decision = ask_within(Broken(), _request(), ManualClock())
     assert decision.allow is False
     assert decision.reason == "error"
 
@@ -130,6 +139,9 @@ def _request(**overrides) -> PermissionRequest:
         "arguments": {},
         "call_id": "c",
         "user_scope": True,
+        "asked_at": ManualClock().now(),
+        "deadline": ManualClock().now() + 60.0,
+        "timeout_s": 60.0,
     }
     return PermissionRequest(**{**base, **overrides})
 
@@ -495,18 +507,25 @@ def test_a_prompt_that_times_out_is_cancelled_and_a_late_allow_is_recorded_never
     answered = threading.Event()
 
     class SlowPerson:
-        """Answers "allow" only after the prompt's time is up; learns when it was closed."""
+        """A front end that shows the prompt (`present`), learns when it ended, and answers
+        "allow" only after the prompt's time is up on the broker's clock."""
 
         def __init__(self) -> None:
-            self.cancelled: list[PendingPrompt] = []
+            self.ended: list[PendingPrompt] = []
 
         def ask(self, request: object) -> PromptDecision:
-            release.wait(10)
-            answered.set()
-            return PromptDecision(allow=True, mode=GrantMode.SESSION)
+            raise AssertionError("a presenting front end is handed the prompt, not asked")
 
-        def cancel(self, pending: PendingPrompt) -> None:
-            self.cancelled.append(pending)
+        def present(self, prompt: PendingPrompt) -> None:
+            prompt.on_end(self.ended.append)
+
+            def answer_late() -> None:
+                clock.advance(prompt.request.timeout_s + 1)
+                release.wait(10)
+                prompt.resolve(PromptDecision(allow=True, mode=GrantMode.SESSION))
+                answered.set()
+
+            threading.Thread(target=answer_late, daemon=True).start()
 
     clock = ManualClock()
     audit_path = tmp_path / "audit.jsonl"
@@ -529,7 +548,7 @@ def test_a_prompt_that_times_out_is_cancelled_and_a_late_allow_is_recorded_never
     )
     assert isinstance(outcome, Denial)
     assert outcome.status == "timeout"
-    assert [p.request.call_id for p in person.cancelled] == ["c1"]
+    assert [(p.request.call_id, p.decision.reason) for p in person.ended] == [("c1", "timeout")]
 
     release.set()  # the person clicks "allow" after the countdown ended
     assert answered.wait(5)
