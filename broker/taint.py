@@ -222,14 +222,13 @@ def _arguments(prepared: Prepared) -> str:
 
 
 def _command_line(prepared: Prepared) -> str:
-    plan = _plan(prepared)
-    if plan.stages:
-        return " | ".join(" ".join(stage) for stage in plan.stages)
+    """The line as the person knows it (the target's normalised line), else the plan's argv."""
     for target in prepared.targets:
         for kind in ("readonly:", "command:", "code:"):
             if target.startswith(kind):
                 return target[len(kind) :].split("\nin ", 1)[0]
-    return ""
+    plan = _plan(prepared)
+    return " | ".join(" ".join(stage) for stage in plan.stages)
 
 
 def _command_places(prepared: Prepared) -> list[str]:
@@ -244,7 +243,9 @@ def _command_places(prepared: Prepared) -> list[str]:
     for target in prepared.targets:
         if target.startswith(("cwd:", "dir:")):
             places.append(target.split(":", 1)[1])
-    return places
+    # An empty working folder (`cwd:`) is a scratch folder of the sandbox's own: nothing of
+    # the person's. Paths are absolute by the CallPlan's contract; anything else is no place.
+    return [p for p in places if p and Path(p).is_absolute()]
 
 
 def _short(text: str) -> str:
