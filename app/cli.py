@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from app.mcp_cli import McpUsageError, add_mcp_parser, cmd_mcp, left_out_line
 from app.memory_cli import MemoryCommandError, add_memory_parser, cmd_memory, open_store
+from app.settings_cli import add_settings_parser, cmd_settings
 from app.terminal import json_text, safe_terminal
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -204,7 +205,7 @@ def _minutes(seconds: float) -> str:
 def _terminal_rows(request: Any) -> str:
     """The question's rows from its structure (app.prompt_view), every value whole and escaped;
     a row of several values continues under its first, indented."""
-    from app.prompt_view import covers_note, no_always_words, prompt_rows
+    from app.prompt_view import covers_note, no_always_words, once_only_words, prompt_rows
     from tools.escapes import visible
 
     out: list[str] = []
@@ -212,7 +213,8 @@ def _terminal_rows(request: Any) -> str:
         head = f"  {row.label}: "
         indent = " " * len(head)
         out.append(head + f"\n{indent}".join(row.lines))
-    for note in (request.reason, covers_note(request), no_always_words(request)):
+    notes = (request.reason, once_only_words(request), covers_note(request))
+    for note in (*notes, no_always_words(request)):
         if note:
             out.append(f"  {visible(note)}")
     return "\n".join(out) + "\n"
@@ -956,6 +958,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     mcp = add_mcp_parser(sub, common, _Parser)
     mcp.set_defaults(func=_cmd_mcp)
+
+    st = add_settings_parser(sub, common, _Parser)
+    st.set_defaults(func=lambda args: cmd_settings(args, home_from(args)))
 
     er = sub.add_parser(
         "erase-data",

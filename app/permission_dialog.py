@@ -43,7 +43,13 @@ from PySide6.QtWidgets import (
 
 from app import async_dialog
 from app.permission_prompt import TIMED_MINUTES, Choice, PermissionQuestion
-from app.prompt_view import always_words, covers_note, no_always_words, prompt_rows
+from app.prompt_view import (
+    always_words,
+    covers_note,
+    no_always_words,
+    once_only_words,
+    prompt_rows,
+)
 from broker.permissions import PromptDecision
 from tools.escapes import visible
 from tools.manual import Capability
@@ -87,13 +93,6 @@ _UNDO = {
     "effort": "Can be undone, with some effort",
     "irreversible": "Cannot be undone",
 }
-
-_ONCE_ONLY_NOTE = (
-    "This runs code that cannot be shown here, so it can only be allowed once: "
-    "Chamberlain will ask again next time."
-)
-
-_ONCE_NOTE = "This can only be allowed once: Chamberlain will ask again next time."
 
 _MODEL_INITIATED_NOTE = (
     "You did not ask for this. The assistant wants to do it on its own, partway through your "
@@ -473,9 +472,7 @@ class PermissionDialog(QDialog):
 
         self.once_only_note: QLabel | None = None
         if question.request.once_only:
-            # With a reason of its own (shown above as the Note), the note says only the rule.
-            once = _ONCE_ONLY_NOTE if not question.request.reason else _ONCE_NOTE
-            self.once_only_note = _secondary(_wrapping(once))
+            self.once_only_note = _secondary(_wrapping(once_only_words(question.request)))
             box.addWidget(self.once_only_note)
         # "Always" is offered only where it will be saved as shown; where not, say why.
         self.no_always_note: QLabel | None = None

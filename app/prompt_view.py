@@ -255,6 +255,21 @@ def always_words(request: PermissionRequest) -> str:
     return f"Always allow {what}"
 
 
+_RUNS_CODE = (
+    "This runs code that cannot be shown here, so it can only be allowed once: "
+    "Chamberlain will ask again next time."
+)
+_ONCE = "This can only be allowed once: Chamberlain will ask again next time."
+
+
+def once_only_words(request: PermissionRequest) -> str:
+    """Why only "once" is offered ("" when more is): a request with a reason of its own (shown
+    as its note) says only the rule; otherwise it is code that cannot be shown."""
+    if not request.once_only:
+        return ""
+    return _ONCE if request.reason else _RUNS_CODE
+
+
 def no_always_words(request: PermissionRequest) -> str:
     """Why "Always" is not offered, as the prompt says it ("" when it is offered)."""
     if not request.always_unavailable or request.once_only:

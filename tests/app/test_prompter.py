@@ -9,17 +9,21 @@ import pytest
 from app.cli import FlagPrompter, UsageError, ask_on_terminal, parse_approval
 from broker.permissions import PermissionRequest
 from broker.types import GrantMode
+from tests.support.prompts import make_request
 from tools.manual import Capability
 
 
-def request(scope: str, user_scope: bool, capability=Capability.FILE_READ) -> PermissionRequest:
-    return PermissionRequest(
+def request(
+    scope: str, user_scope: bool, capability=Capability.FILE_READ, **fields
+) -> PermissionRequest:
+    return make_request(
         capability=capability,
         scope=scope,
         tool="file_read",
         arguments={"path": scope},
         call_id="c1",
         user_scope=user_scope,
+        **fields,
     )
 
 
@@ -94,10 +98,9 @@ def test_timed_approval_carries_the_chosen_duration(tmp_path):
 
 
 def _code_request(tmp_path) -> PermissionRequest:
-    from tools.scopes import describe_command_call
+    from tools.manual import CallPlan
 
-    targets = ["code:sed -n 1p notes.txt", f"cwd:{tmp_path}"]
-    return PermissionRequest(
+    return make_request(
         capability=Capability.SYSTEM_EXECUTE,
         scope=f"command:sed -n 1p notes.txt\nin {tmp_path}",
         tool="system_execute",
@@ -105,7 +108,8 @@ def _code_request(tmp_path) -> PermissionRequest:
         call_id="c1",
         user_scope=True,
         once_only=True,
-        reason=describe_command_call(targets),
+        plan=CallPlan(stages=(("/usr/bin/sed", "-n", "1p", "notes.txt"),), cwd=str(tmp_path)),
+        always_unavailable="only this one call may be allowed",
     )
 
 
@@ -114,7 +118,8 @@ def test_the_terminal_prompt_for_code_says_so_and_offers_only_once(tmp_path):
     decision = ask_on_terminal(_code_request(tmp_path), io.StringIO("s\n"), err)
     shown = err.getvalue()
     assert "runs code that cannot be shown here" in shown
-    assert "no network" in shown
+    assert "Command: /usr/bin/sed -n 1p notes.txt" in shown
+    assert "Network: none" in shown
     assert "[s]ession" not in shown
     assert decision.allow is False  # "session" is not on offer: no lasting grant for code
 
@@ -194,10 +199,10 @@ def test_the_timed_choice_shows_and_carries_the_chosen_minutes(tmp_path):
     assert decision.duration_s == 600
 
 
-def test_the_flag_prompter_passes_its_minutes_and_timeout_to_the_terminal(tmp_path):
+def test_the_flag_prompter_passes_its_minutes_and_the_requests_timeout_to_the_terminal(tmp_path):
     shown = io.StringIO()
-    prompter = FlagPrompter([], None, (io.StringIO("timed\n"), shown), timed_s=900, timeout_s=45)
-    decision = prompter.ask(request(str(tmp_path), True))
+    prompter = FlagPrompter([], None, (io.StringIO("timed\n"), shown), timed_s=900)
+    decision = prompter.ask(request(str(tmp_path), True, timeout_s=45))
     assert decision.duration_s == 900
     assert "[t]imed (15 min)" in shown.getvalue()
     assert "no answer within 45 s" in shown.getvalue()
@@ -210,7 +215,7 @@ def test_the_session_choice_says_it_lasts_this_command_only(tmp_path):
 
 
 def _command_request(scope: str, risk: str) -> PermissionRequest:
-    return PermissionRequest(
+    return make_request(
         capability=Capability.SYSTEM_EXECUTE,
         scope=scope,
         tool="system_execute",
@@ -249,7 +254,7 @@ def test_a_prompt_nobody_answers_gives_up_on_its_own_line_and_reads_nothing_late
     read_end, write_end = os.pipe()
     shown = io.StringIO()
     with open(read_end, encoding="utf-8") as stdin:
-        decision = ask_on_terminal(request(str(tmp_path), True), stdin, shown, timeout_s=0.6)
+        decision = ask_on_terminal(request(str(tmp_path), True, timeout_s=0.6), stdin, shown)
         os.write(write_end, b"o\n")
         os.close(write_end)
         assert stdin.readline() == "o\n"  # the late answer was left for whoever reads next

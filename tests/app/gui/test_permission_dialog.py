@@ -36,17 +36,20 @@ from app.permission_dialog import (
     present_question,
 )
 from app.permission_prompt import Choice, GuiPrompter, PermissionQuestion
-from broker.clock import ManualClock
+from broker.clock import Clock, ManualClock, SystemClock
 from broker.permissions import PendingPrompt, PermissionRequest, PromptDecision
 from broker.settings import Settings
 from broker.types import GrantMode
 from tests.app.gui.conftest import make_session, until
-from tools.manual import Capability
+from tests.support.prompts import make_request
+from tools.manual import CallPlan, Capability
 
 DOCS = "/home/ann/Documents"
 
 
 def file_read(**changes: Any) -> PermissionRequest:
+    """A file request as the broker builds it; its plan names the one place it reads."""
+    scope = changes.get("scope", DOCS)
     fields: dict[str, Any] = {
         "capability": Capability.FILE_READ,
         "scope": DOCS,
@@ -54,8 +57,9 @@ def file_read(**changes: Any) -> PermissionRequest:
         "arguments": {"path": DOCS},
         "call_id": "call-1",
         "user_scope": True,
+        "plan": CallPlan(files=(scope,), reads=(scope,)),
     }
-    return PermissionRequest(**{**fields, **changes})
+    return make_request(**{**fields, **changes})
 
 
 def command(scope: str, **changes: Any) -> PermissionRequest:
@@ -68,27 +72,29 @@ def command(scope: str, **changes: Any) -> PermissionRequest:
         "user_scope": True,
         "risk": "moderate",
         "reversibility": "effort",
-        "reason": f"runs `make` in {DOCS}; sees only {DOCS}; can change files in {DOCS}; "
-        "no network",
+        "plan": CallPlan(stages=(("/usr/bin/make",),), cwd=DOCS, reads=(DOCS,), writes=(DOCS,)),
     }
-    return PermissionRequest(**{**fields, **changes})
+    if not scope.startswith("readonly"):
+        fields["always_unavailable"] = "a saved rule for one exact command line would outlive it"
+    return make_request(**{**fields, **changes})
+
+
+def question_for(request: PermissionRequest, clock: Clock | None = None) -> PermissionQuestion:
+    """The dialog's view of the one prompt the broker would wait on."""
+    return PermissionQuestion(PendingPrompt(request, clock or SystemClock()))
 
 
 @pytest.fixture
 def show(qtbot: Any) -> Callable[..., tuple[PermissionQuestion, PermissionDialog]]:
-    """`show(request, delay_s=0, timeout_s=60, clock=None)`: a question in a shown dialog."""
+    """`show(request, delay_s=0, clock=None)`: a question in a shown dialog."""
 
     def make(
         request: PermissionRequest,
         *,
         delay_s: float = 0.0,
-        timeout_s: float = 60.0,
         clock: ManualClock | None = None,
-        minutes: float = 5.0,
     ) -> tuple[PermissionQuestion, PermissionDialog]:
-        question = PermissionQuestion(
-            request, timeout_s, timed_default_minutes=minutes, clock=clock
-        )
+        question = question_for(request, clock)
         dialog = PermissionDialog(question, activation_delay_s=delay_s)
         qtbot.addWidget(dialog)
         dialog.show()
@@ -147,7 +153,7 @@ def test_allow_for_a_while_grants_exactly_the_minutes_chosen(qtbot, show, index,
 def test_the_duration_offered_first_is_the_settings_default_rounded_to_an_offer(
     show, default, shown
 ):
-    _, dialog = show(file_read(), minutes=default)
+    _, dialog = show(file_read(timed_s=default * 60))
     assert dialog.duration_box.currentText() == shown
 
 
@@ -224,7 +230,7 @@ def test_the_first_answer_wins(qtbot, show):
 
 def test_the_countdown_shows_the_seconds_left_and_ends_in_a_timeout_denial(qtbot, show):
     clock = ManualClock()
-    question, dialog = show(file_read(), timeout_s=30, clock=clock)
+    question, dialog = show(file_read(clock=clock, timeout_s=30), clock=clock)
     seen = answers(question)
     assert "30 s" in dialog.countdown_label.text()
     assert dialog.countdown_bar.value() == dialog.countdown_bar.maximum()
@@ -247,7 +253,7 @@ def test_the_countdown_shows_the_seconds_left_and_ends_in_a_timeout_denial(qtbot
 
 def test_the_activation_delay_is_eight_tenths_of_a_second_by_default(qtbot):
     assert ACTIVATION_DELAY_S == 0.8
-    dialog = PermissionDialog(PermissionQuestion(file_read(), 60))
+    dialog = PermissionDialog(question_for(file_read()))
     qtbot.addWidget(dialog)
     assert dialog.activation_delay_s == 0.8
 
@@ -276,7 +282,13 @@ def test_allow_works_once_the_activation_delay_has_passed(qtbot, show):
 
 
 def test_a_request_that_runs_code_that_cannot_be_shown_offers_only_once_and_says_why(qtbot, show):
-    question, dialog = show(command("command:sed -f x.sed notes\nin /home/ann", once_only=True))
+    question, dialog = show(
+        command(
+            "command:sed -f x.sed notes\nin /home/ann",
+            once_only=True,
+            always_unavailable="only this one call may be allowed",
+        )
+    )
     seen = answers(question)
     assert set(dialog.choice_buttons) == {Choice.ONCE}
     assert not dialog.duration_box.isVisible()
@@ -293,14 +305,24 @@ def test_a_request_that_runs_code_that_cannot_be_shown_offers_only_once_and_says
     [
         command("command:rm -rf build\nin /home/ann", risk="dangerous"),
         command("command:make\nin /home/ann"),
-        file_read(capability=Capability.FILE_WRITE, risk="dangerous"),
+        file_read(
+            capability=Capability.FILE_WRITE,
+            risk="dangerous",
+            always_unavailable="it is a high-risk action, so Chamberlain asks every time",
+        ),
     ],
     ids=["high-risk command", "exact command", "high-risk file write"],
 )
-def test_always_allow_is_not_offered_for_commands_or_the_highest_risk(show, request_):
+def test_always_allow_is_not_offered_where_the_broker_will_not_save_it_and_says_why(
+    show, request_
+):
     question, dialog = show(request_)
     assert Choice.ALWAYS not in dialog.choice_buttons
     assert dialog.always_rule is None
+    assert dialog.no_always_note is not None
+    assert dialog.no_always_note.text() == (
+        f"“Always” is not offered: {request_.always_unavailable}."
+    )
     with pytest.raises(ValueError, match="not offered"):
         question.decision_for(Choice.ALWAYS)
 
@@ -338,23 +360,21 @@ def test_the_dialog_shows_what_where_why_and_the_risk(show):
     text = visible_text(dialog)
     assert "Allow Chamberlain to read files?" in text
     assert "Read files" in text
-    assert dialog.scope_text is not None
-    assert dialog.scope_text.toPlainText() == DOCS
+    assert dialog.rows["File"].toPlainText() == DOCS
     assert "You asked for this (list_files)" in text
     assert "Low; changes nothing" in text
     assert dialog.warning is None
 
 
-def test_a_command_shows_the_exact_line_its_folder_and_what_it_can_do(show):
+def test_a_command_shows_the_exact_words_its_folder_and_what_it_can_do_from_its_plan(show):
     _, dialog = show(
         command(f"command:make\nin {DOCS}", risk="dangerous", reversibility="irreversible")
     )
-    assert dialog.scope_text is not None
-    assert dialog.scope_text.toPlainText() == f"make in {DOCS}"
-    text = visible_text(dialog)
-    assert f"Can change files in {DOCS}" in text
-    assert "No network" in text
-    assert "High: it can do serious harm; cannot be undone" in text
+    assert dialog.rows["Command"].toPlainText() == "/usr/bin/make"
+    assert dialog.rows["Folder"].toPlainText() == DOCS
+    assert dialog.rows["Can change"].toPlainText() == DOCS
+    assert dialog.rows["Network"].text() == "none"
+    assert "High: it can do serious harm; cannot be undone" in visible_text(dialog)
 
 
 def test_a_request_the_model_made_on_its_own_is_flagged_and_preselects_only_once(show):
@@ -373,7 +393,7 @@ def test_it_stays_on_top_without_taking_the_keyboard_focus(qtbot, monkeypatch):
     activated: list[str] = []
     monkeypatch.setattr(PermissionDialog, "activateWindow", lambda self: activated.append("a"))
     monkeypatch.setattr(PermissionDialog, "raise_", lambda self: activated.append("r"))
-    dialog = PermissionDialog(PermissionQuestion(file_read(), 60))
+    dialog = PermissionDialog(question_for(file_read()))
     qtbot.addWidget(dialog)
     dialog.show()
     qtbot.waitExposed(dialog)
@@ -471,17 +491,20 @@ def open_dialogs() -> list[PermissionDialog]:
 
 
 class Asker:
-    """`prompter.ask(request)` on a real worker thread, as the broker calls it."""
+    """The broker's side on a real worker thread, as `ask_within` does it: the prompt handed
+    to the prompter (`present`), then waited on until its deadline."""
 
     def __init__(self, prompter: GuiPrompter, request: PermissionRequest) -> None:
         self.decision: PromptDecision | None = None
         self.thread_name = ""
-        self.thread = threading.Thread(target=self._ask, args=(prompter, request), daemon=True)
+        self.prompt = PendingPrompt(request, SystemClock())
+        self.thread = threading.Thread(target=self._ask, args=(prompter,), daemon=True)
         self.thread.start()
 
-    def _ask(self, prompter: GuiPrompter, request: PermissionRequest) -> None:
+    def _ask(self, prompter: GuiPrompter) -> None:
         self.thread_name = threading.current_thread().name
-        self.decision = prompter.ask(request)
+        prompter.present(self.prompt)
+        self.decision = self.prompt.wait_until_deadline()
 
     @property
     def done(self) -> bool:
@@ -491,11 +514,7 @@ class Asker:
 @pytest.fixture
 def prompter(qapp: Any) -> Iterator[GuiPrompter]:
     """A GuiPrompter whose dialogs can be answered at once (no activation delay)."""
-    gui = GuiPrompter(
-        timeout_s=60,
-        timed_default_minutes=5,
-        present=functools.partial(present_question, activation_delay_s=0),
-    )
+    gui = GuiPrompter(present=functools.partial(present_question, activation_delay_s=0))
     yield gui
     gui.cancel_all()
 
@@ -542,10 +561,8 @@ def test_cancel_from_another_thread_closes_the_open_dialog(run, prompter, reason
     async def scenario() -> Asker:
         asker = Asker(prompter, request)
         await until(open_dialogs)
-        pending = PendingPrompt(request)
-        pending.cancel(reason)  # as ask_within does: the timeout, or the person's Stop
-
-        canceller = threading.Thread(target=prompter.cancel, args=(pending,))
+        # As the broker does from its thread: the deadline passing, or the person's Stop.
+        canceller = threading.Thread(target=asker.prompt.cancel, args=(reason,))
         canceller.start()
         await until(lambda: asker.done and not open_dialogs())
         canceller.join(5)
@@ -579,8 +596,7 @@ def test_several_prompts_are_shown_one_at_a_time_with_the_count_waiting(qtbot, r
                 assert dialog.waiting_label.text() == f"{left} more {more} waiting after this one"
             else:
                 assert not dialog.waiting_label.isVisible()
-            assert dialog.scope_text is not None
-            seen_scopes.append(dialog.scope_text.toPlainText())
+            seen_scopes.append(dialog.rows["File"].toPlainText())
             (click(qtbot, dialog.deny_button) if left == 1 else click(qtbot, dialog.allow_button))
             await until(lambda d=dialog: not d.isVisible())
         await until(lambda: all(a.done for a in askers))
@@ -604,9 +620,7 @@ def test_a_queued_prompt_cancelled_before_its_turn_is_never_shown(qtbot, run, pr
         await until(open_dialogs)
         two = Asker(prompter, second)
         await until(lambda: prompter.waiting == 2)
-        pending = PendingPrompt(second)
-        pending.cancel("timeout")
-        prompter.cancel(pending)
+        two.prompt.cancel("timeout")
         await until(lambda: two.done and prompter.waiting == 1)
         (dialog,) = open_dialogs()
         assert not dialog.waiting_label.isVisible()
@@ -631,11 +645,7 @@ def test_a_turn_asks_through_the_dialog_and_allow_for_5_min_grants_a_timed_lease
     (docs / "plan.md").write_text("# plan\n")
     settings = Settings()
     settings.permissions.timed_default_minutes = 15  # the dialog must not just take the default
-    gui = GuiPrompter(
-        timeout_s=settings.permissions.prompt_timeout_s,
-        timed_default_minutes=settings.permissions.timed_default_minutes,
-        present=functools.partial(present_question, activation_delay_s=0),
-    )
+    gui = GuiPrompter(present=functools.partial(present_question, activation_delay_s=0))
     assistant = Assistant(make_session(app_home, prompter=gui, settings=settings))
 
     async def scenario() -> Any:
@@ -672,7 +682,7 @@ def test_stop_while_the_dialog_is_open_closes_it_and_ends_the_turn_as_cancelled(
 ):
     docs = app_home.parent / "user" / "Documents"
     docs.mkdir()
-    gui = GuiPrompter(timeout_s=60, timed_default_minutes=5)
+    gui = GuiPrompter()
     assistant = Assistant(make_session(app_home, prompter=gui))
 
     async def scenario() -> Any:
@@ -701,3 +711,4 @@ def test_markup_in_a_path_the_model_chose_is_shown_as_text_never_rendered(show):
     labels = [w for w in dialog.findChildren(QLabel) if "<span" in w.text()]
     assert labels  # the rule and the notes quote the path
     assert all(label.textFormat() == Qt.TextFormat.PlainText for label in labels)
+    assert dialog.rows["File"].toPlainText() == hostile  # the plan's row, as text

@@ -25,7 +25,6 @@ from app.main import Shell
 from app.permission_dialog import PermissionDialog
 from app.permission_prompt import PermissionQuestion
 from app.windows.settings import SettingsWindow
-from broker.permissions import PermissionRequest
 from broker.settings import Settings, load_settings, save_settings
 from tests.app.gui.conftest import make_session, open_settings, until
 from tests.support.mcp_notes import NOTES_SERVER, notes_config
@@ -273,7 +272,11 @@ def test_the_app_connects_its_mcp_servers_after_start_and_ends_them_on_quit(
 
 
 def test_the_dialog_for_an_mcp_tool_that_changes_things_names_the_server_and_the_tool(qtbot):
-    request = PermissionRequest(
+    from broker.clock import SystemClock
+    from broker.permissions import PendingPrompt
+    from tests.support.prompts import make_request
+
+    request = make_request(
         capability=Capability.MCP_WRITE,
         scope="mcp:notes__write_note",
         tool="notes__write_note",
@@ -283,13 +286,14 @@ def test_the_dialog_for_an_mcp_tool_that_changes_things_names_the_server_and_the
         risk="moderate",
         reversibility="effort",
     )
-    question = PermissionQuestion(request, 60.0)
+    question = PermissionQuestion(PendingPrompt(request, SystemClock()))
     dialog = PermissionDialog(question, activation_delay_s=0)
     qtbot.addWidget(dialog)
     dialog.show()
     assert dialog.headline.text() == "Allow Chamberlain to use an MCP tool that changes things?"
-    assert dialog.scope_text is not None
-    assert dialog.scope_text.toPlainText() == "the tool write_note of MCP server 'notes'"
+    # No plan came with it: the tool and every argument, place-like first.
+    assert dialog.rows["Tool"].toPlainText() == "notes__write_note"
+    assert dialog.rows["Arguments"].toPlainText() == 'name = "a.txt"\ntext = "hi"'
     assert dialog.always_rule is not None
     assert "the tool write_note of MCP server 'notes'" in dialog.always_rule.text()
     assert not question.read_only

@@ -36,7 +36,7 @@ def test_a_turn_from_the_chat_window_through_the_dialog_to_the_reply(
             Text("You have two files: plan.txt and budget.csv."),
         ]
     )
-    prompter = GuiPrompter(timeout_s=60, timed_default_minutes=5)
+    prompter = GuiPrompter()
     session = make_session(app_home, prompter=prompter)
     session.settings.memory.extract = False
     session.use_model(OpenAIChatModel(server.base_url, model="scripted"))
