@@ -46,6 +46,7 @@ from broker.runner import ToolRunner, TurnScope, self_test
 from broker.settings import Settings, SettingsError, load_settings
 from broker.taint import Egress, mcp_network_of
 from broker.types import GrantMode, Intent, PolicyDecision, RouterOutput, TurnResult
+from tools.limits import CommandLimits
 from tools.manual import RequestWords
 from tools.registry import ToolConfig, ToolRegistry, builtin_registry
 from tools.stop import Stopped, StopSignal, check_stopped, stopping
@@ -786,6 +787,12 @@ def tool_config(home: Path, settings: Settings) -> ToolConfig:
         attach_images=tools.attach_images,
         command_timeout_s=tools.command_timeout_s,
         command_output_cap=tools.command_output_cap,
+        command_limits=CommandLimits(
+            memory_mb=tools.command_memory_mb,
+            max_processes=tools.command_max_processes,
+            cpu_s=tools.command_cpu_s,
+            shm_mb=tools.command_shm_mb,
+        ),
         command_roots=tuple(roots),
         unsandboxed_commands=tools.unsandboxed_commands,
         protected_paths=tuple(

@@ -121,6 +121,12 @@ class ToolSettings(BaseModel):
     attach_images: bool = False
     command_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     command_output_cap: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
+    # What one command may use (tools.limits): memory (MiB; per process where no cgroup holds
+    # it), processes, CPU seconds per process, and the size of its /dev/shm (MiB).
+    command_memory_mb: int = Field(default=1024, ge=64, le=1024 * 1024)
+    command_max_processes: int = Field(default=128, ge=8, le=100_000)
+    command_cpu_s: int = Field(default=60, ge=1, le=24 * 3600)
+    command_shm_mb: int = Field(default=64, ge=1, le=64 * 1024)
     # Extra folders commands may run in (the home directory always may).
     command_roots: list[str] = Field(default_factory=list)
     # Where no sandbox can be had (no bubblewrap, no user namespaces, macOS, Windows): run

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.limits import CommandLimits
 from tools.manual import Tool, ToolManual
 
 
@@ -88,6 +89,8 @@ class ToolConfig:
     attach_images: bool = False
     command_timeout_s: float = 30.0
     command_output_cap: int = 64 * 1024
+    # What one command may use: memory, processes, CPU time, /dev/shm (tools.limits).
+    command_limits: CommandLimits = field(default_factory=CommandLimits)
     # Folders a command may run in (resolved); None: the user's home directory.
     command_roots: tuple[Path, ...] | None = None
     # Run commands without a sandbox where none can be had (an explicit, warned opt-in).

@@ -43,6 +43,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.limits import CommandLimits, with_rlimits
 from tools.paths import is_within
 from tools.private import PrivatePlaces, within
 
@@ -53,6 +54,8 @@ HIDDEN_TOP = ("/home", "/root", "/run", "/tmp", "/var/tmp", "/mnt", "/media", "/
 _SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 # The private /tmp's size cap: a command cannot fill the machine's memory through it.
 TMP_SIZE_BYTES = 512 * 1024 * 1024
+# /dev/shm's, unless the plan gives its own (tools.command_shm_mb).
+SHM_SIZE_BYTES = 64 * 1024 * 1024
 
 # Variables a command gets, when the user's environment has them; nothing else passes.
 _ENV_ALLOWED = frozenset({"LANG", "LANGUAGE", "TZ", "TERM", "COLORTERM", "NO_COLOR", "USER",
@@ -108,6 +111,16 @@ class SandboxPlan:
     private: PrivatePlaces | None = None
     # Extra folders hidden besides HIDDEN_TOP and the home (Chamberlain's data folder, …).
     hide: tuple[Path, ...] = field(default=())
+    # What the command may use (memory, processes, CPU time, its /dev/shm's size): set inside
+    # the sandbox, where its own user namespace counts only its processes. None: no limits.
+    limits: CommandLimits | None = None
+    # Startup and code-running places (tools.startup_places) held read-only wherever a writable
+    # folder holds them: bound over themselves, or, where one does not exist yet (or is a
+    # symlink), the folder it would be made in is read-only, so it cannot be created.
+    keep: tuple[Path, ...] = field(default=())
+    # The host folder mounted writable at `cwd` for a call that runs in an empty scratch folder
+    # (made for the run, removed after it); None: `cwd` is the person's own folder.
+    scratch: Path | None = None
 
     def describe(self) -> str:
         """The walls in words, for a prompt or a result: "reads ~/Documents; no network"."""
@@ -229,9 +242,25 @@ def _probe_args(status: SandboxStatus) -> list[str]:
     """The walls every command gets, on nothing of the user's: what must work for any to run."""
     return [
         *_base_args(network=False, status=status),
-        *("--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"),
+        *("--ro-bind", "/", "/", "--proc", "/proc"),
+        *_dev(status, SHM_SIZE_BYTES),
         *_private_tmp(status),
     ]
+
+
+def _dev(status: SandboxStatus, shm_bytes: int) -> list[str]:
+    """A minimal /dev, read-only, with a /dev/shm of its own capped at `shm_bytes`.
+
+    bubblewrap's /dev is a writable tmpfs with the kernel's default size (half the memory), and
+    its /dev/shm a folder in it: without this a command could fill the memory through either.
+    Its device nodes are mounts of their own, so /dev read-only still lets /dev/null be written.
+    """
+    if status.setuid:
+        # A setuid bubblewrap refuses --size: /dev/shm has the kernel's cap (half the memory).
+        shm = ["--tmpfs", "/dev/shm"]
+    else:
+        shm = ["--size", str(shm_bytes), "--tmpfs", "/dev/shm"]
+    return ["--dev", "/dev", *shm, "--remount-ro", "/dev"]
 
 
 def _private_tmp(status: SandboxStatus) -> list[str]:
@@ -355,7 +384,8 @@ def bwrap_args(
     way `status` (default: this machine's probe) found bubblewrap works here."""
     status = status if status is not None else sandbox_status()
     args = _base_args(network=plan.network, status=status)
-    args += ["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
+    shm = plan.limits.shm_bytes if plan.limits is not None else SHM_SIZE_BYTES
+    args += ["--ro-bind", "/", "/", "--proc", "/proc", *_dev(status, shm)]
     hidden = hidden_roots(plan.home, plan.hide)
     for root in hidden:
         if root != Path("/tmp") and root.is_dir() and not root.is_symlink():
@@ -377,6 +407,8 @@ def bwrap_args(
         args += ["--bind", os.fspath(path), os.fspath(path)]
         mounted.append(path)
     args += _covers(plan, hidden, mounted)
+    if plan.limits is not None:
+        argv, _ = with_rlimits(plan.limits, argv, argv[0], sandboxed=True)
     args += ["--chdir", os.fspath(plan.cwd), "--", *argv]
     return args
 

@@ -56,6 +56,15 @@ from tools.commands import (
     command_target,
     parse_command,
 )
+from tools.limits import (
+    CommandLimits,
+    LimitHit,
+    LimitWays,
+    Scopes,
+    explain,
+    limit_ways,
+    with_rlimits,
+)
 from tools.manual import (
     Capability,
     HealthCheck,
@@ -156,6 +165,10 @@ class CommandOutcome:
     stderr_truncated: bool
     timed_out: bool
     duration_s: float
+    # The limit that ended the command (tools.limits), when one did or probably did.
+    limit: LimitHit | None = None
+    # The CPU seconds each stage used, with everything it waited for.
+    cpu_s: tuple[float, ...] = ()
 
     @property
     def exit_code(self) -> int | None:
@@ -241,8 +254,11 @@ def _spawn(
     executables: Sequence[str],
     cwd: Path,
     env: Mapping[str, str],
+    limited: _Limited | None = None,
 ) -> tuple[list[subprocess.Popen[bytes]], int, int]:
-    """Start every stage, connected by OS pipes; returns the processes and the read ends."""
+    """Start every stage, connected by OS pipes; returns the processes and the read ends.
+    With `limited`, each stage starts under the command's limits: in a cgroup scope of its own
+    where one can be had, and with rlimits set here when it has no sandbox to set them in."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     procs: list[subprocess.Popen[bytes]] = []
@@ -256,6 +272,9 @@ def _spawn(
                 pipe_r, pipe_w = -1, out_w
             else:
                 pipe_r, pipe_w = os.pipe()
+            stage_env = dict(env)
+            if limited is not None:
+                argv, executable, stage_env = limited.wrap(argv, executable, stage_env)
             try:
                 proc = subprocess.Popen(
                     list(argv),
@@ -264,7 +283,7 @@ def _spawn(
                     stdout=pipe_w,
                     stderr=err_w,
                     cwd=cwd,
-                    env=dict(env),
+                    env=stage_env,
                     shell=False,
                     start_new_session=True,
                     close_fds=True,
@@ -301,13 +320,21 @@ def run_argv(
     output_cap: int,
     executables: Sequence[str] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    limits: CommandLimits | None = None,
+    sandboxed: bool = True,
 ) -> CommandOutcome:
-    """Run a pipeline of argv lists (no shell) and collect its output, within `timeout_s`."""
+    """Run a pipeline of argv lists (no shell) and collect its output, within `timeout_s`.
+
+    With `limits`, under them (tools.limits): a sandboxed stage's rlimits are set inside its
+    sandbox (`SandboxPlan.limits`), an unsandboxed one's here; a cgroup scope is made here for
+    each stage where one can be had. A limit that ended it is named in the outcome's `limit`.
+    """
     if sys.platform == "win32":
         raise ToolError("Running commands is not supported on Windows yet")
     exes = list(executables) if executables is not None else [s[0] for s in stages]
+    limited = _Limited(limits, limit_ways(), sandboxed) if limits is not None else None
     started = clock()
-    procs, out_r, err_r = _spawn(stages, exes, cwd, env)
+    procs, out_r, err_r = _spawn(stages, exes, cwd, env, limited)
     streams = {out_r: _Stream(output_cap), err_r: _Stream(output_cap)}
     sel = selectors.DefaultSelector()
     for fd in streams:
@@ -379,14 +406,28 @@ def run_argv(
             os.close(fd)
         sel.close()
         codes: list[int | None] = []
+        cpu: list[float] = []
         for proc in procs:
-            try:
-                codes.append(proc.wait(timeout=5.0))
-            except subprocess.TimeoutExpired:
+            code, used = _reap(proc, 5.0)
+            if code is None:
                 log.warning("a command process (pid %d) did not end after SIGKILL", proc.pid)
-                codes.append(None)
+            codes.append(code)
+            cpu.append(used)
     out, err = streams[out_r], streams[err_r]
     duration = clock() - started
+    hit: LimitHit | None = None
+    if limited is not None and not timed_out:
+        hit = explain(
+            limited.limits,
+            limited.ways,
+            exit_codes=codes,
+            cpu_s=cpu,
+            stderr=err.text(),
+            sandboxed=sandboxed,
+            scopes=limited.scopes,
+        )
+        if hit is not None:
+            log.info("a command ended at a limit: %s", hit.sentence)
     log.debug(
         "command ended: exit %s, %d stdout bytes, %d stderr bytes, %.3f s",
         codes[-1] if codes else None,
@@ -404,7 +445,45 @@ def run_argv(
         stderr_truncated=err.truncated,
         timed_out=timed_out,
         duration_s=round(duration, 4),
+        limit=hit,
+        cpu_s=tuple(round(c, 3) for c in cpu),
     )
+
+
+class _Limited:
+    """How one command's stages are started under its limits (see `_spawn`)."""
+
+    def __init__(self, limits: CommandLimits, ways: LimitWays, sandboxed: bool) -> None:
+        self.limits = limits
+        self.ways = ways
+        self.sandboxed = sandboxed
+        self.scopes = Scopes(limits, ways) if ways.cgroup else None
+
+    def wrap(
+        self, argv: Sequence[str], program: str, env: dict[str, str]
+    ) -> tuple[list[str], str, dict[str, str]]:
+        if not self.sandboxed:
+            argv, program = with_rlimits(self.limits, argv, program, sandboxed=False)
+        if self.scopes is not None:
+            return self.scopes.wrap(argv, program, env)
+        return list(argv), program, env
+
+
+def _reap(proc: subprocess.Popen[bytes], wait_s: float) -> tuple[int | None, float]:
+    """Wait for a stage leader (at most `wait_s`): its exit code and the CPU seconds it and
+    everything it waited for used (wait4's rusage; what tells a CPU limit from a signal)."""
+    end = time.monotonic() + wait_s
+    while True:
+        try:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:  # already reaped (by Popen itself)
+            return proc.returncode, 0.0
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage.ru_utime + usage.ru_stime
+        if time.monotonic() >= end:
+            return None, 0.0
+        time.sleep(0.005)
 
 
 def _find_program(word: str, env: Mapping[str, str], cwd: Path) -> str:
@@ -450,6 +529,8 @@ def _render(check: CommandCheck, outcome: CommandOutcome, timeout_s: float) -> s
     if outcome.truncated:
         footer += " · output truncated"
     lines.append(footer + "]")
+    if outcome.limit is not None:
+        lines.append(f"[{outcome.limit.sentence}]")
     return "\n".join(lines)
 
 
@@ -557,6 +638,7 @@ class _CommandTool:
                 network=check.network,
                 private=private,
                 hide=tuple(self.config.app_dirs),
+                limits=self.config.command_limits,
             )
         return _Checked(check, cwd, env, executables, tuple(targets), plan)
 
@@ -652,6 +734,8 @@ class _CommandTool:
             timeout_s=self.config.command_timeout_s,
             output_cap=self.config.command_output_cap,
             executables=executables,
+            limits=self.config.command_limits,
+            sandboxed=fresh.plan is not None,
         )
         walls = fresh.plan.describe() if fresh.plan is not None else "no sandbox"
         data = {
@@ -666,6 +750,7 @@ class _CommandTool:
             "reversibility": check.reversibility,
             "cwd": os.fspath(cwd),
             "sandbox": walls,
+            "limit": outcome.limit.as_data() if outcome.limit is not None else None,
         }
         return ToolResult(
             data=data,
