@@ -254,11 +254,18 @@ def _short(text: str) -> str:
 
 def mcp_network_of(servers: Mapping[str, object]) -> McpNetwork:
     """Whether each MCP server has a network, from its settings (`servers`: name -> the
-    server's settings). A server whose settings say nothing about a network is not known to
-    have none (it runs with the person's own network unless sandboxed): None, outbound."""
+    server's settings, tools/mcp/config.py). Only a server Chamberlain starts in its sandbox
+    (a `command`, `"sandbox"` not false) without `"network": true` is known to have none: one
+    run outside the sandbox has the person's network, one reached at a `url` runs where we
+    cannot see, and settings that say nothing about a network are not known to have none."""
 
     def network(name: str) -> bool | None:
-        setting = getattr(servers.get(name), "network", None)
+        config = servers.get(name)
+        if config is None or getattr(config, "url", None):
+            return None
+        if getattr(config, "sandbox", True) is False:
+            return True
+        setting = getattr(config, "network", None)
         if setting is None:
             return None
         if isinstance(setting, bool):
