@@ -4,7 +4,8 @@ A command that only reads the settings (`ask`, `policy`, `models list`, `mcp`, `
 goes on with the settings in use — the file's broken keys, or all of it, at their defaults — and
 says so once on stderr, in one line. A command that writes the settings loads them strictly
 (`broker.settings.load_settings`) and stops with the same sentence instead, so it never replaces
-the broken file.
+the broken file. A change made outside Chamberlain to a sealed setting (broker.settings_seal) is
+said the same way, one line naming each change, which is not used until the person confirms it.
 
 Plain Python: the headless CLI imports this, so it must never import Qt.
 """
@@ -51,4 +52,34 @@ def settings_for_reading(home: Path) -> Settings:
             _reported.add(problem.path)
         sys.stderr.write(f"chamberlain: {one_line(loaded)}\n")
         sys.stderr.flush()
+    said = home / "settings.seal.json"
+    if (loaded.pending or loaded.seal_problem) and said not in _reported:
+        _reported.add(said)
+        sys.stderr.write(f"chamberlain: {pending_line(loaded)}\n")
+        sys.stderr.flush()
     return loaded.settings
+
+
+def pending_line(loaded: LoadedSettings) -> str:
+    """One line naming each change to a sealed setting made outside Chamberlain, and how to
+    confirm or discard them; or what is wrong with the seal."""
+    if not loaded.pending:
+        assert loaded.seal_problem is not None
+        return f"{loaded.seal_problem}; `chamberlain settings pending` lists what waits"
+    changes = "; ".join(change.describe() for change in loaded.pending)
+    return (
+        f"settings.json was changed outside Chamberlain and waits for your confirmation, so "
+        f"these changes are not used: {changes} (review them with `chamberlain settings "
+        "pending`, then `chamberlain settings confirm` or `chamberlain settings discard`)"
+    )
+
+
+def pending_summary(loaded: LoadedSettings) -> str:
+    """What the desktop app says at start: how many changes wait, and where to review them."""
+    count = len(loaded.pending)
+    what = "a change" if count == 1 else f"{count} changes"
+    return (
+        f"Chamberlain's settings file holds {what} made outside Chamberlain (by another program "
+        "or by hand). Until you confirm them, Chamberlain keeps using the settings you last "
+        "confirmed. Review them in Settings."
+    )

@@ -28,7 +28,9 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from broker import settings_seal as seal
 from broker.profiles import ProfileOverrides
+from broker.settings_seal import PendingChange
 from tools.mcp.config import McpSettings
 
 log = logging.getLogger("chamberlain.broker.settings")
@@ -311,12 +313,15 @@ class _FileOnly(Settings):
 
 def load_settings(home: Path) -> Settings:
     """Read `home/settings.json` (absent → defaults). A broken file is an error, never replaced:
-    what a command that writes the settings uses (`read_settings` works around a broken file)."""
+    what a command that writes the settings uses (`read_settings` works around a broken file).
+    A sealed setting changed outside Chamberlain is at its confirmed value (broker.settings_seal).
+    """
     path = home / SETTINGS_FILE
     if not _present(path):
-        return _with_environment({})
+        return _with_environment(_sealed(home, {}).effective)
     raw, text = _read_file(path)
-    return _validate(raw, path, text)
+    _validate(raw, path, text)
+    return _with_environment(_sealed(home, _migrate(copy.deepcopy(raw))).effective)
 
 
 @dataclass(frozen=True)
@@ -333,6 +338,11 @@ class LoadedSettings:
     # With a problem: the part of the file still in use, as the file has it (no environment
     # variable in it); what `reset_settings` writes in its place.
     kept: dict[str, Any] = field(default_factory=dict)
+    # Sealed settings the file changed outside Chamberlain: not in use until confirmed
+    # (`confirm_pending`) or discarded (`discard_pending`).
+    pending: tuple[PendingChange, ...] = ()
+    # What is wrong with the seal itself (unreadable, damaged, entries it did not write).
+    seal_problem: str | None = None
 
 
 def read_settings(home: Path) -> LoadedSettings:
@@ -345,20 +355,43 @@ def read_settings(home: Path) -> LoadedSettings:
     own input, and no default can stand in for what it meant."""
     path = home / SETTINGS_FILE
     if not _present(path):
-        return LoadedSettings(_with_environment({}))
+        return _loaded(home, {})
     try:
         raw, text = _read_file(path)
     except SettingsError as problem:
-        return LoadedSettings(_with_environment({}), problem, whole_file=True)
+        return _loaded(home, {}, problem, whole_file=True)
     try:
-        return LoadedSettings(_validate(raw, path, text))
+        _validate(raw, path, text)
     except SettingsError as problem:
         if problem.path is None:
             raise
         kept, defaulted = _salvage(raw)
         if kept is None:
-            return LoadedSettings(_with_environment({}), problem, whole_file=True)
-        return LoadedSettings(_with_environment(kept), problem, defaulted, kept=kept)
+            return _loaded(home, {}, problem, whole_file=True)
+        return _loaded(home, kept, problem, defaulted, kept=kept)
+    return _loaded(home, _migrate(copy.deepcopy(raw)))
+
+
+def _loaded(
+    home: Path,
+    data: dict[str, Any],
+    problem: SettingsError | None = None,
+    defaulted: tuple[str, ...] = (),
+    *,
+    whole_file: bool = False,
+    kept: dict[str, Any] | None = None,
+) -> LoadedSettings:
+    """`data` (the file's valid part, migrated) under the seal and then the environment."""
+    sealed = _sealed(home, data)
+    return LoadedSettings(
+        _with_environment(sealed.effective),
+        problem,
+        defaulted,
+        whole_file,
+        kept or {},
+        pending=sealed.pending,
+        seal_problem=sealed.problem,
+    )
 
 
 def reset_settings(home: Path, loaded: LoadedSettings, now: datetime | None = None) -> Path | None:
@@ -374,13 +407,176 @@ def reset_settings(home: Path, loaded: LoadedSettings, now: datetime | None = No
 
 
 def save_settings(home: Path, settings: Settings) -> Path | None:
-    """Write `settings` to `home/settings.json`, atomically. A broken file there is never lost:
-    it is kept beside it (`keep_broken`) and its new name returned (None when there was none)."""
+    """Write `settings` to `home/settings.json`, atomically, and seal its sealed settings: this
+    is Chamberlain's own save (the Settings window, a CLI command), so what it writes is
+    confirmed. A sealed setting the caller left at its confirmed value while the file holds a
+    change made outside Chamberlain keeps that change in the file, still pending: a save never
+    confirms what the person did not see. A broken file there is never lost: it is kept beside
+    it (`keep_broken`) and its new name returned (None when there was none)."""
     home.mkdir(parents=True, exist_ok=True)
     path = home / SETTINGS_FILE
     kept_as = keep_broken(path) if _broken(path) else None
-    _write(path, settings.model_dump_json(indent=2))
+    key = _seal_key(home, required=True)
+    assert key is not None
+    data: dict[str, Any] = json.loads(settings.model_dump_json())
+    sealed = _sealed(home, _file_data(home))
+    kept: list[str] = []
+    for change in sealed.pending:
+        if seal.same(change.key, seal.get_path(data, change.key), change.in_use):
+            seal.set_path(data, change.key, change.value)
+            kept.append(change.key)
+    _write(path, json.dumps(data, indent=2, ensure_ascii=False))
+    seal.write_seal(home, key, seal.confirmed_after_save(data, kept, sealed.confirmed))
     return kept_as
+
+
+def pending_changes(home: Path) -> LoadedSettings:
+    """The settings as `load_settings` reads them (a broken file is an error), with what
+    waits for confirmation in `pending`."""
+    loaded = read_settings(home)
+    if loaded.problem is not None:
+        raise loaded.problem
+    return loaded
+
+
+def confirm_pending(home: Path, keys: Sequence[str] = ()) -> list[PendingChange]:
+    """Seal the file's values of the pending changes named by `keys` (all when empty): they are
+    in use from now on. The settings file is not touched. Returns what was confirmed."""
+    chosen = _chosen(pending_changes(home).pending, keys)
+    if chosen:
+        key = _seal_key(home, required=True)
+        assert key is not None
+        confirmed = dict(_sealed(home, _file_data(home)).confirmed)
+        for change in chosen:
+            if change.value is seal.MISSING:
+                confirmed.pop(change.key, None)
+            else:
+                confirmed[change.key] = change.value
+        seal.write_seal(home, key, confirmed)
+    return chosen
+
+
+def discard_pending(home: Path, keys: Sequence[str] = ()) -> list[PendingChange]:
+    """Put the values in use back into settings.json for the pending changes named by `keys`
+    (all when empty); every other setting in the file stays as the file has it. Returns what
+    was discarded."""
+    chosen = _chosen(pending_changes(home).pending, keys)
+    if chosen:
+        path = home / SETTINGS_FILE
+        raw: dict[str, Any] = _read_file(path)[0] if _present(path) else {}
+        for change in chosen:
+            seal.set_path(raw, change.key, change.in_use)
+        _write(path, json.dumps(raw, indent=2, ensure_ascii=False))
+    return chosen
+
+
+def _chosen(pending: Sequence[PendingChange], keys: Sequence[str]) -> list[PendingChange]:
+    if not keys:
+        return list(pending)
+    by_key = {change.key: change for change in pending}
+    unknown = [k for k in keys if k not in by_key]
+    if unknown:
+        waiting = ", ".join(by_key) or "none"
+        raise SettingsError(
+            f"no change waits for confirmation under {', '.join(unknown)} (waiting: {waiting})"
+        )
+    return [by_key[k] for k in dict.fromkeys(keys)]
+
+
+# --- the seal (broker.settings_seal) ------------------------------------------------------------
+
+# The seal key of each home, once found: reading it may ask the keyring.
+_seal_keys: dict[Path, bytes] = {}
+
+
+def _seal_key(home: Path, *, required: bool = False) -> bytes | None:
+    """The key of the seal's MACs; None when the install secret cannot be had (then nothing
+    is confirmed), a SettingsError saying why when `required` (a save must seal)."""
+    found = _seal_keys.get(home)
+    if found is not None:
+        return found
+    from broker.keys import KeyFileError, load_install_secret
+
+    try:
+        secret = load_install_secret(home)
+    except (KeyFileError, OSError) as exc:
+        if required:
+            raise SettingsError(
+                f"the settings were not saved, because Chamberlain's install secret cannot be "
+                f"read: {exc}"
+            ) from exc
+        log.warning("the settings seal cannot be checked: %s", exc)
+        return None
+    _seal_keys[home] = found = seal.seal_key(secret.key)
+    return found
+
+
+@dataclass(frozen=True)
+class _Sealed:
+    effective: dict[str, Any]
+    pending: tuple[PendingChange, ...]
+    confirmed: dict[str, Any]
+    problem: str | None
+
+
+def _file_data(home: Path) -> dict[str, Any]:
+    """The file's valid settings, migrated ({} when there is none or it is broken)."""
+    path = home / SETTINGS_FILE
+    if not _present(path):
+        return {}
+    try:
+        raw, _ = _read_file(path)
+    except SettingsError:
+        return {}
+    kept, _ = _salvage(raw)
+    return kept or {}
+
+
+def _sealed(home: Path, data: dict[str, Any]) -> _Sealed:
+    """`data` (valid file settings, migrated, no environment) as normalised JSON, with every
+    sealed setting changed outside Chamberlain at its confirmed value."""
+    file_data: dict[str, Any] = _FileOnly.model_validate(data).model_dump(mode="json")
+    defaults = _defaults()
+    found = seal.Seal({})
+    if (home / seal.SEAL_FILE).exists() or os.path.lexists(home / seal.SEAL_FILE):
+        found = seal.read_seal(home, _seal_key(home))
+    confirmed = _normalised_confirmed(found.confirmed)
+    checked = seal.check(file_data, defaults, confirmed)
+    problem = found.problem
+    if found.untrusted:
+        problem = (
+            f"{home / seal.SEAL_FILE} holds entries Chamberlain did not sign (ignored): "
+            + ", ".join(found.untrusted)
+        )
+    return _Sealed(checked.effective, checked.pending, confirmed, problem)
+
+
+def _normalised_confirmed(confirmed: dict[str, Any]) -> dict[str, Any]:
+    """Each confirmed value as today's settings model spells it (a field added since it was
+    sealed at its default); one that is no longer valid counts as never confirmed."""
+    result: dict[str, Any] = {}
+    for key, value in confirmed.items():
+        probe: dict[str, Any] = {}
+        seal.set_path(probe, key, value)
+        try:
+            dumped = _FileOnly.model_validate(probe).model_dump(mode="json")
+        except (ValidationError, ValueError, TypeError):
+            log.warning("a confirmed value of %s is no longer a valid setting", key)
+            continue
+        normal = seal.get_path(dumped, key)
+        if normal is not seal.MISSING:
+            result[key] = normal
+    return result
+
+
+_default_data: dict[str, Any] | None = None
+
+
+def _defaults() -> dict[str, Any]:
+    global _default_data
+    if _default_data is None:
+        _default_data = _FileOnly().model_dump(mode="json")
+    return _default_data
 
 
 def keep_broken(path: Path, now: datetime | None = None) -> Path:

@@ -24,6 +24,7 @@ import pytest
 
 from tests.support.cli import run_cli
 from tests.support.mcp_notes import NOTES_SERVER, NOTES_TOOLS, running_with
+from tests.support.settings import write_settings
 
 # The notes server, started by a parent that stays alive after the server has read the end of
 # its input: a CLI that exits without closing its servers leaves that parent running.
@@ -66,7 +67,7 @@ def servers(user: Path, notes: Path) -> Iterator[Callable[..., None]]:
     def configure(**configs: dict[str, Any]) -> None:
         home = user / ".chamberlain"
         home.mkdir(exist_ok=True)
-        (home / "settings.json").write_text(json.dumps({"mcp": {"servers": configs}}))
+        write_settings(home, {"mcp": {"servers": configs}})
 
     yield configure
     leftovers = running_with(str(notes))
