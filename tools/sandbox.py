@@ -391,6 +391,8 @@ def bwrap_args(
         if root != Path("/tmp") and root.is_dir() and not root.is_symlink():
             args += ["--tmpfs", os.fspath(root)]
     args += _private_tmp(status)
+    if plan.scratch is not None:
+        args += ["--bind", os.fspath(plan.scratch), os.fspath(plan.cwd)]
     if plan.network:
         # Name resolution often lives under /run (systemd-resolved's stub file).
         args += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]
@@ -406,10 +408,92 @@ def bwrap_args(
             continue
         args += ["--bind", os.fspath(path), os.fspath(path)]
         mounted.append(path)
+    args += _holds(plan)
     args += _covers(plan, hidden, mounted)
     if plan.limits is not None:
         argv, _ = with_rlimits(plan.limits, argv, argv[0], sandboxed=True)
     args += ["--chdir", os.fspath(plan.cwd), "--", *argv]
+    return args
+
+
+# A writable folder whose own top level must stay read-only (a startup file missing in it) has
+# its entries bound writable one by one, up to this many; past it the folder stays read-only.
+MAX_SEALED_ENTRIES = 1000
+
+
+def _holds(plan: SandboxPlan) -> list[str]:
+    """Hold every startup place inside a writable folder read-only (`plan.keep`).
+
+    An existing place is bound read-only over itself: it can be neither written nor replaced
+    (a rename onto a mount point fails), and the folders between it and the writable folder are
+    bound over themselves so none can be renamed away and rebuilt. A place that does not exist
+    yet, or is a symlink (which can be replaced), is held by the nearest real folder above it:
+    bound read-only, or, when that is the writable folder itself, that folder's top level is
+    read-only and its entries are bound writable one by one. Nothing is created on the host.
+    """
+    writable = sorted(
+        (w for w in plan.write if os.path.isdir(w) and not os.path.islink(w)),
+        key=lambda p: len(p.parts),
+        reverse=True,
+    )
+    if not writable or not plan.keep:
+        return []
+    ro: set[Path] = set()
+    pins: set[Path] = set()
+    sealed: set[Path] = set()
+    for place in plan.keep:
+        owner = next((w for w in writable if within(place, w)), None)
+        if owner is None:
+            continue
+        if place == owner:
+            ro.add(place)
+            continue
+        held = owner
+        between: list[Path] = []
+        for part in place.relative_to(owner).parts:
+            step = held / part
+            real = os.path.lexists(step) and not os.path.islink(step)
+            if not real or (step != place and not os.path.isdir(step)):
+                break
+            if step == place:
+                held = step
+                break
+            between.append(step)
+            held = step
+        if held == place:
+            ro.add(place)
+            pins.update(between)
+        elif held == owner:
+            sealed.add(owner)
+        else:
+            ro.add(held)
+            pins.update(between[:-1] if between and between[-1] == held else between)
+
+    def in_ro(path: Path) -> bool:
+        return any(within(path, r) for r in ro)
+
+    args: list[str] = []
+    for owner in sorted(sealed, key=lambda p: len(p.parts)):
+        args += ["--ro-bind", os.fspath(owner), os.fspath(owner)]
+        try:
+            with os.scandir(owner) as listing:
+                entries = [Path(e.path) for e in listing]
+        except OSError:
+            entries = []
+        if len(entries) > MAX_SEALED_ENTRIES:
+            continue
+        for entry in sorted(entries):
+            if in_ro(entry) or os.path.islink(entry):
+                continue
+            args += ["--bind", os.fspath(entry), os.fspath(entry)]
+        for path in plan.read:
+            if path not in plan.write and path != owner and within(path, owner) and _exists(path):
+                args += ["--ro-bind", os.fspath(path), os.fspath(path)]
+    steps = [(p, "--bind") for p in pins if not in_ro(p)] + [(p, "--ro-bind") for p in ro]
+    for path, how in sorted(steps, key=lambda s: len(s[0].parts)):
+        if how == "--ro-bind" and any(r != path and within(path, r) for r in ro):
+            continue  # inside a folder already held read-only
+        args += [how, os.fspath(path), os.fspath(path)]
     return args
 
 

@@ -111,6 +111,10 @@ def _inside(place: str, folder: str) -> bool:
 
 def _command_covers(scope: str, target: str) -> bool:
     argv, cwd = _split_exact(scope)
+    if target == "cwd:":
+        # No folder: an empty scratch folder, which shows nothing of the person's. Any read-only
+        # scope covers it; an exact command's only when that command named no folder either.
+        return scope == READONLY or scope.startswith(READONLY_IN) or cwd in (None, "")
     if target.startswith(("cwd:", "dir:")):
         place = target.split(":", 1)[1]
         if scope == READONLY:
@@ -150,8 +154,10 @@ def natural_command_scope(targets: Iterable[str]) -> str:
     kind, _, argv = line.partition(":")
     cwd = next((t[4:] for t in listed if t.startswith("cwd:")), None)
     if kind == "readonly" and cwd is not None:
-        places = [cwd, *(t[4:] for t in listed if t.startswith("dir:"))]
-        return READONLY_IN + os.path.commonpath(places)
+        # An empty cwd is the scratch folder: it adds no place ("readonly-in:" alone covers only
+        # commands that see none of the person's folders).
+        places = [p for p in [cwd, *(t[4:] for t in listed if t.startswith("dir:"))] if p]
+        return READONLY_IN + (os.path.commonpath(places) if places else "")
     return exact_command_scope(argv, cwd) if cwd is not None else f"command:{argv}"
 
 
@@ -197,7 +203,10 @@ def _scope_words(capability: Capability, scope: str) -> str:
         if scope == READONLY:
             return "read-only commands anywhere"
         if scope.startswith(READONLY_IN):
-            return f"read-only commands in {scope[len(READONLY_IN) :]}"
+            where = scope[len(READONLY_IN) :]
+            if not where:
+                return "read-only commands that see none of your folders"
+            return f"read-only commands in {where}"
         argv, cwd = _split_exact(scope)
         if argv is not None:
             return f"`{argv}`" + (f" in {cwd}" if cwd else "")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import dataclasses
 import logging
 import os
 import selectors
@@ -36,10 +37,11 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -48,13 +50,17 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import Field
 
 from tools.arguments import NOT_BLANK, ToolArguments
+from tools.changes import Changes, changes_of
 from tools.commands import (
     MAX_COMMAND_CHARS,
     CommandCheck,
+    _readonly_problem,
     argv_text,
     assess_command,
     command_target,
+    locate_program,
     parse_command,
+    unwrap,
 )
 from tools.limits import (
     CommandLimits,
@@ -63,9 +69,11 @@ from tools.limits import (
     Scopes,
     explain,
     limit_ways,
+    limits_plan,
     with_rlimits,
 )
 from tools.manual import (
+    CallPlan,
     Capability,
     HealthCheck,
     Prepared,
@@ -77,6 +85,7 @@ from tools.manual import (
     ToolResult,
     typed_tool,
 )
+from tools.options import options_and_operands
 from tools.paths import MAX_PATH_CHARS, is_within, resolve_path
 from tools.private import PrivatePlaces, private_places
 from tools.registry import ToolConfig
@@ -89,6 +98,8 @@ from tools.sandbox import (
     sandbox_status,
     wrap_stage,
 )
+from tools.scopes import exact_command_scope
+from tools.startup_places import StartupPlace, place_of, places_in
 from tools.stop import Stopped, current_stop
 
 log = logging.getLogger("chamberlain.tools.system")
@@ -105,6 +116,10 @@ __all__ = [
     "system_opener",
 ]
 
+# Where a command runs when no folder was named: an empty scratch folder, made for the run and
+# removed after it, shown at this path inside the sandbox (and used by the rules for relative
+# paths). Never the home: a command sees only the folders the person or the prompt named.
+SCRATCH = Path("/tmp/.chamberlain-scratch")
 # After SIGTERM, how long the command's processes get to exit before SIGKILL.
 KILL_GRACE_S = 1.0
 # How often a running command looks at the turn's Stop.
@@ -545,6 +560,22 @@ class _Checked:
     executables: tuple[str, ...]
     targets: tuple[str, ...]
     plan: SandboxPlan | None  # None: run without a sandbox (the user turned that on)
+    # What the prompt and the audit render: argv as run, folders, writes, changes, startup.
+    call_plan: CallPlan = field(default_factory=CallPlan)
+    # True: no folder was named, and the command runs in an empty scratch folder (`SCRATCH`).
+    scratch: bool = False
+
+
+@dataclass(frozen=True)
+class _Writes:
+    """Where a command may write, what it will change, and the startup places it names."""
+
+    places: tuple[Path, ...] = ()
+    changes: tuple[Path, ...] = ()
+    known: bool = True
+    startup: tuple[StartupPlace, ...] = ()
+    # Startup places inside a writable folder that the call did not name: held read-only.
+    keep: tuple[Path, ...] = ()
 
 
 class _CommandTool:
@@ -578,13 +609,12 @@ class _CommandTool:
             return [self.home]
         return [resolve_path(os.fspath(r)) for r in self.config.command_roots]
 
-    def cwd(self, args: SystemExecuteArguments) -> Path:
+    def cwd(self, args: SystemExecuteArguments) -> Path | None:
+        """The folder the call named (None: none, and it runs in an empty scratch folder)."""
         raw = args.cwd
         roots = self.roots()
         if raw is None or not raw.strip():
-            home = self.home
-            default = home if any(is_within(home, r) for r in roots) else roots[0]
-            return default
+            return None
         try:
             path = resolve_path(raw, home=self.home, cwd=self.home)
         except ValueError as exc:
@@ -609,7 +639,8 @@ class _CommandTool:
                 "refused: commands run only inside a sandbox, and there is none here: "
                 f"{status.why}.{remedy}"
             )
-        cwd = self.cwd(args)
+        named = self.cwd(args)
+        cwd = named if named is not None else SCRATCH
         private = self.private()
         env = self.environment(cwd)
         check = assess_command(
@@ -622,47 +653,149 @@ class _CommandTool:
         )
         executables = tuple(_find_program(stage[0], env, cwd) for stage in check.stages)
         places = _mounted_places(check.paths, cwd, self.home)
-        programs = _program_places(executables, self.home, (cwd, *places))
+        # Only what was named is visible: the folder the call names (never the home by
+        # default) and the places its arguments name.
+        visible = (named, *places) if named is not None else tuple(places)
+        programs = _program_places(executables, self.home, visible)
+        writes = self._writes(check, cwd, visible, env["PATH"], private)
+        target = check.target
+        if writes.startup and check.code is None:
+            # A startup place runs later, outside any sandbox: only a once grant may allow it,
+            # and only when the person typed the line (as for code that cannot be shown).
+            target = "code:" + target.split(":", 1)[1]
+        shown = os.fspath(named) if named is not None else ""
         # Every place the command can see is a target: the prompt names it, the grant covers it.
-        targets = [check.target, f"cwd:{cwd}", *(f"dir:{p}" for p in (*places, *programs))]
+        targets = [target, f"cwd:{shown}", *(f"dir:{p}" for p in (*places, *programs))]
         if check.network:
             targets.append("net:")
         plan: SandboxPlan | None = None
         if status.available:
-            visible = (cwd, *places)
             plan = SandboxPlan(
                 cwd=cwd,
                 home=self.home,
                 read=(*visible, *programs),
-                write=() if check.readonly else visible,
+                write=writes.places,
                 network=check.network,
                 private=private,
                 hide=tuple(self.config.app_dirs),
+                keep=writes.keep,
                 limits=self.config.command_limits,
             )
-        return _Checked(check, cwd, env, executables, tuple(targets), plan)
+        call_plan = CallPlan(
+            stages=tuple(
+                (exe, *stage[1:]) for stage, exe in zip(check.stages, executables, strict=True)
+            ),
+            cwd=os.fspath(named) if named is not None else None,
+            reads=tuple(os.fspath(p) for p in (*visible, *programs) if p not in writes.places),
+            writes=tuple(os.fspath(p) for p in writes.places),
+            files=tuple(os.fspath(p) for p in _operands(check, cwd, self.home)),
+            changes=tuple(os.fspath(p) for p in writes.changes),
+            startup=tuple((os.fspath(p.path), p.when) for p in writes.startup),
+            limits=limits_plan(
+                self.config.command_limits, sandboxed=plan is not None, shm_capped=not status.setuid
+            ),
+        )
+        return _Checked(
+            check,
+            cwd,
+            env,
+            executables,
+            tuple(targets),
+            plan,
+            call_plan=call_plan,
+            scratch=named is None,
+        )
+
+    def _writes(
+        self,
+        check: CommandCheck,
+        cwd: Path,
+        visible: Sequence[Path],
+        search_path: str,
+        private: PrivatePlaces,
+    ) -> _Writes:
+        """What the command may change: nothing for a read-only one; for a program that writes
+        wherever it is told (`tools.changes`) only its destination; else what it names. The
+        startup places it would reach are named (the prompt says when they run) or held."""
+        if check.readonly:
+            return _Writes()
+        places: list[Path] = []
+        changed: list[Path] = []
+        known = True
+        generic = False
+
+        def resolve(raw: str) -> Path | None:
+            try:
+                return resolve_path(raw, home=self.home, cwd=cwd)
+            except ValueError:
+                return None
+
+        for stage in check.stages:
+            chain = unwrap(stage)
+            if _readonly_problem(chain, lambda w: locate_program(w, search_path, cwd)) is None:
+                continue
+            inner = chain[-1]
+            found: Changes | None = changes_of(inner.name, inner.args, cwd, resolve)
+            if found is None:
+                generic = True
+                continue
+            known = known and found.known
+            changed += found.files
+            for destination in found.destinations:
+                if is_within(destination, SCRATCH) and cwd == SCRATCH:
+                    continue  # the scratch folder is writable anyway, and is nobody's
+                owner = next((v for v in visible if is_within(destination, v)), None)
+                if owner is None:
+                    continue  # not a place it sees: it cannot write there at all
+                while not os.path.lexists(destination) and destination != owner:
+                    destination = destination.parent
+                places.append(destination)
+        if generic:
+            places += visible
+        writable = _outermost(places)
+        named: dict[Path, StartupPlace] = {}
+        for path in (*writable, *changed, *(p for p in check.paths if _inside_any(p, writable))):
+            hit = place_of(path, self.home, self.config.app_dirs)
+            if hit is not None:
+                named.setdefault(hit.path, hit)
+        keep: list[Path] = []
+        for folder in writable:
+            if folder.is_dir():
+                for place in places_in(folder, self.home, self.config.app_dirs, skip=private.all()):
+                    if not any(is_within(place.path, n) for n in named):
+                        keep.append(place.path)
+        return _Writes(
+            places=tuple(writable),
+            changes=tuple(dict.fromkeys(changed)),
+            known=known,
+            startup=tuple(named.values()),
+            keep=tuple(dict.fromkeys(keep)),
+        )
 
     def prepare(self, args: SystemExecuteArguments) -> Prepared:
         """Check the call once; the result is what the runner checks and `run_checked` runs."""
         checked = self.assess(args)
-        return Prepared.of(args, checked.targets, checked.check.reversibility, checked)
+        return Prepared.of(
+            args, checked.targets, checked.check.reversibility, checked, checked.call_plan
+        )
 
     def user_scopes(self, words: RequestWords) -> list[str]:
-        """The command line the user typed, in the folder they named (default: the home)."""
+        """The command line the user typed, in the folder they named (none named: the empty
+        scratch folder such a call runs in, shown as no folder)."""
         if not words.command:
             return []
         try:
             cwd = resolve_path(words.cwd, home=self.home, cwd=self.home) if words.cwd else None
-            return [
-                command_target(
-                    words.command,
-                    cwd=cwd,
-                    home=self.home,
-                    protected=self.config.protected_paths,
-                )
-            ]
+            check = assess_command(
+                words.command,
+                cwd=cwd if cwd is not None else SCRATCH,
+                home=self.home,
+                protected=self.config.protected_paths,
+            )
         except (ToolError, ValueError):
             return []  # a line the rules refuse names no scope; the runner says why
+        where = os.fspath(cwd) if cwd is not None else ""
+        return [exact_command_scope(argv_text(check.stages), where)]
 
     def health(self) -> list[HealthCheck]:
         try:
@@ -714,29 +847,9 @@ class _CommandTool:
                 "The command means something else now than when it was checked (a file or link "
                 "it names changed); it was not run. Ask again to check it anew."
             )
+        with _scratch_folder(fresh.scratch) as scratch:
+            outcome = self._run(fresh, scratch)
         check, cwd = fresh.check, fresh.cwd
-        executables = list(fresh.executables)
-        stages: list[list[str]] = [list(stage) for stage in check.stages]
-        if fresh.plan is not None:
-            wrapped = [
-                wrap_stage(fresh.plan, stage, exe)
-                for stage, exe in zip(stages, executables, strict=True)
-            ]
-            stages = [argv for argv, _ in wrapped]
-            executables = [exe for _, exe in wrapped]
-        else:
-            log.warning("running a command WITHOUT a sandbox (tools.unsandboxed_commands is on)")
-        log.debug("running a %d-stage command in %s", len(stages), cwd)
-        outcome = run_argv(
-            stages,
-            cwd=cwd,
-            env=fresh.env,
-            timeout_s=self.config.command_timeout_s,
-            output_cap=self.config.command_output_cap,
-            executables=executables,
-            limits=self.config.command_limits,
-            sandboxed=fresh.plan is not None,
-        )
         walls = fresh.plan.describe() if fresh.plan is not None else "no sandbox"
         data = {
             "argv": check.argv,
@@ -748,7 +861,7 @@ class _CommandTool:
             "timed_out": outcome.timed_out,
             "duration_s": outcome.duration_s,
             "reversibility": check.reversibility,
-            "cwd": os.fspath(cwd),
+            "cwd": None if fresh.scratch else os.fspath(cwd),
             "sandbox": walls,
             "limit": outcome.limit.as_data() if outcome.limit is not None else None,
         }
@@ -764,6 +877,83 @@ class _CommandTool:
                 "sandbox": walls,
             },
         )
+
+    def _run(self, fresh: _Checked, scratch: Path | None) -> CommandOutcome:
+        check, cwd, plan = fresh.check, fresh.cwd, fresh.plan
+        if scratch is not None:
+            cwd = scratch
+            if plan is not None:
+                plan = dataclasses.replace(plan, scratch=scratch)
+        executables = list(fresh.executables)
+        stages: list[list[str]] = [list(stage) for stage in check.stages]
+        if plan is not None:
+            # Inside the sandbox the scratch folder is at SCRATCH, where the rules saw it.
+            wrapped = [
+                wrap_stage(plan, stage, exe) for stage, exe in zip(stages, executables, strict=True)
+            ]
+            stages = [argv for argv, _ in wrapped]
+            executables = [exe for _, exe in wrapped]
+        else:
+            log.warning("running a command WITHOUT a sandbox (tools.unsandboxed_commands is on)")
+        log.debug("running a %d-stage command in %s", len(stages), cwd)
+        return run_argv(
+            stages,
+            cwd=cwd,
+            env=fresh.env,
+            timeout_s=self.config.command_timeout_s,
+            output_cap=self.config.command_output_cap,
+            executables=executables,
+            limits=self.config.command_limits,
+            sandboxed=plan is not None,
+        )
+
+
+@contextlib.contextmanager
+def _scratch_folder(wanted: bool) -> Iterator[Path | None]:
+    """An empty folder of its own for a call that named none (None when it named one), removed
+    with whatever the command left in it."""
+    if not wanted:
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="chamberlain-scratch-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _outermost(paths: Sequence[Path]) -> list[Path]:
+    """Each path once, none inside another (the outer one covers it)."""
+    unique = sorted(set(paths), key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for path in unique:
+        if not any(is_within(path, k) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def _inside_any(path: Path, folders: Sequence[Path]) -> bool:
+    return any(is_within(path, f) for f in folders)
+
+
+def _operands(check: CommandCheck, cwd: Path, home: Path) -> list[Path]:
+    """The files and folders a command's operands name, resolved (not its options' values,
+    nor names inside the scratch folder, which hold nothing of the person's)."""
+    found: list[Path] = []
+    for stage in check.stages:
+        inner = unwrap(stage)[-1]
+        for operand in options_and_operands(inner.args)[1]:
+            path = next((p for p in check.paths if _names(operand, p, cwd, home)), None)
+            if path is not None and not is_within(path, SCRATCH):
+                found.append(path)
+    return list(dict.fromkeys(found))
+
+
+def _names(operand: str, path: Path, cwd: Path, home: Path) -> bool:
+    try:
+        return resolve_path(operand, home=home, cwd=cwd) == path
+    except ValueError:
+        return False
 
 
 def _hidden(path: Path, home: Path) -> bool:

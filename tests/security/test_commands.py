@@ -479,7 +479,9 @@ def _rig(tmp_path: Path, corpus: Corpus, *, allow: bool) -> tuple[Rig, AuditLog]
 @pytest.mark.parametrize(("name", "template", "why"), REFUSED, ids=[c[0] for c in REFUSED])
 def test_attack_is_refused_before_anyone_is_asked(corpus, name, template, why):
     tool = corpus.tools()["system_execute"]
-    arguments = {"command": corpus.line(template)}
+    # The home named as the folder: the widest a call can ask for (with none named it runs in
+    # an empty scratch folder).
+    arguments = {"command": corpus.line(template), "cwd": str(corpus.home)}
     with pytest.raises(ToolRefused) as refused:
         tool.targets(arguments)
     reason = str(refused.value)
@@ -495,7 +497,8 @@ def test_refused_attack_through_the_runner_is_audited_and_never_starts(
     corpus, make_rig, name, template, why
 ):
     rig = make_rig(True)
-    outcome = rig.runner.execute(rig.turn, "system_execute", {"command": corpus.line(template)})
+    arguments = {"command": corpus.line(template), "cwd": str(corpus.home)}
+    outcome = rig.runner.execute(rig.turn, "system_execute", arguments)
 
     assert outcome.record.status == "refused"
     assert why.lower() in outcome.record.reason.lower()
@@ -525,7 +528,10 @@ def test_attack_asks_with_the_argv_and_is_never_read_only(corpus, name, template
     assert why.lower() in check.reason.lower(), check.reason
     program = _program(line)
     if "/" in program or shutil.which(program):
-        targets = corpus.tools()["system_execute"].targets({"command": line})
+        # The model names the home as the folder (with none named it would run in an empty
+        # scratch folder): the prompt then shows the home as where it runs.
+        arguments = {"command": line, "cwd": str(corpus.home)}
+        targets = corpus.tools()["system_execute"].targets(arguments)
         assert targets[:2] == [check.target, f"cwd:{corpus.home}"]
 
 
@@ -536,7 +542,8 @@ def test_asking_attack_denied_at_the_prompt_never_starts(corpus, make_rig, name,
     if "/" not in program and not shutil.which(program):
         pytest.skip(f"{program} is not installed here (the rules are checked above)")
     rig = make_rig(False)
-    outcome = rig.runner.execute(rig.turn, "system_execute", {"command": line})
+    arguments = {"command": line, "cwd": str(corpus.home)}
+    outcome = rig.runner.execute(rig.turn, "system_execute", arguments)
     check = assess_command(line, home=corpus.home, protected=corpus.protected)
 
     assert rig.events("TOOL_CALL_START") == []

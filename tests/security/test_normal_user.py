@@ -246,8 +246,15 @@ def test_a_normal_users_command_sees_the_folder_it_runs_in_but_never_a_key_or_ch
     token.write_text(TOKEN_SECRET)
     (person.home / "visible.txt").write_text("visible-to-the-command\n")
     person.own()
-    proc = person.cli(
+    # With no folder named it runs in an empty scratch folder and sees nothing of the home.
+    unnamed = person.cli(
         "ask", "run `grep -r -e '' .`", "--approve", "system_execute=once", "--llm", "none"
+    )
+    assert unnamed.returncode == 0, _said(unnamed)
+    assert "visible-to-the-command" not in _said(unnamed)
+    # Named, it sees the home's files, never a key or Chamberlain's own.
+    proc = person.cli(
+        "ask", "run `grep -r -e '' .` in ~", "--approve", "system_execute=once", "--llm", "none"
     )
     assert proc.returncode == 0, _said(proc)
     assert "visible-to-the-command" in proc.stdout

@@ -49,6 +49,7 @@ from tools.commands import assess_command, command_target
 from tools.manual import ToolError
 from tools.registry import ToolConfig, ToolRegistry
 from tools.sandbox import sandbox_status
+from tools.scopes import exact_command_scope
 from tools.system import make_system_tools
 
 pytestmark = [
@@ -131,8 +132,14 @@ class Rig:
     prompter: ApproveAll
     grants: GrantStore
 
-    def run(self, line: str, *, typed: bool, cwd: Path | None = None) -> CallOutcome:
+    def run(
+        self, line: str, *, typed: bool, cwd: Path | None = None, scratch: bool = False
+    ) -> CallOutcome:
+        """Run `line` as the model (typed False) or the person (True) would. The call names the
+        home as its folder unless it names another, or `scratch` (none: an empty folder)."""
         args: dict[str, Any] = {"command": line}
+        if cwd is None and not scratch:
+            cwd = self.home.user
         if cwd is not None:
             args["cwd"] = str(cwd)
         scopes: list[str] = []
@@ -140,6 +147,10 @@ class Rig:
             # A line the rules refuse names no scope; the runner says why.
             with contextlib.suppress(ToolError):
                 scopes.append(command_target(line, cwd=cwd, home=self.home.user))
+            if scratch:
+                scopes = [
+                    exact_command_scope(s.split(":", 1)[1].split("\nin ")[0], "") for s in scopes
+                ]
         turn = TurnScope(turn_id="t-sandbox", allowed=["system_execute"], user_scopes=scopes)
         return self.runner.execute(turn, "system_execute", args)
 
@@ -512,5 +523,9 @@ def test_a_program_installed_in_the_home_is_shown_in_the_prompt_and_runs_as_chec
     assert outcome.record.status == "ok", outcome.record.reason
     assert outcome.result.data["stdout"] == "checked\n"
     request = rig.prompter.asked[0]
-    # The prompt says the command sees its folder and the program's own folder, nothing else.
-    assert f"sees only {docs}, {bin_dir} (never" in request.reason
+    # The prompt's plan: the command sees its folder and the program's own folder, nothing
+    # else, and runs the program file that was checked.
+    assert request.plan is not None
+    assert request.plan.cwd == str(docs)
+    assert set(request.plan.reads) | set(request.plan.writes) == {str(docs), str(bin_dir)}
+    assert request.plan.stages == ((str(tool),),)

@@ -28,6 +28,7 @@ from tools.registry import ToolConfig, builtin_registry
 from tools.sandbox import command_environment
 from tools.system import (
     KILL_GRACE_S,
+    SCRATCH,
     command_target,
     make_system_tools,
     normalise_url,
@@ -302,9 +303,13 @@ _SPAWNER = textwrap.dedent(
 def _spawner(home: Path, mode: str, stay: str) -> tuple[str, str]:
     """The command line, and a word only its processes carry (the sandbox has its own PIDs,
     so the host's process table is searched for that word instead)."""
-    script = home / "spawner.py"
+    # In a folder of the home: a command may not create files directly in the home (a new
+    # .bash_profile there would run at the next login), only inside its folders.
+    work = home / "work"
+    work.mkdir(exist_ok=True)
+    script = work / "spawner.py"
     script.write_text(_SPAWNER)
-    pids = home / f"pids-{mode}-{stay}.txt"
+    pids = work / f"pids-{mode}-{stay}.txt"
     mark = f"mark-{uuid.uuid4().hex}"
     return shlex.join([sys.executable, str(script), str(pids), mode, stay, mark]), mark
 
@@ -403,7 +408,8 @@ def test_secret_looking_variables_never_reach_a_command(user_home, monkeypatch):
     # An allowlist, not a denylist: a variable with an innocent name does not pass either.
     assert "PLAIN_SETTING" not in output
     assert f"HOME={user_home}" in output
-    assert f"PWD={user_home}" in output
+    # No folder named: it runs in an empty scratch folder, never the home.
+    assert f"PWD={SCRATCH}" in output
 
 
 @pytest.mark.parametrize(
@@ -433,20 +439,39 @@ def test_a_program_in_the_working_folder_is_not_found_by_name(user_home):
     sneaky.chmod(0o755)
     environ = {"PATH": f".::{os.environ.get('PATH', '/usr/bin:/bin')}"}
     tool = build(user_home, environ=environ)["system_execute"]
+    here = {"cwd": str(user_home)}
     with pytest.raises(ToolError, match="was not found"):
-        tool.targets({"command": "sneaky"})
+        tool.targets({"command": "sneaky", **here})
     # By path it runs, and it is not read-only.
-    assert tool.targets({"command": "./sneaky"}) == ["command:./sneaky", f"cwd:{user_home}"]
-    assert tool.run({"command": "./sneaky"}).data["stdout"] == "ran-from-cwd\n"
+    wanted = ["command:./sneaky", f"cwd:{user_home}"]
+    assert tool.targets({"command": "./sneaky", **here})[:2] == wanted
+    assert tool.run({"command": "./sneaky", **here}).data["stdout"] == "ran-from-cwd\n"
 
 
 # --- working folder ------------------------------------------------------------------------------
 
 
 @posix_only
-def test_the_working_folder_defaults_to_home_and_may_be_inside_it(user_home):
+def test_with_no_folder_named_a_command_runs_in_an_empty_scratch_folder_never_the_home(
+    user_home,
+):
+    (user_home / "notes.txt").write_text("private notes\n")
     tool = build(user_home)["system_execute"]
-    assert execute(tool, "pwd")["stdout"] == f"{user_home}\n"
+    assert execute(tool, "pwd")["stdout"] == f"{SCRATCH}\n"
+    listing = execute(tool, "ls -A")
+    assert listing["stdout"] == ""
+    assert listing["exit_code"] == 0
+    assert listing["cwd"] is None
+    assert tool.targets({"command": "pwd"}) == ["readonly:pwd", "cwd:"]
+    # What one call leaves in its scratch folder is gone before the next one.
+    assert execute(tool, "mkdir left-behind")["exit_code"] == 0
+    assert execute(tool, "ls -A")["stdout"] == ""
+
+
+@posix_only
+def test_a_named_working_folder_may_be_the_home_or_inside_it(user_home):
+    tool = build(user_home)["system_execute"]
+    assert execute(tool, "pwd", cwd="~")["stdout"] == f"{user_home}\n"
     assert execute(tool, "pwd", cwd="~/proj")["stdout"] == f"{user_home}/proj\n"
     assert execute(tool, "pwd", cwd="proj")["stdout"] == f"{user_home}/proj\n"
 
@@ -474,7 +499,7 @@ def test_command_roots_replace_the_home(user_home, tmp_path):
     work = tmp_path / "work"
     (work / "sub").mkdir(parents=True)
     tool = build(user_home, command_roots=(work,))["system_execute"]
-    assert execute(tool, "pwd")["stdout"] == f"{work.resolve()}\n"
+    assert execute(tool, "pwd", cwd=str(work))["stdout"] == f"{work.resolve()}\n"
     assert execute(tool, "pwd", cwd=str(work / "sub"))["stdout"] == f"{work.resolve()}/sub\n"
     with pytest.raises(ToolRefused):
         tool.targets({"command": "pwd", "cwd": str(user_home)})
@@ -493,7 +518,7 @@ def test_a_link_changed_after_the_check_is_not_followed(user_home, tmp_path):
     link = user_home / "link"
     link.symlink_to(user_home / "notes.txt")
 
-    args = {"command": "cat link"}
+    args = {"command": "cat link", "cwd": str(user_home)}
     prepared = tool.prepare(args)
     assert list(prepared.targets) == ["readonly:cat link", f"cwd:{user_home}"]
     link.unlink()
@@ -503,7 +528,7 @@ def test_a_link_changed_after_the_check_is_not_followed(user_home, tmp_path):
 
     link.unlink()
     link.symlink_to(user_home / "notes.txt")
-    args = {"command": "tee link"}
+    args = {"command": "tee link", "cwd": str(user_home)}
     assert tool.targets(args) == ["command:tee link", f"cwd:{user_home}"]
     link.unlink()
     link.symlink_to(grants)
