@@ -3,7 +3,6 @@ with exit code 0, its MCP servers' programs ended with it, whatever dialog is op
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -17,6 +16,7 @@ from app.passphrase import PassphraseDialog
 from app.single_instance import lock_path, read_holder
 from tests.support.app import app_env, running_app
 from tests.support.mcp_notes import notes_config, running_with, write_notes
+from tests.support.settings import write_settings
 from tests.support.xvfb import running_xvfb
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ def test_sigterm_quits_the_app_and_its_mcp_servers(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     server = notes_config(notes).model_dump(mode="json", exclude_defaults=True)
-    (home / "settings.json").write_text(json.dumps({"mcp": {"servers": {"notes": server}}}))
+    write_settings(home, {"mcp": {"servers": {"notes": server}}})
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp_path),
