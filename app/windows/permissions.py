@@ -52,6 +52,7 @@ from broker.activity import DenialRow, last_uses, recent_denials
 from broker.events import TurnEnded, TurnEvent
 from broker.session import Session
 from broker.types import Grant, GrantMode
+from tools.escapes import visible
 from tools.manual import Capability
 from tools.scopes import describe_scope
 
@@ -71,10 +72,12 @@ Index = QModelIndex | QPersistentModelIndex
 
 
 def scope_words(capability: str, scope: str) -> str:
+    """What a grant covers, in words, with control, bidi and zero-width characters shown
+    escaped: `report\u202efdp.sh` never reads as `reporths.pdf` here either."""
     try:
         return describe_scope(Capability(capability), scope)
     except ValueError:  # a capability this version does not know (an old log line)
-        return scope
+        return visible(scope)
 
 
 def time_left(grant: Grant, now: float) -> str:
@@ -149,7 +152,10 @@ class GrantsModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.UserRole:
             return grant.id
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{capability_words(grant.capability)}: {grant.scope} ({grant.id})"
+            return (
+                f"{capability_words(grant.capability)}: "
+                f"{visible(grant.scope, lines=True)} ({visible(grant.id)})"
+            )
         if role != Qt.ItemDataRole.DisplayRole:
             return None
         column = index.column()
@@ -204,7 +210,8 @@ class DenialsModel(QAbstractTableModel):
             kind = "Call refused"
         else:
             kind = "Denied"
-        values = (when(row.time), what, where, row.tool or "—", f"{kind}: {row.why}")
+        tool = visible(row.tool) if row.tool else "—"
+        values = (when(row.time), what, where, tool, f"{kind}: {visible(row.why)}")
         return values[index.column()]
 
 

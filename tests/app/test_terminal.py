@@ -279,7 +279,7 @@ def test_a_name_the_model_read_back_as_shown_is_asked_about_escaped_and_read(
         user, "ask", "summarise my notes in ~/Odd", "--llm", server.base_url, "--no-refine"
     )
     prompt = term.read_until("Allow?")
-    assert json.dumps({"path": f"~/Odd/{shown}"}) in prompt
+    assert f"File: {user}/Odd/{shown}" in prompt  # the file itself, resolved, escaped
     term.type("o\n")
     code, screen, stdout = term.finish()
 
