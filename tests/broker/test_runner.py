@@ -32,7 +32,16 @@ from broker.policy import IntentPolicy, PolicyTable, load_policy_table
 from broker.runner import SelfTestError, ToolRunner, TurnScope, self_test
 from broker.types import GrantMode, Intent
 from tools.arguments import ToolArguments
-from tools.manual import Capability, Prepared, Tool, ToolError, ToolManual, ToolResult, typed_tool
+from tools.manual import (
+    Capability,
+    Prepared,
+    Tool,
+    ToolError,
+    ToolManual,
+    ToolRefused,
+    ToolResult,
+    typed_tool,
+)
 from tools.registry import ToolRegistry, builtin_registry
 
 SCHEMA: dict[str, Any] = {
@@ -692,3 +701,66 @@ def test_self_test_fails_for_a_model_with_no_json_schema():
     broken = dataclasses.replace(tool, arguments=Unshowable)
     with pytest.raises(SelfTestError, match="'probe' has an arguments model with no JSON schema"):
         self_test(ToolRegistry([broken]), _table(["probe"]))
+
+
+# --- private data in, data out (broker/taint.py) ----------------------------------------------
+
+
+def reader_and_sender(refuse: bool = False) -> tuple[Body, Body, list[Tool]]:
+    """A file-reading tool and a web tool, both recording their calls."""
+    read, send = Body({"content": "the private note"}), Body({"status": 200})
+
+    def read_targets(args: dict[str, Any]) -> list[str]:
+        if refuse:
+            raise ToolRefused("that place is never read")
+        return ["/srv/notes.txt"]
+
+    tools = [
+        make_tool("reader", read, capability=Capability.FILE_READ, targets=read_targets),
+        make_tool(
+            "sender",
+            send,
+            capability=Capability.WEB_ACCESS,
+            targets=lambda args: ["domain:example.org"],
+        ),
+    ]
+    return read, send, tools
+
+
+def test_after_a_read_ran_the_next_outbound_call_is_asked_anew_despite_the_session_grant(
+    tmp_path: Path,
+) -> None:
+    _read, send, tools = reader_and_sender()
+    rig = make_rig(tmp_path, tools, mode=GrantMode.SESSION)
+    assert rig.runner.execute(rig.turn, "sender", {"n": 1}).record.status == "ok"
+    assert rig.runner.execute(rig.turn, "reader", {"n": 1}).record.status == "ok"
+    asked = len(rig.prompter.asked)
+
+    outcome = rig.runner.execute(rig.turn, "sender", {"n": 2, "note": "the private note"})
+
+    assert outcome.record.status == "ok"  # this person said yes again
+    (question,) = rig.prompter.asked[asked:]
+    assert question.once_only
+    assert question.reason.startswith("this turn has read private data (/srv/notes.txt)")
+    assert len(send.calls) == 2
+    # The next turn read nothing yet: the session grant covers the site again, unasked.
+    next_turn = TurnScope(turn_id="t-next", allowed=["reader", "sender"])
+    again = len(rig.prompter.asked)
+    assert rig.runner.execute(next_turn, "sender", {"n": 3}).record.status == "ok"
+    assert len(rig.prompter.asked) == again
+
+
+@pytest.mark.parametrize("how", ["refused", "denied"])
+def test_a_read_that_never_ran_does_not_mark_the_turn(tmp_path: Path, how: str) -> None:
+    read, _send, tools = reader_and_sender(refuse=how == "refused")
+    rig = make_rig(tmp_path, tools, mode=GrantMode.SESSION)
+    assert rig.runner.execute(rig.turn, "sender", {"n": 1}).record.status == "ok"
+    if how == "denied":
+        rig.prompter.ask = lambda request: PromptDecision(allow=False)  # type: ignore[method-assign]
+    assert rig.runner.execute(rig.turn, "reader", {"n": 1}).record.status == how
+    assert read.calls == []
+    asked = len(rig.prompter.asked)
+
+    assert rig.runner.execute(rig.turn, "sender", {"n": 2}).record.status == "ok"
+    assert not rig.turn.taint.private
+    assert len(rig.prompter.asked) == asked  # the session grant still covers it
