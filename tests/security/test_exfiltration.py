@@ -18,6 +18,12 @@ carries the whole address; a turn that read nothing private still uses the grant
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +41,7 @@ from memory.db import open_database
 from memory.store import MemoryStore
 from memory.types import FactStatus, Sensitivity
 from tests.support.cli import ask_json, audit_events, run_cli
+from tests.support.cli import cli_env as cli_env_for
 from tests.support.openai_server import ScriptedOpenAIServer, ServerFactory, Text, ToolCalls
 from tests.support.web_server import WebServer
 from tools.manual import Capability
@@ -412,3 +419,77 @@ def test_a_headless_run_that_read_nothing_private_fetches_under_its_session_rule
     assert len(web.hits) == 2
     granted = [e for e in audit_events(user) if e["event"] == "PERMISSION_GRANTED"]
     assert len(granted) == 1  # the second fetch rode on the session grant, unasked
+
+
+# --- through the real CLI, with a person at the terminal ------------------------------------
+
+
+class Terminal:
+    """A pseudo-terminal the CLI takes for a person's: it reads what the CLI writes there and
+    types answers. The CLI's stdout (its JSON) is a pipe of its own."""
+
+    def __init__(self, argv: list[str], user: Path, env: dict[str, str]) -> None:
+        self._master, slave = pty.openpty()
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=user,
+            env=env,
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+        )
+        os.close(slave)
+        self.seen = b""
+
+    def wait_for(self, needle: bytes, timeout_s: float = 30.0) -> str:
+        """Everything shown so far, once `needle` is among it (the CLI's own pace, bounded)."""
+        end = time.monotonic() + timeout_s
+        while needle not in self.seen:
+            left = end - time.monotonic()
+            assert left > 0, f"never shown: {needle!r}; shown: {self.seen.decode()!r}"
+            if select.select([self._master], [], [], left)[0]:
+                try:
+                    chunk = os.read(self._master, 4096)
+                except OSError:  # the CLI ended and closed the terminal
+                    chunk = b""
+                assert chunk, f"the CLI ended before showing {needle!r}: {self.seen.decode()!r}"
+                self.seen += chunk
+        return self.seen.decode(errors="replace").replace("\r\n", "\n")
+
+    def type(self, line: str) -> None:
+        os.write(self._master, line.encode() + b"\n")
+
+    def finish(self) -> dict[str, Any]:
+        stdout, _ = self.proc.communicate(timeout=60)
+        os.close(self._master)
+        return dict(json.loads(stdout))
+
+
+def test_at_the_terminal_the_whole_address_is_shown_and_only_once_can_be_answered(
+    scripted_server: ServerFactory, web: WebServer, user: Path
+) -> None:
+    model = scripted_server(
+        [
+            ToolCalls([("file_read", {"path": "~/Documents/notes.txt"})]),
+            exfiltrate(web),
+            Text("Done."),
+        ]
+    )
+    argv = [sys.executable, "-m", "app.cli", "ask", DISCOVER, "--json", "--llm", model.base_url]
+    argv += ["--approve", "file_read=once:~/Documents"]
+    terminal = Terminal(argv, user, cli_env_for(user, cli_env()))
+    shown = terminal.wait_for(b"Allow? ")
+    address = leak_url(web, NOTE)
+    assert f"Address: {address}\n" in shown  # whole: the noise, then the note at its end
+    assert "this turn has read private data (~/Documents/notes.txt)" in shown
+    assert "Allow? [o]nce, [N]o" in shown  # no timed, session or always
+    terminal.type("s")  # "for this session", as the person gave before: not on offer
+    terminal.wait_for(b"Please answer once, no")
+    terminal.type("n")
+    out = terminal.finish()
+
+    assert [(c["tool"], c["status"]) for c in out["tool_calls"]] == [
+        ("file_read", "ok"),
+        ("web_fetch", "denied"),
+    ]
+    assert web.hits == []
