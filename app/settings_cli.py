@@ -88,9 +88,11 @@ def cmd_settings(args: argparse.Namespace, home: Path) -> int:
         if sys.stdin.readline().strip().lower() not in ("y", "yes"):
             sys.stderr.write("Nothing was changed.\n")
             return 1
-    act = confirm_pending if args.settings_cmd == "confirm" else discard_pending
     try:
-        done = act(home, keys)
+        if args.settings_cmd == "confirm":
+            done = confirm_pending(home, keys, shown=chosen)
+        else:
+            done = discard_pending(home, keys)
     except SettingsError as exc:
         sys.stderr.write(f"chamberlain: {exc}\n")
         return 1

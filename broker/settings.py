@@ -439,10 +439,17 @@ def pending_changes(home: Path) -> LoadedSettings:
     return loaded
 
 
-def confirm_pending(home: Path, keys: Sequence[str] = ()) -> list[PendingChange]:
+def confirm_pending(
+    home: Path, keys: Sequence[str] = (), shown: Sequence[PendingChange] | None = None
+) -> list[PendingChange]:
     """Seal the file's values of the pending changes named by `keys` (all when empty): they are
-    in use from now on. The settings file is not touched. Returns what was confirmed."""
+    in use from now on. The settings file is not touched. Returns what was confirmed.
+
+    `shown`: the changes as the person saw them. When the file changed since (a program wrote
+    it again between showing and confirming), nothing is confirmed: a SettingsError says so."""
     chosen = _chosen(pending_changes(home).pending, keys)
+    if shown is not None:
+        _as_shown(chosen, shown)
     if chosen:
         key = _seal_key(home, required=True)
         assert key is not None
@@ -468,6 +475,17 @@ def discard_pending(home: Path, keys: Sequence[str] = ()) -> list[PendingChange]
             seal.set_path(raw, change.key, change.in_use)
         _write(path, json.dumps(raw, indent=2, ensure_ascii=False))
     return chosen
+
+
+def _as_shown(chosen: Sequence[PendingChange], shown: Sequence[PendingChange]) -> None:
+    seen = {change.key: change for change in shown}
+    for change in chosen:
+        before = seen.get(change.key)
+        if before is None or not seal.same(change.key, before.value, change.value):
+            raise SettingsError(
+                f"settings.json changed again after it was shown ({change.key}), so nothing "
+                "was confirmed; review the changes again"
+            )
 
 
 def _chosen(pending: Sequence[PendingChange], keys: Sequence[str]) -> list[PendingChange]:
