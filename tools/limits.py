@@ -47,6 +47,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tools.manual import HealthCheck
+
 log = logging.getLogger("chamberlain.tools.limits")
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "Scopes",
     "explain",
     "limit_ways",
+    "limits_health",
     "limits_plan",
     "with_rlimits",
 ]
@@ -122,9 +125,7 @@ def find_ways(environ: Mapping[str, str]) -> LimitWays:
     if scope is None and prlimit is None:
         why += "; no prlimit (util-linux) either, so commands run without limits"
     elif scope is None:
-        why += "; rlimits hold memory and CPU time per process instead"
-        if root:
-            why += ", and processes are not limited (the kernel does not limit root's)"
+        why += "; rlimits are used instead"
     return LimitWays(scope, env, prlimit, root, why)
 
 
@@ -226,6 +227,21 @@ def limits_plan(
         shm = f"{limits.shm_mb} MiB" if shm_capped else "not capped (setuid bubblewrap)"
         plan.append(("/dev/shm", shm))
     return tuple(plan)
+
+
+def limits_health(limits: CommandLimits, ways: LimitWays | None = None) -> HealthCheck:
+    """What `chamberlain doctor` says of the limits here: each one and how it is held. Not
+    required: a limit that cannot be held here is said, and commands still run."""
+    ways = ways if ways is not None else limit_ways()
+    plan = limits_plan(limits, ways)
+    words = ", ".join(f"{what} {value}" for what, value in plan)
+    held = not any(value.startswith("not ") for _, value in plan)
+    fix = ""
+    if not held and ways.root and not ways.cgroup:
+        fix = "run Chamberlain as a normal user (or where systemd runs) to limit processes too"
+    elif not held:
+        fix = "install util-linux (prlimit) on Linux to limit commands"
+    return HealthCheck("command limits", held, f"{words}; {ways.why}", required=False, fix=fix)
 
 
 # --- running under the limits -------------------------------------------------------------------

@@ -69,6 +69,7 @@ from tools.limits import (
     Scopes,
     explain,
     limit_ways,
+    limits_health,
     limits_plan,
     with_rlimits,
 )
@@ -827,7 +828,7 @@ class _CommandTool:
                 f"{status.why}; commands are refused until a sandbox works",
                 fix=status.remedy,
             )
-        return [parser, walls]
+        return [parser, walls, limits_health(self.config.command_limits)]
 
     def environment(self, cwd: Path) -> dict[str, str]:
         source = self._environ if self._environ is not None else os.environ

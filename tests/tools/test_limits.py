@@ -296,3 +296,20 @@ def test_a_service_manager_that_answers_holds_the_memory_limit_of_a_scope(user):
     tool = command_tool(user, CommandLimits(memory_mb=64, cpu_s=30))
     _, result = run(tool, "python3 alloc.py 200", user / "Documents")
     assert result.data["limit"]["limit"] == "memory"
+
+
+def test_doctor_says_how_each_limit_is_held_here_and_which_one_is_not(user):
+    tool = command_tool(user, SMALL)
+    assert tool.health is not None
+    check = next(c for c in tool.health() if c.name == "command limits")
+    ways = limit_ways()
+    assert check.required is False  # commands still run; the limits are said, not required
+    assert "CPU time 1 s per process" in check.detail
+    assert ways.why in check.detail
+    if ways.root and not ways.cgroup:
+        assert not check.ok
+        assert "processes not limited (the kernel does not limit root's processes)" in check.detail
+        assert "normal user" in check.fix
+    else:
+        assert check.ok
+        assert "processes 16" in check.detail
