@@ -1223,7 +1223,10 @@ class SystemExecuteArguments(ToolArguments):
         description="The command line, e.g. `df -h` or `ps aux | grep x`.",
     )
     cwd: Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS)] | None = Field(
-        None, description="Working folder, absolute or starting with ~."
+        None,
+        description=(
+            "Working folder, absolute or starting with ~; without it, an empty scratch folder."
+        ),
     )
 
 
@@ -1267,8 +1270,9 @@ def make_system_tools(
                 "user's machine. No shell: no ;, &&, ||, redirections, $variables, globs or "
                 "$( ). Quote arguments as in bash. Read-only commands (ls, cat, df, ps, grep, "
                 "…) are covered by a session grant; anything else asks the user first. cwd "
-                "(optional) is the working folder, default the home folder. Returns stdout, "
-                "stderr and the exit code."
+                "is the folder to work in: without it the command runs in an empty scratch "
+                "folder and sees only the paths it names. Returns stdout, stderr and the exit "
+                "code."
             ),
             parameters=SystemExecuteArguments.parameters(),
             capability=Capability.SYSTEM_EXECUTE,
