@@ -132,8 +132,9 @@ def _plan_rows(plan: CallPlan) -> list[Row]:
         rows.append(Row("Sends", (visible(plan.body, lines=True),)))
     if plan.files:
         rows.append(Row("File" if len(plan.files) == 1 else "Files", _paths(plan.files)))
-    if plan.reads:
-        rows.append(Row("Can read", _paths(plan.reads)))
+    reads = tuple(p for p in plan.reads if p not in plan.files)
+    if reads:
+        rows.append(Row("Can read", _paths(reads)))
     if plan.stages or plan.writes:
         rows.append(Row("Can change", _paths(plan.writes) or ("nothing of yours",)))
     if plan.changes:

@@ -2,10 +2,11 @@
 
 Run offscreen in a throwaway home (see app.main). It creates a memory with a passphrase through
 the real passphrase dialog, opens the chat, Permissions, Memory, Activity and Settings windows
-and renders each, asks "list files in ~/Documents" through the real session with a scripted
-prompter that allows once, checks the reply names the file it put there, closes everything and
-exits 0. Anything that fails is printed on stderr with exit 1: a build is not done until this
-passes from the installed files.
+and renders each, asks "list files in ~/Documents" through the real session, whose permission
+question opens the real permission dialog (through the real GuiPrompter) and is answered "Allow
+once" there, checks the reply names the file it put there, closes everything and exits 0.
+Anything that fails is printed on stderr with exit 1: a build is not done until this passes from
+the installed files.
 
 Its result must never depend on the caller's environment: the caller's CHAMBERLAIN_* variables
 (a memory passphrase, any setting) are removed before it starts (`clear_caller_settings`).
@@ -21,8 +22,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
-from broker.permissions import PermissionRequest, PromptDecision
-from broker.types import GrantMode
+from app.permission_prompt import Choice, PermissionQuestion
+from broker.permissions import PermissionRequest
 
 log = logging.getLogger("chamberlain.app.smoke")
 
@@ -45,15 +46,31 @@ def clear_caller_settings(environ: MutableMapping[str, str]) -> list[str]:
     return removed
 
 
-class ScriptedPrompter:
-    """Allows each request once, and counts them."""
+class DialogAnswerer:
+    """Shows each question in the real permission dialog and answers "Allow once" there, as a
+    person would; keeps what was asked and whether each dialog rendered."""
 
     def __init__(self) -> None:
         self.asked: list[PermissionRequest] = []
+        self.unrendered: list[str] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
-        self.asked.append(request)
-        return PromptDecision(allow=True, mode=GrantMode.ONCE)
+    async def __call__(self, question: PermissionQuestion) -> object:
+        from app.permission_dialog import PermissionDialog
+
+        self.asked.append(question.request)
+        dialog = PermissionDialog(question, activation_delay_s=0)
+        try:
+            dialog.show()
+            await asyncio.sleep(0.05)  # let it lay out and paint
+            if dialog.grab().isNull() or not dialog.rows:
+                self.unrendered.append(question.request.tool)
+            dialog.select(Choice.ONCE)
+            dialog.allow_button.click()
+        finally:
+            if not question.done:
+                question.cancel("error")
+            dialog.deleteLater()
+        return question.decision
 
 
 async def _answer_passphrase_dialog() -> None:
@@ -78,7 +95,10 @@ async def smoke_test(home: Path) -> int:
     documents = Path.home() / "Documents"
     documents.mkdir(parents=True, exist_ok=True)
     (documents / MARKER).write_text("smoke\n")
-    prompter = ScriptedPrompter()
+    from app.permission_prompt import GuiPrompter
+
+    answerer = DialogAnswerer()
+    prompter = GuiPrompter(present=answerer)
     shell = Shell(home, prompter=prompter, connect_model=False)
     try:
         shell.start()
@@ -95,8 +115,10 @@ async def smoke_test(home: Path) -> int:
         turn = await asyncio.wait_for(shell.assistant.ask("list files in ~/Documents"), 60)
         if turn.status != "done" or MARKER not in turn.reply:
             problems.append(f"the request did not list the folder: {turn.status}: {turn.reply}")
-        if len(prompter.asked) != 1:
-            problems.append(f"expected one permission question, saw {len(prompter.asked)}")
+        if len(answerer.asked) != 1:
+            problems.append(f"expected one permission question, saw {len(answerer.asked)}")
+        for tool in answerer.unrendered:
+            problems.append(f"the permission dialog for {tool} did not render")
     except Exception as exc:  # the smoke test's boundary: every failure is reported
         log.exception("smoke test failed")
         problems.append(f"{type(exc).__name__}: {exc}")

@@ -1071,7 +1071,7 @@ def make_file_tools(
     def prepared(raw: str, values: ToolArguments) -> Prepared:
         path = book.for_targets(raw)
         # The one place the call reads, resolved: the prompt names it, not its folder.
-        shown = CallPlan(files=(str(path),), reads=(str(path),))
+        shown = CallPlan(files=(str(path),))
         return Prepared.of(values, (str(path),), "easy", path, shown)
 
     def at(prepared: Prepared) -> Path | None:

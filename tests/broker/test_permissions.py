@@ -833,3 +833,82 @@ def test_root_changing_grants_in_a_users_home_leaves_the_files_to_that_user(tmp_
     for name in ("grants.json", "grants.json.lock"):
         st = (home / name).stat()
         assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (65534, 65534, 0o600), name
+
+
+# --- what the request carries: the plan, one deadline, whether "always" is offered -----------
+
+
+def test_a_request_carries_the_calls_plan_and_a_deadline_on_the_brokers_clock_that_settings_move(
+    tmp_path, docs
+):
+    from tools.manual import CallPlan
+
+    prompter = ScriptedPrompter(PromptDecision(allow=True, mode=GrantMode.ONCE))
+    clock = ManualClock(1_900_000_000.0)
+    broker, _ = make_broker(tmp_path, prompter, clock=clock, timeout=60.0)
+    plan = CallPlan(files=(str(docs / "a.txt"),))
+    broker.authorize(
+        tool="file_read",
+        capability=Capability.FILE_READ,
+        arguments={"path": str(docs / "a.txt")},
+        targets=[str(docs / "a.txt")],
+        call_id="c1",
+        user_scopes=[],
+        plan=plan,
+    )
+    broker.prompt_timeout_s = 20.0  # what the Settings window does on save
+    clock.advance(5)
+    authorize(broker, docs, docs / "a.txt", call_id="c2", user_scopes=[])
+    first, second = prompter.asked
+    assert first.plan == plan
+    assert (first.asked_at, first.deadline, first.timeout_s) == (
+        1_900_000_000.0,
+        1_900_000_060.0,
+        60.0,
+    )
+    assert (second.asked_at, second.deadline, second.timeout_s) == (
+        1_900_000_005.0,
+        1_900_000_025.0,
+        20.0,
+    )
+    lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    asked = [x["data"]["timeout_s"] for x in lines if x["data"].get("outcome") == "ask"]
+    assert asked == [60.0, 20.0]
+
+
+def test_always_is_not_offered_for_a_secret_looking_path_and_an_always_rule_lasts_the_session(
+    tmp_path, docs
+):
+    notes = docs / "notes"
+    notes.mkdir()
+    secret = notes / "Password ideas.md"
+    secret.write_text("x")
+    rule = PromptDecision(allow=True, mode=GrantMode.ALWAYS, reason="rule")
+    prompter = ScriptedPrompter(rule)
+    broker, _ = make_broker(tmp_path, prompter)
+    token = authorize(broker, docs, secret, user_scopes=[])
+    assert not isinstance(token, Denial)
+    (request,) = prompter.asked
+    assert "looks like it holds a password" in request.always_unavailable
+    (grant,) = broker.grants.live()
+    assert grant.mode is GrantMode.SESSION
+    saved = tmp_path / "grants.json"
+    assert not saved.exists() or "Password" not in saved.read_text()
+
+
+def test_always_is_offered_for_an_ordinary_file_and_not_for_the_highest_risk(tmp_path, docs):
+    prompter = ScriptedPrompter(PromptDecision(allow=False))
+    broker, _ = make_broker(tmp_path, prompter)
+    authorize(broker, docs, docs / "a.txt", user_scopes=[])
+    broker.authorize(
+        tool="file_write",
+        capability=Capability.FILE_WRITE,
+        arguments={"path": str(docs / "a.txt")},
+        targets=[str(docs / "a.txt")],
+        call_id="c2",
+        user_scopes=[],
+        risk="dangerous",
+    )
+    ordinary, risky = prompter.asked
+    assert ordinary.always_unavailable == ""
+    assert "high-risk" in risky.always_unavailable

@@ -15,9 +15,15 @@ from PySide6.QtWidgets import QApplication, QLabel
 
 from app.main import Shell
 from app.passphrase import ENCRYPTION_OFF, PassphraseDialog
-from app.smoke import ScriptedPrompter
+from app.permission_prompt import GuiPrompter
+from app.smoke import DialogAnswerer
 from broker.settings import load_settings
 from tests.app.gui.conftest import until
+
+
+def allowing() -> GuiPrompter:
+    """The smoke test's prompter: each question in the real dialog, answered "Allow once"."""
+    return GuiPrompter(present=DialogAnswerer())
 
 
 async def answer(passphrase: str, again: str | None = None, *, off: bool = False) -> str:
@@ -42,7 +48,7 @@ async def answer(passphrase: str, again: str | None = None, *, off: bool = False
 
 @pytest.fixture
 def shell(qapp, app_home, event_loop_qt):
-    made = Shell(app_home, prompter=ScriptedPrompter(), use_tray=True, connect_model=False)
+    made = Shell(app_home, prompter=allowing(), use_tray=True, connect_model=False)
     yield made
     made.quit()
 
@@ -87,7 +93,7 @@ def test_turning_encryption_off_warns_first_and_then_stores_memory_unencrypted(
 
 
 def test_a_wrong_passphrase_is_asked_again_and_says_so(qapp, app_home, run):
-    first = Shell(app_home, prompter=ScriptedPrompter(), use_tray=True, connect_model=False)
+    first = Shell(app_home, prompter=allowing(), use_tray=True, connect_model=False)
 
     async def create() -> None:
         answering = asyncio.ensure_future(answer("the right one"))
@@ -97,7 +103,7 @@ def test_a_wrong_passphrase_is_asked_again_and_says_so(qapp, app_home, run):
     run(create())
     first.quit()
 
-    second = Shell(app_home, prompter=ScriptedPrompter(), use_tray=True, connect_model=False)
+    second = Shell(app_home, prompter=allowing(), use_tray=True, connect_model=False)
 
     async def reopen() -> list[str]:
         async def wrong_then_right() -> list[str]:
@@ -153,7 +159,7 @@ def test_quit_while_the_passphrase_dialog_is_open_ends_at_once_and_creates_no_me
     """Quit used to wait for ever here: it waits for the io thread, which waited for this very
     dialog, which needs the loop Quit was holding. (tests/app/test_app_signals.py does the same
     with SIGTERM to the real app.)"""
-    shell = Shell(app_home, prompter=ScriptedPrompter(), use_tray=True, connect_model=False)
+    shell = Shell(app_home, prompter=allowing(), use_tray=True, connect_model=False)
 
     async def quit_during_the_dialog() -> None:
         loading = asyncio.ensure_future(shell.load())
