@@ -74,6 +74,7 @@ def _hub(servers: dict[str, McpServerConfig], home: Path) -> Iterator[McpHub]:
     and `test` (which always tries) clears it when the server connects."""
     from tools.mcp.failures import FailureBook
     from tools.mcp.hub import McpHub
+    from tools.mcp.sandbox import ServerPlaces
     from tools.registry import builtin_registry
 
     def end(signum: int, _frame: object) -> None:
@@ -83,7 +84,8 @@ def _hub(servers: dict[str, McpServerConfig], home: Path) -> Iterator[McpHub]:
     previous[signal.SIGINT] = signal.getsignal(signal.SIGINT)
     try:
         failures = FailureBook.in_home(home) if home.is_dir() else None
-        hub = McpHub(servers, builtin_registry(), failures=failures)
+        places = ServerPlaces.for_install(home)
+        hub = McpHub(servers, builtin_registry(), failures=failures, places=places)
         try:
             yield hub
         finally:
@@ -127,6 +129,9 @@ def _server_data(config: McpServerConfig, status: ServerStatus) -> dict[str, Any
         "error": status.last_error if status.state == "failed" else None,
         "tools": list(status.tools),
         "skipped": [_skipped(entry) for entry in status.skipped],
+        # What the server's program may reach (its sandbox), in words; None for HTTP.
+        "sandboxed": status.sandboxed,
+        "sandbox": status.sandbox,
     }
 
 
@@ -238,6 +243,8 @@ def _list(args: argparse.Namespace, home: Path, settings: Settings) -> int:
         )
         lines.append(f"{entry['name']}: {entry['status']}{info}{more}")
         lines.append(f"    {entry['transport']}: {entry['endpoint']}")
+        if entry["sandbox"]:
+            lines.append(f"    it {entry['sandbox']}")
     _emit(data, args.json, "\n".join(lines))
     return EXIT_OK
 
@@ -370,6 +377,8 @@ def _test(args: argparse.Namespace, home: Path, settings: Settings) -> int:
             f"{args.name}: connected in {seconds:.2f} s, {len(status.tools)} tool"
             f"{'' if len(status.tools) == 1 else 's'}{info}{note}"
         )
+        if status.sandbox:
+            text += f"\n    it {status.sandbox}"
         _emit(data, args.json, text)
         return EXIT_OK
     text = f"{args.name}: {data['status']} (after {seconds:.2f} s){note}"

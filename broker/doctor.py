@@ -246,9 +246,10 @@ def _mcp(home: Path) -> list[Check]:
     if not servers:
         return []
     from tools.mcp.hub import McpHub
+    from tools.mcp.sandbox import ServerPlaces
     from tools.registry import ToolRegistry
 
-    hub = McpHub(servers, ToolRegistry())
+    hub = McpHub(servers, ToolRegistry(), places=ServerPlaces.for_install(home))
     try:
         hub.ensure()
         statuses = hub.status()
@@ -258,7 +259,8 @@ def _mcp(home: Path) -> list[Check]:
         Check(
             f"MCP server {status.name}",
             status.state in ("connected", "disabled"),
-            f"{status.summary()} ({status.transport})",
+            f"{status.summary()} ({status.transport})"
+            + (f"; it {status.sandbox}" if status.sandbox else ""),
             required=False,
         )
         for status in statuses

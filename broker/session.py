@@ -286,11 +286,16 @@ class Session:
         if self.mcp is None:
             from tools.mcp.failures import FailureBook
             from tools.mcp.hub import McpHub
+            from tools.mcp.sandbox import ServerPlaces
 
             # A server that failed to connect is remembered in the home, so that the next
             # process (each `chamberlain ask`) skips it for a while instead of waiting again.
             failures = FailureBook.in_home(self.home)
-            self.mcp = McpHub(mcp.servers, self.tools, on_change=on_change, failures=failures)
+            # Each server runs sandboxed: never shown this home, nor the person's own.
+            places = ServerPlaces.for_install(self.home)
+            self.mcp = McpHub(
+                mcp.servers, self.tools, on_change=on_change, failures=failures, places=places
+            )
             if connect:
                 self.mcp.start()
             return self.mcp

@@ -272,8 +272,14 @@ def test_test_reports_connected_tools_server_and_time(user, notes, servers):
     servers(notes=notes_server(notes), broken=missing_program(notes))
     proc = run_cli(user, "mcp", "test", "notes")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("notes: connected in ")
-    assert proc.stdout.rstrip().endswith(" s, 9 tools, server notes-test 1.0")
+    first, sandbox = proc.stdout.splitlines()
+    assert first.startswith("notes: connected in ")
+    assert first.endswith(" s, 9 tools, server notes-test 1.0")
+    # It says the server runs sandboxed, and what it sees: its folder, read-only, and no more.
+    assert sandbox == (
+        f"    it runs in a sandbox: sees {notes} (read only); your home, credentials and "
+        "Chamberlain's own files are hidden; no network"
+    )
 
     data = json.loads(run_cli(user, "mcp", "test", "notes", "--json").stdout)
     assert (data["ok"], data["state"], data["server_info"]) == (True, "connected", "notes-test 1.0")

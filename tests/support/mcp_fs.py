@@ -43,6 +43,11 @@ def install_problem() -> str | None:
     return None
 
 
-def server_settings(*folders: Path) -> dict[str, Any]:
-    """One `mcp.servers` entry, as settings.json holds it: the server, allowed `folders` only."""
-    return {"command": "node", "args": [str(ENTRY), *(str(folder) for folder in folders)]}
+def server_settings(*folders: Path, write: bool = True) -> dict[str, Any]:
+    """One `mcp.servers` entry, as settings.json holds it: the server, allowed `folders` only,
+    which its sandbox lets it change when `write`."""
+    return {
+        "command": "node",
+        "args": [str(ENTRY), *(str(folder) for folder in folders)],
+        "write": write,
+    }

@@ -1,11 +1,12 @@
 """A real Chamberlain session, as the desktop app holds one, with its MCP servers connected,
-waiting to be killed: `python tests/support/mcp_hub_process.py HOME [--supervisor]`.
+waiting to be killed: `python tests/support/mcp_hub_process.py HOME [--supervisor|--bare]`.
 
 It opens the session on HOME's settings.json (the servers in `mcp.servers`), connects every
 server as the app does at start, prints "ready" and the servers' states on one line, and then
-waits for ever. `--supervisor` starts the servers under tools/mcp/supervise.py even where
-bubblewrap works, to try the fallback; `--bare` starts them directly, uncontained (as the
-installed bundle must where bubblewrap cannot help), for a benchmark's baseline. Never imported
+waits for ever. For servers whose settings say `"sandbox": false`, `--supervisor` starts them
+under tools/mcp/supervise.py even where bubblewrap works, to try the fallback; `--bare` starts
+them directly, uncontained (as the installed bundle must where bubblewrap cannot help), for a
+benchmark's baseline. Never imported
 by the product.
 """
 
@@ -21,15 +22,17 @@ sys.path.insert(0, str(REPO))
 
 def main() -> None:
     from broker.session import Session
-    from tools.mcp import lifetime, transport
+    from tools.mcp import lifetime
+    from tools.mcp import sandbox as server_sandbox
 
     home = Path(sys.argv[1])
+    # For servers whose settings turn their sandbox off (the only ones these two concern).
     if "--supervisor" in sys.argv[2:]:
         chosen = lifetime.supervised("asked for by the test")
-        transport.containment = lambda: chosen  # type: ignore[assignment]
+        server_sandbox.containment = lambda: chosen  # type: ignore[assignment]
     elif "--bare" in sys.argv[2:]:
         bare = lifetime.Containment("none", why_not_better="asked for by the test")
-        transport.containment = lambda: bare  # type: ignore[assignment]
+        server_sandbox.containment = lambda: bare  # type: ignore[assignment]
     session = Session.open(home)
     assert session.mcp is not None, "no MCP servers in the settings"
     session.mcp.start()

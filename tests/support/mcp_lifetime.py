@@ -10,7 +10,6 @@ finds them all, and `end_all(PIDS)` ends them by PID, so a failing test leaves n
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -30,32 +29,49 @@ HUB_PROCESS = Path(__file__).resolve().parent / "mcp_hub_process.py"
 
 # What kills a Chamberlain process in a round: the CLI waiting for a server that never answers
 # (`chamberlain mcp list`), or a session with its servers connected, as the app holds them
-# (bubblewrap's PID namespace where it works, forced onto the supervisor, or uncontained as
-# the installed bundle is without bubblewrap: the baseline).
+# (in their sandboxes, whose PID namespace ends them; or, their sandbox turned off, forced
+# onto the supervisor, or uncontained as the installed bundle is without bubblewrap: the
+# baseline).
 Holder = Literal["cli", "session", "session-supervisor", "session-bare"]
 
 
 def hostile_entry(pids: Path, name: str, *flags: str, **options: Any) -> dict[str, Any]:
-    """One `mcp.servers` entry, as settings.json holds it, running the hostile server."""
+    """One `mcp.servers` entry, as settings.json holds it, running the hostile server; its
+    sandbox lets it write in PIDS (where it marks each process it becomes)."""
     return {
         "command": sys.executable,
         "args": [str(HOSTILE_SERVER), str(pids), name, *flags],
+        "write": True,
         **options,
     }
 
 
-def hostile_settings(pids: Path, *, hung: bool) -> dict[str, Any]:
+def hostile_settings(pids: Path, *, hung: bool, sandbox: bool = True) -> dict[str, Any]:
     """A server that daemonises and one that ignores the end of its input; with `hung`, one
-    more that does both and never answers, which keeps `chamberlain mcp list` waiting."""
+    more that does both and never answers, which keeps `chamberlain mcp list` waiting. Without
+    `sandbox`, they run outside their sandbox (contained in their lifetime only)."""
     servers = {
-        "spawner": hostile_entry(pids, "spawner", "--daemonise"),
-        "stubborn": hostile_entry(pids, "stubborn", "--ignore-eof"),
+        "spawner": hostile_entry(pids, "spawner", "--daemonise", sandbox=sandbox),
+        "stubborn": hostile_entry(pids, "stubborn", "--ignore-eof", sandbox=sandbox),
     }
     if hung:
         servers["silent"] = hostile_entry(
-            pids, "silent", "--hang", "--daemonise", "--ignore-eof", connect_timeout_s=600
+            pids,
+            "silent",
+            "--hang",
+            "--daemonise",
+            "--ignore-eof",
+            connect_timeout_s=600,
+            sandbox=sandbox,
         )
     return {"mcp": {"servers": servers}, "llm": {"url": "none"}}
+
+
+def write_settings(home: Path, data: dict[str, Any]) -> None:
+    """`data` as the home's settings, saved (and so confirmed) as Chamberlain saves them."""
+    from broker.settings import Settings, save_settings
+
+    save_settings(home, Settings.model_validate(data))
 
 
 def expected_roles(*, hung: bool) -> set[str]:
@@ -145,7 +161,8 @@ def kill_round(
     home.mkdir(parents=True)
     pids.mkdir()
     hung = holder == "cli"
-    (home / "settings.json").write_text(json.dumps(hostile_settings(pids, hung=hung)))
+    sandboxed = holder in ("cli", "session")
+    write_settings(home, hostile_settings(pids, hung=hung, sandbox=sandboxed))
     holder_process = start_holder(holder, home)
     try:
         wanted = expected_roles(hung=hung)

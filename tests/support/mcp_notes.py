@@ -30,7 +30,9 @@ NOTES_TOOLS = frozenset(
 
 
 def notes_config(folder: Path, **changes: Any) -> McpServerConfig:
-    """The settings entry that runs the notes server on `folder`, over stdio."""
+    """The settings entry that runs the notes server on `folder`, over stdio; it writes notes, so
+    its sandbox lets it change that folder (`write`) unless `changes` say otherwise."""
+    changes.setdefault("write", True)
     return McpServerConfig(command=sys.executable, args=(str(NOTES_SERVER), str(folder)), **changes)
 
 

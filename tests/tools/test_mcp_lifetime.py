@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,28 +31,29 @@ from tests.support.mcp_lifetime import (
     roles_started,
     wait_until_gone,
 )
-from tools.mcp import lifetime, transport
+from tools.mcp import lifetime
+from tools.mcp import sandbox as server_sandbox
 from tools.mcp.config import McpServerConfig
 from tools.mcp.hub import McpHub
 from tools.registry import ToolRegistry
+from tools.sandbox import sandbox_status
 
 KILLS = 2
 
-CONTAINMENTS = {
-    "pid-namespace": lifetime.containment,
-    "supervisor": lambda: lifetime.supervised("asked for by the test"),
-}
 
-
-@pytest.fixture(params=sorted(CONTAINMENTS))
-def contained(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Servers started in this process the one way or the other (the PID namespace only
-    where bubblewrap can make one here)."""
-    chosen = CONTAINMENTS[request.param]()
-    if chosen.how != request.param:
-        pytest.skip(f"bubblewrap cannot contain servers here: {chosen.why_not_better}")
-    monkeypatch.setattr(transport, "containment", lambda: chosen)
-    return str(request.param)
+@pytest.fixture(params=["sandbox", "supervisor"])
+def contained(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The settings that start servers in this process the one way or the other: in their
+    sandbox (its PID namespace; only where bubblewrap works here), or, their sandbox turned
+    off, under the supervisor."""
+    if request.param == "sandbox":
+        status = sandbox_status()
+        if not status.available:
+            pytest.skip(f"no sandbox here: {status.why}")
+        return {}
+    chosen = lifetime.supervised("asked for by the test")
+    monkeypatch.setattr(server_sandbox, "containment", lambda: chosen)
+    return {"sandbox": False}
 
 
 @pytest.fixture
@@ -62,9 +64,9 @@ def pids(tmp_path: Path) -> Iterator[Path]:
     end_all(folder)
 
 
-def hostile(pids: Path, name: str, *flags: str) -> McpServerConfig:
+def hostile(pids: Path, name: str, *flags: str, **options: Any) -> McpServerConfig:
     return McpServerConfig.model_validate(
-        hostile_entry(pids, name, *flags, connect_timeout_s=30, timeout_s=5)
+        hostile_entry(pids, name, *flags, connect_timeout_s=30, timeout_s=5, **options)
     )
 
 
@@ -81,7 +83,7 @@ def wait_for(pids: Path, *roles: str) -> None:
 @pytest.mark.parametrize("holder", ["cli", "session", "session-supervisor"])
 def test_killing_chamberlain_leaves_no_server_running(holder, tmp_path):
     """`chamberlain mcp list` killed while it waits for a server that never answers, and a
-    session with its servers connected (in a PID namespace here, or under the supervisor),
+    session with its servers connected (in their sandboxes here, or under the supervisor),
     killed KILLS times each: not one server process, daemon or stubborn, is left."""
     for kill in range(KILLS):
         done = kill_round(holder, tmp_path / f"kill-{kill}")
@@ -102,7 +104,7 @@ def test_without_containment_the_hostile_servers_do_outlive_a_killed_chamberlain
 
 
 def test_closing_the_hub_ends_a_daemon_its_server_started(contained, pids):
-    hub = McpHub({"spawner": hostile(pids, "spawner", "--daemonise")}, ToolRegistry())
+    hub = McpHub({"spawner": hostile(pids, "spawner", "--daemonise", **contained)}, ToolRegistry())
     try:
         hub.ensure()
         assert hub.server_status("spawner").state == "connected"
@@ -113,7 +115,9 @@ def test_closing_the_hub_ends_a_daemon_its_server_started(contained, pids):
 
 
 def test_closing_the_hub_ends_a_server_that_ignores_the_end_of_its_input(contained, pids):
-    hub = McpHub({"stubborn": hostile(pids, "stubborn", "--ignore-eof")}, ToolRegistry())
+    hub = McpHub(
+        {"stubborn": hostile(pids, "stubborn", "--ignore-eof", **contained)}, ToolRegistry()
+    )
     try:
         hub.ensure()
         assert hub.server_status("stubborn").state == "connected"
@@ -125,7 +129,9 @@ def test_closing_the_hub_ends_a_server_that_ignores_the_end_of_its_input(contain
 def test_a_servers_daemon_ends_when_the_server_itself_stops(contained, pids, tmp_path):
     """What a server leaves running when its program ends goes with it (the PID namespace's
     rule, and the supervisor's): it is not left to init."""
-    flag = tmp_path / "stop-now"
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    flag = flags / "stop-now"
     # Stops (exit code 4) once the test writes the flag file, leaving its daemon behind.
     stopper = (
         "import os, pathlib, subprocess, sys, time\n"
@@ -134,7 +140,10 @@ def test_a_servers_daemon_ends_when_the_server_itself_stops(contained, pids, tmp
         f"while not pathlib.Path({str(flag)!r}).exists(): time.sleep(0.05)\n"
         "os._exit(4)\n"
     )
-    config = McpServerConfig(command=sys.executable, args=("-c", stopper, str(pids)))
+    # The folders it is given are its roots: the sandbox shows it those (and lets it mark PIDS).
+    config = McpServerConfig(
+        command=sys.executable, args=("-c", stopper, str(pids), str(flags)), write=True, **contained
+    )
     hub = McpHub({"stopper": config}, ToolRegistry())
     try:
         hub.start()
@@ -152,7 +161,9 @@ def test_a_servers_daemon_ends_when_the_server_itself_stops(contained, pids, tmp
 def test_a_server_started_for_a_thread_that_has_since_ended_keeps_running(contained, pids):
     """The parent-death signal fires when the *thread* that started a process ends: servers
     are started on the hub's own loop thread, so a turn's thread ending takes none of them."""
-    hub = McpHub({"stubborn": hostile(pids, "stubborn", "--ignore-eof")}, ToolRegistry())
+    hub = McpHub(
+        {"stubborn": hostile(pids, "stubborn", "--ignore-eof", **contained)}, ToolRegistry()
+    )
     try:
         turn = threading.Thread(target=hub.ensure)
         turn.start()

@@ -76,6 +76,12 @@ class McpServerConfig(BaseModel):
     output_cap: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
     # How long connecting (start, handshake, first listing) may take.
     connect_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    # The server's sandbox (tools/mcp/sandbox.py): the paths its `args` and `cwd` name are
+    # mounted read-only unless `write`; it has a network only with `network`. `sandbox: false`
+    # runs it with the person's full rights: their explicit choice, warned about where shown.
+    write: bool = False
+    network: bool = False
+    sandbox: bool = True
 
     @field_validator("env")
     @classmethod

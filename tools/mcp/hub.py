@@ -25,11 +25,13 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 
-from tools.manual import Tool, ToolError, ToolManual, ToolResult, ToolTimedOut
+from tools.manual import Prepared, Tool, ToolError, ToolManual, ToolResult, ToolTimedOut
+from tools.mcp.arguments import call_plan, checked_arguments
 from tools.mcp.classify import (
     SchemaRejected,
     audited_arguments,
@@ -47,6 +49,14 @@ from tools.mcp.failures import (
     backoff_s,
     one_line,
     settings_digest,
+)
+from tools.mcp.sandbox import (
+    Launch,
+    ScratchHomes,
+    ServerPlaces,
+    ServerRoots,
+    server_launch,
+    server_roots,
 )
 from tools.mcp.transport import (
     STOP_GRACE_S,
@@ -92,6 +102,10 @@ class ServerStatus:
     failed_at: float | None = None
     retry_at: float | None = None
     remembered: bool = False
+    # What the server's program may reach (tools/mcp/sandbox.py), in words; None before it
+    # was started, and for a server over HTTP (not started by Chamberlain).
+    sandbox: str | None = None
+    sandboxed: bool = False
 
     def summary(self) -> str:
         if self.state == "connected":
@@ -129,6 +143,8 @@ class _Link:
     failed_at: float | None = None
     retry_at: float | None = None
     remembered: bool = False
+    # How its program was last started (its sandbox), for the status.
+    launch: Launch | None = None
 
     @property
     def digest(self) -> str:
@@ -145,8 +161,13 @@ class McpHub:
         *,
         on_change: Callable[[], None] | None = None,
         failures: FailureBook | None = None,
+        places: ServerPlaces | None = None,
     ) -> None:
         self.registry = registry
+        # Where servers' sandboxes stand (the person's home, Chamberlain's own folders, each
+        # server's own home); without them, the person's home and a temporary folder.
+        self.places = places if places is not None else ServerPlaces(home=Path.home())
+        self._homes = ScratchHomes(self.places)
         self.on_change = on_change
         # Failed connections shared with other processes (None: this process's memory only).
         self.failures = failures
@@ -358,6 +379,7 @@ class McpHub:
             self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(timeout_s)
+        self._homes.close()
 
     def status(self) -> list[ServerStatus]:
         """Every server's status, sorted by name."""
@@ -379,6 +401,8 @@ class McpHub:
             failed_at=link.failed_at if link.state == "failed" else None,
             retry_at=link.retry_at if link.state == "failed" else None,
             remembered=link.remembered and link.state == "failed",
+            sandbox=link.launch.words if link.launch is not None else None,
+            sandboxed=link.launch is not None and link.launch.plan is not None,
         )
 
     async def _run(self, link: _Link) -> None:
@@ -392,15 +416,14 @@ class McpHub:
             async with AsyncExitStack() as stack:
                 if config.command is not None:
                     link.stdio = StdioLink()
+                    # Finding the program, its roots and (the first time) probing bubblewrap
+                    # touch the disk: off the loop.
+                    launch = await anyio.to_thread.run_sync(
+                        lambda: server_launch(link.name, config, self.places, self._homes)
+                    )
+                    link.launch = launch
                     streams = await stack.enter_async_context(
-                        capped_stdio(
-                            config.command,
-                            config.args,
-                            config.env,
-                            config.cwd,
-                            link.stdio,
-                            max_message_bytes=max_bytes,
-                        )
+                        capped_stdio(launch, link.stdio, max_message_bytes=max_bytes)
                     )
                 else:
                     from mcp.client.streamable_http import streamable_http_client
@@ -660,12 +683,31 @@ class McpHub:
             why=kind.why,
         )
         server, target = link.name, f"mcp:{name}"
+        roots = server_roots(config, self.places) if config.command is not None else ServerRoots()
+        # What a relative path in a call is taken against: the server's folders and its cwd.
+        bases = tuple(p for p in (*roots.roots, roots.cwd) if p is not None and p.is_dir())
+        private = self.places.private()
+
+        def prepare(args: Any) -> Prepared:
+            arguments = dict(args)
+            files = checked_arguments(
+                name, arguments, private=private, home=self.places.home, bases=bases
+            )
+            plan = call_plan(server, remote_name, arguments, files)
+            return Prepared(arguments, (target,), kind.reversibility, call_plan=plan)
+
+        def run_prepared(prepared: Prepared) -> ToolResult:
+            return self.call(server, remote_name, dict(prepared.arguments))
+
         return Tool(
             manual=manual,
-            run=lambda args: self.call(server, remote_name, args),
-            targets=lambda _args: [target],
+            # A caller past the runner is checked all the same.
+            run=lambda args: run_prepared(prepare(args)),
+            targets=lambda args: list(prepare(args).targets),
             audited_arguments=audited_arguments,
             user_scopes_of=lambda words: [target] if names_server(words.text, server) else [],
+            prepare_of=prepare,
+            run_prepared=run_prepared,
         )
 
     def _unregister(self, link: _Link) -> None:

@@ -5,10 +5,11 @@ but it bounds what the server may send: one message may be at most `max_message_
 most `max_messages_per_s` messages may arrive in a second. A server over either limit has
 *flooded*: it is stopped and the session sees the connection end, with the reason in
 `StdioLink.problem`. The server runs in its own process group (all of it is ended on close),
-contained so that it and all it starts end with Chamberlain even when Chamberlain is killed
-(tools/mcp/lifetime.py: a PID namespace of its own, or a supervisor), with a small environment
-(what it needs to start, plus the `env` its settings give it: never Chamberlain's own API keys),
-and its stderr is kept only as a short tail for error messages.
+started as tools/mcp/sandbox.py's `Launch` says: in its sandbox, whose PID namespace ends it and
+all it starts with Chamberlain even when Chamberlain is killed (or, where its settings turn the
+sandbox off, contained by tools/mcp/lifetime.py in its lifetime only), with a small environment
+(never Chamberlain's own API keys), and its stderr is kept only as a short tail for error
+messages.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from __future__ import annotations
 import collections
 import logging
 import os
-import re
-import shutil
 import signal
 import subprocess
 import time
@@ -31,10 +30,10 @@ import anyio.abc
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-from tools.mcp.lifetime import containment, wrapped
-
 if TYPE_CHECKING:
     import httpx2
+
+    from tools.mcp.sandbox import Launch
 
 log = logging.getLogger("chamberlain.tools.mcp.transport")
 
@@ -64,55 +63,35 @@ class StdioLink:
         return lines[-1][:300] if lines else ""
 
 
-_FROM_OUR_ENV = re.compile(r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
-
-
 def server_environment(extra: dict[str, str]) -> dict[str, str]:
-    """What the server's program gets: a few variables it needs to start, and its settings'
-    `env`. A value written `${env:NAME}` is taken from Chamberlain's own environment when the
-    program starts (so a token need not be written into settings.json); unset, it is empty."""
+    """What an unsandboxed server's program gets (`"sandbox": false`): a few variables it needs
+    to start, and its settings' `env`. A value written `${env:NAME}` is taken from Chamberlain's
+    own environment when the program starts (so a token need not be written into
+    settings.json); unset, it is empty. A sandboxed server's is tools/mcp/sandbox.py's."""
+    from tools.mcp.sandbox import settings_env
+
     env = {name: os.environ[name] for name in INHERITED_ENV if name in os.environ}
-    for name, value in extra.items():
-        named = _FROM_OUR_ENV.match(value)
-        env[name] = os.environ.get(named.group(1), "") if named else value
+    env.update(settings_env(extra))
     return env
-
-
-def find_program(command: str, env: dict[str, str]) -> str:
-    """The program to start, found on the server's PATH, or FileNotFoundError saying so."""
-    if os.sep in command:
-        if not os.access(command, os.X_OK):
-            raise FileNotFoundError(f"{command} is not an executable program")
-        return command
-    found = shutil.which(command, path=env.get("PATH", os.defpath))
-    if found is None:
-        raise FileNotFoundError(f"the program {command!r} is not installed (not on PATH)")
-    return found
 
 
 @asynccontextmanager
 async def capped_stdio(
-    command: str,
-    args: tuple[str, ...],
-    env: dict[str, str],
-    cwd: str | None,
+    launch: Launch,
     link: StdioLink,
     *,
     max_message_bytes: int,
     max_messages_per_s: int = 2000,
 ) -> AsyncIterator[tuple[object, object]]:
-    """Start the server and yield the (read, write) streams a `ClientSession` takes."""
-    full_env = server_environment(env)
-    program = find_program(command, full_env)
-    # Decided once per process; the first time runs a short bubblewrap probe, off the loop.
-    contained = await anyio.to_thread.run_sync(containment)
+    """Start the server as `launch` says (tools/mcp/sandbox.py: in its sandbox) and yield the
+    (read, write) streams a `ClientSession` takes."""
     process = await anyio.open_process(
-        wrapped(contained, [program, *args]),
+        list(launch.argv),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=full_env,
-        cwd=cwd,
+        env=launch.env,
+        cwd=launch.cwd,
         start_new_session=True,
     )
     link.pid = process.pid

@@ -1,0 +1,362 @@
+"""The sandbox an MCP server's program runs in: what it sees, what it may change, how it starts.
+
+A stdio server is a program of someone else's that Chamberlain starts with the person's rights;
+it must not have them. Every such server runs in bubblewrap, built from tools/sandbox.py's
+`SandboxPlan` the way commands are:
+
+- the system read-only, a fresh /proc in a PID namespace of its own that ends with Chamberlain
+  (the lifetime tools/mcp/lifetime.py otherwise gives: one bubblewrap does both), a private /tmp;
+- the person's home, /home, /root, /run, /mnt, /media hidden; of their files only the server's
+  *roots*: the paths its settings name (each existing path in `args`, also `--opt=PATH`, and
+  `cwd`), read-only unless the entry says `"write": true`. A root that is a program or script
+  (`server.py`, `index.js`) stays read-only even then: a server does not rewrite its own code;
+- the program's own installation (a node or Python under the home: `~/.nvm`, a venv) read-only;
+- credential stores and Chamberlain's own folder (token.key, settings, grants, audit, memory)
+  never mounted: a root that is one is left out, and one inside a root is covered over;
+- a home folder of its own (`HOME`), kept per server under Chamberlain's folder (`mcp/NAME`):
+  npx's and uvx's caches live there, never in the person's ~/.npm, and one server cannot plant
+  code in another's cache;
+- no network unless the entry says `"network": true`; without it, npm and uv are told to stay
+  offline, so a server they must first fetch fails at once, saying so, instead of after retries;
+- the environment rebuilt from an allowlist (`command_environment`) plus the entry's `env`.
+
+`"sandbox": false` in an entry runs that server as before, with the person's full rights: their
+explicit choice in settings, warned about wherever the server is shown; no message offers it as
+the way out. Where no sandbox works here a server is not started, and its status says what is
+missing and how to get it.
+
+This module never decides which calls may run (broker/runner.py does) nor reads a file; it
+builds the walls of one server's program from its settings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tools.mcp.config import McpServerConfig
+from tools.mcp.lifetime import containment, wrapped
+from tools.paths import is_within, resolve_path
+from tools.private import PrivatePlaces, private_places, within
+from tools.sandbox import (
+    HIDDEN_TOP,
+    SandboxPlan,
+    SandboxStatus,
+    bwrap_args,
+    command_environment,
+    sandbox_status,
+)
+
+log = logging.getLogger("chamberlain.tools.mcp.sandbox")
+
+# A root with one of these endings is a program's code: mounted read-only whatever `write` says.
+CODE_SUFFIXES = frozenset(
+    {".py", ".pyc", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".mts", ".jar", ".rb", ".pl", ".sh",
+     ".php", ".lua", ".wasm"}
+)  # fmt: skip
+# Told to package runners when the server has no network: use what is cached, fail at once.
+_OFFLINE_ENV = {"npm_config_offline": "true", "UV_OFFLINE": "1", "PIP_NO_INDEX": "1"}
+_OPTION_VALUE = re.compile(r"^--?[A-Za-z0-9][A-Za-z0-9_.-]*=(.+)$", re.DOTALL)
+
+
+class SandboxUnavailable(PermissionError):
+    """The server is not started: MCP servers run only in a sandbox, and there is none here."""
+
+
+@dataclass(frozen=True)
+class ServerPlaces:
+    """Where servers' sandboxes stand: the person's home (hidden from every server), Chamberlain's
+    own folders (never mounted, never named by a call), and the folder that keeps each server's
+    own home folder (None: a temporary folder of this process's, removed with the hub)."""
+
+    home: Path
+    app_dirs: tuple[Path, ...] = ()
+    scratch: Path | None = None
+
+    @classmethod
+    def for_install(cls, chamberlain_home: Path, home: Path | None = None) -> ServerPlaces:
+        """The places of an installation whose data lives in `chamberlain_home`."""
+        return cls(
+            home=Path(home) if home is not None else Path.home(),
+            app_dirs=(Path(chamberlain_home),),
+            scratch=Path(chamberlain_home) / "mcp",
+        )
+
+    def private(self) -> PrivatePlaces:
+        return private_places(self.home, self.app_dirs)
+
+
+@dataclass(frozen=True)
+class ServerRoots:
+    """What a server's settings name: the folders and files it is given (resolved), whether it
+    may change them, what was left out and why, and its working folder inside the sandbox."""
+
+    roots: tuple[Path, ...] = ()
+    # Roots that are a program's code: read-only, whatever `write` says.
+    code: tuple[Path, ...] = ()
+    writable: bool = False
+    left_out: tuple[tuple[str, str], ...] = ()
+    cwd: Path | None = None
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How one server's program is started: the full command line, its environment and the
+    working folder to start it in, and what it may reach (`plan`: None when unsandboxed)."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    cwd: str | None
+    plan: SandboxPlan | None
+    words: str
+    scratch_home: Path | None = None
+    roots: ServerRoots = field(default_factory=ServerRoots)
+
+
+def _option_value(arg: str) -> str:
+    """The path-like part of an argument: `--root=/srv/notes` gives `/srv/notes`."""
+    found = _OPTION_VALUE.match(arg)
+    return found.group(1) if found else arg
+
+
+def _looks_like_path(text: str) -> bool:
+    return text.startswith(("/", "~", "./", "../", "file://")) or text in (".", "..")
+
+
+def expanded_args(args: tuple[str, ...], home: Path) -> tuple[str, ...]:
+    """`args` with a leading `~/` expanded to the person's home (also after `--opt=`): no shell
+    expands them, and inside the sandbox `~` is the server's own home, not the person's."""
+    out: list[str] = []
+    for arg in args:
+        value = _option_value(arg)
+        if value == "~" or value.startswith("~/"):
+            full = os.fspath(home) + value[1:]
+            arg = arg[: len(arg) - len(value)] + full
+        out.append(arg)
+    return tuple(out)
+
+
+def server_roots(config: McpServerConfig, places: ServerPlaces) -> ServerRoots:
+    """The existing paths a server's settings name, each checked: a private place, a folder
+    above the person's home (which would show every other user's), or `/` is left out."""
+    private = places.private()
+    home = _real(places.home)
+    base: Path | None = None
+    found: list[Path] = []
+    code: list[Path] = []
+    left: list[tuple[str, str]] = []
+
+    def consider(raw: str, *, is_cwd: bool = False) -> Path | None:
+        text = raw.removeprefix("file://")
+        try:
+            path = resolve_path(text, home=places.home, cwd=base)
+        except ValueError:
+            return None
+        if not os.path.lexists(path):
+            return None
+        hit = private.hit(path)
+        if hit is not None:
+            left.append((raw, hit.describe()))
+            return None
+        if path == Path("/") or (path != home and within(home, path)):
+            left.append((raw, f"{path} holds your whole home folder and others; name a folder"))
+            return None
+        if not is_cwd and path.is_file() and (path.suffix in CODE_SUFFIXES or _executable(path)):
+            code.append(path)
+        else:
+            found.append(path)
+        return path
+
+    cwd: Path | None = None
+    if config.cwd:
+        cwd = consider(config.cwd, is_cwd=True)
+        if cwd is not None and not cwd.is_dir():
+            cwd = None
+        base = cwd
+    for arg in expanded_args(config.args, places.home):
+        value = _option_value(arg)
+        if _looks_like_path(value) or (base is not None and os.path.lexists(base / value)):
+            consider(value)
+    return ServerRoots(
+        roots=tuple(dict.fromkeys(found)),
+        code=tuple(dict.fromkeys(p for p in code if p not in found)),
+        writable=config.write,
+        left_out=tuple(left),
+        cwd=cwd,
+    )
+
+
+def _executable(path: Path) -> bool:
+    return os.access(path, os.X_OK)
+
+
+def _real(path: Path) -> Path:
+    try:
+        return Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return path
+
+
+def program_places(program: str, home: Path, visible: tuple[Path, ...]) -> list[Path]:
+    """The installation a program lies in, where the sandbox would hide it: the top folder under
+    the hidden area (`~/.nvm`, `~/.local`, a venv's project folder). One already visible needs
+    nothing; private places inside stay covered."""
+    areas = sorted([Path(p) for p in HIDDEN_TOP] + [home], key=lambda t: len(t.parts), reverse=True)
+    places: list[Path] = []
+    for candidate in dict.fromkeys([Path(program), _real(Path(program))]):
+        if any(is_within(candidate, seen) for seen in visible):
+            continue
+        for top in areas:
+            if candidate != top and is_within(candidate, top):
+                places.append(top / candidate.relative_to(top).parts[0])
+                break
+    return list(dict.fromkeys(places))
+
+
+def find_program(command: str, path: str) -> str:
+    """The program to start, found on `path` (the server's PATH), or FileNotFoundError."""
+    if os.sep in command:
+        if not os.access(command, os.X_OK):
+            raise FileNotFoundError(f"{command} is not an executable program")
+        return command
+    found = shutil.which(command, path=path)
+    if found is None:
+        raise FileNotFoundError(f"the program {command!r} is not installed (not on PATH)")
+    return found
+
+
+_FROM_OUR_ENV = re.compile(r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+def settings_env(extra: dict[str, str]) -> dict[str, str]:
+    """The entry's own `env`; a value `${env:NAME}` is taken from Chamberlain's environment when
+    the program starts (so a token need not be written into settings.json); unset, empty."""
+    out: dict[str, str] = {}
+    for name, value in extra.items():
+        named = _FROM_OUR_ENV.match(value)
+        out[name] = os.environ.get(named.group(1), "") if named else value
+    return out
+
+
+class ScratchHomes:
+    """Each server's own home folder: under `places.scratch/NAME/home`, or, without one, under
+    a temporary folder of this process's (removed by `close`)."""
+
+    def __init__(self, places: ServerPlaces) -> None:
+        self.places = places
+        self._temporary: Path | None = None
+
+    def of(self, server: str) -> Path:
+        base = self.places.scratch
+        if base is None:
+            if self._temporary is None:
+                self._temporary = Path(tempfile.mkdtemp(prefix="chamberlain-mcp-"))
+            base = self._temporary
+        folder = base / server / "home"
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for step in (base, base / server):
+            # Only Chamberlain's user may look into a server's home (its cache, its files).
+            with contextlib.suppress(OSError):
+                os.chmod(step, 0o700)
+        return folder
+
+    def close(self) -> None:
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
+            self._temporary = None
+
+
+def _short(path: Path, home: Path) -> str:
+    if within(path, home):
+        rest = path.relative_to(home)
+        return "~" if rest == Path(".") else f"~/{rest}"
+    return os.fspath(path)
+
+
+def describe(roots: ServerRoots, network: bool, home: Path) -> str:
+    """What a sandboxed server sees, for `mcp test`, doctor and the log."""
+    shown = [_short(p, home) for p in roots.roots]
+    if shown:
+        how = "read and change" if roots.writable else "read only"
+        sees = f"sees {', '.join(shown)} ({how})"
+    else:
+        sees = "sees none of your files"
+    words = (
+        f"runs in a sandbox: {sees}; your home, credentials and Chamberlain's own files are "
+        f"hidden; {'uses the network' if network else 'no network'}"
+    )
+    if roots.left_out:
+        words += "; left out: " + ", ".join(f"{raw} ({why})" for raw, why in roots.left_out)
+    return words
+
+
+UNSANDBOXED_WORDS = (
+    'runs WITHOUT a sandbox, as its settings say ("sandbox": false): it can read and change '
+    "everything you can, Chamberlain's own files included"
+)
+
+
+def server_launch(
+    name: str,
+    config: McpServerConfig,
+    places: ServerPlaces,
+    homes: ScratchHomes,
+    *,
+    status: SandboxStatus | None = None,
+) -> Launch:
+    """How to start server `name`'s program: in its sandbox, or (its settings say
+    `"sandbox": false`) with the person's rights, contained only in its lifetime."""
+    assert config.command is not None
+    roots = server_roots(config, places)
+    args = expanded_args(config.args, places.home)
+    extra = settings_env(config.env)
+    search_path = extra.get("PATH") or os.environ.get("PATH", os.defpath)
+    program = find_program(config.command, search_path)
+    if not config.sandbox:
+        from tools.mcp.transport import server_environment
+
+        env = server_environment(config.env)
+        bare = wrapped(containment(), [program, *args])
+        log.warning("MCP server %s %s", name, UNSANDBOXED_WORDS)
+        return Launch(tuple(bare), env, config.cwd, None, UNSANDBOXED_WORDS, None, roots)
+    status = status if status is not None else sandbox_status()
+    if not status.available or status.program is None:
+        remedy = f" To get one: {status.remedy}." if status.remedy else ""
+        raise SandboxUnavailable(
+            f"MCP servers run only inside a sandbox, and there is none here: {status.why}.{remedy}"
+        )
+    home_inside = homes.of(name)
+    visible = (*roots.roots, *roots.code)
+    programs = program_places(program, places.home, visible)
+    cwd = roots.cwd if roots.cwd is not None else Path("/")
+    plan = SandboxPlan(
+        cwd=cwd,
+        home=_real(places.home),
+        read=(*roots.roots, *roots.code, *programs),
+        write=roots.roots if roots.writable else (),
+        # TODO(H1, issue 20): a network namespace of its own (tools/netns.py) once it lands;
+        # until then `"network": true` shares the host's network, and without it there is none.
+        network=config.network,
+        private=places.private(),
+        hide=tuple(_real(d) for d in places.app_dirs),
+    )
+    walls = bwrap_args(plan, [], status=status)
+    if not walls or walls[-1] != "--":
+        raise RuntimeError("the sandbox's arguments do not end where the program begins")
+    # The server's own home last: after the covers over Chamberlain's folder, which holds it.
+    walls = [*walls[:-1], "--bind", os.fspath(home_inside), os.fspath(home_inside), "--"]
+    env = command_environment(os.environ, home=home_inside, cwd=cwd, search_path=search_path)
+    if not config.network:
+        env.update(_OFFLINE_ENV)
+    env.update(extra)
+    env["HOME"] = extra.get("HOME", os.fspath(home_inside))
+    argv = (status.program, *walls, program, *args)
+    return Launch(
+        argv, env, None, plan, describe(roots, config.network, places.home), home_inside, roots
+    )
