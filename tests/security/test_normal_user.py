@@ -36,8 +36,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.support.allowlist import CANARY, RC, Home, plant_home
 from tests.support.cli import PASSPHRASE, REPO
-from tests.support.openai_server import Text
+from tests.support.openai_server import Text, ToolCalls
 
 SSH_SECRET = "-----BEGIN OPENSSH PRIVATE KEY-----\nnobody-ssh-canary-4417\n"
 TOKEN_SECRET = "nobody-token-canary-9051"
@@ -261,6 +262,84 @@ def test_a_normal_users_command_sees_the_folder_it_runs_in_but_never_a_key_or_ch
     assert "Buy milk" in proc.stdout
     assert "nobody-ssh-canary" not in _said(proc)
     assert TOKEN_SECRET not in _said(proc)
+
+
+# --- commands see only what was named (tests/security/test_allowlist.py, as nobody) ----------
+
+
+@pytest.fixture
+def planted(person: NormalUser) -> Home:
+    """The review's scratch home (credentials, rc file, repository, diff), owned by nobody."""
+    made = plant_home(person.home)
+    person.own()
+    return made
+
+
+def test_as_a_normal_user_a_command_with_no_folder_named_finds_no_credential(person, planted):
+    for line in ("zcat -rf .", "grep -r -e CANARY .", "cat .Xauthority"):
+        proc = person.cli(
+            "ask", f"run `{line}`", "--approve", "system_execute=once", "--llm", "none"
+        )
+        assert proc.returncode == 0, _said(proc)
+        assert f"{CANARY}-" not in _said(proc), (line, _said(proc))
+
+
+def test_as_a_normal_user_a_script_with_a_writable_home_plants_nothing(person, planted):
+    """The sandbox nobody's own process builds holds every startup place read-only."""
+    before = planted.digest()
+    proc = person.cli(
+        "ask",
+        "run `/usr/bin/python3 Documents/plant.py` in ~",
+        "--approve",
+        "system_execute=once",
+        "--llm",
+        "none",
+    )
+    assert proc.returncode == 0, _said(proc)
+    assert "WROTE Documents/ok.txt" in proc.stdout, _said(proc)
+    wrote = [ln for ln in proc.stdout.splitlines() if ln.startswith(("WROTE", "RENAMED"))]
+    assert wrote == ["WROTE Documents/ok.txt"], proc.stdout
+    after = planted.digest()
+    ours = {k for k in after if k == ".chamberlain" or k.startswith(".chamberlain/")}
+    assert set(after) - set(before) - ours == {"Documents/ok.txt"}
+    assert (person.home / ".bashrc").read_text() == RC
+
+
+def test_as_a_normal_user_the_reviews_patch_changes_nothing_on_the_models_word(
+    person, planted, scripted_server
+):
+    before = planted.digest()
+    server = scripted_server(
+        [
+            ToolCalls(
+                [
+                    (
+                        "system_execute",
+                        {"command": "patch -p0 -i Documents/typo-fix.diff", "cwd": "~"},
+                    )
+                ]
+            ),
+            ToolCalls([("system_execute", {"command": "patch -p0 -i Documents/typo-fix.diff"})]),
+            Text("Fixed."),
+        ]
+    )
+    proc = person.cli(
+        "ask",
+        "run a command that checks how fast this computer hashes data",
+        "--json",
+        "--llm",
+        server.base_url,
+        "--approve-all",
+        "once",
+        "--no-refine",
+    )
+    assert proc.returncode == 0, _said(proc)
+    calls = json.loads(proc.stdout)["tool_calls"]
+    assert [c["status"] for c in calls][:1] == ["refused"], calls
+    after = planted.digest()
+    ours = {k for k in set(after) | set(before) if k.startswith(".chamberlain")}
+    assert {k for k in set(after) | set(before) if after.get(k) != before.get(k)} <= ours
+    assert (person.home / ".bashrc").read_text() == RC
 
 
 # --- files, memory, a model turn --------------------------------------------------------------
