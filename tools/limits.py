@@ -151,31 +151,34 @@ def _find_scope(
             return None, (), "no user service manager answers here (no session bus)"
         scope = (program, "--user", "--scope", "--quiet")
         env = (("XDG_RUNTIME_DIR", runtime),)
-    # The probe asks for limits and reads them back from inside the scope: a manager that makes
-    # scopes but cannot hold memory or process limits in them (cgroup v1, controllers not
-    # delegated to the person) would otherwise look like one that can.
-    probe = [
-        *scope,
-        *_scope_properties(CommandLimits(memory_mb=64, max_processes=16)),
-        "--",
-        "/bin/sh",
-        "-c",
+    # The probe starts a scope exactly as a command's is started (`Scopes.wrap`), asks for
+    # limits and reads them back from inside: a manager that makes scopes but cannot hold memory
+    # or process limits in them (cgroup v1, controllers not delegated to the person) would
+    # otherwise look like one that can. It also checks the command does not get the variable
+    # that found the manager.
+    candidate = LimitWays(scope, env, None, root, "")
+    script = (
         'p=$(sed -n "s/^0:://p" /proc/self/cgroup); '
-        'cat "/sys/fs/cgroup$p/memory.max" "/sys/fs/cgroup$p/pids.max"',
-    ]
+        'cat "/sys/fs/cgroup$p/memory.max" "/sys/fs/cgroup$p/pids.max"; '
+        'echo "${XDG_RUNTIME_DIR:-unset}"'
+    )
+    probe, program, probe_env = Scopes(
+        CommandLimits(memory_mb=64, max_processes=16), candidate
+    ).wrap(["/bin/sh", "-c", script], "/bin/sh", {"PATH": "/usr/bin:/bin"})
     try:
         done = subprocess.run(
             probe,
+            executable=program,
             capture_output=True,
             text=True,
             timeout=PROBE_TIMEOUT_S,
             check=False,
-            env={"PATH": "/usr/bin:/bin", **dict(env)},
+            env=probe_env,
             stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return None, (), f"the service manager did not make a scope ({exc})"
-    if done.returncode != 0 or done.stdout.split() != [str(64 * MIB), "16"]:
+    if done.returncode != 0 or done.stdout.split() != [str(64 * MIB), "16", "unset"]:
         said = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[0][:200]
         log.info("no cgroup scope for command limits: %s / %r", said, done.stdout[:200])
         return None, (), f"the service manager cannot hold memory and process limits ({said})"
@@ -307,7 +310,8 @@ class Scopes:
         if self.ways.scope is None or index >= len(self.units):
             return False
         manager = [a for a in self.ways.scope if a == "--user"]
-        systemctl = shutil.which("systemctl") or "systemctl"
+        # systemctl is installed beside systemd-run (both are systemd's).
+        systemctl = os.path.join(os.path.dirname(self.ways.scope[0]), "systemctl")
         env = {"PATH": "/usr/bin:/bin", **dict(self.ways.scope_env)}
         unit = self.units[index]
         try:

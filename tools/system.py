@@ -338,17 +338,21 @@ def run_argv(
     clock: Callable[[], float] = time.monotonic,
     limits: CommandLimits | None = None,
     sandboxed: bool = True,
+    ways: LimitWays | None = None,
 ) -> CommandOutcome:
     """Run a pipeline of argv lists (no shell) and collect its output, within `timeout_s`.
 
     With `limits`, under them (tools.limits): a sandboxed stage's rlimits are set inside its
     sandbox (`SandboxPlan.limits`), an unsandboxed one's here; a cgroup scope is made here for
-    each stage where one can be had. A limit that ended it is named in the outcome's `limit`.
+    each stage where one can be had (`ways`: how, default this machine's). A limit that ended
+    it is named in the outcome's `limit`.
     """
     if sys.platform == "win32":
         raise ToolError("Running commands is not supported on Windows yet")
     exes = list(executables) if executables is not None else [s[0] for s in stages]
-    limited = _Limited(limits, limit_ways(), sandboxed) if limits is not None else None
+    limited: _Limited | None = None
+    if limits is not None:
+        limited = _Limited(limits, ways if ways is not None else limit_ways(), sandboxed)
     started = clock()
     procs, out_r, err_r = _spawn(stages, exes, cwd, env, limited)
     streams = {out_r: _Stream(output_cap), err_r: _Stream(output_cap)}
@@ -492,8 +496,9 @@ def _reap(proc: subprocess.Popen[bytes], wait_s: float) -> tuple[int | None, flo
     while True:
         try:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        except ChildProcessError:  # already reaped (by Popen itself)
-            return proc.returncode, 0.0
+        except ChildProcessError:
+            # Reaped elsewhere (SIGCHLD ignored, say): Popen.wait would then report 0 too.
+            return (proc.returncode if proc.returncode is not None else 0), 0.0
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
             return proc.returncode, usage.ru_utime + usage.ru_stime

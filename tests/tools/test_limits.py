@@ -313,3 +313,101 @@ def test_doctor_says_how_each_limit_is_held_here_and_which_one_is_not(user):
     else:
         assert check.ok
         assert "processes 16" in check.detail
+
+
+# --- the service manager's side, faked ----------------------------------------------------------
+
+FAKE_SYSTEMD_RUN = """\
+#!/bin/sh
+# Records how it was asked to make the scope, then runs the command as systemd-run --scope does.
+: > "$LOG/run"
+while [ "$1" != "--" ]; do printf '%s\\n' "$1" >> "$LOG/run"; shift; done
+shift
+exec "$@"
+"""
+FAKE_SYSTEMCTL = """\
+#!/bin/sh
+printf '%s\\n' "$*" >> "$LOG/systemctl"
+case "$*" in *show*) cat "$LOG/result" ;; esac
+"""
+
+
+@pytest.fixture
+def fake_manager(tmp_path: Path) -> tuple[LimitWays, Path]:
+    """A stand-in for systemd's systemd-run and systemctl: no service manager runs in this
+    container or in CI, so the scope's own limits cannot be tested here; what is tested is how
+    Chamberlain asks for the scope, what the command is given, and how it reads the scope's end.
+    """
+    bin_dir = tmp_path / "systemd"
+    bin_dir.mkdir()
+    for name, text in (("systemd-run", FAKE_SYSTEMD_RUN), ("systemctl", FAKE_SYSTEMCTL)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    log = tmp_path / "log"
+    log.mkdir()
+    ways = LimitWays(
+        scope=(str(bin_dir / "systemd-run"), "--user", "--scope", "--quiet"),
+        scope_env=(("XDG_RUNTIME_DIR", str(tmp_path)), ("LOG", str(log))),
+        prlimit=shutil.which("prlimit"),
+        root=False,
+        why="a faked user service manager",
+    )
+    return ways, log
+
+
+def _in_scope(ways: LimitWays, argv: list[str]) -> Any:
+    return run_argv(
+        [argv],
+        cwd=Path("/"),
+        env={"PATH": "/usr/bin:/bin"},
+        timeout_s=30,
+        output_cap=64 * 1024,
+        limits=SMALL,
+        sandboxed=False,
+        ways=ways,
+    )
+
+
+def test_a_stage_the_manager_ended_for_its_memory_is_said_to_have_used_more_than_the_limit(
+    fake_manager,
+):
+    ways, log = fake_manager
+    (log / "result").write_text("oom-kill\n")
+    ended = _in_scope(
+        ways, ["/bin/sh", "-c", 'echo "runtime=${XDG_RUNTIME_DIR:-unset}"; kill -9 $$']
+    )
+    assert ended.stdout == "runtime=unset\n"  # the manager's variable never reaches the command
+    assert ended.limit is not None
+    assert ended.limit.sentence == (
+        "the command was stopped: it used more than 64 MiB of memory (tools.command_memory_mb)"
+    )
+    asked = (log / "run").read_text().splitlines()
+    unit = next(a for a in asked if a.startswith("--unit=")).removeprefix("--unit=")
+    assert unit.startswith("chamberlain-cmd-")
+    assert unit.endswith(".scope")
+    for wanted in (f"MemoryMax={64 * 1024 * 1024}", "MemorySwapMax=0", "TasksMax=16"):
+        assert wanted in asked
+    # The failed scope was read, then reset, so none is left behind in the manager.
+    assert (log / "systemctl").read_text().splitlines() == [
+        f"--user show --property=Result --value {unit}",
+        f"--user reset-failed {unit}",
+    ]
+
+
+def test_a_stage_killed_while_the_manager_saw_no_oom_is_not_blamed_on_memory_for_sure(
+    fake_manager,
+):
+    ways, log = fake_manager
+    (log / "result").write_text("success\n")
+    ended = _in_scope(ways, ["/bin/sh", "-c", "kill -9 $$"])
+    assert ended.limit is not None
+    assert ended.limit.certain is False
+    assert "probably" in ended.limit.sentence
+
+
+def test_a_command_that_ends_well_in_a_scope_costs_no_question_to_the_manager(fake_manager):
+    ways, log = fake_manager
+    ended = _in_scope(ways, ["/bin/echo", "fine"])
+    assert ended.stdout == "fine\n"
+    assert ended.limit is None
+    assert not (log / "systemctl").exists()
