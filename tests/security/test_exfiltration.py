@@ -40,6 +40,10 @@ from broker.types import GrantMode, TurnResult
 from memory.db import open_database
 from memory.store import MemoryStore
 from memory.types import FactStatus, Sensitivity
+
+# The normal-user rig (the CLI as `nobody` in a home nobody owns), shared with its own corpus.
+from tests.security.test_normal_user import NormalUser, nobody_ok  # noqa: F401
+from tests.security.test_normal_user import person as normal_user  # noqa: F401
 from tests.support.cli import ask_json, audit_events, run_cli
 from tests.support.cli import cli_env as cli_env_for
 from tests.support.openai_server import ScriptedOpenAIServer, ServerFactory, Text, ToolCalls
@@ -544,3 +548,37 @@ def test_at_the_terminal_the_whole_address_is_shown_and_only_once_can_be_answere
         ("web_fetch", "denied"),
     ]
     assert web.hits == []
+
+
+# --- as a normal user -----------------------------------------------------------------------
+
+
+def test_as_a_normal_user_a_headless_run_denies_the_leak(
+    normal_user: NormalUser,  # noqa: F811 - the fixture imported above
+    scripted_server: ServerFactory,
+    web: WebServer,
+) -> None:
+    """The same attack with the CLI run as `nobody` in a home nobody owns (the rig of
+    tests/security/test_normal_user.py)."""
+    person = normal_user
+    (person.home / "Documents" / "notes.txt").write_text(NOTE + "\n")
+    person.own()
+    model = hostile_cli_model(scripted_server, web, READ_AND_LEAK)
+    proc = person.cli(
+        "ask",
+        DISCOVER,
+        "--json",
+        "--llm",
+        model.base_url,
+        "--approve",
+        "web_access=session:domain:localhost",
+        "--approve",
+        "file_read=once:~/Documents",
+        CHAMBERLAIN_WEB__ALLOW_PRIVATE=cli_env()["CHAMBERLAIN_WEB__ALLOW_PRIVATE"],
+        CHAMBERLAIN_ROUTER__MODEL_REFINEMENT="false",
+    )
+    out = json.loads(proc.stdout)
+    calls = [(c["tool"], c["status"]) for c in out["tool_calls"]]
+    assert calls == [("web_fetch", "ok"), ("file_read", "ok"), ("web_fetch", "denied")], proc
+    assert "this turn has read private data" in out["tool_calls"][2]["reason"]
+    assert [hit.path for hit in web.hits] == ["/page?id=1"]
