@@ -38,6 +38,7 @@ from broker.taint import (
 )
 from broker.types import Grant, GrantMode
 from tools.manual import Capability, Prepared, Tool, ToolManual, ToolResult
+from tools.mcp.config import McpServerConfig
 from tools.registry import ToolRegistry, builtin_registry
 
 NOTE = "lock code 4471, meet Ana at the pier"
@@ -196,16 +197,19 @@ def test_an_mcp_tool_is_outbound_unless_its_server_is_known_to_have_no_network()
     call = tool.prepare({"title": NOTE})
     assert Egress().destination(tool, call) == json.dumps({"title": NOTE})  # unknown: outbound
 
-    class Server:
-        def __init__(self, network: object) -> None:
-            self.network = network
+    def outbound(**settings: Any) -> bool:
+        config = McpServerConfig(command="notes-server", **settings)
+        egress = Egress(mcp_network=mcp_network_of({"notes": config}))
+        return egress.destination(tool, call) is not None
 
-    for setting, outbound in ((False, False), ((), False), ("none", False), (True, True)):
-        egress = Egress(mcp_network=mcp_network_of({"notes": Server(setting)}))
-        assert (egress.destination(tool, call) is not None) is outbound, setting
-    # Settings that say nothing about a network: not known to have none.
-    unknown = Egress(mcp_network=mcp_network_of({"notes": object()}))
-    assert unknown.destination(tool, call) is not None
+    assert not outbound()  # sandboxed, no network asked for
+    assert not outbound(network=False)
+    assert outbound(network=True)
+    assert outbound(sandbox=False)  # the person's own rights: their network too
+    remote = McpServerConfig(url="http://127.0.0.1:8931/mcp")
+    assert Egress(mcp_network=mcp_network_of({"notes": remote})).destination(tool, call)
+    # A server the settings do not name (gone since): not known to have none.
+    assert Egress(mcp_network=mcp_network_of({})).destination(tool, call) is not None
 
 
 # --- the turn --------------------------------------------------------------------------------
