@@ -67,6 +67,8 @@ from broker.events import (
 )
 from broker.types import TurnResult
 from memory.db import MemoryStoreError
+from tools.escapes import visible
+from tools.scopes import describe_scope
 
 if TYPE_CHECKING:
     from memory.conversations import ChatMessage, ConversationStore
@@ -543,7 +545,9 @@ class ChatWindow(QWidget):
             turn.details.recalled = [text for _, text in event.facts]
             turn.details.held_back = event.held_back
         elif isinstance(event, PermissionAsked):
-            self._hint(f"Waiting for your permission ({event.tool}: {event.scope})…")
+            # Escaped like the dialog: the tool's name and scope may come from the model.
+            where = describe_scope(event.capability, event.scope).replace("`", "")
+            self._hint(f"Waiting for your permission ({visible(event.tool)}: {where})…")
         elif isinstance(event, PermissionAnswered):
             self._hint("")
         elif isinstance(event, ToolStarted):

@@ -102,9 +102,14 @@ def desktop(app_home: Path, scripted_server: Any, run: Any, qtbot: Any) -> Itera
             self.assistant = Assistant(session)
             made.append((self.prompter, self.assistant))
 
-        def turn(self, text: str, answer: Callable[[PermissionDialog], Any]) -> tuple[Any, Seen]:
+        def turn(
+            self, text: str, answer: Callable[[PermissionDialog], Any], chat: Any = None
+        ) -> tuple[Any, Seen]:
+            """The turn, typed into `chat` (a ChatWindow) when given, as a person would."""
+
             async def scenario() -> tuple[Any, Seen]:
-                turn = asyncio.ensure_future(self.assistant.ask(text))
+                asking = chat.send(text) if chat is not None else self.assistant.ask(text)
+                turn = asyncio.ensure_future(asking)
                 await until(lambda: open_dialogs() or turn.done())
                 (dialog,) = open_dialogs()
                 await until(dialog.allow_button.isEnabled)
@@ -280,24 +285,34 @@ def io_prompt(request: Any) -> str:
 def test_a_right_to_left_override_in_a_file_name_is_shown_escaped_in_the_dialog_and_permissions(
     qtbot, run, desktop, docs
 ):
+    from app.chat import ChatWindow
+
     app = desktop([ToolCalls([("file_read", {"path": f"{docs}/{RTL_NAME}"})]), "A script."])
-    _, seen = app.turn(f"summarise the script in {docs}", allow(qtbot, Choice.SESSION))
+    chat = ChatWindow(app.assistant, lambda: None)
+    qtbot.addWidget(chat)
+    hints: list[str] = []
+
+    def answer(dialog: PermissionDialog) -> None:
+        hints.append(chat.hint.text())  # what the chat says while the dialog is open
+        allow(qtbot, Choice.SESSION)(dialog)
+
+    # The person names no folder: the model asks for the odd file itself.
+    _, seen = app.turn("read the script I downloaded", answer, chat)
     assert seen.rows["File"] == f"{docs}/{RTL_SHOWN}"
     assert not [t for t in seen.texts if any(ch in t for ch in HIDDEN)]
+    assert hints == [f"Waiting for your permission (file_read: {docs}/{RTL_SHOWN})…"]
 
     window = PermissionsWindow(app.assistant)
     qtbot.addWidget(window)
     window.show()
     run(window.refresh())
     model = window.live_model
-    shown = [
-        str(model.index(row, column).data(role))
-        for row in range(model.rowCount())
-        for column in range(model.columnCount())
-        for role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole)
-    ]
-    assert shown  # the session grant the person just gave is listed
-    assert not [t for t in shown if any(ch in t for ch in HIDDEN)]
+    assert model.rowCount() == 1
+    where = str(model.index(0, 1).data())
+    tip = str(model.index(0, 1).data(Qt.ItemDataRole.ToolTipRole))
+    assert where == f"{docs}/{RTL_SHOWN}"
+    assert f"{docs}/{RTL_SHOWN}" in tip
+    assert not [t for t in (where, tip) if any(ch in t for ch in HIDDEN)]
 
 
 def test_a_session_grant_on_the_right_to_left_file_itself_is_listed_escaped(qtbot, run, app_home):
