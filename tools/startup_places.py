@@ -12,6 +12,10 @@ them: the sandbox binds each one read-only over itself (and makes the folder a m
 be created in read-only, so it cannot be created), and a call that names one says in its prompt
 when that place runs (`CallPlan.startup`) and can only be allowed once.
 
+Limits, said plainly: a repository made by the command itself (`git init` in a writable
+folder) is not held, nor one planted inside a package cache (`node_modules`), which is not
+searched; a folder too big to search (`MAX_FOLDERS_SEARCHED`) is not made writable at all.
+
 This module only answers "is this a startup place, and when does it run" and finds them inside a
 folder; it never reads a file's contents and never changes anything.
 """
@@ -24,7 +28,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.manual import ToolRefused
 from tools.private import within
 
 LOGIN = "runs at your next login"
@@ -66,8 +69,12 @@ SYSTEM_PLACES: tuple[tuple[str, str], ...] = (
 # The python site folders whose .pth files and sitecustomize run at every start.
 _SITE_NAMES = ("site-packages", "dist-packages")
 # How many folders a writable folder may hold for the search for repositories and site
-# folders in it; past this the search cannot promise it found them all, and the call is refused.
-MAX_FOLDERS_SEARCHED = 20_000
+# folders in it; past this the search cannot promise it found them all, and the folder is not
+# made writable (the command sees it read-only, and its plan says so).
+MAX_FOLDERS_SEARCHED = 50_000
+# Trees searched no further: package caches and build output, where nobody runs git or Python
+# from (a repository planted deep inside one is not found; see the module docstring).
+_NOT_SEARCHED = frozenset({"node_modules", "__pycache__", ".tox", ".mypy_cache", ".cache"})
 
 
 @dataclass(frozen=True)
@@ -132,13 +139,13 @@ def places_in(
     *,
     skip: Sequence[Path] = (),
     limit: int = MAX_FOLDERS_SEARCHED,
-) -> list[StartupPlace]:
+) -> list[StartupPlace] | None:
     """Every startup place inside `folder` (a folder a command may write): the fixed ones that
     lie in it, and the repositories' and Python site folders' found by walking it (symlinks
     not followed, `skip` (private places, covered anyway) not entered).
 
-    Raises ToolRefused when the folder holds more than `limit` folders: then the search could
-    not promise it found every repository, and the folder is not made writable.
+    None when the folder holds more than `limit` folders: then the search cannot promise it
+    found every repository, and the folder must not be made writable.
     """
     found = [p for p in fixed_places(home, app_dirs) if within(p.path, folder)]
     if any(within(folder, p.path) for p in fixed_places(home, app_dirs)):
@@ -149,11 +156,7 @@ def places_in(
         current = pending.pop()
         seen += 1
         if seen > limit:
-            raise ToolRefused(
-                f"refused: {folder} holds more than {limit:,} folders, too many to check for "
-                "git repositories and Python site folders (which run code later) before making "
-                "it writable; name a smaller folder"
-            )
+            return None
         try:
             with os.scandir(current) as entries:
                 listed = list(entries)
@@ -172,7 +175,9 @@ def places_in(
             if entry.name == ".git":
                 found.append(StartupPlace(path, GIT))
                 continue
-            if not stat.S_ISDIR(mode) or any(within(path, s) for s in skip):
+            if not stat.S_ISDIR(mode) or entry.name in _NOT_SEARCHED:
+                continue
+            if any(within(path, s) for s in skip):
                 continue
             if entry.name in _SITE_NAMES:
                 found.append(StartupPlace(path, PYTHON))

@@ -765,11 +765,18 @@ class _CommandTool:
             if hit is not None:
                 named.setdefault(hit.path, hit)
         keep: list[Path] = []
+        too_big: list[Path] = []
         for folder in writable:
-            if folder.is_dir():
-                for place in places_in(folder, self.home, self.config.app_dirs, skip=private.all()):
-                    if not any(is_within(place.path, n) for n in named):
-                        keep.append(place.path)
+            if not folder.is_dir():
+                continue
+            inside = places_in(folder, self.home, self.config.app_dirs, skip=private.all())
+            if inside is None:
+                # Too many folders to be sure no repository hides inside: seen read-only.
+                log.info("a writable folder is too big to search for startup places; read-only")
+                too_big.append(folder)
+                continue
+            keep += [p.path for p in inside if not any(is_within(p.path, n) for n in named)]
+        writable = [w for w in writable if w not in too_big]
         return _Writes(
             places=tuple(writable),
             changes=tuple(dict.fromkeys(changed)),
