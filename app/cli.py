@@ -112,6 +112,16 @@ class FlagPrompter:
             if rule.mode == "deny":
                 return PromptDecision(allow=False, reason="user")
             mode = GrantMode(rule.mode)
+            if mode is GrantMode.ALWAYS and request.always_unavailable:
+                # The broker will not save it; say so rather than let "always" quietly shrink.
+                from tools.escapes import visible
+                from tools.scopes import describe_scope
+
+                where = describe_scope(request.capability, request.scope).replace("`", "")
+                sys.stderr.write(
+                    f"chamberlain: {request.capability.value} for {where} is allowed for this "
+                    f"command only, not saved: {visible(request.always_unavailable)}\n"
+                )
             return PromptDecision(
                 allow=True,
                 mode=mode,

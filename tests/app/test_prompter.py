@@ -262,3 +262,29 @@ def test_a_prompt_nobody_answers_gives_up_on_its_own_line_and_reads_nothing_late
     assert decision.reason == "timeout"
     text = shown.getvalue()
     assert "(no answer within 0.6 s is a no): \nNo answer within 0.6 s" in text
+
+
+def test_an_always_rule_where_always_is_not_offered_says_it_lasts_this_command_only(
+    tmp_path, capsys
+):
+    secret = tmp_path / "Password ideas.md"
+    prompter = FlagPrompter([parse_approval("file_read=always")], None)
+    why = "its name looks like it holds a password, and saved permissions never hold one"
+    decision = prompter.ask(request(str(secret), True, always_unavailable=why))
+    assert decision.allow is True  # the broker turns it into a session grant, never saved
+    said = capsys.readouterr().err
+    assert f"file_read for {secret} is allowed for this command only, not saved: {why}" in said
+
+
+def test_the_terminal_prompt_offers_always_only_where_it_is_saved_and_says_why_not(tmp_path):
+    why = "its name looks like it holds a password, and saved permissions never hold one"
+    shown = io.StringIO()
+    decision = ask_on_terminal(
+        request(str(tmp_path / "Password ideas.md"), True, always_unavailable=why),
+        io.StringIO("always\nn\n"),
+        shown,
+    )
+    assert decision.allow is False  # "always" was not accepted; the next answer was no
+    text = shown.getvalue()
+    assert "[a]lways" not in text
+    assert f"“Always” is not offered: {why}." in text
