@@ -411,3 +411,22 @@ def test_a_command_that_ends_well_in_a_scope_costs_no_question_to_the_manager(fa
     assert ended.stdout == "fine\n"
     assert ended.limit is None
     assert not (log / "systemctl").exists()
+
+
+def test_the_settings_defaults_are_the_limits_a_command_gets(tmp_path):
+    """One set of defaults: what settings.json leaves out is what tools.limits holds."""
+    from broker.session import tool_config
+    from broker.settings import Settings
+
+    assert tool_config(tmp_path, Settings()).command_limits == CommandLimits()
+    chosen = Settings.model_validate(
+        {
+            "tools": {
+                "command_memory_mb": 256,
+                "command_max_processes": 32,
+                "command_cpu_s": 5,
+                "command_shm_mb": 8,
+            }
+        }
+    )
+    assert tool_config(tmp_path, chosen).command_limits == CommandLimits(256, 32, 5, 8)
