@@ -474,3 +474,50 @@ def test_a_timeout_changed_in_settings_is_the_dialogs_countdown_the_brokers_dead
     timed_out = [x for x in lines if x["event"] == "PERMISSION_TIMEOUT"]
     assert [x["data"]["timeout_s"] for x in asked] == [20.0]
     assert [x["data"]["timeout_s"] for x in timed_out] == [20.0]
+
+
+# --- a real MCP server's call, content before the target ------------------------------------
+
+
+def _notes_settings(folder: Path) -> Settings:
+    from broker.settings import McpSettings
+    from tests.support.mcp_notes import notes_config, write_notes
+
+    write_notes(folder)
+    settings = Settings()
+    settings.router.model_refinement = False
+    settings.memory.extract = False
+    settings.mcp = McpSettings(servers={"notes": notes_config(folder, timeout_s=10)})
+    return settings
+
+
+def test_a_real_mcp_write_shows_the_note_name_first_and_the_whole_text_on_the_terminal(
+    tmp_path, scripted_server
+):
+    """The model sends `text` (4000 characters) before `name`; the CLI's prompt (FlagPrompter on
+    a terminal) lists the server, the tool, `name` first and `text` whole."""
+    import io
+
+    from app.cli import FlagPrompter
+    from broker.session import Session
+
+    settings = _notes_settings(tmp_path / "notes")
+    server = scripted_server(
+        [ToolCalls([("notes__write_note", {"text": CONTENT, "name": "todo.txt"})]), "Done."]
+    )
+    shown = io.StringIO()
+    prompter = FlagPrompter([], None, (io.StringIO("n\n"), shown))
+    model = OpenAIChatModel(server.base_url, model="scripted-model", timeout_s=10)
+    session = Session(home=tmp_path / "home", settings=settings, model=model, prompter=prompter)
+    try:
+        turn = session.ask("write a note called todo.txt in my notes")
+    finally:
+        session.close()
+    text = shown.getvalue()
+    assert "  Server: notes\n" in text
+    assert "  Tool: write_note\n" in text
+    name_at = text.index('name = "todo.txt"')
+    text_at = text.index(f"text = {json.dumps(CONTENT)}")  # whole, not cut at 300
+    assert name_at < text_at
+    assert [c.status for c in turn.tool_calls] == ["denied"]
+    assert not (tmp_path / "notes" / "todo.txt").exists()
