@@ -7,8 +7,10 @@ Both are strings whose form depends on the capability:
   or file, which covers the target when the target is it or lies inside it.
 - system_execute: one call has several targets: its class and command line (`readonly:<argv>`,
   `command:<argv>` or `code:<argv>`), where it runs (`cwd:<abs>`), each other place the sandbox
-  mounts for it (`dir:<abs>`), and `net:` when it gets the network. Scopes: `readonly-in:<abs>`
-  covers read-only commands whose folders all lie inside that folder (never the network);
+  mounts for it (`dir:<abs>`), and `net:` when it gets the network; `cwd:` with nothing after
+  it is a call that named no folder and runs in an empty scratch folder. Scopes:
+  `readonly-in:<abs>` covers read-only commands whose folders all lie inside that folder (never
+  the network), and `readonly-in:` alone only those that see none of the person's folders;
   `command:<argv>` + `\nin <abs>` covers exactly that command line run in exactly that folder,
   with whatever it names and the network it needs (the prompt showed both); `readonly` (read-only
   commands anywhere) and a bare `command:<argv>` (any folder) only come from an explicit rule.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from tools.manual import Capability
-from tools.scopes import describe_scope
+from tools.scopes import describe_scope, natural_command_scope, scope_covers
 
 
 def test_a_scope_with_a_hidden_or_undecodable_character_is_described_escaped() -> None:
@@ -20,3 +20,26 @@ def test_a_scope_with_a_hidden_or_undecodable_character_is_described_escaped() -
 def test_an_ordinary_scope_is_described_as_it_is() -> None:
     assert describe_scope(Capability.FILE_READ, "/home/ann/Café notes") == "/home/ann/Café notes"
     assert describe_scope(Capability.WEB_ACCESS, "domain:example.org") == "example.org"
+
+
+def test_a_read_only_grant_for_a_call_that_named_no_folder_covers_no_folder_of_the_home() -> None:
+    """A command run in the empty scratch folder (`cwd:`) asks for `readonly-in:` alone: that
+    grant covers the next such command and none that sees a folder of the person's."""
+    scope = natural_command_scope(["readonly:zcat -rf .", "cwd:"])
+    assert scope == "readonly-in:"
+    assert describe_scope(Capability.SYSTEM_EXECUTE, scope) == (
+        "read-only commands that see none of your folders"
+    )
+    system = Capability.SYSTEM_EXECUTE
+    assert scope_covers(system, scope, ["readonly:df -h", "cwd:"])
+    assert not scope_covers(system, scope, ["readonly:zcat -rf /home/me", "cwd:", "dir:/home/me"])
+    assert not scope_covers(system, scope, ["readonly:ls", "cwd:/home/me"])
+    # A folder's grant still covers a call that sees none; an exact line in a folder does not
+    # cover the same line run nowhere, nor the other way round.
+    assert scope_covers(system, "readonly-in:/home/me", ["readonly:df -h", "cwd:"])
+    assert not scope_covers(system, "command:ls\nin /home/me", ["readonly:ls", "cwd:"])
+    assert scope_covers(system, "command:ls\nin ", ["readonly:ls", "cwd:"])
+    assert not scope_covers(system, "command:ls\nin ", ["readonly:ls", "cwd:/home/me"])
+    assert natural_command_scope(["readonly:cat /home/me/a", "cwd:", "dir:/home/me/a"]) == (
+        "readonly-in:/home/me/a"
+    )
