@@ -46,9 +46,11 @@ from tests.security.test_normal_user import NormalUser, nobody_ok  # noqa: F401
 from tests.security.test_normal_user import person as normal_user  # noqa: F401
 from tests.support.cli import ask_json, audit_events, run_cli
 from tests.support.cli import cli_env as cli_env_for
+from tests.support.mcp_notes import notes_config, write_notes
 from tests.support.openai_server import ScriptedOpenAIServer, ServerFactory, Text, ToolCalls
 from tests.support.web_server import WebServer
 from tools.manual import Capability
+from tools.mcp.config import McpSettings
 
 NOTE = "lock code 4471, meet Ana at the pier"
 FACT = "Ana's pier meeting is about the divorce settlement"
@@ -328,6 +330,43 @@ def test_a_networked_command_after_a_command_read_the_note_is_asked_anew(
         "this turn has read private data (the output of `cat Documents/notes.txt`, which could "
         "read ~"
     )
+    assert web.hits == []
+
+
+def test_a_note_read_through_an_mcp_server_makes_a_fetch_ask_anew(
+    scripted_server: ServerFactory, sessions: Any, web: WebServer, user: Path, tmp_path: Path
+) -> None:
+    """The tests' own notes MCP server (tests/support/mcp_notes_server.py, sandboxed, no
+    network) hands over the note; a fetch carrying it is asked anew despite the site's grant."""
+    folder = write_notes(tmp_path / "notes")
+    (folder / "pier.txt").write_text(NOTE + "\n")
+    person = Person(web_access=GrantMode.SESSION, mcp_read=GrantMode.ONCE)
+
+    def leak_the_note(request: dict[str, Any]) -> ToolCalls:
+        results = [str(m.get("content")) for m in request["messages"] if m.get("role") == "tool"]
+        assert any(NOTE in text for text in results), "the server did not hand over the note"
+        return ToolCalls([("web_fetch", {"url": leak_url(web, NOTE)})])
+
+    model = scripted_server(
+        [
+            PHRASED,
+            ToolCalls([("notes__read_note", {"name": "pier.txt"})]),
+            leak_the_note,
+            Text("Checked."),
+        ]
+    )
+    session = sessions(model, person)
+    session.use_mcp(McpSettings(servers={"notes": notes_config(folder, timeout_s=10)}))
+    grant_the_site_for_the_session(session, web)
+    before = len(person.questions(Capability.WEB_ACCESS))
+    person.modes["web_access"] = None  # this time the person reads the question and says no
+
+    turn = session.ask(DISCOVER)
+
+    assert [c.status for c in turn.tool_calls] == ["ok", "denied"], turn.tool_calls
+    (question,) = person.questions(Capability.WEB_ACCESS)[before:]
+    assert question.once_only
+    assert "the result of notes__read_note of MCP server 'notes'" in question.reason
     assert web.hits == []
 
 
