@@ -231,23 +231,3 @@ _MCP_VERB = {
     Capability.MCP_WRITE: "changes things",
     Capability.MCP_EXECUTE: "runs things",
 }
-
-
-def describe_command_call(targets: Iterable[str]) -> str:
-    """What one command call will do, in words, from its targets: for the prompt.
-
-    "runs `ls -la` in /home/me/Documents; sees only that folder; changes nothing; no network".
-    """
-    listed = list(targets)
-    line = next((t for t in listed if t.startswith(_CLASSES)), "")
-    kind, _, argv = line.partition(":")
-    cwd = next((t[4:] for t in listed if t.startswith("cwd:")), None)
-    places = [p for p in [cwd, *(t[4:] for t in listed if t.startswith("dir:"))] if p]
-    parts = [f"runs `{argv}`" + (f" in {cwd}" if cwd else "")]
-    if kind == "code":
-        parts.append("it runs code that cannot be shown here, so it can only be allowed once")
-    seen = ", ".join(places) if places else "no folder of yours"
-    parts.append(f"sees only {seen} (never credentials or Chamberlain's files)")
-    parts.append("changes nothing" if kind == "readonly" else f"can change files in {seen}")
-    parts.append("uses the network" if "net:" in listed else "no network")
-    return "; ".join(parts)
