@@ -9,7 +9,8 @@ A turn is *tainted* once a call that lets private data into the model's context 
 - any file-reading tool (capability file_read: file contents, and file names too — a listing
   of ~/Documents tells as much as a page of it);
 - the screen (capability screen_read: a screenshot, the active window's title);
-- a remembered fact above "low" sensitivity, recalled into the turn (`note_memory`);
+- a remembered fact above "low" sensitivity, recalled into the turn (`note_memory`; anchors,
+  the person's standing instructions, carry no sensitivity and do not count);
 - a command that could see the person's home: its working folder, a folder it mounts or a place
   it reads lies inside the home (today's default working folder is the home, so most commands
   count); its output may hold any of it;
@@ -23,6 +24,10 @@ skips every live grant, offers only "once", and takes no standing rule as an ans
 (`PermissionBroker.authorize(fresh=...)`). The prompt's reason names what was read; the
 request's CallPlan shows the full destination. A call is marked as a source once it ran and
 its result (or its error) went back, whatever its status: an error can carry what was read.
+
+The taint lives as long as the turn (its TurnScope): a turn starts from nothing, because no
+earlier turn's results are in its context. Once a conversation carries earlier results, it must
+carry their taint too.
 
 One call that both reads the home and has a network (`cat notes | curl -d @- host`) is not
 asked anew for itself: its prompt already shows the line, the folders it sees and the network.
