@@ -150,6 +150,8 @@ def places_in(
     found = [p for p in fixed_places(home, app_dirs) if within(p.path, folder)]
     if any(within(folder, p.path) for p in fixed_places(home, app_dirs)):
         return found  # the caller handles a folder that is itself (inside) a startup place
+    # Reached top-down, a private folder is met as itself: an exact match prunes it.
+    skipped = set(skip)
     pending = [folder]
     seen = 0
     while pending:
@@ -177,7 +179,7 @@ def places_in(
                 continue
             if not stat.S_ISDIR(mode) or entry.name in _NOT_SEARCHED:
                 continue
-            if any(within(path, s) for s in skip):
+            if path in skipped:
                 continue
             if entry.name in _SITE_NAMES:
                 found.append(StartupPlace(path, PYTHON))
