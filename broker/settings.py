@@ -443,23 +443,26 @@ def confirm_pending(
     home: Path, keys: Sequence[str] = (), shown: Sequence[PendingChange] | None = None
 ) -> list[PendingChange]:
     """Seal the file's values of the pending changes named by `keys` (all when empty): they are
-    in use from now on. The settings file is not touched. Returns what was confirmed.
+    in use from now on; the values in use of the other sealed settings are sealed as they are.
+    The settings file is not touched. Returns what was confirmed.
 
     `shown`: the changes as the person saw them. When the file changed since (a program wrote
     it again between showing and confirming), nothing is confirmed: a SettingsError says so."""
     chosen = _chosen(pending_changes(home).pending, keys)
     if shown is not None:
         _as_shown(chosen, shown)
-    if chosen:
-        key = _seal_key(home, required=True)
-        assert key is not None
-        confirmed = dict(_sealed(home, _file_data(home)).confirmed)
-        for change in chosen:
-            if change.value is seal.MISSING:
-                confirmed.pop(change.key, None)
-            else:
-                confirmed[change.key] = change.value
-        seal.write_seal(home, key, confirmed)
+    key = _seal_key(home, required=True)
+    assert key is not None
+    sealed = _sealed(home, _file_data(home))
+    # The values in use are sealed as they are (a change that only narrowed reach included),
+    # then the chosen changes on top.
+    confirmed = seal.confirmed_after_save(sealed.effective, [], sealed.confirmed)
+    for change in chosen:
+        if change.value is seal.MISSING:
+            confirmed.pop(change.key, None)
+        else:
+            confirmed[change.key] = change.value
+    seal.write_seal(home, key, confirmed)
     return chosen
 
 
