@@ -130,6 +130,11 @@ class CallPlan(BaseModel):
     # targets, an archive's members).
     files: tuple[str, ...] = ()
     changes: tuple[str, ...] = ()
+    # False: the call writes where its input says and that input could not be read in advance
+    # (a diff piped in, an archive too big to list): `changes` is not the whole list, and the
+    # prompt must say so. A command with no folder named has `cwd` None: it runs in an empty
+    # scratch folder of its own.
+    changes_known: bool = True
     # Places the call may change that run code later: (path, when it runs), e.g.
     # ("~/.bashrc", "runs at your next login").
     startup: tuple[tuple[str, str], ...] = ()

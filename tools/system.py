@@ -696,6 +696,7 @@ class _CommandTool:
             writes=tuple(os.fspath(p) for p in writes.places),
             files=tuple(os.fspath(p) for p in _operands(check, cwd, self.home)),
             changes=tuple(os.fspath(p) for p in writes.changes),
+            changes_known=writes.known,
             startup=tuple((os.fspath(p.path), p.when) for p in writes.startup),
             limits=limits_plan(
                 self.config.command_limits, sandboxed=plan is not None, shm_capped=not status.setuid

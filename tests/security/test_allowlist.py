@@ -384,6 +384,26 @@ def test_a_patch_of_a_named_file_in_a_named_folder_works_and_the_prompt_lists_it
     assert not request.once_only
 
 
+def test_a_diff_piped_in_says_its_changes_cannot_be_known_and_startup_places_still_hold(rig):
+    home = rig.home.user
+    before = rig.home.digest()
+    prepared = rig.prepare("cat Documents/typo-fix.diff | patch -p0", cwd=home)
+    assert prepared.call_plan.changes == ()
+    assert prepared.call_plan.changes_known is False
+    outcome = rig.run("cat Documents/typo-fix.diff | patch -p0", cwd=home)
+    assert outcome.record.status == "ok", outcome.record.reason
+    # The patch ran (allowed once) and fixed the note; the rc file and the launcher held.
+    assert (home / "Documents" / "notes.txt").read_text() == "meeting at noon\n"
+    assert (home / ".bashrc").read_text() == RC
+    assert not (home / ".config" / "autostart").exists()
+    after = rig.home.digest()
+    assert {k for k in set(after) | set(before) if after.get(k) != before.get(k)} <= {
+        "Documents/notes.txt",
+        "Documents/notes.txt.orig",
+        "Documents/notes.txt.rej",
+    }
+
+
 def test_an_archive_unpacked_into_a_named_folder_changes_only_that_folder(rig):
     home = rig.home.user
     (home / "Downloads").mkdir()
