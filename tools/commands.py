@@ -49,6 +49,7 @@ import tree_sitter_bash
 
 from tools.command_kinds import runs_code, runs_piped_commands, uses_network
 from tools.manual import Reversibility, ToolError, ToolRefused
+from tools.netns import loopback_named
 from tools.options import has_flag as _has_flag
 from tools.options import long_matches as _long_matches
 from tools.options import options_and_operands as _options_and_operands
@@ -1516,8 +1517,10 @@ class CommandCheck:
     programs: tuple[str, ...] = field(default=())
     # Why the command runs code the line does not show (None: it does not).
     code: str | None = None
-    # Whether it needs the network (the sandbox has none otherwise).
+    # Whether it needs the network (the sandbox has none otherwise), and which stages do: only
+    # those get a network (of their own, tools.netns); `curl … | tar x` gives tar none.
     network: bool = False
+    network_stages: tuple[int, ...] = ()
     # Where it runs, and the resolved paths its arguments name (what the sandbox mounts).
     cwd: Path | None = None
     paths: tuple[Path, ...] = field(default=())
@@ -1660,7 +1663,20 @@ def assess_command(
                     why = "runs a program file written in a programming language"
                 if why is not None and code is None:
                     code = f"`{each.name}` {why}"
-    network = any(uses_network(inv.name, inv.args) for chain in chains for inv in chain)
+    network_stages = tuple(
+        index
+        for index, chain in enumerate(chains)
+        if any(uses_network(inv.name, inv.args) for inv in chain)
+    )
+    network = bool(network_stages)
+    for index in network_stages:
+        named_loopback = loopback_named(stages[index][1:])
+        if named_loopback is not None:
+            raise _refuse(
+                f"{named_loopback!r} names a service on this computer itself (loopback); a "
+                "command's network reaches only the internet, never this computer's own "
+                "services, so run it outside Chamberlain"
+            )
 
     named: list[Path] = []
     for stage in stages:
@@ -1716,6 +1732,7 @@ def assess_command(
         programs=tuple(chain[-1].name for chain in chains),
         code=code,
         network=network,
+        network_stages=network_stages,
         cwd=cwd_path,
         paths=tuple(dict.fromkeys(named)),
     )

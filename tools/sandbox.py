@@ -11,7 +11,9 @@ command stage runs inside bubblewrap (Linux user namespaces), built per call fro
   arguments) are mounted, read-only unless the call's grant is for exactly this command;
 - credential stores and Chamberlain's own folder are never mounted: where a mounted folder
   contains one, it is covered by an empty folder (or an empty file);
-- no network unless the plan says the command needs it (the prompt says so);
+- no network unless the plan says the command needs it (the prompt says so), and then a network
+  namespace of its own with user-mode networking (`tools.netns`): internet egress, never the
+  host's loopback, abstract sockets or /proc/net;
 - the environment rebuilt from an allowlist (`command_environment`), never scrubbed from a
   denylist; a new terminal session (no TIOCSTI into the user's terminal); killed with its
   parent; no capabilities; no further user namespaces.
@@ -44,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.limits import CommandLimits, with_rlimits
+from tools.netns import NetworkUnavailable, StageNetwork
 from tools.paths import is_within
 from tools.private import PrivatePlaces, within
 
@@ -354,7 +357,9 @@ def _is_setuid(program: str) -> bool:
 
 def _base_args(*, network: bool, status: SandboxStatus) -> list[str]:
     """The namespaces and limits of every command: a new session (no TIOCSTI into the terminal),
-    killed with its parent, no capabilities, and no user namespaces of its own."""
+    killed with its parent, no capabilities, and no user namespaces of its own. `network` here
+    means the host's network namespace (only a caller without a `StageNetwork`, see
+    `bwrap_args`); a command's network is a namespace of its own (tools.netns)."""
     args = ["--die-with-parent", "--new-session", "--unshare-all"]
     if network:
         args.append("--share-net")
@@ -378,12 +383,23 @@ def hidden_roots(home: Path, hide: Sequence[Path] = ()) -> list[Path]:
 
 
 def bwrap_args(
-    plan: SandboxPlan, argv: Sequence[str], *, status: SandboxStatus | None = None
+    plan: SandboxPlan,
+    argv: Sequence[str],
+    *,
+    status: SandboxStatus | None = None,
+    network: StageNetwork | None = None,
 ) -> list[str]:
     """The bubblewrap arguments (program excluded) that run `argv` inside `plan`'s walls, the
-    way `status` (default: this machine's probe) found bubblewrap works here."""
+    way `status` (default: this machine's probe) found bubblewrap works here.
+
+    A plan with the network and a `network` gets a network namespace of its own that `network`
+    attaches to (tools.netns): never the host's. Without `network`, such a plan shares the
+    host's network namespace: only MCP servers with `"network": true` still do (TODO(H4, issue
+    20): attach a StageNetwork there too); commands never (`wrap_stage` requires one)."""
     status = status if status is not None else sandbox_status()
-    args = _base_args(network=plan.network, status=status)
+    args = _base_args(network=plan.network and network is None, status=status)
+    if plan.network and network is not None:
+        args += network.bwrap_args()
     shm = plan.limits.shm_bytes if plan.limits is not None else SHM_SIZE_BYTES
     args += ["--ro-bind", "/", "/", "--proc", "/proc", *_dev(status, shm)]
     hidden = hidden_roots(plan.home, plan.hide)
@@ -515,14 +531,19 @@ def _covers(plan: SandboxPlan, hidden: list[Path], mounted: list[Path]) -> list[
     return args
 
 
-def wrap_stage(plan: SandboxPlan, argv: Sequence[str], program: str) -> tuple[list[str], str]:
-    """(argv, executable) that run one stage of a command inside the sandbox."""
+def wrap_stage(
+    plan: SandboxPlan, argv: Sequence[str], program: str, network: StageNetwork | None = None
+) -> tuple[list[str], str]:
+    """(argv, executable) that run one stage of a command inside the sandbox. A stage whose
+    plan has the network needs its `network` (tools.netns): it never gets the host's."""
     status = sandbox_status()
     if not status.available or status.program is None:
         raise RuntimeError(status.why)
     if status.program == _SANDBOX_EXEC:
         return [status.program, "-p", macos_profile(plan), program, *argv[1:]], status.program
-    wrapped = bwrap_args(plan, [program, *argv[1:]], status=status)
+    if plan.network and network is None:
+        raise NetworkUnavailable("a networked stage was given no network of its own")
+    wrapped = bwrap_args(plan, [program, *argv[1:]], status=status, network=network)
     return [status.program, *wrapped], status.program
 
 

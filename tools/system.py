@@ -86,6 +86,7 @@ from tools.manual import (
     ToolResult,
     typed_tool,
 )
+from tools.netns import NetworkHelper, StageNetwork, network_helper
 from tools.options import options_and_operands
 from tools.paths import MAX_PATH_CHARS, is_within, resolve_path
 from tools.private import PrivatePlaces, private_places
@@ -271,6 +272,7 @@ def _spawn(
     cwd: Path,
     env: Mapping[str, str],
     limited: _Limited | None = None,
+    networks: Sequence[StageNetwork | None] = (),
 ) -> tuple[list[subprocess.Popen[bytes]], int, int]:
     """Start every stage, connected by OS pipes; returns the processes and the read ends.
     With `limited`, each stage starts under the command's limits: in a cgroup scope of its own
@@ -291,6 +293,8 @@ def _spawn(
             stage_env = dict(env)
             if limited is not None:
                 argv, executable, stage_env = limited.wrap(argv, executable, stage_env)
+            # A networked stage's sandbox waits for its own network (tools.netns) to be attached.
+            network = networks[index] if index < len(networks) else None
             try:
                 proc = subprocess.Popen(
                     list(argv),
@@ -303,6 +307,7 @@ def _spawn(
                     shell=False,
                     start_new_session=True,
                     close_fds=True,
+                    pass_fds=network.pass_fds if network is not None else (),
                 )
             finally:
                 if previous is not None:
@@ -311,6 +316,8 @@ def _spawn(
                 if not last:
                     os.close(pipe_w)
             procs.append(proc)
+            if network is not None:
+                network.attach()
             previous = pipe_r if not last else None
     except OSError as exc:
         if previous is not None:
@@ -339,13 +346,15 @@ def run_argv(
     limits: CommandLimits | None = None,
     sandboxed: bool = True,
     ways: LimitWays | None = None,
+    networks: Sequence[StageNetwork | None] = (),
 ) -> CommandOutcome:
     """Run a pipeline of argv lists (no shell) and collect its output, within `timeout_s`.
 
     With `limits`, under them (tools.limits): a sandboxed stage's rlimits are set inside its
     sandbox (`SandboxPlan.limits`), an unsandboxed one's here; a cgroup scope is made here for
     each stage where one can be had (`ways`: how, default this machine's). A limit that ended
-    it is named in the outcome's `limit`.
+    it is named in the outcome's `limit`. `networks` gives each networked stage its own network
+    (tools.netns), attached once its sandbox has started and before its command runs.
     """
     if sys.platform == "win32":
         raise ToolError("Running commands is not supported on Windows yet")
@@ -354,7 +363,7 @@ def run_argv(
     if limits is not None:
         limited = _Limited(limits, ways if ways is not None else limit_ways(), sandboxed)
     started = clock()
-    procs, out_r, err_r = _spawn(stages, exes, cwd, env, limited)
+    procs, out_r, err_r = _spawn(stages, exes, cwd, env, limited, networks)
     streams = {out_r: _Stream(output_cap), err_r: _Stream(output_cap)}
     sel = selectors.DefaultSelector()
     for fd in streams:
@@ -593,11 +602,13 @@ class _CommandTool:
         home: Path | None,
         environ: Mapping[str, str] | None,
         sandbox: SandboxStatus | None = None,
+        network: NetworkHelper | None = None,
     ) -> None:
         self.config = config
         self._home = home
         self._environ = environ
         self._sandbox = sandbox
+        self._network = network
 
     @property
     def home(self) -> Path:
@@ -606,6 +617,21 @@ class _CommandTool:
     @property
     def sandbox(self) -> SandboxStatus:
         return self._sandbox if self._sandbox is not None else sandbox_status()
+
+    @property
+    def network(self) -> NetworkHelper:
+        """The user-mode networking a networked stage gets (tools.netns)."""
+        return self._network if self._network is not None else network_helper()
+
+    def _refuse_without_network(self) -> None:
+        """A command that needs the network is refused where it cannot have one of its own:
+        it never gets the computer's own network instead."""
+        helper = self.network
+        if not helper.available:
+            raise ToolRefused(
+                "refused: this command needs the network, and a command gets only a network of "
+                f"its own, which cannot be made here: {helper.why}. To get one: {helper.remedy}."
+            )
 
     def private(self) -> PrivatePlaces:
         return private_places(self.home, self.config.app_dirs)
@@ -674,6 +700,8 @@ class _CommandTool:
         targets = [target, f"cwd:{shown}", *(f"dir:{p}" for p in (*places, *programs))]
         if check.network:
             targets.append("net:")
+            if status.available and sys.platform.startswith("linux"):
+                self._refuse_without_network()
         plan: SandboxPlan | None = None
         if status.available:
             plan = SandboxPlan(
@@ -698,6 +726,8 @@ class _CommandTool:
             changes=tuple(os.fspath(p) for p in writes.changes),
             changes_known=writes.known,
             startup=tuple((os.fspath(p.path), p.when) for p in writes.startup),
+            network_stages=check.network_stages,
+            network=("internet",) if check.network else (),
             limits=limits_plan(
                 self.config.command_limits, sandboxed=plan is not None, shm_capped=not status.setuid
             ),
@@ -900,26 +930,44 @@ class _CommandTool:
                 plan = dataclasses.replace(plan, scratch=scratch)
         executables = list(fresh.executables)
         stages: list[list[str]] = [list(stage) for stage in check.stages]
-        if plan is not None:
-            # Inside the sandbox the scratch folder is at SCRATCH, where the rules saw it.
-            wrapped = [
-                wrap_stage(plan, stage, exe) for stage, exe in zip(stages, executables, strict=True)
-            ]
-            stages = [argv for argv, _ in wrapped]
-            executables = [exe for _, exe in wrapped]
-        else:
-            log.warning("running a command WITHOUT a sandbox (tools.unsandboxed_commands is on)")
-        log.debug("running a %d-stage command in %s", len(stages), cwd)
-        return run_argv(
-            stages,
-            cwd=cwd,
-            env=fresh.env,
-            timeout_s=self.config.command_timeout_s,
-            output_cap=self.config.command_output_cap,
-            executables=executables,
-            limits=self.config.command_limits,
-            sandboxed=plan is not None,
-        )
+        with contextlib.ExitStack() as held:
+            networks: list[StageNetwork | None] = []
+            if plan is not None:
+                # Only the stages that need the network get one, each its own (tools.netns);
+                # the others have none (`curl … | tar x`: tar none).
+                per_stage = [
+                    dataclasses.replace(plan, network=index in check.network_stages)
+                    for index in range(len(stages))
+                ]
+                networks = [
+                    held.enter_context(StageNetwork(self.network))
+                    if each.network and sys.platform.startswith("linux")
+                    else None
+                    for each in per_stage
+                ]
+                # Inside the sandbox the scratch folder is at SCRATCH, where the rules saw it.
+                wrapped = [
+                    wrap_stage(each, stage, exe, network)
+                    for each, stage, exe, network in zip(
+                        per_stage, stages, executables, networks, strict=True
+                    )
+                ]
+                stages = [argv for argv, _ in wrapped]
+                executables = [exe for _, exe in wrapped]
+            else:
+                log.warning("running a command WITHOUT a sandbox (tools.unsandboxed_commands on)")
+            log.debug("running a %d-stage command in %s", len(stages), cwd)
+            return run_argv(
+                stages,
+                cwd=cwd,
+                env=fresh.env,
+                timeout_s=self.config.command_timeout_s,
+                output_cap=self.config.command_output_cap,
+                executables=executables,
+                limits=self.config.command_limits,
+                sandboxed=plan is not None,
+                networks=networks,
+            )
 
 
 @contextlib.contextmanager
@@ -1266,6 +1314,7 @@ def make_system_tools(
     opener: Opener | None = None,
     environ: Mapping[str, str] | None = None,
     sandbox: SandboxStatus | None = None,
+    network: NetworkHelper | None = None,
 ) -> list[Tool]:
     """system_execute, open_path and open_url, built from the user's tool settings.
 
@@ -1273,7 +1322,7 @@ def make_system_tools(
     desktop (default: `system_opener`); `environ` is the environment commands start from, before
     scrubbing (default: this process's). Tests inject all three.
     """
-    command = _CommandTool(config, home, environ, sandbox)
+    command = _CommandTool(config, home, environ, sandbox, network)
     cap = config.command_output_cap
     execute = typed_tool(
         ToolManual(
