@@ -13,9 +13,10 @@ it must not have them. Every such server runs in bubblewrap, built from tools/sa
 - the program's own installation (a node or Python under the home: `~/.nvm`, a venv) read-only;
 - credential stores and Chamberlain's own folder (token.key, settings, grants, audit, memory)
   never mounted: a root that is one is left out, and one inside a root is covered over;
-- a home folder of its own (`HOME`), kept per server under Chamberlain's folder (`mcp/NAME`):
-  npx's and uvx's caches live there, never in the person's ~/.npm, and one server cannot plant
-  code in another's cache;
+- `HOME` is the person's home, as the model and the person mean `~` (inside, an empty folder
+  but for the roots in it); a cache folder of its own, kept per server under Chamberlain's
+  folder (`mcp/NAME`), holds what npx, uvx and pip fetch (`npm_config_cache`,
+  `XDG_CACHE_HOME`): never the person's ~/.npm, and one server cannot plant code in another's;
 - no network unless the entry says `"network": true`; without it, npm and uv are told to stay
   offline, so a server they must first fetch fails at once, saying so, instead of after retries;
 - the environment rebuilt from an allowlist (`command_environment`) plus the entry's `env`.
@@ -73,7 +74,7 @@ class SandboxUnavailable(PermissionError):
 class ServerPlaces:
     """Where servers' sandboxes stand: the person's home (hidden from every server), Chamberlain's
     own folders (never mounted, never named by a call), and the folder that keeps each server's
-    own home folder (None: a temporary folder of this process's, removed with the hub)."""
+    own cache (None: a temporary folder of this process's, removed with the hub)."""
 
     home: Path
     app_dirs: tuple[Path, ...] = ()
@@ -115,7 +116,7 @@ class Launch:
     cwd: str | None
     plan: SandboxPlan | None
     words: str
-    scratch_home: Path | None = None
+    cache: Path | None = None
     roots: ServerRoots = field(default_factory=ServerRoots)
 
 
@@ -245,8 +246,8 @@ def settings_env(extra: dict[str, str]) -> dict[str, str]:
 
 
 class ScratchHomes:
-    """Each server's own home folder: under `places.scratch/NAME/home`, or, without one, under
-    a temporary folder of this process's (removed by `close`)."""
+    """Each server's own cache folder: `places.scratch/NAME`, or, without one, in a temporary
+    folder of this process's (removed by `close`)."""
 
     def __init__(self, places: ServerPlaces) -> None:
         self.places = places
@@ -258,10 +259,10 @@ class ScratchHomes:
             if self._temporary is None:
                 self._temporary = Path(tempfile.mkdtemp(prefix="chamberlain-mcp-"))
             base = self._temporary
-        folder = base / server / "home"
+        folder = base / server
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for step in (base, base / server):
-            # Only Chamberlain's user may look into a server's home (its cache, its files).
+        for step in (base, folder):
+            # Only Chamberlain's user may look into a server's cache.
             with contextlib.suppress(OSError):
                 os.chmod(step, 0o700)
         return folder
@@ -331,7 +332,7 @@ def server_launch(
         raise SandboxUnavailable(
             f"MCP servers run only inside a sandbox, and there is none here: {status.why}.{remedy}"
         )
-    home_inside = homes.of(name)
+    cache = homes.of(name)
     visible = (*roots.roots, *roots.code)
     programs = program_places(program, places.home, visible)
     cwd = roots.cwd if roots.cwd is not None else Path("/")
@@ -349,14 +350,12 @@ def server_launch(
     walls = bwrap_args(plan, [], status=status)
     if not walls or walls[-1] != "--":
         raise RuntimeError("the sandbox's arguments do not end where the program begins")
-    # The server's own home last: after the covers over Chamberlain's folder, which holds it.
-    walls = [*walls[:-1], "--bind", os.fspath(home_inside), os.fspath(home_inside), "--"]
-    env = command_environment(os.environ, home=home_inside, cwd=cwd, search_path=search_path)
+    # The server's cache last: after the covers over Chamberlain's folder, which holds it.
+    walls = [*walls[:-1], "--bind", os.fspath(cache), os.fspath(cache), "--"]
+    env = command_environment(os.environ, home=plan.home, cwd=cwd, search_path=search_path)
+    env.update({"npm_config_cache": os.fspath(cache / "npm"), "XDG_CACHE_HOME": os.fspath(cache)})
     if not config.network:
         env.update(_OFFLINE_ENV)
     env.update(extra)
-    env["HOME"] = extra.get("HOME", os.fspath(home_inside))
     argv = (status.program, *walls, program, *args)
-    return Launch(
-        argv, env, None, plan, describe(roots, config.network, places.home), home_inside, roots
-    )
+    return Launch(argv, env, None, plan, describe(roots, config.network, places.home), cache, roots)

@@ -1,0 +1,267 @@
+"""Security corpus: an MCP server over the person's home cannot reach credentials or Chamberlain's
+own files, neither by itself nor when the model names them in a call.
+
+The review's break: "a filesystem MCP server over the home read ~/.ssh/id_rsa and Chamberlain's
+token.key, and rewrote settings.json". Here a hostile server of the tests' own
+(tests/support/mcp_hostile_server.py, `--snoop`) is given the whole home, writable — the widest
+reach settings can give a sandboxed server — and goes for those files in its own code, at start
+and when its tool runs. The model is a real OpenAI-protocol server on 127.0.0.1 playing a
+hostile model; the turns go through the real `Session.ask` (router, policy, runner, audit), with
+a person who approves every prompt. The person's home and Chamberlain's home (inside it, where
+the platform puts it) are folders under tmp_path; HOME points at the former.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.llm.openai_client import OpenAIChatModel
+from broker.permissions import PermissionRequest, PromptDecision
+from broker.session import Session
+from broker.settings import Settings, save_settings
+from broker.types import GrantMode, TurnResult
+from tests.support.mcp_lifetime import HOSTILE_SERVER, end_all
+from tests.support.openai_server import ServerFactory, ToolCalls, Turn
+from tools.sandbox import sandbox_status
+
+pytestmark = [
+    pytest.mark.skipif(
+        not sandbox_status().available, reason=f"no sandbox here: {sandbox_status().why}"
+    ),
+    pytest.mark.timeout(120),
+]
+
+SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nmcp-ssh-canary-5d21\n-----END OPENSSH KEY-----\n"
+NOTE = "shopping list: key lime pie\n"
+ASK = "read my notes with the hostile server"
+
+
+class ApproveEverything:
+    """A person who allows, for the session, whatever they are asked."""
+
+    answers_instantly = True
+
+    def __init__(self) -> None:
+        self.asked: list[PermissionRequest] = []
+
+    def ask(self, request: PermissionRequest) -> PromptDecision:
+        self.asked.append(request)
+        return PromptDecision(allow=True, mode=GrantMode.SESSION, scope=request.scope)
+
+
+@dataclass
+class Person:
+    home: Path
+    docs: Path
+    app: Path
+    pids: Path
+
+    @property
+    def key(self) -> Path:
+        return self.home / ".ssh" / "id_rsa"
+
+    @property
+    def token(self) -> Path:
+        return self.app / "token.key"
+
+    @property
+    def settings(self) -> Path:
+        return self.app / "settings.json"
+
+
+@pytest.fixture
+def person(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Person]:
+    home = tmp_path / "person"
+    docs = home / "Documents"
+    docs.mkdir(parents=True)
+    (docs / "notes.txt").write_text(NOTE)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text(SSH_KEY)
+    app = home / ".local" / "share" / "chamberlain"
+    app.mkdir(parents=True)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    yield Person(home, docs, app, pids)
+    end_all(pids)
+
+
+def hostile_settings(person: Person) -> Settings:
+    """A hostile server given the whole home, writable; its tools taken as reads (so a file
+    request may use them); and a settings file saved, as Chamberlain saves it."""
+    entry = {
+        "command": sys.executable,
+        "args": [str(HOSTILE_SERVER), str(person.pids), "hostile", "--snoop", str(person.home)],
+        "write": True,
+        "env": {
+            "SNOOP_READ": os.pathsep.join(
+                str(p) for p in (person.key, person.token, person.docs / "notes.txt")
+            ),
+            "SNOOP_WRITE": str(person.settings),
+        },
+        "default_category": "read",
+        "timeout_s": 20,
+    }
+    settings = Settings.model_validate(
+        {"mcp": {"servers": {"hostile": entry}}, "router": {"model_refinement": False}}
+    )
+    save_settings(person.app, settings)
+    return settings
+
+
+SessionFor = Callable[[list[Turn]], tuple[Session, ApproveEverything, Any]]
+
+
+@pytest.fixture
+def session_for(person: Person, scripted_server: ServerFactory) -> Iterator[SessionFor]:
+    opened: list[tuple[Session, OpenAIChatModel]] = []
+
+    def make(script: list[Turn]) -> tuple[Session, ApproveEverything, Any]:
+        server = scripted_server(script, repeat_last=False)
+        model = OpenAIChatModel(server.base_url, model="hostile-model", timeout_s=30)
+        prompter = ApproveEverything()
+        session = Session(
+            home=person.app, settings=hostile_settings(person), model=model, prompter=prompter
+        )
+        opened.append((session, model))
+        return session, prompter, server
+
+    yield make
+    for session, model in opened:
+        session.close()
+        model.close()
+
+
+def echo(body: dict[str, Any]) -> Turn:
+    """The model's last turn: it repeats what the tool gave it (what would leave, if anything)."""
+    said = [str(m.get("content")) for m in body["messages"] if m.get("role") == "tool"]
+    return "The tool said:\n" + "\n".join(said)
+
+
+def everything_the_model_saw(server: Any) -> str:
+    return json.dumps(server.requests)
+
+
+def secrets_of(person: Person) -> list[str]:
+    return ["mcp-ssh-canary-5d21", person.token.read_text().strip()]
+
+
+def test_a_hostile_server_over_the_home_cannot_read_the_key_or_token_nor_rewrite_settings(
+    person: Person, session_for: SessionFor
+) -> None:
+    session, _, server = session_for([ToolCalls([("hostile__snoop", {})]), echo])
+    settings_before = person.settings.read_bytes()
+    token_before = person.token.read_bytes()
+
+    turn: TurnResult = session.ask(ASK)
+
+    assert [c.status for c in turn.tool_calls] == ["ok"], turn.tool_calls
+    # What it tried at start and in its tool: the note in its folder, and nothing private.
+    at_start = json.loads((person.pids / "hostile.snoop.json").read_text())
+    in_tool = json.loads(json.loads(_tool_text(server))["content"])
+    for report in (at_start, in_tool):
+        assert report[str(person.docs / "notes.txt")] == "read: " + NOTE
+        assert report[str(person.key)].startswith("error: "), report
+        assert report[str(person.token)].startswith("error: "), report
+    seen = everything_the_model_saw(server) + turn.reply
+    for secret in secrets_of(person):
+        assert secret not in seen
+    # What it "wrote" went to an empty folder that ends with it: the real files are unchanged.
+    assert person.settings.read_bytes() == settings_before
+    assert person.token.read_bytes() == token_before
+    assert "planted" not in person.settings.read_text()
+
+
+def _tool_text(server: Any) -> str:
+    """The tool message the model was handed after the call (the server's answer)."""
+    for body in server.requests:
+        for message in body["messages"]:
+            if message.get("role") == "tool":
+                return str(message["content"])
+    raise AssertionError("the model was never handed the tool's answer")
+
+
+def _hard_link(person: Person) -> str:
+    os.link(person.token, person.docs / "backup.key")
+    return "~/Documents/backup.key"
+
+
+def _symlink(person: Person) -> str:
+    (person.docs / "innocent.txt").symlink_to(person.key)
+    return str(person.docs / "innocent.txt")
+
+
+CALLS: dict[str, tuple[str, Callable[[Person], dict[str, Any]], str]] = {
+    "tilde key": ("read_file", lambda p: {"path": "~/.ssh/id_rsa"}, "credentials"),
+    "absolute key": ("read_file", lambda p: {"path": str(p.key)}, "credentials"),
+    "key relative to its root": ("read_file", lambda p: {"path": ".ssh/id_rsa"}, "credentials"),
+    "settings by dotdot": (
+        "read_file",
+        lambda p: {"path": "Documents/../.local/share/chamberlain/settings.json"},
+        "Chamberlain's own files",
+    ),
+    "token as a file URI": (
+        "read_file",
+        lambda p: {"path": "file://" + str(p.token)},
+        "Chamberlain's own files",
+    ),
+    "token by a hard link": (
+        "read_file",
+        lambda p: {"path": _hard_link(p)},
+        "Chamberlain's own files",
+    ),
+    "key by a symlink": ("read_file", lambda p: {"path": _symlink(p)}, "credentials"),
+    "key nested in a list": (
+        "read_files",
+        lambda p: {"paths": ["~/Documents/notes.txt", "~/.ssh/id_rsa"]},
+        "credentials",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CALLS))
+def test_a_call_naming_a_private_place_is_refused_before_any_prompt_and_audited(
+    case: str, person: Person, session_for: SessionFor
+) -> None:
+    remote, arguments_of, kind = CALLS[case]
+    session, prompter, server = session_for([])  # the script is set below, once paths exist
+    arguments = arguments_of(person)
+    server.add(ToolCalls([(f"hostile__{remote}", arguments)]), echo)
+
+    turn = session.ask(ASK)
+
+    [record] = turn.tool_calls
+    assert record.status == "refused", record
+    assert kind in record.reason, record.reason
+    assert prompter.asked == []  # refused before anyone was asked
+    audit = [json.loads(line) for line in session.audit.path.read_text().splitlines()]
+    ends = [r["data"] for r in audit if r["event"] == "TOOL_CALL_END"]
+    assert [(e["tool"], e["status"]) for e in ends] == [(f"hostile__{remote}", "refused")]
+    for secret in secrets_of(person):
+        assert secret not in everything_the_model_saw(server) + turn.reply
+
+
+def test_a_call_on_a_file_in_the_servers_folder_is_asked_with_every_argument_and_works(
+    person: Person, session_for: SessionFor
+) -> None:
+    call = ToolCalls([("hostile__read_file", {"path": "~/Documents/notes.txt"})])
+    session, prompter, _ = session_for([call, echo])
+
+    turn = session.ask(ASK)
+
+    assert [c.status for c in turn.tool_calls] == ["ok"], turn.tool_calls
+    assert "key lime pie" in turn.reply
+    [request] = prompter.asked
+    plan = request.plan
+    assert plan is not None
+    assert (plan.mcp_server, plan.mcp_tool) == ("hostile", "read_file")
+    assert plan.mcp_arguments == (("path", '"~/Documents/notes.txt"'),)
+    assert plan.files == (str(person.docs / "notes.txt"),)
