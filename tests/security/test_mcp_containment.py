@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,6 +166,7 @@ def test_a_hostile_server_over_the_home_cannot_read_the_key_or_token_nor_rewrite
     turn: TurnResult = session.ask(ASK)
 
     assert [c.status for c in turn.tool_calls] == ["ok"], turn.tool_calls
+    assert person.token.is_file()  # there to be read, before the server started
     # What it tried at start and in its tool: the note in its folder, and nothing private.
     at_start = json.loads((person.pids / "hostile.snoop.json").read_text())
     in_tool = json.loads(json.loads(_tool_text(server))["content"])
@@ -265,3 +268,57 @@ def test_a_call_on_a_file_in_the_servers_folder_is_asked_with_every_argument_and
     assert (plan.mcp_server, plan.mcp_tool) == ("hostile", "read_file")
     assert plan.mcp_arguments == (("path", '"~/Documents/notes.txt"'),)
     assert plan.files == (str(person.docs / "notes.txt"),)
+
+
+# --- as a normal user -------------------------------------------------------------------------
+
+
+def test_as_a_normal_user_the_hostile_server_reads_neither_key_nor_token_through_the_cli(
+    scripted_server: ServerFactory,
+) -> None:
+    """The real CLI started as `nobody` (the rig of tests/security/test_normal_user.py), its
+    server's sandbox built by nobody's own process: the same walls as for root."""
+    from tests.security.test_normal_user import _as_nobody, _why_nobody_cannot_run
+
+    reason = _why_nobody_cannot_run()
+    if reason is not None:
+        pytest.skip(reason)
+    # /tmp, not pytest's tmp_path: nobody cannot enter /tmp/pytest-of-root.
+    base = Path(tempfile.mkdtemp(prefix="chamberlain-mcp-nobody-", dir="/tmp"))
+    try:
+        home = base / "home"
+        person = Person(home, home / "Documents", home / ".chamberlain", base / "pids")
+        for folder in (person.docs, person.app, person.pids, home / ".ssh"):
+            folder.mkdir(parents=True)
+        (person.docs / "notes.txt").write_text(NOTE)
+        person.key.write_text(SSH_KEY)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("HOME", str(home))
+            hostile_settings(person)  # saved (and sealed) as Chamberlain saves them
+        for path in [base, *base.rglob("*")]:
+            os.lchown(path, 65534, 65534)
+        settings_before = person.settings.read_bytes()
+        model = scripted_server([ToolCalls([("hostile__snoop", {})]), echo], repeat_last=False)
+        env = {
+            "HOME": str(home),
+            "CHAMBERLAIN_HOME": str(person.app),
+            "LANG": "C.UTF-8",
+            "CHAMBERLAIN_MEMORY__EXTRACT": "false",
+            "CHAMBERLAIN_LLM__EMBEDDED_FALLBACK": "false",
+        }
+        argv = ["-m", "app.cli", "ask", ASK, "--json", "--llm", model.base_url]
+        proc = _as_nobody([*argv, "--approve", "mcp_read=once"], home, env)
+
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        calls = json.loads(proc.stdout)["tool_calls"]
+        assert [c["status"] for c in calls] == ["ok"], calls
+        report = json.loads((person.pids / "hostile.snoop.json").read_text())
+        assert report[str(person.docs / "notes.txt")] == "read: " + NOTE
+        assert report[str(person.key)].startswith("error: "), report
+        assert report[str(person.token)].startswith("error: "), report
+        seen = json.dumps(model.requests) + proc.stdout + proc.stderr
+        for secret in secrets_of(person):
+            assert secret not in seen
+        assert person.settings.read_bytes() == settings_before
+    finally:
+        shutil.rmtree(base)
