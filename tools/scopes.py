@@ -10,7 +10,8 @@ Both are strings whose form depends on the capability:
   mounts for it (`dir:<abs>`), and `net:` when it gets the network; `cwd:` with nothing after
   it is a call that named no folder and runs in an empty scratch folder. Scopes:
   `readonly-in:<abs>` covers read-only commands whose folders all lie inside that folder (never
-  the network), and `readonly-in:` alone only those that see none of the person's folders;
+  the network), and `readonly-in:` alone only those that see none of the person's folders; a
+  command that sees the whole home (target `home:`) is covered only by its exact line;
   `command:<argv>` + `\nin <abs>` covers exactly that command line run in exactly that folder,
   with whatever it names and the network it needs (the prompt showed both); `readonly` (read-only
   commands anywhere) and a bare `command:<argv>` (any folder) only come from an explicit rule.
@@ -43,6 +44,8 @@ READONLY = "readonly"
 READONLY_IN = "readonly-in:"
 _IN = "\nin "
 _CLASSES = ("readonly:", "command:", "code:")
+# The target of a command that sees the whole home folder (its folder is the home, or above it).
+WHOLE_HOME = "home:"
 
 UNSCOPED_CAPS = frozenset({Capability.SYSTEM_READ, Capability.MEMORY_WRITE})
 MCP_CAPS = frozenset({Capability.MCP_READ, Capability.MCP_WRITE, Capability.MCP_EXECUTE})
@@ -129,6 +132,10 @@ def _command_covers(scope: str, target: str) -> bool:
         return cwd is None or target.startswith("dir:") or place == cwd
     if target == "net:":
         return scope.startswith("command:")
+    if target == WHOLE_HOME:
+        # A reader of the whole home: only a grant for exactly its line covers it, never
+        # "read-only commands" (the review's `zcat -rf .` under the read-only grant).
+        return argv is not None
     if target.startswith(READONLY_IN):  # a prompt's scope, matched against a rule's
         return scope == READONLY or (
             scope.startswith(READONLY_IN)
@@ -155,7 +162,7 @@ def natural_command_scope(targets: Iterable[str]) -> str:
     line = next((t for t in listed if t.startswith(_CLASSES)), "command:")
     kind, _, argv = line.partition(":")
     cwd = next((t[4:] for t in listed if t.startswith("cwd:")), None)
-    if kind == "readonly" and cwd is not None:
+    if kind == "readonly" and cwd is not None and WHOLE_HOME not in listed:
         # An empty cwd is the scratch folder: it adds no place ("readonly-in:" alone covers only
         # commands that see none of the person's folders).
         places = [p for p in [cwd, *(t[4:] for t in listed if t.startswith("dir:"))] if p]

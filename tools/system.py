@@ -100,7 +100,7 @@ from tools.sandbox import (
     sandbox_status,
     wrap_stage,
 )
-from tools.scopes import exact_command_scope
+from tools.scopes import WHOLE_HOME, exact_command_scope
 from tools.startup_places import StartupPlace, place_of, places_in
 from tools.stop import Stopped, current_stop
 
@@ -698,6 +698,9 @@ class _CommandTool:
         shown = os.fspath(named) if named is not None else ""
         # Every place the command can see is a target: the prompt names it, the grant covers it.
         targets = [target, f"cwd:{shown}", *(f"dir:{p}" for p in (*places, *programs))]
+        if any(is_within(self.home, p) for p in visible):
+            # The whole home: no read-only grant covers it, only one for exactly this line.
+            targets.append(WHOLE_HOME)
         if check.network:
             targets.append("net:")
             if status.available and sys.platform.startswith("linux"):

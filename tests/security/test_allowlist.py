@@ -207,6 +207,23 @@ def test_the_read_only_session_grant_for_no_folder_never_covers_a_folder_of_the_
     assert CANARY not in _output(named)
 
 
+def test_a_read_only_grant_given_in_the_home_covers_only_that_line(session_rig):
+    """The review's sequence: the person lets the model list the home for the session; the
+    model then reads everything in it with another read-only line. That line asks anew."""
+    home = session_rig.home.user
+    first = session_rig.run("ls -la", cwd=home)
+    assert first.record.status == "ok"
+    (asked,) = session_rig.prompter.asked
+    assert asked.scope == f"command:ls -la\nin {home}"
+    session_rig.prompter.mode = None
+    again = session_rig.run("ls -la", cwd=home)
+    assert again.record.status == "ok"
+    assert len(session_rig.prompter.asked) == 1  # the same line: the grant covers it
+    reader = session_rig.run("zcat -rf .", cwd=home)
+    assert reader.record.status == "denied"
+    assert f"{CANARY}-" not in _output(reader)
+
+
 def test_a_named_folder_is_seen_and_nothing_beside_it(session_rig):
     docs = session_rig.home.user / "Documents"
     outcome = session_rig.run("grep -r -e '' .", cwd=docs)

@@ -43,3 +43,13 @@ def test_a_read_only_grant_for_a_call_that_named_no_folder_covers_no_folder_of_t
     assert natural_command_scope(["readonly:cat /home/me/a", "cwd:", "dir:/home/me/a"]) == (
         "readonly-in:/home/me/a"
     )
+
+
+def test_a_command_that_sees_the_whole_home_is_covered_only_by_its_exact_line() -> None:
+    system = Capability.SYSTEM_EXECUTE
+    targets = ["readonly:zcat -rf .", "cwd:/home/me", "home:"]
+    assert natural_command_scope(targets) == "command:zcat -rf .\nin /home/me"
+    assert not scope_covers(system, "readonly-in:/home/me", targets)
+    assert not scope_covers(system, "readonly", targets)
+    assert scope_covers(system, "command:zcat -rf .\nin /home/me", targets)
+    assert not scope_covers(system, "command:ls -la\nin /home/me", targets)
