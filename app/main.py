@@ -131,6 +131,18 @@ class Shell(QObject):
             self._say_once_no_tray()
         if self.loaded_settings.problem is not None:
             self._spawn(self._offer_settings_repair())
+        if self.loaded_settings.pending:
+            self._spawn(self._offer_settings_review())
+
+    async def _offer_settings_review(self) -> None:
+        """Changes made outside Chamberlain to settings that widen reach are not used; say so
+        and offer Settings, where they are confirmed or discarded (broker.settings_seal)."""
+        from app.settings_notice import pending_line
+        from app.settings_repair import offer_review
+
+        log.warning("%s", pending_line(self.loaded_settings))
+        await self.assistant.start()
+        await offer_review(self.loaded_settings, lambda: self.show_window("settings"))
 
     async def _offer_settings_repair(self) -> None:
         from app.settings_notice import one_line

@@ -6,6 +6,10 @@ says what is in use instead, and offers to open the file (the desktop's editor) 
 
 It must never overwrite or delete the broken file: reset moves it aside first
 (`broker.settings.reset_settings`), and the box says where it went.
+
+Also the notice at start when settings.json holds changes made outside Chamberlain to settings
+that widen reach (broker.settings_seal): it says they are not used and offers Settings, where
+they are listed in full and confirmed or discarded. It never confirms anything itself.
 """
 
 from __future__ import annotations
@@ -17,10 +21,10 @@ from typing import Any
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QLabel, QMessageBox
 
 from app import async_dialog
-from app.settings_notice import in_use
+from app.settings_notice import in_use, pending_summary
 from broker.settings import LoadedSettings, SettingsError, reset_settings
 
 log = logging.getLogger("chamberlain.app.settings_repair")
@@ -28,7 +32,7 @@ log = logging.getLogger("chamberlain.app.settings_repair")
 RunIo = Callable[..., Awaitable[Any]]
 
 # What the person chose.
-OPENED, RESET, LATER = "opened", "reset", "later"
+OPENED, RESET, LATER, REVIEW = "opened", "reset", "later", "review"
 
 
 def repair_box(loaded: LoadedSettings) -> QMessageBox:
@@ -106,3 +110,35 @@ async def _tell(text: str, *, problem: bool = False) -> None:
     box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     box.setWindowModality(Qt.WindowModality.NonModal)
     await async_dialog.show_dialog(box)
+
+
+def review_box(loaded: LoadedSettings) -> QMessageBox:
+    """The notice of changes made outside Chamberlain, each one named, with "Review in
+    Settings" (objectName "review") and "Not Now" ("later")."""
+    from tools.escapes import visible
+
+    box = QMessageBox(QMessageBox.Icon.Warning, "Chamberlain", pending_summary(loaded))
+    box.setTextFormat(Qt.TextFormat.PlainText)
+    box.setInformativeText("\n".join(f"• {visible(c.describe())}" for c in loaded.pending))
+    box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    review = box.addButton("Review in Settings", QMessageBox.ButtonRole.AcceptRole)
+    review.setObjectName("review")
+    later = box.addButton("Not Now", QMessageBox.ButtonRole.RejectRole)
+    later.setObjectName("later")
+    box.setDefaultButton(later)
+    box.setWindowModality(Qt.WindowModality.NonModal)
+    return box
+
+
+async def offer_review(loaded: LoadedSettings, open_settings: Callable[[], object]) -> str:
+    """Say that changes made outside Chamberlain wait; REVIEW opens Settings, LATER does not."""
+    box = review_box(loaded)
+    # Informative text is rich text by Qt's guess; the file's words must stay plain.
+    for label in box.findChildren(QLabel):
+        label.setTextFormat(Qt.TextFormat.PlainText)
+    await async_dialog.show_dialog(box)
+    clicked = box.clickedButton()
+    if clicked is not None and clicked.objectName() == "review":
+        open_settings()
+        return REVIEW
+    return LATER

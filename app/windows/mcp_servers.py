@@ -46,7 +46,7 @@ from app.assistant import Assistant
 from app.windows import EmptyOr, confirm, good_color, problem_color, spawn, table
 from app.windows.fields import SettingField
 from broker.events import TurnEnded, TurnEvent
-from broker.settings import Settings, save_settings
+from broker.settings import Settings, SettingsError, save_settings
 from tools.mcp.config import McpServerConfig
 
 log = logging.getLogger("chamberlain.app.windows.mcp_servers")
@@ -646,6 +646,8 @@ class McpServersSection(QGroupBox):
                 "status": f"The servers could not be saved ({exc.strerror or exc}); nothing "
                 f"changed. Check that {home} is writable."
             }
+        except SettingsError as exc:
+            return {"status": f"{exc}."}
         # What the Settings window saves next includes these servers, whether or not they are
         # connected yet.
         self.settings.mcp = checked.mcp

@@ -14,6 +14,9 @@ own resolver, with the person's settings.json changes to it), again whenever MCP
 change. The person's finer changes (``profile.add_tools`` and the rest) stay in settings.json.
 The MCP servers section (``app.windows.mcp_servers``) saves each server change on its own, at
 once, and reconnects the session's servers; the Save button below saves the other fields.
+Every save seals what it writes (``broker.settings_seal``). At the top, "Confirm changes made
+outside Chamberlain" lists what another program changed in settings.json among the settings that
+widen reach, in full, with Confirm and Discard; until then those changes are not used.
 
 What it must never do: save a value the model rejects, write an API key to any file, probe any
 address but the loopback ports ``broker.llm.endpoints`` names, or block the UI thread (the
@@ -63,7 +66,15 @@ from broker.keys import (
 from broker.llm import endpoints
 from broker.llm.endpoints import InvalidEndpoint, normalise_url
 from broker.profiles import ProfileError, resolve
-from broker.settings import Settings, save_settings
+from broker.settings import (
+    Settings,
+    SettingsError,
+    confirm_pending,
+    discard_pending,
+    read_settings,
+    save_settings,
+)
+from broker.settings_seal import PendingChange
 
 log = logging.getLogger("chamberlain.app.windows.settings")
 
@@ -161,6 +172,116 @@ def _path_of(loc: Sequence[int | str]) -> str:
     return ".".join(str(part) for part in loc)
 
 
+class OutsideChanges(QGroupBox):
+    """ "Confirm changes made outside Chamberlain": each change another program (or the person,
+    by hand) made in settings.json to a setting that widens reach (broker.settings_seal), in
+    full — an MCP server's whole command line — with Confirm and Discard. Hidden when nothing
+    waits. Confirm seals exactly what it showed (a file changed again since is refused) and
+    applies it to the running session; Discard puts the values in use back into the file."""
+
+    def __init__(self, window: SettingsWindow) -> None:
+        super().__init__("Confirm changes made outside Chamberlain")
+        self.setObjectName("outside-changes")
+        self.setAccessibleName("Confirm changes made outside Chamberlain")
+        self.window_ = window
+        self.pending: tuple[PendingChange, ...] = ()
+        layout = QVBoxLayout(self)
+        intro = QLabel(
+            "Chamberlain's settings file was changed by another program or by hand. These "
+            "changes let Chamberlain reach more, so they are not used until you confirm them; "
+            "meanwhile the settings you last confirmed are in use."
+        )
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        self.changes = QLabel()
+        self.changes.setObjectName("outside-changes-list")
+        # The file is hostile input: shown as plain text, never as rich text.
+        self.changes.setTextFormat(Qt.TextFormat.PlainText)
+        self.changes.setWordWrap(True)
+        self.changes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.changes)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        self.discard_button = QPushButton("&Discard")
+        self.discard_button.setObjectName("discard-outside")
+        self.discard_button.setAccessibleName("Discard the changes made outside Chamberlain")
+        self.discard_button.clicked.connect(self._discard_clicked)
+        self.confirm_button = QPushButton("&Confirm")
+        self.confirm_button.setObjectName("confirm-outside")
+        self.confirm_button.setAccessibleName("Confirm the changes made outside Chamberlain")
+        # Confirming is never the default: Enter anywhere in the window must not confirm.
+        self.confirm_button.setAutoDefault(False)
+        self.confirm_button.clicked.connect(self._confirm_clicked)
+        buttons.addWidget(self.discard_button)
+        buttons.addWidget(self.confirm_button)
+        layout.addLayout(buttons)
+        self.setVisible(False)
+
+    def _confirm_clicked(self) -> None:
+        spawn(self.confirm())
+
+    def _discard_clicked(self) -> None:
+        spawn(self.discard())
+
+    @property
+    def home(self) -> Any:
+        return self.window_.assistant.session.home
+
+    def show_pending(self, pending: Sequence[PendingChange]) -> None:
+        self.pending = tuple(pending)
+        from tools.escapes import visible
+
+        self.changes.setText("\n".join(f"• {visible(c.describe())}" for c in self.pending))
+        self.setVisible(bool(self.pending))
+
+    async def reload(self) -> None:
+        """Read settings.json again (on the io thread) and show what waits."""
+        try:
+            loaded = await self.window_.assistant.run_io(read_settings, self.home)
+        except SettingsError as exc:
+            self.window_._say(str(exc), problem=True)
+            return
+        self.show_pending(loaded.pending)
+
+    async def confirm(self) -> bool:
+        shown = self.pending
+        try:
+            await self.window_.assistant.run_io(
+                lambda: confirm_pending(self.home, [c.key for c in shown], shown=shown)
+            )
+            loaded = await self.window_.assistant.run_io(read_settings, self.home)
+        except (SettingsError, OSError) as exc:
+            self.window_._say(_failed("confirmed", exc, self.home), problem=True)
+            await self.reload()
+            return False
+        self.show_pending(loaded.pending)
+        await self.window_.use_confirmed(loaded.settings)
+        return True
+
+    async def discard(self) -> bool:
+        shown = self.pending
+        try:
+            await self.window_.assistant.run_io(
+                lambda: discard_pending(self.home, [c.key for c in shown])
+            )
+        except (SettingsError, OSError) as exc:
+            self.window_._say(_failed("discarded", exc, self.home), problem=True)
+            await self.reload()
+            return False
+        await self.reload()
+        self.window_._say("Discarded: settings.json holds the settings in use again.")
+        return True
+
+
+def _failed(done: str, exc: Exception, home: Any) -> str:
+    if isinstance(exc, OSError):
+        return (
+            f"Nothing was {done}: {home} could not be written ({exc.strerror or exc}). Check "
+            "that it is writable."
+        )
+    return f"Nothing was {done}: {exc}."
+
+
 class SettingsWindow(QWidget):
     """Settings for the Assistant's session. See the module docstring."""
 
@@ -198,6 +319,8 @@ class SettingsWindow(QWidget):
         layout = QVBoxLayout(body)
         layout.setContentsMargins(16, 16, 16, 8)
         layout.setSpacing(12)
+        self.outside = OutsideChanges(self)
+        layout.addWidget(self.outside)
         layout.addWidget(self._model_group())
         layout.addWidget(self._behaviour_group())
         layout.addWidget(self._privacy_group())
@@ -592,7 +715,9 @@ class SettingsWindow(QWidget):
         spawn(self.refresh())
 
     async def refresh(self) -> None:
-        """What needs the io thread: the local servers, and whether a key is saved."""
+        """What needs the io thread: changes made outside Chamberlain, the local servers, and
+        whether a key is saved."""
+        await self.outside.reload()
         await self.detect_servers()
         await self._check_saved_key()
 
@@ -708,6 +833,9 @@ class SettingsWindow(QWidget):
                     problem=True,
                 )
                 return False
+            except SettingsError as exc:
+                self._say(f"{exc}.", problem=True)
+                return False
             changed = self._apply(checked)
             notes = [await self._save_autostart()]
             key_saved = await self._save_api_key(checked)
@@ -717,6 +845,20 @@ class SettingsWindow(QWidget):
             self.save_button.setEnabled(True)
         self._say(self._summary(changed, [n for n in notes if n]))
         return True
+
+    async def use_confirmed(self, confirmed: Settings) -> None:
+        """Apply settings the person just confirmed: in the session, the fields, the servers."""
+        changed = self._apply(confirmed)
+        self.load()
+        notes: list[str] = []
+        if self.assistant.busy:
+            notes.append("The MCP servers reconnect after the current request.")
+        else:
+            await self.assistant.use_mcp(confirmed.mcp)
+            self.mcp.refresh()
+            if any(p.startswith("llm.") for p in changed):
+                notes.append(await self._reconnect())
+        self._say(" ".join(["Confirmed; the changes are in use.", *notes]))
 
     def _apply(self, new: Settings) -> list[str]:
         """Copy the new values into the session's settings objects (the broker holds references
