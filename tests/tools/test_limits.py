@@ -46,6 +46,22 @@ SMALL = CommandLimits(memory_mb=64, max_processes=16, cpu_s=1, shm_mb=4)
 # end, so it needs as much memory as it is given (300 MiB without a limit).
 MEMORY_HOG = "head -c 300M /dev/zero | tr '\\0' a | grep -c x"
 
+
+def memory_sentence(mb: int) -> str:
+    """What a command that outgrew `mb` MiB is told: for certain where a cgroup scope's manager
+    says so; "probably" where rlimits make the allocation fail and only the program's words
+    (MemoryError, "memory exhausted") say why."""
+    if limit_ways().cgroup:
+        return (
+            f"the command was stopped: it used more than {mb} MiB of memory "
+            "(tools.command_memory_mb)"
+        )
+    return (
+        f"the command failed, probably because it reached the memory limit of {mb} MiB "
+        "(tools.command_memory_mb)"
+    )
+
+
 SPAWN = """\
 import subprocess
 import sys
@@ -100,17 +116,15 @@ def test_a_read_only_command_that_allocates_past_the_memory_limit_fails_and_the_
     prepared, result = run(tool, MEMORY_HOG, user / "Documents")
     assert prepared.targets[0].startswith("readonly:")
     assert result.data["exit_code"] != 0
-    assert "memory exhausted" in result.data["stderr"]
-    sentence = (
-        "the command failed, probably because it reached the memory limit of 64 MiB "
-        "(tools.command_memory_mb)"
-    )
+    if not limit_ways().cgroup:
+        assert "memory exhausted" in result.data["stderr"]
+    sentence = memory_sentence(64)
     assert f"[{sentence}]" in result.text
     assert result.data["limit"] == {
         "limit": "memory",
         "setting": "tools.command_memory_mb",
         "value": "64 MiB",
-        "certain": False,
+        "certain": limit_ways().cgroup,
         "sentence": sentence,
     }
 
@@ -135,16 +149,21 @@ def test_a_command_that_fails_for_its_own_reasons_is_not_said_to_have_hit_a_limi
 
 def test_without_a_sandbox_the_memory_limit_still_holds_and_processes_are_said_unlimited(user):
     """The warned opt-in runs commands unconfined; rlimits are then set outside any sandbox,
-    where RLIMIT_NPROC would count every process the person has, so none is set."""
+    where RLIMIT_NPROC would count every process the person has, so none is set (a cgroup
+    scope, where there is one, still holds processes)."""
     nothing = SandboxStatus(False, None, "switched off for this test")
     tool = command_tool(user, SMALL, unsandboxed_commands=True, sandbox=nothing)
     prepared, result = run(tool, "python3 alloc.py 200", user / "Documents")
-    assert "MemoryError" in result.data["stderr"]
-    assert result.data["limit"]["limit"] == "memory"
+    assert result.data["limit"]["sentence"] == memory_sentence(64)
     limits = dict(prepared.call_plan.limits)
-    assert limits["memory"] == "64 MiB per process"
-    assert limits["processes"].startswith("not limited")
     assert "/dev/shm" not in limits
+    if limit_ways().cgroup:
+        assert limits["memory"] == "64 MiB"
+        assert limits["processes"] == "16"
+    else:
+        assert "MemoryError" in result.data["stderr"]
+        assert limits["memory"] == "64 MiB per process"
+        assert limits["processes"].startswith("not limited")
 
 
 # --- CPU time -----------------------------------------------------------------------------------
@@ -295,7 +314,8 @@ def test_a_service_manager_that_answers_holds_the_memory_limit_of_a_scope(user):
         pytest.skip(f"no cgroup scope here: {ways.why}")
     tool = command_tool(user, CommandLimits(memory_mb=64, cpu_s=30))
     _, result = run(tool, "python3 alloc.py 200", user / "Documents")
-    assert result.data["limit"]["limit"] == "memory"
+    assert result.data["limit"]["sentence"] == memory_sentence(64)
+    assert result.data["limit"]["certain"] is True
 
 
 def test_doctor_says_how_each_limit_is_held_here_and_which_one_is_not(user):
