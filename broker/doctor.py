@@ -48,6 +48,22 @@ def _settings(home: Path) -> Check:
         load_settings(home)
     except SettingsError as exc:
         return Check("settings", False, str(exc))
+    # Changes made outside Chamberlain to sealed settings (broker.settings_seal) are not used.
+    loaded = read_settings(home)
+    if loaded.pending or loaded.seal_problem:
+        waiting = "; ".join(c.describe() for c in loaded.pending)
+        detail = " ".join(
+            part
+            for part in (
+                f"changed outside Chamberlain and not used until confirmed: {waiting};"
+                if waiting
+                else "",
+                f"{loaded.seal_problem};" if loaded.seal_problem else "",
+                "see `chamberlain settings pending`",
+            )
+            if part
+        )
+        return Check("settings", False, detail)
     return Check("settings", True, "defaults" if not (home / "settings.json").exists() else "ok")
 
 

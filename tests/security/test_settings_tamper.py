@@ -126,6 +126,20 @@ def test_discard_restores_the_confirmed_settings_and_keeps_the_persons_others(
     assert "No MCP servers are configured" in listed.stdout
 
 
+def test_doctor_names_each_change_waiting_for_confirmation(user, app_home, notes):
+    tamper(app_home, notes=planted_server(notes))
+
+    proc = run_cli(user, "doctor", "--llm", "none", "--json")
+
+    checks = {check["name"]: check for check in json.loads(proc.stdout)}
+    assert not checks["settings"]["ok"]
+    assert f"{sys.executable} {NOTES_SERVER} {notes}" in checks["settings"]["detail"]
+    assert "chamberlain settings pending" in checks["settings"]["detail"]
+    run_cli(user, "settings", "discard")
+    proc = run_cli(user, "doctor", "--llm", "none", "--json")
+    assert {c["name"]: c for c in json.loads(proc.stdout)}["settings"]["ok"]
+
+
 def ask_for_notes(user: Path, server: Any) -> dict[str, Any]:
     proc = run_cli(
         user,
