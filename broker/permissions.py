@@ -191,11 +191,12 @@ class PendingPrompt:
                 return
         callback(self)
 
-    def _finish(self, decision: PromptDecision) -> bool:
+    def _finish(self, decision: PromptDecision, *, cancelled: bool = False) -> bool:
         with self._lock:
             if self._done.is_set():
                 return False
             self._decision = decision
+            self.cancelled = cancelled
             self._done.set()
             callbacks, self._ended = self._ended, []
         for callback in callbacks:
@@ -219,10 +220,7 @@ class PendingPrompt:
 
     def cancel(self, reason: DecisionReason = "timeout") -> bool:
         """End the prompt unanswered (a denial with `reason`); False if it had ended."""
-        if not self._finish(PromptDecision(allow=False, reason=reason)):
-            return False
-        self.cancelled = True
-        return True
+        return self._finish(PromptDecision(allow=False, reason=reason), cancelled=True)
 
     def wait(self, timeout_s: float) -> PromptDecision | None:
         self._done.wait(timeout_s)
@@ -259,7 +257,8 @@ def ask_within(
     A prompter that answers from rules alone (`answers_instantly`) is asked directly: it cannot
     hang, and a thread per call would only add latency. A prompter with `present` (the desktop
     dialog) is handed the `PendingPrompt` itself and answers it. Any other prompter is asked on
-    a thread and its answer resolves the prompt. Either way the deadline, Stop or the answer
+    a thread and its answer resolves the prompt; one with `cancel(prompt)` is told when the
+    prompt ended without its answer. Either way the deadline, Stop or the answer
     ends the one `PendingPrompt`; an answer that comes too late is handed to `on_late`.
     """
     if getattr(prompter, "answers_instantly", False):
@@ -280,6 +279,11 @@ def ask_within(
             log.error("permission prompt failed: %s", exc)
             pending.cancel("error")
     else:
+        # A prompter that asks and blocks (the terminal) is told when the prompt ended without
+        # its answer (the deadline, Stop), so it can stop asking.
+        cancel = getattr(prompter, "cancel", None)
+        if callable(cancel):
+            pending.on_end(lambda ended: cancel(ended) if ended.cancelled else None)
 
         def target() -> None:
             try:
