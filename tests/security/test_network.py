@@ -1,0 +1,349 @@
+"""A networked command gets a network of its own (tools/netns.py): the review's attacks, through
+the real `system_execute` (tests/support/network_probe.py), as root and as the user nobody.
+
+The review reached, from a command granted the network: an X server's abstract socket (curl
+with a config naming `@/tmp/.X11-unix/X77`, keystrokes typed into a terminal), a session D-Bus on
+an abstract address, the host's list of abstract sockets (/proc/net/unix) and loopback services;
+and one networked stage gave every stage of its pipeline the host network. Here each is tried
+against the real thing: a real Xvfb, a real `dbus-daemon --session` on an abstract address, a
+real abstract socket bound by this test, real HTTP servers on 127.0.0.1 and on this machine's own
+non-loopback address. Each attack has a control made from the host, so a test cannot pass
+because the target was not there. Egress is tested to this machine's non-loopback address (the
+CI machine reaches no internet host a test could rely on).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.security.test_normal_user import _as_nobody, _why_nobody_cannot_run
+from tests.support.network_probe import helpers_left, run_lines
+from tools.netns import network_helper
+from tools.sandbox import sandbox_status
+
+pytestmark = [
+    pytest.mark.skipif(not sandbox_status().available, reason="no working bubblewrap here"),
+    pytest.mark.skipif(
+        not network_helper().available, reason=f"no user-mode networking: {network_helper().why}"
+    ),
+    pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed"),
+]
+
+
+# --- the targets on the host --------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    """A real HTTP server in this process, recording the path of every request it gets."""
+
+    host: str
+    port: int
+    seen: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+@contextlib.contextmanager
+def http_server(host: str) -> Iterator[Server]:
+    record = Server(host, 0)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            record.seen.append(self.path)
+            body = b"secret-from-the-host-service\n" if "secret" in self.path else b"hello\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    server = http.server.ThreadingHTTPServer((host, 0), Handler)
+    record.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield record
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def own_address() -> str | None:
+    """This machine's address on its default route (not loopback), or None without one."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.200", 9))  # UDP: nothing is sent
+        address = probe.getsockname()[0]
+    except OSError:
+        return None
+    finally:
+        probe.close()
+    return None if address.startswith("127.") else address
+
+
+@pytest.fixture
+def loopback_service() -> Iterator[Server]:
+    with http_server("127.0.0.1") as server:
+        yield server
+
+
+@pytest.fixture
+def outside_service() -> Iterator[Server]:
+    address = own_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback address to stand in for the internet")
+    with http_server(address) as server:
+        yield server
+
+
+@pytest.fixture
+def abstract_canary() -> Iterator[str]:
+    """An abstract unix socket of the host, listening: its name."""
+    name = f"chamberlain-canary-{secrets.token_hex(6)}"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind("\0" + name)
+    sock.listen(4)
+    try:
+        yield name
+    finally:
+        sock.close()
+
+
+@pytest.fixture
+def x_server() -> Iterator[str]:
+    """A real Xvfb; its abstract socket's name (`/tmp/.X11-unix/XN`)."""
+    xvfb = pytest.importorskip("tests.support.xvfb")
+    if xvfb.XVFB is None:
+        pytest.skip("Xvfb is not installed")
+    with xvfb.running_xvfb(320, 200) as server:
+        yield f"/tmp/.X11-unix/X{server.display.lstrip(':')}"
+
+
+@pytest.fixture
+def session_bus() -> Iterator[str]:
+    """A real session D-Bus listening only on an abstract address; its name."""
+    program = shutil.which("dbus-daemon")
+    if program is None:
+        pytest.skip("dbus-daemon is not installed")
+    name = f"chamberlain-bus-{secrets.token_hex(6)}"
+    daemon = subprocess.Popen(
+        [program, "--session", "--nofork", "--print-address", f"--address=unix:abstract={name}"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert daemon.stdout is not None
+        assert name in daemon.stdout.readline().decode()
+        yield name
+    finally:
+        daemon.kill()
+        daemon.wait()
+
+
+def reach_abstract(name: str) -> bool:
+    """Whether the host itself connects to the abstract socket `name` (the attack's control)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect("\0" + name)
+    except OSError:
+        return False
+    finally:
+        sock.close()
+    return True
+
+
+# --- who runs the commands ----------------------------------------------------------------------
+
+Runner = Callable[..., dict[str, Any]]
+
+
+def _as_root(files: dict[str, str], lines: list[str], limit_s: float = 20.0) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="chamberlain-net-") as base:
+        home = Path(base) / "home"
+        work = home / "work"
+        work.mkdir(parents=True)
+        for name, text in files.items():
+            (work / name).write_text(text)
+        results = run_lines(home, work, lines, command_timeout_s=limit_s)
+        return {"results": results, "helpers": helpers_left()}
+
+
+def _as_nobody_runner(
+    files: dict[str, str], lines: list[str], limit_s: float = 20.0
+) -> dict[str, Any]:
+    reason = _why_nobody_cannot_run()
+    if reason is not None:
+        pytest.skip(reason)
+    # /tmp, not pytest's tmp_path: nobody cannot enter /tmp/pytest-of-root.
+    base = Path(tempfile.mkdtemp(prefix="chamberlain-net-nobody-", dir="/tmp"))
+    try:
+        home = base / "home"
+        work = home / "work"
+        work.mkdir(parents=True)
+        for name, text in files.items():
+            (work / name).write_text(text)
+        for path in [base, *base.rglob("*")]:
+            os.chown(path, 65534, 65534)
+        done = _as_nobody(
+            ["-m", "tests.support.network_probe", str(home), str(work), json.dumps(lines),
+             json.dumps({"command_timeout_s": limit_s})],
+            home,
+            {"HOME": str(home), "LANG": "C.UTF-8"},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        return dict(json.loads(done.stdout))
+    finally:
+        shutil.rmtree(base)
+
+
+@pytest.fixture(params=["root", "nobody"])
+def run_as(request: pytest.FixtureRequest) -> Runner:
+    return _as_root if request.param == "root" else _as_nobody_runner
+
+
+def _ran(report: dict[str, Any], index: int = 0) -> dict[str, Any]:
+    result = report["results"][index]
+    assert result.get("refused") is None, result
+    assert "error" not in result, result
+    return dict(result)
+
+
+# --- the attacks ---------------------------------------------------------------------------------
+
+
+def test_a_networked_command_cannot_reach_the_x_servers_abstract_socket(run_as, x_server):
+    assert reach_abstract(x_server), "control: the host reaches its X server"
+    # The review's route: the abstract socket named in a curl config, typed into with telnet.
+    config = f'abstract-unix-socket = "{x_server}"\nurl = "telnet://x"\nmax-time = 5\n'
+    report = run_as({"x.cfg": config}, ["curl -sS -K x.cfg"])
+    result = _ran(report)
+    assert result["exit_code"] == 7, result
+    assert "Couldn't connect" in result["stderr"] or "Failed to connect" in result["stderr"]
+    assert report["helpers"] == []
+
+
+def test_a_networked_command_cannot_reach_a_session_bus_on_an_abstract_address(run_as, session_bus):
+    listed = subprocess.run(
+        ["dbus-send", f"--bus=unix:abstract={session_bus}", "--print-reply",
+         "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.ListNames"],
+        capture_output=True, text=True, timeout=10, check=False,
+    )  # fmt: skip
+    assert "org.freedesktop.DBus" in listed.stdout, "control: the host's bus answers ListNames"
+    config = f'abstract-unix-socket = "{session_bus}"\nurl = "http://bus/"\nmax-time = 5\n'
+    report = run_as({"bus.cfg": config}, ["curl -sS -K bus.cfg"])
+    result = _ran(report)
+    assert result["exit_code"] == 7, result
+
+
+def test_no_stage_of_a_networked_pipeline_reaches_the_session_bus(
+    run_as, session_bus, outside_service
+):
+    line = (
+        f"curl -sS -m 5 -o /dev/null {outside_service.url}/pipeline | dbus-send "
+        f"--bus=unix:abstract={session_bus} --print-reply --dest=org.freedesktop.DBus "
+        "/org/freedesktop/DBus org.freedesktop.DBus.ListNames"
+    )
+    report = run_as({}, [line])
+    result = _ran(report)
+    assert result["exit_codes"][0] == 0, result  # the curl stage had its network
+    assert "/pipeline" in outside_service.seen
+    assert result["exit_codes"][1] != 0, result
+    assert "org.freedesktop.DBus" not in result["stdout"]
+
+
+def test_a_networked_command_sees_none_of_the_hosts_unix_sockets(run_as, abstract_canary):
+    host_list = Path("/proc/net/unix").read_text()
+    assert "@" + abstract_canary in host_list, "control: the host lists its abstract socket"
+    report = run_as({}, ["curl -sS -m 5 file:///proc/net/unix"])
+    result = _ran(report)
+    assert result["exit_code"] == 0, result
+    assert result["stdout"].startswith("Num")
+    assert abstract_canary not in result["stdout"]
+    assert "/tmp/.X11-unix" not in result["stdout"]
+    # The host's list is long; the sandbox's holds at most its own few sockets.
+    assert len(result["stdout"].splitlines()) < 10
+
+
+def test_a_loopback_service_is_out_of_reach_however_the_command_names_it(run_as, loopback_service):
+    named = f"curl -sS -m 5 {loopback_service.url}/secret-typed"
+    hidden = f'url = "{loopback_service.url}/secret-in-config"\nmax-time = 5\n'
+    lines = [named, "curl -sS -K hidden.cfg"]
+    if network_helper().kind == "slirp4netns":
+        # slirp4netns's gateway is the host's loopback unless --disable-host-loopback.
+        lines.append(f"curl -sS -m 5 http://10.0.2.2:{loopback_service.port}/secret-gateway")
+    report = run_as({"hidden.cfg": hidden}, lines)
+    typed = report["results"][0]
+    assert typed["refused"] is not None
+    assert "this computer itself" in typed["refused"]
+    for result in report["results"][1:]:
+        assert result.get("refused") is None, result
+        assert result["exit_code"] != 0, result
+        assert "secret-from-the-host-service" not in result["stdout"]
+    assert loopback_service.seen == []
+    # control: the service is there and answers the host.
+    assert subprocess.run(
+        ["curl", "-sS", "-m", "5", f"{loopback_service.url}/secret-control"],
+        capture_output=True, text=True, timeout=10, check=False,
+    ).stdout == "secret-from-the-host-service\n"  # fmt: skip
+
+
+def test_a_networked_command_reaches_a_host_outside_and_gets_its_answer(run_as, outside_service):
+    report = run_as({}, [f"curl -sS -m 10 {outside_service.url}/egress"])
+    result = _ran(report)
+    assert result["exit_code"] == 0, result
+    assert result["stdout"] == "hello\n"
+    assert outside_service.seen == ["/egress"]
+    assert report["helpers"] == []
+
+
+def test_the_stage_after_a_networked_one_has_no_network(run_as, outside_service):
+    line = f"curl -sS -m 10 {outside_service.url}/first | cat /proc/net/route /proc/net/dev"
+    report = run_as({}, [line])
+    result = _ran(report)
+    assert outside_service.seen == ["/first"]
+    routes_and_devices = result["stdout"]
+    # Only the loopback device; no route at all, no tap or eth device.
+    assert "00000000" not in routes_and_devices
+    devices = [row.split(":")[0].strip() for row in routes_and_devices.splitlines() if ":" in row]
+    assert devices == ["lo"], routes_and_devices
+
+
+def test_a_networked_command_ended_by_its_time_limit_leaves_no_network_helper(run_as):
+    # A server that accepts and never answers: the command runs until its limit.
+    silent = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    address = own_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback address")
+    silent.bind((address, 0))
+    silent.listen(4)
+    try:
+        port = silent.getsockname()[1]
+        report = run_as({}, [f"curl -sS -m 60 http://{address}:{port}/"], limit_s=2.0)
+    finally:
+        silent.close()
+    # The command was ended at its 2 s limit, and its helper with it.
+    assert report["results"][0]["exit_code"] is not None
+    assert report["results"][0]["exit_code"] < 0, report
+    assert report["helpers"] == []
