@@ -10,7 +10,9 @@ process group, with no standard input and no controlling terminal (so nothing ca
 password), in a working folder inside the configured roots, with an environment built from an
 allowlist. A time limit kills every process group of the command (SIGTERM, then SIGKILL); the
 sandbox's PID namespace ends with it, so nothing the command started outlives it, even in a
-session of its own. Output is capped per stream and the truncation is marked.
+session of its own. Output is capped per stream and the truncation is marked. Memory, processes
+and CPU time are limited per command (`tools.limits`), and a limit that ends one is named in its
+result.
 
 `targets()` reports the command's class and line (`readonly:`, `command:` or `code:<argv>`),
 its folder (`cwd:`), the other places the sandbox mounts for it (`dir:`) and `net:` when it gets
