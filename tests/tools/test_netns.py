@@ -1,0 +1,194 @@
+"""tools/netns.py: which user-mode networking a networked stage gets, that each helper really
+gives a sandbox its own network and goes away with it, what counts as naming loopback, and
+that without a helper a networked command is refused with what to install (never the host's
+network). Real bubblewrap, slirp4netns and pasta where installed; skipped with the reason where
+not."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tools.manual import ToolRefused
+from tools.netns import (
+    NetworkHelper,
+    NetworkUnavailable,
+    StageNetwork,
+    find_helper,
+    loopback_named,
+)
+from tools.registry import ToolConfig
+from tools.sandbox import SandboxPlan, sandbox_status, wrap_stage
+from tools.system import make_system_tools, run_argv
+
+needs_bwrap = pytest.mark.skipif(not sandbox_status().available, reason="no working bubblewrap")
+
+
+def _helper(kind: str) -> NetworkHelper:
+    helper = find_helper(prefer=(kind,))
+    if not helper.available or helper.kind != kind:
+        pytest.skip(f"{kind} cannot be used here: {helper.why}")
+    return helper
+
+
+def _run_networked(helper: NetworkHelper, tmp_path: Path, argv: list[str]) -> tuple[str, int]:
+    """Run `argv` in a networked sandbox with `helper` through run_argv, as a command runs."""
+    plan = SandboxPlan(cwd=tmp_path, home=tmp_path, read=(tmp_path,), network=True)
+    with StageNetwork(helper) as network:
+        wrapped, exe = wrap_stage(plan, argv, argv[0], network)
+        outcome = run_argv(
+            [wrapped],
+            cwd=tmp_path,
+            env={"PATH": "/usr/bin:/bin"},
+            timeout_s=20,
+            output_cap=1 << 16,
+            executables=[exe],
+            networks=[network],
+        )
+    return outcome.stdout + outcome.stderr, outcome.exit_code or 0
+
+
+def _helpers_running() -> list[psutil.Process]:
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.name().startswith(("slirp4netns", "pasta", "passt")):
+                found.append(child)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+@needs_bwrap
+@pytest.mark.parametrize("kind", ["slirp4netns", "pasta"])
+def test_each_helper_gives_the_sandbox_a_default_route_of_its_own_and_ends_with_it(kind, tmp_path):
+    helper = _helper(kind)
+    said, code = _run_networked(helper, tmp_path, ["/bin/cat", "/proc/net/route", "/proc/net/dev"])
+    assert code == 0, said
+    routes = [line.split() for line in said.splitlines()[1:] if line.count("\t") >= 7]
+    assert any(row[1] == "00000000" for row in routes), said  # a default route, set before it ran
+    host_devices = {
+        line.split(":")[0].strip()
+        for line in Path("/proc/net/dev").read_text().splitlines()
+        if ":" in line
+    }
+    inside = {
+        line.split(":")[0].strip() for line in said.splitlines() if ":" in line and "|" not in line
+    }
+    assert "lo" in inside
+    assert inside != host_devices or len(host_devices) == 1
+    assert _helpers_running() == []
+
+
+@needs_bwrap
+def test_a_sandbox_whose_helper_cannot_start_never_runs_its_command(tmp_path):
+    """A helper that fails (a stand-in program that exits at once: the edge we fake) stops the
+    stage: the command, which would have written a file, never runs."""
+    fake = tmp_path / "bin" / "slirp4netns"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'cannot open tun' >&2\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    helper = NetworkHelper(True, "slirp4netns", os.fspath(fake), "fake")
+    marker = tmp_path / "ran"
+    plan = SandboxPlan(
+        cwd=tmp_path, home=tmp_path, read=(tmp_path,), write=(tmp_path,), network=True
+    )
+    with StageNetwork(helper) as network:
+        wrapped, exe = wrap_stage(
+            plan, ["/usr/bin/touch", os.fspath(marker)], "/usr/bin/touch", network
+        )
+        with pytest.raises(Exception, match="cannot open tun"):
+            run_argv([wrapped], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout_s=10,
+                     output_cap=4096, executables=[exe], networks=[network])  # fmt: skip
+    assert not marker.exists()
+
+
+def test_a_networked_stage_without_its_own_network_is_never_given_the_hosts(tmp_path):
+    plan = SandboxPlan(cwd=tmp_path, home=tmp_path, network=True)
+    if not sandbox_status().available or not sandbox_status().program.endswith("bwrap"):
+        pytest.skip("bubblewrap only")
+    with pytest.raises(NetworkUnavailable):
+        wrap_stage(plan, ["/bin/true"], "/bin/true")
+
+
+def test_the_helper_is_slirp4netns_first_then_pasta_and_none_names_what_to_install(tmp_path):
+    both = tmp_path / "both"
+    both.mkdir()
+    for name in ("slirp4netns", "pasta"):
+        (both / name).write_text("#!/bin/sh\n")
+        (both / name).chmod(0o755)
+    tun = tmp_path / "tun"
+    tun.write_text("")
+    tun.chmod(0o666)
+    assert find_helper(os.fspath(both), tun=os.fspath(tun)).kind == "slirp4netns"
+    (both / "slirp4netns").unlink()
+    assert find_helper(os.fspath(both), tun=os.fspath(tun)).kind == "pasta"
+    none = find_helper(os.fspath(tmp_path / "empty"), tun=os.fspath(tun))
+    assert not none.available
+    assert "slirp4netns" in none.remedy
+    assert "apt install" in none.remedy
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root opens a 0600 file anyway")
+def test_a_tun_device_closed_to_the_user_is_said(tmp_path):
+    (tmp_path / "slirp4netns").write_text("#!/bin/sh\n")
+    (tmp_path / "slirp4netns").chmod(0o755)
+    tun = tmp_path / "tun"
+    tun.write_text("")
+    tun.chmod(0o600)
+    os.chmod(tun, 0o000)
+    helper = find_helper(os.fspath(tmp_path), tun=os.fspath(tun))
+    assert not helper.available
+    assert "0666" in helper.why
+
+
+def test_without_a_helper_a_networked_command_is_refused_naming_the_package(tmp_path):
+    none = find_helper(os.fspath(tmp_path / "nothing-here"))
+    tool = make_system_tools(
+        ToolConfig(command_roots=(tmp_path,)), home=tmp_path, opener=lambda _t: None, network=none
+    )[0]
+    with pytest.raises(ToolRefused) as refused:
+        tool.targets({"command": "curl -sS https://example.org/", "cwd": os.fspath(tmp_path)})
+    words = str(refused.value)
+    assert "needs the network" in words
+    assert "apt install slirp4netns" in words
+    assert "unsandboxed" not in words
+    # A command without the network still runs.
+    if sandbox_status().available:
+        result = tool.run({"command": "echo fine", "cwd": os.fspath(tmp_path)})
+        assert result.data["stdout"] == "fine\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["http://127.0.0.1:8080/health"],
+        ["-sS", "localhost:631"],
+        ["http://[::1]:9000/"],
+        ["user@127.0.0.1"],
+        ["--url=http://localhost/"],
+        ["http://0.0.0.0:8000/"],
+        ["http://[::ffff:127.0.0.1]/"],
+        ["127.0.0.1", "8080"],
+        ["http://app.localhost/"],
+    ],
+)
+def test_a_loopback_host_is_recognised_however_it_is_written(args):
+    assert loopback_named(args) is not None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["https://example.org/"],
+        ["-m", "0", "https://pypi.org/simple/"],
+        ["-o", "out.txt", "http://10.0.0.5/"],
+        ["git@github.com:me/repo.git"],
+    ],
+)
+def test_an_ordinary_host_is_not_taken_for_loopback(args):
+    assert loopback_named(args) is None
