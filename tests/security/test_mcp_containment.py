@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -32,6 +33,11 @@ from broker.settings import Settings, save_settings
 from broker.types import GrantMode, TurnResult
 from tests.support.mcp_lifetime import HOSTILE_SERVER, end_all
 from tests.support.openai_server import ServerFactory, ToolCalls, Turn
+from tools.mcp.config import McpServerConfig
+from tools.mcp.hub import McpHub
+from tools.mcp.sandbox import ServerPlaces
+from tools.netns import network_helper
+from tools.registry import ToolRegistry
 from tools.sandbox import sandbox_status
 
 pytestmark = [
@@ -322,3 +328,120 @@ def test_as_a_normal_user_the_hostile_server_reads_neither_key_nor_token_through
         assert person.settings.read_bytes() == settings_before
     finally:
         shutil.rmtree(base)
+
+
+# --- what a server may change, and its network ------------------------------------------------
+
+
+def start_snooping(person: Person, **entry: Any) -> McpHub:
+    """The hostile server over the home, started as a session starts it, connected."""
+    config = McpServerConfig.model_validate(
+        {
+            "command": sys.executable,
+            "args": [str(HOSTILE_SERVER), str(person.pids), "hostile", "--snoop", str(person.home)],
+            "connect_timeout_s": 60,
+            **entry,
+        }
+    )
+    hub = McpHub(
+        {"hostile": config},
+        ToolRegistry(),
+        places=ServerPlaces.for_install(person.app, person.home),
+    )
+    hub.ensure()
+    status = hub.server_status("hostile")
+    assert status.state == "connected", status
+    return hub
+
+
+def snooped(hub: McpHub) -> dict[str, str]:
+    """What the server got when its tool went looking (as it does at start)."""
+    return dict(json.loads(hub.call("hostile", "snoop", {}).text))
+
+
+def test_in_a_writable_root_the_server_writes_files_but_no_startup_place(person: Person) -> None:
+    rc = "alias ls='ls --color'\n"
+    (person.home / ".bashrc").write_text(rc)
+    (person.home / ".config").mkdir()
+    targets = [
+        person.docs / "new.txt",
+        person.home / ".bashrc",
+        person.home / ".config" / "autostart" / "sync.desktop",
+    ]
+    hub = start_snooping(
+        person, write=True, env={"SNOOP_WRITE": os.pathsep.join(map(str, targets))}
+    )
+    try:
+        report = snooped(hub)
+    finally:
+        hub.close()
+    assert report[str(targets[0])] == "wrote"
+    assert "unsandboxed_commands" in targets[0].read_text()  # its folder is its to change
+    assert report[str(targets[1])].startswith("error: "), report
+    assert (person.home / ".bashrc").read_text() == rc
+    assert not (person.home / ".config" / "autostart").exists()
+
+
+def test_a_read_only_server_changes_nothing_in_its_folder(person: Person) -> None:
+    target = person.docs / "new.txt"
+    hub = start_snooping(person, env={"SNOOP_WRITE": str(target)})
+    try:
+        report = snooped(hub)
+    finally:
+        hub.close()
+    assert report[str(target)].startswith("error: "), report
+    assert not target.exists()
+
+
+@pytest.fixture
+def host_loopback() -> Iterator[tuple[socket.socket, str]]:
+    """A service on the host's loopback that no server may reach."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.settimeout(0.5)
+    try:
+        yield listener, f"127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        listener.close()
+
+
+def _accepted_none(listener: socket.socket) -> bool:
+    try:
+        listener.accept()[0].close()
+    except TimeoutError:
+        return True
+    return False
+
+
+def test_a_server_without_network_has_only_its_own_loopback(
+    person: Person, host_loopback: tuple[socket.socket, str]
+) -> None:
+    listener, address = host_loopback
+    hub = start_snooping(person, env={"SNOOP_CONNECT": address})
+    try:
+        report = snooped(hub)
+    finally:
+        hub.close()
+    assert report["interfaces"] == "lo"
+    assert report[address].startswith("error: "), report
+    assert _accepted_none(listener)
+
+
+def test_a_server_with_network_gets_a_network_of_its_own_never_the_hosts_loopback(
+    person: Person, host_loopback: tuple[socket.socket, str]
+) -> None:
+    helper = network_helper()
+    if not helper.available:
+        pytest.skip(f"no user-mode networking here: {helper.why}")
+    listener, address = host_loopback
+    hub = start_snooping(person, network=True, env={"SNOOP_CONNECT": address})
+    try:
+        report = snooped(hub)
+        said = hub.server_status("hostile").sandbox or ""
+    finally:
+        hub.close()
+    assert report["interfaces"] != "lo", report  # an interface of its own besides loopback
+    assert report[address].startswith("error: "), report
+    assert _accepted_none(listener)
+    assert "a network of its own" in said

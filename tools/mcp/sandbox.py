@@ -10,6 +10,10 @@ it must not have them. Every such server runs in bubblewrap, built from tools/sa
   *roots*: the paths its settings name (each existing path in `args`, also `--opt=PATH`, and
   `cwd`), read-only unless the entry says `"write": true`. A root that is a program or script
   (`server.py`, `index.js`) stays read-only even then: a server does not rewrite its own code;
+  and in a writable root the startup places (tools/startup_places.py: shell rc files,
+  autostart, `.git/config` and hooks, `.pth` files …) stay read-only, so a server cannot plant
+  what runs at the person's next login or git command (a root too big to search for them, or
+  one that is itself such a place, stays read-only whole);
 - the program's own installation (a node or Python under the home: `~/.nvm`, a venv) read-only;
 - credential stores and Chamberlain's own folder (token.key, settings, grants, audit, memory)
   never mounted: a root that is one is left out, and one inside a root is covered over;
@@ -17,8 +21,10 @@ it must not have them. Every such server runs in bubblewrap, built from tools/sa
   but for the roots in it); a cache folder of its own, kept per server under Chamberlain's
   folder (`mcp/NAME`), holds what npx, uvx and pip fetch (`npm_config_cache`,
   `XDG_CACHE_HOME`): never the person's ~/.npm, and one server cannot plant code in another's;
-- no network unless the entry says `"network": true`; without it, npm and uv are told to stay
-  offline, so a server they must first fetch fails at once, saying so, instead of after retries;
+- no network unless the entry says `"network": true`, and then a network namespace of its own
+  with user-mode networking (tools/netns.py: internet egress, no host loopback, no abstract
+  sockets), never the host's; without it, npm and uv are told to stay offline, so a server they
+  must first fetch fails at once, saying so, instead of after retries;
 - the environment rebuilt from an allowlist (`command_environment`) plus the entry's `env`.
 
 `"sandbox": false` in an entry runs that server as before, with the person's full rights: their
@@ -33,6 +39,7 @@ builds the walls of one server's program from its settings.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import re
@@ -43,6 +50,7 @@ from pathlib import Path
 
 from tools.mcp.config import McpServerConfig
 from tools.mcp.lifetime import containment, wrapped
+from tools.netns import StageNetwork
 from tools.paths import is_within, resolve_path
 from tools.private import PrivatePlaces, private_places, within
 from tools.sandbox import (
@@ -53,6 +61,7 @@ from tools.sandbox import (
     command_environment,
     sandbox_status,
 )
+from tools.startup_places import place_of, places_in
 
 log = logging.getLogger("chamberlain.tools.mcp.sandbox")
 
@@ -118,6 +127,8 @@ class Launch:
     words: str
     cache: Path | None = None
     roots: ServerRoots = field(default_factory=ServerRoots)
+    # The server's own network, attached once its sandbox has started (`"network": true`).
+    network: StageNetwork | None = None
 
 
 def _option_value(arg: str) -> str:
@@ -191,6 +202,31 @@ def server_roots(config: McpServerConfig, places: ServerPlaces) -> ServerRoots:
         left_out=tuple(left),
         cwd=cwd,
     )
+
+
+def _writable(
+    roots: ServerRoots, places: ServerPlaces
+) -> tuple[tuple[Path, ...], tuple[Path, ...], tuple[Path, ...]]:
+    """(the roots made writable, the startup places in them held read-only, the roots kept
+    read-only whole: a startup place themselves, or too big to search)."""
+    private = places.private().all()
+    writable: list[Path] = []
+    keep: list[Path] = []
+    whole: list[Path] = []
+    for root in roots.roots:
+        if place_of(root, places.home, places.app_dirs) is not None:
+            whole.append(root)
+            continue
+        if not root.is_dir():
+            writable.append(root)
+            continue
+        found = places_in(root, places.home, places.app_dirs, skip=private)
+        if found is None:
+            whole.append(root)
+            continue
+        writable.append(root)
+        keep += [p.path for p in found]
+    return tuple(writable), tuple(dict.fromkeys(keep)), tuple(whole)
 
 
 def _executable(path: Path) -> bool:
@@ -290,7 +326,7 @@ def describe(roots: ServerRoots, network: bool, home: Path) -> str:
         sees = "sees none of your files"
     words = (
         f"runs in a sandbox: {sees}; your home, credentials and Chamberlain's own files are "
-        f"hidden; {'uses the network' if network else 'no network'}"
+        f"hidden; {'a network of its own (internet only)' if network else 'no network'}"
     )
     if roots.left_out:
         words += "; left out: " + ", ".join(f"{raw} ({why})" for raw, why in roots.left_out)
@@ -333,6 +369,18 @@ def server_launch(
             f"MCP servers run only inside a sandbox, and there is none here: {status.why}.{remedy}"
         )
     cache = homes.of(name)
+    writable, keep, kept_whole = _writable(roots, places) if roots.writable else ((), (), ())
+    if kept_whole:
+        roots = dataclasses.replace(
+            roots,
+            left_out=(
+                *roots.left_out,
+                *(
+                    (os.fspath(p), "kept read-only: it holds or is a place that runs code")
+                    for p in kept_whole
+                ),
+            ),
+        )
     visible = (*roots.roots, *roots.code)
     programs = program_places(program, places.home, visible)
     cwd = roots.cwd if roots.cwd is not None else Path("/")
@@ -340,14 +388,21 @@ def server_launch(
         cwd=cwd,
         home=_real(places.home),
         read=(*roots.roots, *roots.code, *programs),
-        write=roots.roots if roots.writable else (),
-        # TODO(H1, issue 20): a network namespace of its own (tools/netns.py) once it lands;
-        # until then `"network": true` shares the host's network, and without it there is none.
+        write=writable,
+        keep=keep,
         network=config.network,
         private=places.private(),
         hide=tuple(_real(d) for d in places.app_dirs),
     )
-    walls = bwrap_args(plan, [], status=status)
+    # Never the host's network: a namespace of its own (NetworkUnavailable, an OSError, says
+    # what is missing where none can be had; the server is then not started).
+    network = StageNetwork() if config.network else None
+    try:
+        walls = bwrap_args(plan, [], status=status, network=network)
+    except BaseException:
+        if network is not None:
+            network.close()
+        raise
     if not walls or walls[-1] != "--":
         raise RuntimeError("the sandbox's arguments do not end where the program begins")
     # The server's cache last: after the covers over Chamberlain's folder, which holds it.
@@ -358,4 +413,5 @@ def server_launch(
         env.update(_OFFLINE_ENV)
     env.update(extra)
     argv = (status.program, *walls, program, *args)
-    return Launch(argv, env, None, plan, describe(roots, config.network, places.home), cache, roots)
+    words = describe(roots, config.network, places.home)
+    return Launch(argv, env, None, plan, words, cache, roots, network)

@@ -85,16 +85,32 @@ async def capped_stdio(
 ) -> AsyncIterator[tuple[object, object]]:
     """Start the server as `launch` says (tools/mcp/sandbox.py: in its sandbox) and yield the
     (read, write) streams a `ClientSession` takes."""
-    process = await anyio.open_process(
-        list(launch.argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=launch.env,
-        cwd=launch.cwd,
-        start_new_session=True,
-    )
+    network = launch.network
+    try:
+        process = await anyio.open_process(
+            list(launch.argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=launch.env,
+            cwd=launch.cwd,
+            start_new_session=True,
+            pass_fds=network.pass_fds if network is not None else (),
+        )
+    except BaseException:
+        if network is not None:
+            network.close()
+        raise
     link.pid = process.pid
+    if network is not None:
+        # The program waits in its sandbox until its network is attached (tools/netns.py).
+        try:
+            await anyio.to_thread.run_sync(network.attach)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await _stop(process)
+                await anyio.to_thread.run_sync(network.close)
+            raise
     read_in, read_out = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write_in, write_out = anyio.create_memory_object_stream[SessionMessage](16)
 
@@ -165,6 +181,8 @@ async def capped_stdio(
         finally:
             with anyio.CancelScope(shield=True):
                 await _stop(process)
+                if network is not None:
+                    await anyio.to_thread.run_sync(network.close)
                 link.exit_code = process.returncode
                 for stream in (read_out, write_in):
                     await stream.aclose()
