@@ -96,15 +96,16 @@ chmod -R u+rwX,go+rX,go-w "$stage"
 # carries; mss loads libxcb, xcb-randr, xcb-render, xcb-shm, Xfixes, Xrandr and X11 by name
 # with ctypes, where ldd cannot see them; and a bundle built elsewhere may copy fewer. bubblewrap
 # runs every command (0.8 or newer: the sandbox needs --disable-userns, which a normal user's
-# commands cannot do without). packaging/test.sh checks after installing that every library
-# resolves.
+# commands cannot do without); slirp4netns or passt gives a command that needs the network a
+# network of its own (without either such commands are refused, never given the host's).
+# packaging/test.sh checks after installing that every library resolves.
 depends=(
   libc6 libstdc++6 libgcc-s1 zlib1g
   libegl1 libgl1 libfontconfig1 libfreetype6 libglib2.0-0 libdbus-1-3
   libxkbcommon0 libxkbcommon-x11-0 libx11-6 libx11-xcb1 libxcb1 libxcb-cursor0 libxcb-icccm4
   libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render0 libxcb-render-util0 libxcb-shape0
   libxcb-shm0 libxcb-sync1 libxcb-xfixes0 libxcb-xinerama0 libxcb-xkb1 libxfixes3 libxrandr2
-  "bubblewrap (>= 0.8.0)"
+  "bubblewrap (>= 0.8.0)" "slirp4netns | passt"
 )
 # Optional: Wayland's client libraries (Qt's native Wayland platform; without them Qt runs through
 # XWayland), xdg-open (opening files and links), a Secret Service keyring (without one the

@@ -157,7 +157,7 @@ else skip "build the .deb" "--no-build: testing the existing $deb"; fi
 # plugin's, GL, D-Bus, and the sandbox every command runs in).
 required_depends=(libxcb-cursor0 libxkbcommon-x11-0 libxkbcommon0 libegl1 libgl1 libfontconfig1
   libglib2.0-0 libdbus-1-3 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-randr0
-  libxcb-render-util0 libxcb-xinerama0 libxcb-xkb1 bubblewrap)
+  libxcb-render-util0 libxcb-xinerama0 libxcb-xkb1 bubblewrap slirp4netns)
 icon_paths=(./usr/share/icons/hicolor/scalable/apps/chamberlain.svg)
 for size in 16 32 48 64 128 256; do
   icon_paths+=("./usr/share/icons/hicolor/${size}x${size}/apps/chamberlain.png")

@@ -25,6 +25,9 @@ fi
 # a password); otherwise setup says what is missing.
 screen_apt=()
 wanted=(libgl1 libglib2.0-0 bubblewrap)
+# A command that needs the network gets a network of its own through user-mode networking
+# (tools/netns.py: slirp4netns first, pasta from passt otherwise); the tests run both.
+wanted+=(slirp4netns passt)
 # llama-cpp-python is built from source on the first setup: a C/C++ compiler and make (CMake
 # comes from PyPI when the system has none).
 wanted+=(gcc g++ make)
@@ -32,7 +35,7 @@ wanted+=(gcc g++ make)
 wanted+=(libegl1 libfontconfig1 libxkbcommon0 libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4
   libxcb-keysyms1 libxcb-shape0 libxcb-randr0 libxcb-render-util0 libxcb-xinerama0 libxcb-xkb1
   libdbus-1-3)
-$for_tests && wanted+=(xvfb x11-utils xfonts-base xfonts-100dpi evilwm)
+$for_tests && wanted+=(xvfb x11-utils xfonts-base xfonts-100dpi evilwm dbus-daemon curl)
 # The MCP tests run the reference filesystem server (an npm package) with node. Debian's nodejs
 # and npm only for what is missing: a node from NodeSource carries its own npm, and Debian's npm
 # would fight it, so a node without npm is reported, not "fixed".

@@ -855,11 +855,20 @@ class _CommandTool:
             parser = HealthCheck("commands", True, "bash grammar loaded; no shell is used")
         status = self.sandbox
         if status.available:
+            network = self._network_health()
             walls = HealthCheck(
                 "command sandbox",
-                True,
+                network is None,
                 f"{status.why}: commands see only the folders they name, never credentials or "
-                "Chamberlain's files, and no network unless they need it",
+                "Chamberlain's files, and no network unless they need it, "
+                + (
+                    f"then one of their own ({self.network.why}: internet only, never this "
+                    "computer's services)"
+                    if network is None
+                    else f"and a command that needs it is refused: {network}"
+                ),
+                required=network is None,
+                fix="" if network is None else self.network.remedy,
             )
         elif self.config.unsandboxed_commands:
             walls = HealthCheck(
@@ -877,6 +886,38 @@ class _CommandTool:
                 fix=status.remedy,
             )
         return [parser, walls, limits_health(self.config.command_limits)]
+
+    def _network_health(self) -> str | None:
+        """Why a networked command cannot get a network of its own here (None: it can): the
+        helper is found, then a real sandbox with it must see a default route of its own."""
+        if not sys.platform.startswith("linux"):
+            return None
+        helper = self.network
+        if not helper.available:
+            return helper.why
+        place = Path(tempfile.mkdtemp(prefix="chamberlain-netprobe-"))
+        try:
+            plan = SandboxPlan(cwd=place, home=place, read=(place,), network=True)
+            with StageNetwork(helper) as network:
+                argv, exe = wrap_stage(plan, ["cat", "/proc/net/route"], "/bin/cat", network)
+                outcome = run_argv(
+                    [argv],
+                    cwd=place,
+                    env={"PATH": "/usr/bin:/bin"},
+                    timeout_s=10.0,
+                    output_cap=64 * 1024,
+                    executables=[exe],
+                    networks=[network],
+                )
+        except (ToolError, OSError, RuntimeError) as exc:
+            return f"{helper.kind} could not give a test command a network ({exc})"
+        finally:
+            shutil.rmtree(place, ignore_errors=True)
+        routes = [line.split() for line in outcome.stdout.splitlines()[1:]]
+        if outcome.exit_code != 0 or not any(r[1:2] == ["00000000"] for r in routes):
+            said = (outcome.stderr.strip().splitlines() or [f"exit {outcome.exit_code}"])[-1]
+            return f"{helper.kind} gave a test command no route out ({said[:200]})"
+        return None
 
     def environment(self, cwd: Path) -> dict[str, str]:
         source = self._environ if self._environ is not None else os.environ

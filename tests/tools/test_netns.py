@@ -192,3 +192,23 @@ def test_a_loopback_host_is_recognised_however_it_is_written(args):
 )
 def test_an_ordinary_host_is_not_taken_for_loopback(args):
     assert loopback_named(args) is None
+
+
+@needs_bwrap
+def test_doctor_says_whether_a_networked_command_gets_a_network_of_its_own(tmp_path):
+    config = ToolConfig(command_roots=(tmp_path,))
+    working = make_system_tools(config, home=tmp_path, opener=lambda _t: None)[0]
+    none = find_helper(os.fspath(tmp_path / "nothing-here"))
+    missing = make_system_tools(config, home=tmp_path, opener=lambda _t: None, network=none)[0]
+    assert working.health is not None
+    assert missing.health is not None
+    line = next(c for c in working.health() if c.name == "command sandbox")
+    if not line.ok:
+        pytest.skip(f"no user-mode networking works here: {line.detail}")
+    assert "of their own" in line.detail
+    assert "never this computer's services" in line.detail
+    broken = next(c for c in missing.health() if c.name == "command sandbox")
+    assert not broken.ok
+    assert not broken.required  # commands without the network still run
+    assert "a command that needs it is refused" in broken.detail
+    assert "apt install slirp4netns" in broken.fix
