@@ -346,7 +346,7 @@ class LimitHit:
     """A limit that ended (or, `certain` False, probably ended) a command: which, the setting
     that holds it, its value in words, and the sentence a person reads."""
 
-    limit: str  # "memory", "processes" or "cpu"
+    limit: str  # "memory", "processes", "cpu" or "shm"
     setting: str
     value: str
     certain: bool
@@ -357,9 +357,15 @@ class LimitHit:
             "memory": f"more than {self.value} of memory",
             "processes": f"more than {self.value} processes",
             "cpu": f"more than {self.value} of CPU time",
+            "shm": f"more than {self.value} in /dev/shm",
         }[self.limit]
         if self.certain:
             return f"the command was stopped: it used {what} ({self.setting})"
+        if self.limit == "shm":
+            return (
+                f"the command failed, probably because it filled /dev/shm, which holds at most "
+                f"{self.value} ({self.setting})"
+            )
         reached = {
             "memory": f"the memory limit of {self.value}",
             "processes": f"the limit of {self.value} processes",
@@ -384,6 +390,8 @@ _NO_MEMORY = re.compile(
     r"memory allocation of \d+ bytes failed|xmalloc: cannot allocate|heap out of memory",
     re.IGNORECASE,
 )
+# A full /dev/shm, where the program names it (a full /tmp or disk says the same words).
+_SHM_FULL = re.compile(r"/dev/shm\S*.*No space left on device", re.IGNORECASE)
 _NO_PROCESS = re.compile(
     r"Cannot fork|can't fork|fork: retry|fork failed|Resource temporarily unavailable|"
     r"can't start new thread|pthread_create|Cannot create thread",
@@ -438,6 +446,8 @@ def explain(
         return _hit("memory", limits, certain=False)
     if processes_held and _NO_PROCESS.search(stderr):
         return _hit("processes", limits, certain=False)
+    if sandboxed and _SHM_FULL.search(stderr):
+        return _hit("shm", limits, certain=False)
     if ways.cgroup and any(_signal_of(c, sandboxed) == signal.SIGKILL for c in exit_codes):
         # The kernel's OOM killer in a scope the manager did not mark (or could not be asked).
         return _hit("memory", limits, certain=False)
@@ -449,5 +459,6 @@ def _hit(limit: str, limits: CommandLimits, *, certain: bool) -> LimitHit:
         "memory": f"{limits.memory_mb} MiB",
         "processes": str(limits.max_processes),
         "cpu": f"{limits.cpu_s} s",
+        "shm": f"{limits.shm_mb} MiB",
     }[limit]
     return LimitHit(limit, SETTINGS[limit], value, certain)
