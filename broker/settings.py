@@ -414,10 +414,15 @@ def save_settings(home: Path, settings: Settings) -> Path | None:
     confirms what the person did not see. A broken file there is never lost: it is kept beside
     it (`keep_broken`) and its new name returned (None when there was none)."""
     home.mkdir(parents=True, exist_ok=True)
-    path = home / SETTINGS_FILE
-    kept_as = keep_broken(path) if _broken(path) else None
     key = _seal_key(home, required=True)
     assert key is not None
+    with seal.changing(home):
+        return _save(home, settings, key)
+
+
+def _save(home: Path, settings: Settings, key: bytes) -> Path | None:
+    path = home / SETTINGS_FILE
+    kept_as = keep_broken(path) if _broken(path) else None
     data: dict[str, Any] = json.loads(settings.model_dump_json())
     sealed = _sealed(home, _file_data(home))
     kept: list[str] = []
@@ -448,11 +453,18 @@ def confirm_pending(
 
     `shown`: the changes as the person saw them. When the file changed since (a program wrote
     it again between showing and confirming), nothing is confirmed: a SettingsError says so."""
+    key = _seal_key(home, required=True)
+    assert key is not None
+    with seal.changing(home):
+        return _confirm(home, keys, shown, key)
+
+
+def _confirm(
+    home: Path, keys: Sequence[str], shown: Sequence[PendingChange] | None, key: bytes
+) -> list[PendingChange]:
     chosen = _chosen(pending_changes(home).pending, keys)
     if shown is not None:
         _as_shown(chosen, shown)
-    key = _seal_key(home, required=True)
-    assert key is not None
     sealed = _sealed(home, _file_data(home))
     # The values in use are sealed as they are (a change that only narrowed reach included),
     # then the chosen changes on top.
@@ -470,6 +482,11 @@ def discard_pending(home: Path, keys: Sequence[str] = ()) -> list[PendingChange]
     """Put the values in use back into settings.json for the pending changes named by `keys`
     (all when empty); every other setting in the file stays as the file has it. Returns what
     was discarded."""
+    with seal.changing(home):
+        return _discard(home, keys)
+
+
+def _discard(home: Path, keys: Sequence[str]) -> list[PendingChange]:
     chosen = _chosen(pending_changes(home).pending, keys)
     if chosen:
         path = home / SETTINGS_FILE

@@ -37,10 +37,12 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from broker.filelock import held, keep_folder_owner
 
 log = logging.getLogger("chamberlain.broker.settings_seal")
 
@@ -376,6 +378,8 @@ def write_seal(home: Path, key: bytes, confirmed: Mapping[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
+        # `sudo chamberlain settings confirm` in someone's home: the seal stays theirs.
+        keep_folder_owner(fd, home)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text + "\n")
             handle.flush()
@@ -386,6 +390,21 @@ def write_seal(home: Path, key: bytes, confirmed: Mapping[str, Any]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def changing(home: Path) -> Iterator[None]:
+    """The exclusive lock every change of settings.json and its seal is made under (a save, a
+    confirm, a discard), so two Chamberlains saving at once never leave a file and a seal that
+    disagree (`settings.json.lock`; never removed, see broker.filelock)."""
+    home.mkdir(parents=True, exist_ok=True)
+    fd = os.open(home / "settings.json.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        keep_folder_owner(fd, home)
+        with held(fd, shared=False):
+            yield
+    finally:
+        os.close(fd)
 
 
 def confirmed_after_save(

@@ -146,9 +146,11 @@ def test_save_then_load_round_trips(tmp_path):
     loaded = load_settings(home)
     assert loaded == settings
     assert json.loads((home / "settings.json").read_text())["schema_version"] == SCHEMA_VERSION
-    # No temporary file is left; the seal (and the install secret it is keyed from) beside it.
+    # No temporary file is left; the seal (and the install secret it is keyed from, and the
+    # lock changes are made under) beside it.
     assert sorted(p.name for p in home.iterdir()) == [
         "settings.json",
+        "settings.json.lock",
         "settings.seal.json",
         "token.key",
     ]
@@ -393,7 +395,12 @@ def test_saving_over_a_broken_file_keeps_it_beside_the_new_one(tmp_path):
 def test_saving_over_a_valid_file_keeps_no_copy(tmp_path):
     write(tmp_path, {"executor": {"max_iterations": 2}})
     assert save_settings(tmp_path, load_settings(tmp_path)) is None
-    assert names(tmp_path) == ["settings.json", "settings.seal.json", "token.key"]
+    assert names(tmp_path) == [
+        "settings.json",
+        "settings.json.lock",
+        "settings.seal.json",
+        "token.key",
+    ]
 
 
 def test_an_unreadable_file_is_named_for_a_normal_user_who_cannot_read_it(tmp_path):

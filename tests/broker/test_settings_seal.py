@@ -433,3 +433,18 @@ def test_a_pending_change_describes_itself_in_one_line_for_json():
     data = change.as_dict()
     assert data["kind"] == "changed"
     assert data["description"] == "MCP server 'x' changed to: the URL http://127.0.0.1:9/mcp"
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root (sudo chamberlain …)"
+)
+def test_root_confirming_in_someone_elses_home_leaves_the_seal_theirs(home):
+    """`sudo chamberlain settings confirm` in a person's home: a root-owned 0600 seal would be
+    unreadable to them, and every sealed setting would fall back to its default."""
+    os.chown(home, 65534, 65534)
+    plant(home, add_evil)
+
+    confirm_pending(home)
+
+    for name in (SEAL_FILE, "settings.json.lock"):
+        assert os.stat(home / name).st_uid == 65534, name
