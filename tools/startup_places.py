@@ -38,6 +38,9 @@ PYTHON = "runs when Python starts"
 TYPED = "runs the next time you type a program's name"
 SCHEDULE = "runs on a schedule"
 SSH = "lets someone log in to this computer as you"
+OPENED = "runs when you next open an application or a file from your desktop"
+EDITOR = "runs when you next open your editor"
+VENV = "runs when you next use this Python environment"
 CHAMBERLAIN = "runs when Chamberlain starts"
 
 # Places under a home folder (relative to it) and when what they hold runs.
@@ -55,6 +58,13 @@ HOME_PLACES: tuple[tuple[str, str], ...] = (
     (".gitconfig", GIT), (".config/git", GIT),
     (".local/lib", PYTHON), (".pythonrc", PYTHON), (".pythonrc.py", PYTHON),
     (".local/bin", TYPED), ("bin", TYPED),
+    (".local/share/applications", OPENED), (".config/mimeapps.list", OPENED),
+    (".local/share/dbus-1", OPENED),
+    (".config/i3", DESKTOP), (".config/sway", DESKTOP), (".config/hypr", DESKTOP),
+    (".config/openbox", DESKTOP), (".config/labwc", DESKTOP), (".config/awesome", DESKTOP),
+    (".config/lxsession", DESKTOP), (".xmonad", DESKTOP),
+    (".vimrc", EDITOR), (".vim", EDITOR), (".config/nvim", EDITOR), (".emacs", EDITOR),
+    (".emacs.d", EDITOR), (".config/emacs", EDITOR),
     (".ssh/authorized_keys", SSH), (".ssh/authorized_keys2", SSH), (".ssh/rc", LOGIN),
 )  # fmt: skip
 
@@ -129,6 +139,9 @@ def place_of(path: Path, home: Path, app_dirs: Iterable[Path] = ()) -> StartupPl
             return StartupPlace(Path(*parts[: index + 1]), PYTHON)
     if path.suffix == ".pth" or path.stem in ("sitecustomize", "usercustomize"):
         return StartupPlace(path, PYTHON)
+    for folder in (path, *path.parents):
+        if os.path.isfile(folder / "pyvenv.cfg"):
+            return StartupPlace(folder, VENV)
     return None
 
 
@@ -167,6 +180,10 @@ def places_in(
         names = {entry.name for entry in listed}
         if _is_bare_repository(current, names):
             found.append(StartupPlace(current, GIT))
+            continue
+        if "pyvenv.cfg" in names and current != folder:
+            # A virtual environment: its bin/activate and python run at its next use.
+            found.append(StartupPlace(current, VENV))
             continue
         for entry in listed:
             path = Path(entry.path)

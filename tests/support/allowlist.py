@@ -165,5 +165,6 @@ def plant_home(user: Path) -> Home:
     (repo / "README").write_text("app\n")
     site = repo / ".venv" / "lib" / "python3.11" / "site-packages"
     site.mkdir(parents=True)
+    (repo / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (site / "good.pth").write_text("/nowhere\n")
     return Home(user, app)

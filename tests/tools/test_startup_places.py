@@ -8,6 +8,7 @@ from tools.startup_places import (
     GIT,
     PYTHON,
     TERMINAL,
+    VENV,
     StartupPlace,
     chamberlain_program,
     place_of,
@@ -48,8 +49,12 @@ def test_places_in_a_folder_finds_repositories_and_site_folders_but_not_inside_c
     (bare / "HEAD").write_text("ref: refs/heads/main\n")
     (bare / "config").write_text("[core]\n")
     (work / "node_modules" / "pkg" / ".git").mkdir(parents=True)
+    venv = work / "tool" / "env"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
     found = {p.path for p in places_in(work, home) or []}
-    assert found == {work / "app" / ".git", work / "lib" / "worktree" / ".git", site, bare}
+    assert found == {work / "app" / ".git", work / "lib" / "worktree" / ".git", site, bare, venv}
+    assert place_of(venv / "bin" / "activate", home) == StartupPlace(venv, VENV)
 
 
 def test_a_folder_too_big_to_search_is_not_promised_clean(tmp_path):
