@@ -592,6 +592,19 @@ def _sealed(home: Path, data: dict[str, Any]) -> _Sealed:
 def _normalised_confirmed(confirmed: dict[str, Any]) -> dict[str, Any]:
     """Each confirmed value as today's settings model spells it (a field added since it was
     sealed at its default); one that is no longer valid counts as never confirmed."""
+    if not confirmed:
+        return {}
+    # All at once (one validation), and one by one only when that fails.
+    whole: dict[str, Any] = {}
+    for key, value in confirmed.items():
+        seal.set_path(whole, key, value)
+    try:
+        dumped = _FileOnly.model_validate(whole).model_dump(mode="json")
+    except (ValidationError, ValueError, TypeError):
+        pass
+    else:
+        found = {key: seal.get_path(dumped, key) for key in confirmed}
+        return {key: value for key, value in found.items() if value is not seal.MISSING}
     result: dict[str, Any] = {}
     for key, value in confirmed.items():
         probe: dict[str, Any] = {}
