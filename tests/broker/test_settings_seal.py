@@ -448,3 +448,20 @@ def test_root_confirming_in_someone_elses_home_leaves_the_seal_theirs(home):
 
     for name in (SEAL_FILE, "settings.json.lock"):
         assert os.stat(home / name).st_uid == 65534, name
+
+
+def test_a_confirmed_server_sealed_before_a_new_field_existed_still_counts_as_confirmed(home):
+    """An upgrade that adds a field to a server's settings (with a default) must not turn every
+    confirmed server into a change waiting for confirmation."""
+    from broker.settings_seal import seal_key, write_seal
+
+    key = seal_key(load_install_secret(home).key)
+    old_spelling = {"command": "npx", "args": ["-y", "notes-server"]}  # no defaults written
+    write_seal(home, key, {"mcp.servers.notes": old_spelling})
+    plant(home, lambda d: d.setdefault("mcp", {}).update(servers={"notes": old_spelling}))
+    save_settings(home, load_settings(home))  # the file now spells every field out
+
+    loaded = read_settings(home)
+
+    assert loaded.pending == ()
+    assert list(loaded.settings.mcp.servers) == ["notes"]
