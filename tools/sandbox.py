@@ -457,7 +457,13 @@ def _holds(plan: SandboxPlan) -> list[str]:
     ro: set[Path] = set()
     pins: set[Path] = set()
     sealed: set[Path] = set()
+    keep = list(plan.keep)
     for place in plan.keep:
+        if os.path.islink(place):
+            # A dotfile manager's link (~/.bashrc -> ~/dotfiles/bashrc): the file it leads to
+            # is what runs, so it is held too.
+            keep.append(Path(os.path.realpath(place)))
+    for place in dict.fromkeys(keep):
         owner = next((w for w in writable if within(place, w)), None)
         if owner is None:
             continue

@@ -311,6 +311,39 @@ def test_a_program_with_a_writable_home_cannot_plant_anything_even_with_a_once_g
     assert (home / ".bashrc").read_text() == RC
 
 
+def test_an_rc_file_linked_from_a_dotfiles_folder_is_held_where_it_really_is(rig):
+    """Dotfile managers make ~/.bashrc a link into ~/dotfiles: the file it leads to runs at
+    login, so writing it there, through the link, or replacing the link all fail."""
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    if python is None:
+        pytest.skip("no system python3")
+    home = rig.home.user
+    (home / "dotfiles").mkdir()
+    (home / ".bashrc").rename(home / "dotfiles" / "bashrc")
+    (home / ".bashrc").symlink_to(home / "dotfiles" / "bashrc")
+    (home / "Documents" / "link.py").write_text(
+        "import os\n"
+        "for p in ('.bashrc', 'dotfiles/bashrc'):\n"
+        "    try:\n"
+        "        open(p, 'a').write('planted'); print('WROTE', p)\n"
+        "    except OSError:\n"
+        "        print('blocked', p)\n"
+        "try:\n"
+        "    os.replace('Documents/notes.txt', '.bashrc'); print('WROTE replaced')\n"
+        "except OSError:\n"
+        "    print('blocked replace')\n"
+        "open('Documents/ok.txt', 'w').write('ok'); print('WROTE ok')\n"
+    )
+    before = rig.home.digest()
+    outcome = rig.run(f"{python} Documents/link.py", typed=True, cwd=home)
+    assert outcome.record.status == "ok", outcome.record.reason
+    wrote = [ln for ln in outcome.result.data["stdout"].splitlines() if ln.startswith("WROTE")]
+    assert wrote == ["WROTE ok"], outcome.result.data
+    assert (home / "dotfiles" / "bashrc").read_text() == RC
+    assert (home / ".bashrc").is_symlink()
+    assert set(rig.home.digest()) - set(before) == {"Documents/ok.txt"}
+
+
 def test_in_a_repository_a_patch_or_git_apply_to_git_config_is_never_run_for_the_model(rig):
     repo = rig.home.user / "Projects" / "app"
     before = rig.home.digest()
