@@ -61,6 +61,7 @@ import select
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -210,6 +211,9 @@ class StageNetwork:
             # bubblewrap ended before reporting its sandbox: it says why on stderr itself.
             self._release()
             return
+        if not self._wait_loopback(pid, end):
+            self._release()  # bubblewrap failed on its own, and says why on stderr
+            return
         try:
             net_fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
         except OSError as exc:
@@ -232,6 +236,25 @@ class StageNetwork:
             os.close(net_fd)
             os.close(user_fd)
         self._release()
+
+    @staticmethod
+    def _wait_loopback(pid: int, end: float) -> bool:
+        """Wait until bubblewrap has brought up the sandbox's loopback (its first step in the
+        new namespace); False when the sandbox is gone. Both helpers bring loopback up too,
+        and one that does it first makes bubblewrap's own setup fail ("loopback: Failed
+        RTM_NEWADDR", seen in about one start in twenty here). Its local route in fib_trie
+        appears once loopback is up with 127.0.0.1."""
+        trie = f"/proc/{pid}/net/fib_trie"
+        while True:
+            try:
+                with open(trie, encoding="ascii") as table:
+                    if "127.0.0.1" in table.read():
+                        return True
+            except OSError:
+                return False
+            if time.monotonic() > end:
+                raise NetworkUnavailable("the sandbox did not set up its loopback within 5 s")
+            time.sleep(0.0002)
 
     def _sandbox_pid(self, end: float) -> int | None:
         buffer = b""
@@ -365,14 +388,21 @@ class StageNetwork:
         proc = self._proc
         if proc is None:
             return
-        try:
-            proc.wait(timeout=0.5 if self.helper.kind == "slirp4netns" else 0)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGKILL)
-            proc.wait()
+        # The stage has ended (close comes after it was reaped), so its network serves nobody:
+        # end the helper now rather than wait for it to notice (slirp4netns looks at its exit
+        # fd only between packets and timers: tens of ms).
         if proc.stderr is not None:
             proc.stderr.close()
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGKILL)
+            try:
+                proc.wait(timeout=0.001)
+            except subprocess.TimeoutExpired:
+                # Killed; its exit closes the tap device, and unregistering a network device
+                # waits for the kernel's RCU grace periods (10-60 ms here): the command's
+                # result need not wait for that, only its reaping does.
+                threading.Thread(target=proc.wait, name="netns-reaper", daemon=True).start()
 
     def __enter__(self) -> StageNetwork:
         return self

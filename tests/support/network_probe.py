@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +25,22 @@ from tools.system import make_system_tools
 HELPER_NAMES = ("slirp4netns", "pasta", "passt", "passt.avx2")
 
 
-def helpers_left() -> list[str]:
-    """The user-mode networking processes this process started that still run (zombies too)."""
-    left = []
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if child.name() in HELPER_NAMES:
-                left.append(f"{child.pid} {child.name()} {child.status()}")
-        except psutil.NoSuchProcess:
-            continue
-    return left
+def helpers_left(within_s: float = 3.0) -> list[str]:
+    """The user-mode networking processes this process started that still run `within_s` after
+    the command ended: a killed helper takes some ms to exit (its tap device is unregistered),
+    and is reaped off the command's path; one never ended stays."""
+    end = time.monotonic() + within_s
+    while True:
+        left = []
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if child.name() in HELPER_NAMES and child.status() != psutil.STATUS_ZOMBIE:
+                    left.append(f"{child.pid} {child.name()} {child.status()}")
+            except psutil.NoSuchProcess:
+                continue
+        if not left or time.monotonic() > end:
+            return left
+        time.sleep(0.05)
 
 
 def run_lines(home: Path, cwd: Path, lines: list[str], **config: Any) -> list[dict[str, Any]]:

@@ -10,9 +10,9 @@ import os
 import stat
 from pathlib import Path
 
-import psutil
 import pytest
 
+from tests.support.network_probe import helpers_left
 from tools.manual import ToolRefused
 from tools.netns import (
     NetworkHelper,
@@ -52,15 +52,8 @@ def _run_networked(helper: NetworkHelper, tmp_path: Path, argv: list[str]) -> tu
     return outcome.stdout + outcome.stderr, outcome.exit_code or 0
 
 
-def _helpers_running() -> list[psutil.Process]:
-    found = []
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if child.name().startswith(("slirp4netns", "pasta", "passt")):
-                found.append(child)
-        except psutil.NoSuchProcess:
-            continue
-    return found
+def _helpers_running() -> list[str]:
+    return helpers_left()
 
 
 @needs_bwrap
