@@ -25,9 +25,10 @@ Each limit is a setting (`tools.command_memory_mb`, `tools.command_max_processes
   read-only, so neither can hold more than the cap.
 
 A limit hit ends the command with a sentence naming the limit and its setting. Where the kernel
-says which limit it was (SIGXCPU after the limit's CPU seconds, the scope's `oom-kill`), the
-sentence says so; where only the command's own words suggest it (MemoryError, "Cannot fork"),
-it says "probably".
+or the manager says which limit it was (SIGXCPU, which the kernel sends only at the CPU limit —
+a program could send it to itself, and would be told it used its CPU time; the scope's
+`oom-kill`), the sentence says so; where only the command's own words suggest it (MemoryError,
+"Cannot fork", "error writing '/dev/shm/…': No space left on device"), it says "probably".
 
 This module never raises a limit a setting gave, never claims a limit that is not held (the plan
 says "not limited" and why), and never calls a failure a limit's when it cannot tell.
