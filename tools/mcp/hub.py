@@ -750,7 +750,10 @@ class McpHub:
         finally:
             if unregister is not None:
                 unregister()
-        return _result_of(server, remote, result, config.output_cap)
+        try:
+            return _result_of(server, remote, result, config.output_cap)
+        except ToolError as exc:
+            raise ToolError(str(exc) + _read_only_hint(link, str(exc))) from None
 
     async def _call(self, link: _Link, remote: str, arguments: dict[str, Any]) -> Any:
         session = link.session
@@ -767,6 +770,17 @@ class McpHub:
                 link, exc
             )
         return f"the MCP server '{link.name}' could not run {remote}: {_exception_words(exc)}"
+
+
+def _read_only_hint(link: _Link, said: str) -> str:
+    """Why a write failed, when the server's own sandbox is why: its folders are read-only."""
+    launch = link.launch
+    if launch is None or launch.plan is None or launch.plan.write:
+        return ""
+    lowered = said.lower()
+    if "read-only file system" not in lowered and "erofs" not in lowered:
+        return ""
+    return ' (its sandbox shows it its folders read-only: its settings do not say "write": true)'
 
 
 class _Disconnected(Exception):

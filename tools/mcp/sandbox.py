@@ -164,7 +164,9 @@ def server_roots(config: McpServerConfig, places: ServerPlaces) -> ServerRoots:
     code: list[Path] = []
     left: list[tuple[str, str]] = []
 
-    def consider(raw: str, *, is_cwd: bool = False) -> Path | None:
+    def consider(raw: str, *, shown: str | None = None, is_cwd: bool = False) -> Path | None:
+        """`raw` resolved, if it is a root; a left-out one is said as `shown` (as written)."""
+        said = shown if shown is not None else raw
         text = raw.removeprefix("file://")
         try:
             path = resolve_path(text, home=places.home, cwd=base)
@@ -174,10 +176,10 @@ def server_roots(config: McpServerConfig, places: ServerPlaces) -> ServerRoots:
             return None
         hit = private.hit(path)
         if hit is not None:
-            left.append((raw, hit.describe()))
+            left.append((said, hit.describe()))
             return None
         if path == Path("/") or (path != home and within(home, path)):
-            left.append((raw, f"{path} holds your whole home folder and others; name a folder"))
+            left.append((said, f"{path} holds your whole home folder and others; name a folder"))
             return None
         if not is_cwd and path.is_file() and (path.suffix in CODE_SUFFIXES or _executable(path)):
             code.append(path)
@@ -191,10 +193,10 @@ def server_roots(config: McpServerConfig, places: ServerPlaces) -> ServerRoots:
         if cwd is not None and not cwd.is_dir():
             cwd = None
         base = cwd
-    for arg in expanded_args(config.args, places.home):
+    for written, arg in zip(config.args, expanded_args(config.args, places.home), strict=True):
         value = _option_value(arg)
         if _looks_like_path(value) or (base is not None and os.path.lexists(base / value)):
-            consider(value)
+            consider(value, shown=written)
     return ServerRoots(
         roots=tuple(dict.fromkeys(found)),
         code=tuple(dict.fromkeys(p for p in code if p not in found)),

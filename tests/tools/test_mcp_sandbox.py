@@ -1,0 +1,187 @@
+"""tools/mcp/sandbox.py: what a server's settings make of its sandbox — its roots, what it may
+change, its environment, and what happens where no sandbox works. Real folders under tmp_path;
+the servers that really run in these walls are tests/security/test_mcp_containment.py's."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import mcp_fs
+from tests.support.mcp_notes import notes_config, write_notes
+from tools.manual import ToolError
+from tools.mcp import sandbox as server_sandbox
+from tools.mcp.config import McpServerConfig
+from tools.mcp.hub import McpHub
+from tools.mcp.sandbox import (
+    SandboxUnavailable,
+    ScratchHomes,
+    ServerPlaces,
+    expanded_args,
+    server_launch,
+    server_roots,
+)
+from tools.registry import ToolRegistry
+from tools.sandbox import SandboxStatus, sandbox_status
+
+NO_SANDBOX = SandboxStatus(
+    False,
+    None,
+    "bubblewrap (bwrap), which builds the sandbox every command runs in, is not installed",
+    "install the bubblewrap package and start Chamberlain again",
+)
+
+
+@pytest.fixture
+def places(tmp_path: Path) -> ServerPlaces:
+    home = tmp_path / "person"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("key")
+    (home / "Documents").mkdir()
+    app = home / ".chamberlain"
+    app.mkdir()
+    (app / "token.key").write_text("secret")
+    return ServerPlaces.for_install(app, home)
+
+
+def test_a_leading_tilde_in_an_argument_is_the_persons_home_also_after_an_option(places):
+    home = str(places.home)
+    assert expanded_args(("~/notes", "--db=~/data.db", "~user", "a~/b"), places.home) == (
+        f"{home}/notes",
+        f"--db={home}/data.db",
+        "~user",
+        "a~/b",
+    )
+
+
+def test_the_paths_a_server_is_given_are_its_roots_and_its_own_script_stays_code(places, tmp_path):
+    script = tmp_path / "server.py"
+    script.write_text("print()")
+    data = places.home / "data.db"
+    data.write_text("")
+    config = McpServerConfig(
+        command=sys.executable,
+        args=(str(script), "~/Documents", "--db=~/data.db", "--verbose", "not-a-path"),
+        write=True,
+    )
+    roots = server_roots(config, places)
+    assert roots.roots == (places.home / "Documents", data)
+    assert roots.code == (script,)
+    assert roots.writable is True
+    assert roots.left_out == ()
+
+
+def test_a_root_that_is_private_chamberlains_or_above_the_home_is_left_out_saying_why(places):
+    config = McpServerConfig(
+        command=sys.executable,
+        args=("~/.ssh", str(places.app_dirs[0] / "token.key"), "/", str(places.home.parent)),
+    )
+    roots = server_roots(config, places)
+    assert roots.roots == ()
+    why = dict(roots.left_out)
+    assert "holds credentials" in why["~/.ssh"]
+    assert "Chamberlain's own files" in why[str(places.app_dirs[0] / "token.key")]
+    assert "whole home folder" in why["/"]
+    assert "whole home folder" in why[str(places.home.parent)]
+
+
+@pytest.mark.skipif(not sandbox_status().available, reason="no sandbox here")
+def test_a_sandboxed_launch_mounts_its_folder_writable_only_when_it_may_write(places):
+    homes = ScratchHomes(places)
+    folder = places.home / "Documents"
+    for write, mounted in ((False, "--ro-bind"), (True, "--bind")):
+        config = McpServerConfig(command=sys.executable, args=(str(folder),), write=write)
+        launch = server_launch("docs", config, places, homes)
+        argv = list(launch.argv)
+        assert launch.plan is not None
+        assert argv[0] == sandbox_status().program
+        where = argv.index(str(folder))
+        assert argv[where - 1] == mounted
+        # Chamberlain's folder and the key are never mounted; its own cache is, last.
+        assert str(places.home / ".ssh" / "id_rsa") not in argv
+        assert launch.cache == places.app_dirs[0] / "mcp" / "docs"
+        program = argv.index("--")
+        assert argv[program - 3 : program] == ["--bind", str(launch.cache), str(launch.cache)]
+        assert argv[program + 1 :] == [sys.executable, str(folder)]
+
+
+@pytest.mark.skipif(not sandbox_status().available, reason="no sandbox here")
+def test_a_sandboxed_servers_environment_is_small_and_offline_without_a_network(
+    places, monkeypatch
+):
+    monkeypatch.setenv("CHAMBERLAIN_API_KEY", "sk-secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
+    monkeypatch.setenv("NOTES_TOKEN", "from-the-environment")
+    config = McpServerConfig(command=sys.executable, env={"TOKEN": "${env:NOTES_TOKEN}"})
+    env = server_launch("plain", config, places, ScratchHomes(places)).env
+    assert "CHAMBERLAIN_API_KEY" not in env
+    assert "AWS_SECRET_ACCESS_KEY" not in env
+    assert env["TOKEN"] == "from-the-environment"
+    assert env["HOME"] == str(places.home)  # `~` means to the server what it means to the person
+    assert env["npm_config_cache"].startswith(str(places.app_dirs[0] / "mcp" / "plain"))
+    assert env["npm_config_offline"] == "true"
+
+
+def test_without_a_sandbox_here_a_server_is_not_started_and_no_message_offers_turning_it_off(
+    places,
+):
+    config = McpServerConfig(command=sys.executable)
+    with pytest.raises(SandboxUnavailable) as raised:
+        server_launch("plain", config, places, ScratchHomes(places), status=NO_SANDBOX)
+    said = str(raised.value)
+    assert said.startswith("MCP servers run only inside a sandbox, and there is none here: ")
+    assert "install the bubblewrap package" in said
+    for offer in ('"sandbox"', "sandbox: false", "unsandboxed", "without a sandbox"):
+        assert offer not in said
+
+
+def test_a_server_the_sandbox_cannot_start_is_failed_with_that_sentence(
+    places, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(server_sandbox, "sandbox_status", lambda: NO_SANDBOX)
+    notes = write_notes(tmp_path / "notes")
+    hub = McpHub({"notes": notes_config(notes)}, ToolRegistry(), places=places)
+    try:
+        hub.ensure()
+        status = hub.server_status("notes")
+    finally:
+        hub.close()
+    assert status.state == "failed"
+    assert status.failure_kind == "not_started"
+    assert (status.last_error or "").startswith("MCP servers run only inside a sandbox")
+
+
+def test_turning_the_sandbox_off_is_the_persons_choice_and_is_said_plainly(places):
+    config = McpServerConfig(command=sys.executable, sandbox=False)
+    launch = server_launch("open", config, places, ScratchHomes(places), status=NO_SANDBOX)
+    assert launch.plan is None
+    assert launch.words.startswith("runs WITHOUT a sandbox")
+    assert "everything you can" in launch.words
+
+
+@pytest.mark.skipif(not sandbox_status().available, reason="no sandbox here")
+@pytest.mark.skipif(
+    (mcp_fs.node_missing() or mcp_fs.install_problem()) is not None,
+    reason=str(mcp_fs.node_missing() or mcp_fs.install_problem()),
+)
+def test_a_write_into_a_read_only_folder_fails_saying_the_settings_do_not_let_it_write(
+    places, tmp_path
+):
+    """The reference filesystem server, whose entry does not say it may write."""
+    notes = write_notes(tmp_path / "notes")
+    config = McpServerConfig.model_validate(mcp_fs.server_settings(notes, write=False))
+    hub = McpHub({"files": config}, ToolRegistry(), places=places)
+    try:
+        hub.ensure()
+        with pytest.raises(ToolError) as failed:
+            hub.call("files", "write_file", {"path": str(notes / "new.txt"), "content": "x"})
+    finally:
+        hub.close()
+    said = str(failed.value)
+    assert "read-only file system" in said.lower()
+    assert said.endswith(
+        '(its sandbox shows it its folders read-only: its settings do not say "write": true)'
+    )
+    assert not (notes / "new.txt").exists()
