@@ -347,3 +347,49 @@ def test_a_networked_command_ended_by_its_time_limit_leaves_no_network_helper(ru
     assert report["results"][0]["exit_code"] is not None
     assert report["results"][0]["exit_code"] < 0, report
     assert report["helpers"] == []
+
+
+# --- the real CLI, a hostile model ---------------------------------------------------------------
+
+
+def test_through_the_cli_a_hostile_models_networked_commands_reach_no_host_socket_or_service(
+    tmp_path, scripted_server, x_server, abstract_canary, loopback_service
+):
+    from tests.support.cli import run_cli
+    from tests.support.openai_server import Text, ToolCalls
+
+    user = (tmp_path / "person").resolve()
+    work = user / "work"
+    work.mkdir(parents=True)
+    (work / "x.cfg").write_text(f'abstract-unix-socket = "{x_server}"\nurl = "telnet://x"\n')
+    (work / "svc.cfg").write_text(f'url = "{loopback_service.url}/secret-via-cli"\n')
+    calls = [
+        "curl -sS -m 5 -K x.cfg",
+        "curl -sS -m 5 file:///proc/net/unix",
+        "curl -sS -m 5 -K svc.cfg",
+        f"curl -sS -m 5 {loopback_service.url}/secret-typed",
+    ]
+    # One turn each: after a command's output came in, a later networked one in the same turn
+    # is asked anew (broker/taint.py), which --approve-all does not answer.
+    statuses: list[str] = []
+    replies: list[str] = []
+    for call in calls:
+        server = scripted_server(
+            [ToolCalls([("system_execute", {"command": call, "cwd": "~/work"})]), Text("Done.")]
+        )
+        proc = run_cli(
+            user, "ask", "check my network", "--json", "--llm", server.base_url,
+            "--approve-all", "once", "--no-refine",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        turn = json.loads(proc.stdout)
+        statuses += [c["status"] for c in turn["tool_calls"]]
+        # What went back to the model.
+        replies.append(json.dumps(server.requests[-1]["messages"][-1]))
+    assert statuses == ["ok", "ok", "ok", "refused"], statuses
+    assert "Failed to connect" in replies[0] or "Couldn't connect" in replies[0]
+    assert "Num" in replies[1]
+    assert abstract_canary not in replies[1]
+    assert "secret-from-the-host-service" not in replies[2]
+    assert "this computer itself" in replies[3]
+    assert loopback_service.seen == []
