@@ -579,6 +579,9 @@ def macos_profile(plan: SandboxPlan) -> str:
     lines.append('(allow file-read* file-write* (subpath "/private/tmp"))')
     if plan.network:
         lines.append("(allow network*)")
+    for place in plan.keep:
+        # Startup places stay read-only inside a writable folder (created ones included).
+        lines.append(f"(deny file-write* (subpath {quoted(place)}))")
     if plan.private is not None:
         for place in plan.private.all():
             lines.append(f"(deny file-read* file-write* (subpath {quoted(place)}))")

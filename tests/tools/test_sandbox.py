@@ -149,7 +149,7 @@ def test_the_unsandboxed_opt_in_runs_commands_and_says_so(user, caplog):
         config, home=user, environ={"PATH": "/usr/bin:/bin"}, sandbox=NO_SANDBOX
     )[0]
     with caplog.at_level(logging.WARNING, logger="chamberlain.tools.system"):
-        result = tool.run({"command": "ls Documents"})
+        result = tool.run({"command": "ls Documents", "cwd": str(user)})
     assert result.data["stdout"] == "notes.txt\n"
     assert result.data["sandbox"] == "no sandbox"
     assert "WITHOUT a sandbox" in caplog.text
@@ -306,3 +306,53 @@ def test_a_setuid_bubblewrap_that_cannot_forbid_user_namespaces_is_refused_with_
     assert not status.available
     assert "setuid" in status.why
     assert "not setuid" in status.remedy
+
+
+# --- startup places held inside a writable folder ------------------------------------------------
+
+
+def _after(args: list[str], flag: str, path: Path) -> int:
+    """The index of `flag path path` in the arguments (bubblewrap applies them in order)."""
+    for index, arg in enumerate(args[:-2]):
+        if arg == flag and args[index + 1] == args[index + 2] == os.fspath(path):
+            return index
+    raise AssertionError(f"no {flag} {path} in {args}")
+
+
+def test_a_startup_place_in_a_writable_folder_is_bound_read_only_over_itself(user):
+    repo = user / "Documents" / "repo"
+    (repo / ".git" / "hooks").mkdir(parents=True)
+    plan = SandboxPlan(cwd=repo, home=user, read=(repo,), write=(repo,), keep=(repo / ".git",))
+    args = bwrap_args(plan, ["true"], status=sandbox_status())
+    # After the writable bind, so it wins; nothing created on the host.
+    assert _after(args, "--ro-bind", repo / ".git") > _after(args, "--bind", repo)
+    assert sorted(p.name for p in repo.iterdir()) == [".git"]
+
+
+def test_a_missing_startup_place_makes_the_folder_it_would_be_made_in_read_only(user):
+    docs = user / "Documents"
+    (user / ".config").mkdir()
+    plan = SandboxPlan(
+        cwd=user,
+        home=user,
+        read=(user,),
+        write=(user,),
+        keep=(user / ".config" / "autostart", user / ".zshrc"),
+    )
+    args = bwrap_args(plan, ["true"], status=sandbox_status())
+    # autostart: its folder .config is read-only. .zshrc: the home's own top level is
+    # read-only, and each entry in it is bound writable again (but .config).
+    sealed = _after(args, "--ro-bind", user)
+    assert sealed > _after(args, "--bind", user)
+    assert _after(args, "--bind", docs) > sealed
+    assert _after(args, "--ro-bind", user / ".config") > sealed
+    config = os.fspath(user / ".config")
+    assert all(args[i : i + 3] != ["--bind", config, config] for i in range(len(args)))
+    assert not (user / ".zshrc").exists()
+    assert not (user / ".config" / "autostart").exists()
+
+
+def test_the_macos_profile_denies_writing_a_startup_place(user):
+    docs = user / "Documents"
+    plan = SandboxPlan(cwd=docs, home=user, write=(docs,), keep=(docs / ".git",))
+    assert f'(deny file-write* (subpath "{docs / ".git"}"))' in macos_profile(plan)
