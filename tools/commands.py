@@ -49,7 +49,7 @@ import tree_sitter_bash
 
 from tools.command_kinds import runs_code, runs_piped_commands, uses_network
 from tools.manual import Reversibility, ToolError, ToolRefused
-from tools.netns import loopback_named
+from tools.netns import loopback_ports
 from tools.options import has_flag as _has_flag
 from tools.options import long_matches as _long_matches
 from tools.options import options_and_operands as _options_and_operands
@@ -1521,6 +1521,9 @@ class CommandCheck:
     # those get a network (of their own, tools.netns); `curl … | tar x` gives tar none.
     network: bool = False
     network_stages: tuple[int, ...] = ()
+    # (stage, TCP port) of this computer's own services a networked stage names: it reaches
+    # exactly those ports of the loopback (tools.netns), and the prompt says so.
+    local_ports: tuple[tuple[int, int], ...] = ()
     # Where it runs, and the resolved paths its arguments name (what the sandbox mounts).
     cwd: Path | None = None
     paths: tuple[Path, ...] = field(default=())
@@ -1669,14 +1672,16 @@ def assess_command(
         if any(uses_network(inv.name, inv.args) for inv in chain)
     )
     network = bool(network_stages)
+    local_ports: list[tuple[int, int]] = []
     for index in network_stages:
-        named_loopback = loopback_named(stages[index][1:])
-        if named_loopback is not None:
-            raise _refuse(
-                f"{named_loopback!r} names a service on this computer itself (loopback); a "
-                "command's network reaches only the internet, never this computer's own "
-                "services, so run it outside Chamberlain"
-            )
+        for named_local in loopback_ports(stages[index][1:]):
+            if named_local.port is None:
+                raise _refuse(
+                    f"{named_local.arg!r} names this computer itself (loopback) without a port; "
+                    "a command reaches only the internet and, when its line names one, a port "
+                    "of this computer (as http://127.0.0.1:8080/ or localhost:8080)"
+                )
+            local_ports.append((index, named_local.port))
 
     named: list[Path] = []
     for stage in stages:
@@ -1688,6 +1693,8 @@ def assess_command(
     reasons: list[str] = []
     if network:
         reasons.append("it uses the network")
+    for port in dict.fromkeys(port for _, port in local_ports):
+        reasons.append(f"it reaches port {port} of this computer itself")
     for stage, chain in zip(stages, chains, strict=True):
         problem = _readonly_problem(chain, lambda word: locate_program(word, path, cwd_path))
         stage_ro = problem is None
@@ -1733,6 +1740,7 @@ def assess_command(
         code=code,
         network=network,
         network_stages=network_stages,
+        local_ports=tuple(dict.fromkeys(local_ports)),
         cwd=cwd_path,
         paths=tuple(dict.fromkeys(named)),
     )

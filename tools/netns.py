@@ -38,13 +38,18 @@ Both need /dev/net/tun readable and writable by the person (mode 0666, as udev m
 desktop); a container that keeps it 0600 gives normal users no user-mode networking.
 
 A command that needs the network where no helper works is refused with a sentence naming the
-package to install; it never falls back to the host's network. Loopback is never reached: a
-networked stage that names a loopback host is refused with a sentence (`loopback_named`), since
-neither helper can open exactly one host port without opening the rest (slirp4netns) or is the
-preferred one (pasta).
+package to install; it never falls back to the host's network. This computer's own services are
+reached only when the stage's own line names them with a port (`http://127.0.0.1:8080/`,
+`localhost:631`: `loopback_ports`; the prompt then lists `127.0.0.1:8080` and only an exact grant
+of that line covers it): that stage gets pasta with exactly those ports forwarded to the host's
+loopback (`-T 8080`), since slirp4netns can open the host's loopback only whole. A loopback host
+named without a port is refused with a sentence; without pasta, so is a named port. The LAN is
+not walled off: a private address is reached like any internet host (the helpers have no
+per-destination filter, and the resolver itself is often a private address).
 
 This module never shares the host's network namespace, never leaves a helper running after the
-command it serves, and never forwards a port into or out of a sandbox.
+command it serves, never forwards a port into a sandbox, and forwards out of one only the ports
+its line names.
 """
 
 from __future__ import annotations
@@ -80,6 +85,10 @@ _TUN = "/dev/net/tun"
 SLIRP_GATEWAY = "10.0.2.2"
 SLIRP_DNS = "10.0.2.3"
 
+LOOPBACK_NEEDS_PASTA = (
+    "a command reaches a service on this computer only through pasta (the passt package), "
+    "which forwards exactly the port named and nothing else, and pasta is not installed here"
+)
 # What to install, worded for a person (Debian/Ubuntu, Fedora).
 INSTALL_HINT = (
     "install slirp4netns or passt (Debian/Ubuntu: sudo apt install slirp4netns; "
@@ -168,10 +177,15 @@ class StageNetwork:
     `attach()` right after it started; `close()` (or the context manager) in every case.
     """
 
-    def __init__(self, helper: NetworkHelper | None = None) -> None:
+    def __init__(self, helper: NetworkHelper | None = None, ports: Sequence[int] = ()) -> None:
         self.helper = helper if helper is not None else network_helper()
         if not self.helper.available or self.helper.program is None:
             raise NetworkUnavailable(f"{self.helper.why}; {self.helper.remedy}")
+        # TCP ports of this computer's loopback the person named: only pasta can forward
+        # exactly these (-T), and nothing else of the loopback.
+        self.ports = tuple(sorted(set(ports)))
+        if self.ports and self.helper.kind != "pasta":
+            raise NetworkUnavailable(LOOPBACK_NEEDS_PASTA)
         self._status_r, self._status_w = os.pipe()
         self._block_r, self._block_w = os.pipe()
         # The helper ends when this pipe's write end is closed everywhere: bubblewrap and the
@@ -319,7 +333,8 @@ class StageNetwork:
             "--foreground",
             "--quiet",
             "--no-map-gw",
-            *("-t", "none", "-u", "none", "-T", "none", "-U", "none"),
+            *("-t", "none", "-u", "none", "-U", "none"),
+            *("-T", ",".join(str(p) for p in self.ports) if self.ports else "none"),
             "--runas",
             str(os.geteuid()),
             "--netns",
@@ -341,11 +356,27 @@ class StageNetwork:
                 raise NetworkUnavailable(
                     f"the sandbox ended before its network was up ({exc.strerror})"
                 ) from exc
-            if any(line.split()[1:2] == ["00000000"] for line in lines):
+            if any(line.split()[1:2] == ["00000000"] for line in lines) and self._listening(pid):
                 return
             if time.monotonic() > end:
                 raise NetworkUnavailable("pasta did not bring the network up within 5 s")
             time.sleep(0.0005)
+
+    def _listening(self, pid: int) -> bool:
+        """Whether pasta listens on every named port of the sandbox's loopback yet (it binds
+        them after it sets the route)."""
+        if not self.ports:
+            return True
+        try:
+            table = Path(f"/proc/{pid}/net/tcp").read_text(encoding="ascii")
+        except OSError:
+            return False
+        listening = {
+            int(row[1].split(":")[1], 16)
+            for row in (line.split() for line in table.splitlines()[1:])
+            if len(row) > 3 and row[3] == "0A" and row[1].startswith("0100007F:")
+        }
+        return all(port in listening for port in self.ports)
 
     def _helper_said(self) -> str:
         proc = self._proc
@@ -455,6 +486,56 @@ def _is_loopback_host(host: str) -> bool:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     return address.is_loopback or address.is_unspecified
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21, "telnet": 23}
+
+
+@dataclass(frozen=True)
+class LoopbackNamed:
+    """An argument naming a service on this computer: the argument, and its TCP port when the
+    argument says it (host:port, or a URL whose scheme has a known port)."""
+
+    arg: str
+    port: int | None
+
+
+def loopback_ports(args: Sequence[str]) -> list[LoopbackNamed]:
+    """Every argument that names this computer's loopback, with the port it names."""
+    found: list[LoopbackNamed] = []
+    for arg in args:
+        for word in _words(arg):
+            port: int | None = None
+            try:
+                parts = urlsplit(word if "://" in word else "//" + word)
+                host = parts.hostname
+                port = parts.port
+                if port is None and "://" in word:
+                    port = _DEFAULT_PORTS.get(parts.scheme.lower())
+            except ValueError:
+                host = None
+            if host is None:
+                match = _URL_HOST.match(word)
+                host = match.group(1) if match else None
+                port = int(match.group(2)) if match and match.group(2) else None
+            if host and _is_loopback_host(host):
+                found.append(LoopbackNamed(arg, port if port and 0 < port < 65536 else None))
+    return found
+
+
+def _words(arg: str) -> list[str]:
+    kept: list[str] = []
+    for word in re.split(r"[\s,=]", arg):
+        # An option, or a bare number (`-m 0`), is not a host; a host is named with a scheme, a
+        # user@, a port, or in a form with dots or colons (127.0.0.1, ::1).
+        if not word or word.startswith("-"):
+            continue
+        if not ("://" in word or "@" in word or "." in word or ":" in word) and (
+            word.lower().rstrip(".") not in _LOOPBACK_NAMES
+        ):
+            continue
+        kept.append(word)
+    return kept
 
 
 def loopback_named(args: Sequence[str]) -> str | None:

@@ -7,8 +7,9 @@ Both are strings whose form depends on the capability:
   or file, which covers the target when the target is it or lies inside it.
 - system_execute: one call has several targets: its class and command line (`readonly:<argv>`,
   `command:<argv>` or `code:<argv>`), where it runs (`cwd:<abs>`), each other place the sandbox
-  mounts for it (`dir:<abs>`), and `net:` when it gets the network; `cwd:` with nothing after
-  it is a call that named no folder and runs in an empty scratch folder. Scopes:
+  mounts for it (`dir:<abs>`), `net:` when it gets the network (and `net:localhost:<port>` for
+  each port of this computer its line names: only its exact line covers it); `cwd:` with nothing
+  after it is a call that named no folder and runs in an empty scratch folder. Scopes:
   `readonly-in:<abs>` covers read-only commands whose folders all lie inside that folder (never
   the network), and `readonly-in:` alone only those that see none of the person's folders; a
   command that sees the whole home (target `home:`) is covered only by its exact line;
@@ -130,7 +131,7 @@ def _command_covers(scope: str, target: str) -> bool:
             return False
         # An exact command's other places follow from its line and its folder.
         return cwd is None or target.startswith("dir:") or place == cwd
-    if target == "net:":
+    if target.startswith("net:"):  # the network, or a named port of this computer's loopback
         return scope.startswith("command:")
     if target == WHOLE_HOME:
         # A reader of the whole home: only a grant for exactly its line covers it, never

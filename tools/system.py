@@ -88,7 +88,13 @@ from tools.manual import (
     ToolResult,
     typed_tool,
 )
-from tools.netns import NetworkHelper, StageNetwork, network_helper
+from tools.netns import (
+    LOOPBACK_NEEDS_PASTA,
+    NetworkHelper,
+    StageNetwork,
+    find_helper,
+    network_helper,
+)
 from tools.options import options_and_operands
 from tools.paths import MAX_PATH_CHARS, is_within, resolve_path
 from tools.private import PrivatePlaces, private_places
@@ -625,9 +631,21 @@ class _CommandTool:
         """The user-mode networking a networked stage gets (tools.netns)."""
         return self._network if self._network is not None else network_helper()
 
-    def _refuse_without_network(self) -> None:
+    @property
+    def forwarder(self) -> NetworkHelper:
+        """The helper of a stage that names ports of this computer's loopback: pasta only."""
+        if self._network is not None and self._network.kind == "pasta":
+            return self._network
+        return find_helper(prefer=("pasta",))
+
+    def _refuse_without_network(self, local: bool = False) -> None:
         """A command that needs the network is refused where it cannot have one of its own:
         it never gets the computer's own network instead."""
+        if local and not self.forwarder.available:
+            raise ToolRefused(
+                f"refused: {LOOPBACK_NEEDS_PASTA}. To get it: install passt (Debian/Ubuntu: "
+                "sudo apt install passt) and start Chamberlain again."
+            )
         helper = self.network
         if not helper.available:
             raise ToolRefused(
@@ -705,8 +723,9 @@ class _CommandTool:
             targets.append(WHOLE_HOME)
         if check.network:
             targets.append("net:")
+            targets += [f"net:localhost:{p}" for p in _ports(check)]
             if status.available and sys.platform.startswith("linux"):
-                self._refuse_without_network()
+                self._refuse_without_network(bool(check.local_ports))
         plan: SandboxPlan | None = None
         if status.available:
             plan = SandboxPlan(
@@ -732,7 +751,9 @@ class _CommandTool:
             changes_known=writes.known,
             startup=tuple((os.fspath(p.path), p.when) for p in writes.startup),
             network_stages=check.network_stages,
-            network=("internet",) if check.network else (),
+            network=(
+                ("internet", *(f"127.0.0.1:{p}" for p in _ports(check))) if check.network else ()
+            ),
             limits=limits_plan(
                 self.config.command_limits, sandboxed=plan is not None, shm_capped=not status.setuid
             ),
@@ -968,6 +989,14 @@ class _CommandTool:
             },
         )
 
+    def _stage_network(self, check: CommandCheck, index: int) -> StageNetwork:
+        """Stage `index`'s own network: the internet, and the ports of this computer's loopback
+        its own arguments name (through pasta), nothing else."""
+        ports = [port for stage, port in check.local_ports if stage == index]
+        if ports:
+            return StageNetwork(self.forwarder, ports)
+        return StageNetwork(self.network)
+
     def _run(self, fresh: _Checked, scratch: Path | None) -> CommandOutcome:
         check, cwd, plan = fresh.check, fresh.cwd, fresh.plan
         if scratch is not None:
@@ -986,10 +1015,10 @@ class _CommandTool:
                     for index in range(len(stages))
                 ]
                 networks = [
-                    held.enter_context(StageNetwork(self.network))
+                    held.enter_context(self._stage_network(check, index))
                     if each.network and sys.platform.startswith("linux")
                     else None
-                    for each in per_stage
+                    for index, each in enumerate(per_stage)
                 ]
                 # Inside the sandbox the scratch folder is at SCRATCH, where the rules saw it.
                 wrapped = [
@@ -1014,6 +1043,11 @@ class _CommandTool:
                 sandboxed=plan is not None,
                 networks=networks,
             )
+
+
+def _ports(check: CommandCheck) -> list[int]:
+    """The ports of this computer's loopback the command's networked stages name, each once."""
+    return list(dict.fromkeys(port for _, port in check.local_ports))
 
 
 @contextlib.contextmanager

@@ -33,7 +33,7 @@ import pytest
 
 from tests.security.test_normal_user import _as_nobody, _why_nobody_cannot_run
 from tests.support.network_probe import helpers_left, run_lines
-from tools.netns import network_helper
+from tools.netns import find_helper, network_helper
 from tools.sandbox import sandbox_status
 
 pytestmark = [
@@ -286,18 +286,16 @@ def test_a_networked_command_sees_none_of_the_hosts_unix_sockets(run_as, abstrac
     assert len(result["stdout"].splitlines()) < 10
 
 
-def test_a_loopback_service_is_out_of_reach_however_the_command_names_it(run_as, loopback_service):
-    named = f"curl -sS -m 5 {loopback_service.url}/secret-typed"
+def test_a_loopback_service_is_out_of_reach_unless_the_line_names_its_port(
+    run_as, loopback_service
+):
     hidden = f'url = "{loopback_service.url}/secret-in-config"\nmax-time = 5\n'
-    lines = [named, "curl -sS -K hidden.cfg"]
+    lines = ["curl -sS -K hidden.cfg"]
     if network_helper().kind == "slirp4netns":
         # slirp4netns's gateway is the host's loopback unless --disable-host-loopback.
         lines.append(f"curl -sS -m 5 http://10.0.2.2:{loopback_service.port}/secret-gateway")
     report = run_as({"hidden.cfg": hidden}, lines)
-    typed = report["results"][0]
-    assert typed["refused"] is not None
-    assert "this computer itself" in typed["refused"]
-    for result in report["results"][1:]:
+    for result in report["results"]:
         assert result.get("refused") is None, result
         assert result["exit_code"] != 0, result
         assert "secret-from-the-host-service" not in result["stdout"]
@@ -307,6 +305,36 @@ def test_a_loopback_service_is_out_of_reach_however_the_command_names_it(run_as,
         ["curl", "-sS", "-m", "5", f"{loopback_service.url}/secret-control"],
         capture_output=True, text=True, timeout=10, check=False,
     ).stdout == "secret-from-the-host-service\n"  # fmt: skip
+
+
+@pytest.mark.skipif(
+    not find_helper(prefer=("pasta",)).available, reason="pasta (passt) is not installed"
+)
+def test_a_line_that_names_a_local_port_reaches_that_port_and_no_other(run_as, loopback_service):
+    with http_server("127.0.0.1") as other:
+        # The second service's port is named only inside a file, never on the line.
+        hidden = f'url = "{other.url}/secret-other"\nmax-time = 5\n'
+        named = f"curl -sS -m 5 {loopback_service.url}/named"
+        report = run_as(
+            {"other.cfg": hidden},
+            [
+                named,
+                f"curl -sS -m 5 -K other.cfg {loopback_service.url}/named-again",
+                "nc -z 127.0.0.1",
+            ],
+        )
+        assert other.seen == []
+    reached = _ran(report, 0)
+    assert reached["exit_code"] == 0, reached
+    assert reached["stdout"] == "hello\n"
+    both = _ran(report, 1)
+    # curl tried both: the port the line names answered, the one in the file did not.
+    assert both["stdout"] == "hello\n", both
+    assert "Failed to connect" in both["stderr"] or "Couldn't connect" in both["stderr"], both
+    assert loopback_service.seen == ["/named", "/named-again"]
+    no_port = report["results"][2]
+    assert no_port["refused"] is not None
+    assert "without a port" in no_port["refused"]
 
 
 def test_a_networked_command_reaches_a_host_outside_and_gets_its_answer(run_as, outside_service):
@@ -367,7 +395,6 @@ def test_through_the_cli_a_hostile_models_networked_commands_reach_no_host_socke
         "curl -sS -m 5 -K x.cfg",
         "curl -sS -m 5 file:///proc/net/unix",
         "curl -sS -m 5 -K svc.cfg",
-        f"curl -sS -m 5 {loopback_service.url}/secret-typed",
     ]
     # One turn each: after a command's output came in, a later networked one in the same turn
     # is asked anew (broker/taint.py), which --approve-all does not answer.
@@ -386,10 +413,9 @@ def test_through_the_cli_a_hostile_models_networked_commands_reach_no_host_socke
         statuses += [c["status"] for c in turn["tool_calls"]]
         # What went back to the model.
         replies.append(json.dumps(server.requests[-1]["messages"][-1]))
-    assert statuses == ["ok", "ok", "ok", "refused"], statuses
+    assert statuses == ["ok", "ok", "ok"], statuses
     assert "Failed to connect" in replies[0] or "Couldn't connect" in replies[0]
     assert "Num" in replies[1]
     assert abstract_canary not in replies[1]
     assert "secret-from-the-host-service" not in replies[2]
-    assert "this computer itself" in replies[3]
     assert loopback_service.seen == []

@@ -205,3 +205,34 @@ def test_doctor_says_whether_a_networked_command_gets_a_network_of_its_own(tmp_p
     assert not broken.required  # commands without the network still run
     assert "a command that needs it is refused" in broken.detail
     assert "apt install slirp4netns" in broken.fix
+
+
+@needs_bwrap
+def test_the_call_plan_says_which_stage_gets_which_network(tmp_path):
+    tool = make_system_tools(
+        ToolConfig(command_roots=(tmp_path,)), home=tmp_path, opener=lambda _t: None
+    )[0]
+    plain = tool.prepare({"command": "curl -sS https://example.org/ | wc -c", "cwd": str(tmp_path)})
+    assert plain.call_plan is not None
+    assert plain.call_plan.network_stages == (0,)
+    assert plain.call_plan.network == ("internet",)
+    assert "net:" in plain.targets
+    offline = tool.prepare({"command": "wc -c notes", "cwd": str(tmp_path)})
+    assert offline.call_plan is not None
+    assert offline.call_plan.network == ()
+    assert offline.call_plan.network_stages == ()
+    if not find_helper(prefer=("pasta",)).available:
+        pytest.skip("pasta (passt) is not installed")
+    local = tool.prepare({"command": "curl -sS http://localhost:8080/health", "cwd": str(tmp_path)})
+    assert local.call_plan is not None
+    assert local.call_plan.network == ("internet", "127.0.0.1:8080")
+    assert "net:localhost:8080" in local.targets
+
+
+def test_naming_a_local_port_without_pasta_is_refused_naming_passt(tmp_path):
+    only_slirp = tmp_path / "bin"
+    only_slirp.mkdir()
+    (only_slirp / "slirp4netns").write_text("#!/bin/sh\n")
+    (only_slirp / "slirp4netns").chmod(0o755)
+    with pytest.raises(NetworkUnavailable, match="pasta"):
+        StageNetwork(find_helper(os.fspath(only_slirp)), ports=[8080])
