@@ -44,8 +44,10 @@ reached only when the stage's own line names them with a port (`http://127.0.0.1
 of that line covers it): that stage gets pasta with exactly those ports forwarded to the host's
 loopback (`-T 8080`), since slirp4netns can open the host's loopback only whole. A loopback host
 named without a port is refused with a sentence; without pasta, so is a named port. The LAN is
-not walled off: a private address is reached like any internet host (the helpers have no
-per-destination filter, and the resolver itself is often a private address).
+walled off too (neither helper filters destinations): before the command runs, the sandbox's
+own namespace gets unreachable routes for the private, link-local and shared ranges (`ip`
+through `nsenter`, from outside), except a /32 via the gateway for a private name server its
+/etc/resolv.conf names; a cloud's metadata address (169.254.169.254) is among them.
 
 This module never shares the host's network namespace, never leaves a helper running after the
 command it serves, never forwards a port into a sandbox, and forwards out of one only the ports
@@ -246,6 +248,7 @@ class StageNetwork:
                 self._start_slirp(net_fd, user_fd, end)
             else:
                 self._start_pasta(net_fd, user_fd, pid, end)
+            _wall_off_lan(net_fd, user_fd, pid, end)
         finally:
             os.close(net_fd)
             os.close(user_fd)
@@ -445,6 +448,92 @@ class StageNetwork:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+# Private, link-local and shared (CGNAT) ranges: a person's LAN, routers, printers, NAS, other
+# machines' services; the helper would reach them like any internet host.
+LAN_RANGES = (
+    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10",
+    "fc00::/7", "fe80::/10",
+)  # fmt: skip
+
+
+def _resolvers(resolv_conf: str = "/etc/resolv.conf") -> list[str]:
+    """The name servers the sandbox's /etc/resolv.conf names (the host's), as addresses."""
+    found: list[str] = []
+    try:
+        lines = Path(resolv_conf).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == "nameserver":
+            with contextlib.suppress(ValueError):
+                found.append(str(ipaddress.ip_address(parts[1].split("%")[0])))
+    return found
+
+
+def lan_routes(gateway: str | None, resolvers: Sequence[str]) -> list[str]:
+    """The `ip -batch` lines that wall off the LAN inside a sandbox's network: every range
+    unreachable, except the name servers it must ask (a resolver is often a private address)."""
+    lines = [f"route add unreachable {cidr}" for cidr in LAN_RANGES]
+    for address in resolvers:
+        ip = ipaddress.ip_address(address)
+        if not any(ip in ipaddress.ip_network(cidr) for cidr in LAN_RANGES) or ip.is_loopback:
+            continue
+        if gateway is not None and ip.version == 4:
+            lines.append(f"route add {address}/32 via {gateway}")
+    return lines
+
+
+def _default_gateway(pid: int) -> str | None:
+    try:
+        rows = Path(f"/proc/{pid}/net/route").read_text(encoding="ascii").splitlines()[1:]
+    except OSError:
+        return None
+    for row in rows:
+        fields = row.split()
+        if len(fields) > 2 and fields[1] == "00000000":
+            return str(ipaddress.IPv4Address(int(fields[2], 16).to_bytes(4, "little")))
+    return None
+
+
+def _wall_off_lan(net_fd: int, user_fd: int, pid: int, end: float) -> None:
+    """Make the LAN unreachable inside the sandbox's network (routes of its own namespace, set
+    from outside with `ip` before the command runs). Fails closed: no walls, no command."""
+    nsenter, ip = shutil.which("nsenter"), shutil.which("ip", path="/usr/sbin:/sbin:/usr/bin:/bin")
+    if nsenter is None or ip is None:
+        raise NetworkUnavailable(
+            "nsenter (util-linux) and ip (iproute2), which keep a command's network off your "
+            "local network, are not both installed"
+        )
+    batch = "\n".join(lan_routes(_default_gateway(pid), _resolvers())) + "\n"
+    try:
+        done = subprocess.run(
+            [nsenter, f"--user=/proc/self/fd/{user_fd}", f"--net=/proc/self/fd/{net_fd}",
+             "--preserve-credentials", "--", ip, "-force", "-batch", "-"],
+            input=batch.encode(),
+            capture_output=True,
+            pass_fds=(user_fd, net_fd),
+            timeout=max(0.5, end - time.monotonic()),
+            check=False,
+            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"},
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise NetworkUnavailable(f"the local network could not be walled off ({exc})") from exc
+    said = done.stderr.decode("utf-8", "replace")
+    # IPv6 ranges fail where the sandbox's network has no IPv6 at all: nothing to wall off.
+    bad = [
+        line
+        for line in said.splitlines()
+        if line.strip() and "Command failed" not in line and "family" not in line
+        and "IPv6" not in line and "Permission denied" not in line
+    ]  # fmt: skip
+    v4_missing = done.returncode != 0 and any("unreachable 10.0.0.0/8" in line for line in bad)
+    if v4_missing:
+        raise NetworkUnavailable(f"the local network could not be walled off ({bad[-1][:200]})")
+    if said.strip():
+        log.debug("walling off the LAN said: %s", said.strip()[:300])
 
 
 def _start_helper(argv: list[str], fds: Sequence[int]) -> subprocess.Popen[bytes]:

@@ -419,3 +419,15 @@ def test_through_the_cli_a_hostile_models_networked_commands_reach_no_host_socke
     assert abstract_canary not in replies[1]
     assert "secret-from-the-host-service" not in replies[2]
     assert loopback_service.seen == []
+
+
+def test_a_networked_command_cannot_reach_the_local_network_or_a_cloud_metadata_address(run_as):
+    # With the LAN walled off the connection is refused at once by the sandbox's own routes;
+    # without it, it would be tried through the helper and time out (exit 28), or answer.
+    targets = ["10.1.2.3", "192.168.1.1", "172.16.0.1", "169.254.169.254"]
+    report = run_as({}, [f"curl -sS -m 4 http://{t}/latest/meta-data/" for t in targets])
+    for result in report["results"]:
+        ran = result
+        assert ran.get("refused") is None, ran
+        assert ran["exit_code"] == 7, ran
+        assert "Couldn't connect" in ran["stderr"] or "unreachable" in ran["stderr"], ran

@@ -19,6 +19,7 @@ from tools.netns import (
     NetworkUnavailable,
     StageNetwork,
     find_helper,
+    lan_routes,
     loopback_named,
 )
 from tools.registry import ToolConfig
@@ -236,3 +237,14 @@ def test_naming_a_local_port_without_pasta_is_refused_naming_passt(tmp_path):
     (only_slirp / "slirp4netns").chmod(0o755)
     with pytest.raises(NetworkUnavailable, match="pasta"):
         StageNetwork(find_helper(os.fspath(only_slirp)), ports=[8080])
+
+
+def test_the_lan_walls_keep_a_private_name_server_reachable_and_nothing_else():
+    lines = lan_routes("10.0.2.2", ["10.255.255.53", "192.0.2.53", "127.0.0.53", "fd00::1"])
+    assert "route add unreachable 10.0.0.0/8" in lines
+    assert "route add unreachable 192.168.0.0/16" in lines
+    assert "route add unreachable 169.254.0.0/16" in lines
+    assert "route add unreachable fc00::/7" in lines
+    # The private resolver the sandbox's resolv.conf names stays reachable, through the gateway.
+    assert "route add 10.255.255.53/32 via 10.0.2.2" in lines
+    assert not any("192.0.2.53" in line or "127.0.0.53" in line for line in lines)
