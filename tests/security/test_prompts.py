@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QLineEdit, QTextEdit
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtWidgets import QApplication, QLabel, QLineEdit, QTextEdit
 
 from app.assistant import Assistant
 from app.cli import ask_on_terminal
@@ -56,6 +57,21 @@ HIDDEN = ("\u202e", "\u202d", "\u200b", "\x1b")
 
 
 # --- rigs -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _no_qt_garbage_left_for_other_threads() -> Iterator[None]:
+    """Collect cyclic garbage on the UI thread before each test, and after it.
+
+    A desktop test's qasync loop, Assistant and prompter stay referenced by pytest (the `run`
+    fixture's closure) until after every teardown, so they become garbage only then. Collected
+    later by whichever thread allocates (the next test's MCP server's AnyIO thread), a QObject
+    with timers would be destroyed there, which Qt warns about."""
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    gc.collect()
+    yield
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    gc.collect()
 
 
 def dialog_text(dialog: PermissionDialog) -> list[str]:
