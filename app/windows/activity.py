@@ -51,6 +51,7 @@ from app.windows import (
 from broker.activity import ActivityRow, rows
 from broker.audit import VerifyResult, verify
 from broker.events import TurnEnded, TurnEvent
+from tools.escapes import visible
 
 log = logging.getLogger("chamberlain.app.windows.activity")
 
@@ -134,7 +135,8 @@ class ActivityModel(QAbstractTableModel):
             DECISION: row.decision,
             DETAIL: row.detail,
         }
-        return values[column]
+        # What a model, a file or a server named is shown escaped (a U+202E reverses the rest).
+        return visible(values[column])
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
@@ -144,7 +146,7 @@ class ActivityModel(QAbstractTableModel):
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.AccessibleTextRole):
             return self.text(row, column)
         if role == Qt.ItemDataRole.ToolTipRole:
-            return row.detail if column == DETAIL else None
+            return visible(row.detail, lines=True) if column == DETAIL else None
         if role == SORT_ROLE:
             if column == SEQ:
                 return index.row()  # the order of the file, damaged lines included
@@ -379,7 +381,7 @@ class ActivityWindow(QWidget):
         parts += [row.tool, capability_words(row.capability) if row.capability else ""]
         parts += [row.decision]
         heading = " · ".join(p for p in parts if p and p != "—")
-        self.details.setText(f"{heading}\n{row.detail}")
+        self.details.setText(visible(f"{heading}\n{row.detail}", lines=True))
         self.details.setForegroundRole(QPalette.ColorRole.WindowText)
 
     def _update_count(self, *_: object) -> None:

@@ -331,7 +331,9 @@ def test_a_right_to_left_override_in_a_file_name_is_shown_escaped_in_the_dialog_
     assert not [t for t in (where, tip) if any(ch in t for ch in HIDDEN)]
 
 
-def test_a_session_grant_on_the_right_to_left_file_itself_is_listed_escaped(qtbot, run, app_home):
+def test_a_session_grant_on_the_right_to_left_file_itself_is_listed_escaped_in_both_windows(
+    qtbot, run, app_home
+):
     """The grant's scope is the odd file itself (the model named it, the person did not)."""
     folder = app_home.parent / "user" / "Odd"
     folder.mkdir()
@@ -364,6 +366,23 @@ def test_a_session_grant_on_the_right_to_left_file_itself_is_listed_escaped(qtbo
         assert where == f"{folder}/{RTL_SHOWN}"
         assert f"{folder}/{RTL_SHOWN}" in tip
         assert "\u202e" not in where + tip
+
+        # The Activity window lists the same grant from the audit, escaped too.
+        from app.windows.activity import ActivityWindow
+
+        activity = ActivityWindow(assistant)
+        qtbot.addWidget(activity)
+        activity.show()
+        run(activity.refresh())
+        model = activity.model
+        cells = [
+            str(model.index(row, column).data(role))
+            for row in range(model.rowCount())
+            for column in range(model.columnCount())
+            for role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole)
+        ]
+        assert any(RTL_SHOWN in cell for cell in cells)
+        assert not [c for c in cells if any(ch in c for ch in HIDDEN)]
     finally:
         assistant.close()
 
