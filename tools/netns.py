@@ -197,16 +197,30 @@ class StageNetwork:
             os.set_inheritable(fd, False)
         self._proc: subprocess.Popen[bytes] | None = None
         self._child_fds: list[int] = [self._status_w, self._block_r, self._exit_w]
+        self._resolv: list[str] = []
+        if self.helper.kind == "slirp4netns" and os.path.exists("/etc/resolv.conf"):
+            # bubblewrap reads the sandbox's resolv.conf from this pipe (--ro-bind-data).
+            data = _resolv_conf_data()
+            resolv_r, resolv_w = os.pipe()
+            os.write(resolv_w, data)  # a few hundred bytes: well under a pipe's buffer
+            os.close(resolv_w)
+            self._child_fds.append(resolv_r)
+            self._resolv = ["--ro-bind-data", str(resolv_r), "/etc/resolv.conf"]
         self._closed = False
 
     @property
     def pass_fds(self) -> tuple[int, ...]:
         """The descriptors the stage's bubblewrap must inherit."""
-        return (self._status_w, self._block_r, self._exit_w)
+        return tuple(self._child_fds)
 
     def bwrap_args(self) -> list[str]:
         """Report the sandbox, and wait for the network before running the command."""
         return ["--json-status-fd", str(self._status_w), "--block-fd", str(self._block_r)]
+
+    def mounts(self) -> list[str]:
+        """What the sandbox mounts for its network, after the root's mounts: with slirp4netns,
+        a resolv.conf that names its DNS forwarder."""
+        return list(self._resolv)
 
     def started(self) -> None:
         """The stage has started (its bubblewrap holds its ends now): close ours."""
@@ -245,10 +259,17 @@ class StageNetwork:
             ) from exc
         try:
             if self.helper.kind == "slirp4netns":
-                self._start_slirp(net_fd, user_fd, end)
+                # Its DNS is its own forwarder (the sandbox's resolv.conf, see bwrap_args): no
+                # private name server needs a way through, so the walls go up alongside it.
+                walls = _LanWalls(net_fd, user_fd, lan_routes(None, ()))
+                try:
+                    self._start_slirp(net_fd, user_fd, end)
+                finally:
+                    walls.finish(end)
             else:
                 self._start_pasta(net_fd, user_fd, pid, end)
-            _wall_off_lan(net_fd, user_fd, pid, end)
+                routes = lan_routes(_default_gateway(pid), _resolvers())
+                _LanWalls(net_fd, user_fd, routes).finish(end)
         finally:
             os.close(net_fd)
             os.close(user_fd)
@@ -257,16 +278,21 @@ class StageNetwork:
     @staticmethod
     def _wait_loopback(pid: int, end: float) -> bool:
         """Wait until bubblewrap has brought up the sandbox's loopback (its first step in the
-        new namespace); False when the sandbox is gone. Both helpers bring loopback up too,
-        and one that does it first makes bubblewrap's own setup fail ("loopback: Failed
-        RTM_NEWADDR", seen in about one start in twenty here). Its local route in fib_trie
-        appears once loopback is up with 127.0.0.1."""
+        new namespace) and mapped its user ids; False when the sandbox is gone. Both helpers
+        bring loopback up too, and one that does it first makes bubblewrap's own setup fail
+        ("loopback: Failed RTM_NEWADDR", seen in about one start in twenty here). Its local
+        route in fib_trie appears once loopback is up with 127.0.0.1."""
         trie = f"/proc/{pid}/net/fib_trie"
+        uid_map = f"/proc/{pid}/uid_map"
         while True:
             try:
+                # bubblewrap maps its user namespace's ids only after loopback: until then a
+                # helper (or the LAN walls) joining it holds no capability in it (EPERM).
                 with open(trie, encoding="ascii") as table:
                     if "127.0.0.1" in table.read():
-                        return True
+                        with open(uid_map, encoding="ascii") as mapped:
+                            if mapped.read().strip():
+                                return True
             except OSError:
                 return False
             if time.monotonic() > end:
@@ -498,42 +524,67 @@ def _default_gateway(pid: int) -> str | None:
     return None
 
 
-def _wall_off_lan(net_fd: int, user_fd: int, pid: int, end: float) -> None:
-    """Make the LAN unreachable inside the sandbox's network (routes of its own namespace, set
-    from outside with `ip` before the command runs). Fails closed: no walls, no command."""
-    nsenter, ip = shutil.which("nsenter"), shutil.which("ip", path="/usr/sbin:/sbin:/usr/bin:/bin")
-    if nsenter is None or ip is None:
-        raise NetworkUnavailable(
-            "nsenter (util-linux) and ip (iproute2), which keep a command's network off your "
-            "local network, are not both installed"
-        )
-    batch = "\n".join(lan_routes(_default_gateway(pid), _resolvers())) + "\n"
+class _LanWalls:
+    """Make the LAN unreachable inside the sandbox's network: routes of its own namespace, set
+    from outside with `ip` (through `nsenter`) before the command runs. Started, then finished;
+    fails closed (no walls, no command)."""
+
+    def __init__(self, net_fd: int, user_fd: int, lines: Sequence[str]) -> None:
+        nsenter = shutil.which("nsenter", path=_SYSTEM_PATH)
+        ip = shutil.which("ip", path=_SYSTEM_PATH)
+        if nsenter is None or ip is None:
+            raise NetworkUnavailable(
+                "nsenter (util-linux) and ip (iproute2), which keep a command's network off "
+                "your local network, are not both installed"
+            )
+        self._lines = list(lines)
+        # The lines that must hold: every IPv4 one (a network without IPv6 refuses those).
+        self._required = {n for n, line in enumerate(self._lines, 1) if ":" not in line}
+        try:
+            self._proc = subprocess.Popen(
+                [nsenter, f"--user=/proc/self/fd/{user_fd}", f"--net=/proc/self/fd/{net_fd}",
+                 "--preserve-credentials", "--", ip, "-force", "-batch", "-"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=(user_fd, net_fd),
+                env={"PATH": _SYSTEM_PATH, "LANG": "C"},
+            )  # fmt: skip
+        except OSError as exc:
+            raise NetworkUnavailable(f"the local network could not be walled off ({exc})") from exc
+
+    def finish(self, end: float) -> None:
+        try:
+            _, err = self._proc.communicate(
+                ("\n".join(self._lines) + "\n").encode(), timeout=max(0.5, end - time.monotonic())
+            )
+        except subprocess.TimeoutExpired as exc:
+            self._proc.kill()
+            self._proc.wait()
+            raise NetworkUnavailable("the local network could not be walled off in time") from exc
+        said = err.decode("utf-8", "replace")
+        failed = {int(n) for n in re.findall(r"Command failed -:(\d+)", said)}
+        if failed & self._required or (self._proc.returncode != 0 and not failed):
+            first = next((line for line in said.splitlines() if line.strip()), "no reason given")
+            raise NetworkUnavailable(f"the local network could not be walled off ({first[:200]})")
+        if said.strip():
+            log.debug("walling off the LAN said: %s", said.strip()[:300])
+
+
+_SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _resolv_conf_data(resolv_conf: str = "/etc/resolv.conf") -> bytes:
+    """The sandbox's resolv.conf with slirp4netns: its DNS forwarder, the host's search and
+    options lines. The host's own name server may be a loopback stub (systemd-resolved's
+    127.0.0.53), which inside the sandbox is the sandbox's own loopback."""
+    kept = [f"nameserver {SLIRP_DNS}"]
     try:
-        done = subprocess.run(
-            [nsenter, f"--user=/proc/self/fd/{user_fd}", f"--net=/proc/self/fd/{net_fd}",
-             "--preserve-credentials", "--", ip, "-force", "-batch", "-"],
-            input=batch.encode(),
-            capture_output=True,
-            pass_fds=(user_fd, net_fd),
-            timeout=max(0.5, end - time.monotonic()),
-            check=False,
-            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"},
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise NetworkUnavailable(f"the local network could not be walled off ({exc})") from exc
-    said = done.stderr.decode("utf-8", "replace")
-    # IPv6 ranges fail where the sandbox's network has no IPv6 at all: nothing to wall off.
-    bad = [
-        line
-        for line in said.splitlines()
-        if line.strip() and "Command failed" not in line and "family" not in line
-        and "IPv6" not in line and "Permission denied" not in line
-    ]  # fmt: skip
-    v4_missing = done.returncode != 0 and any("unreachable 10.0.0.0/8" in line for line in bad)
-    if v4_missing:
-        raise NetworkUnavailable(f"the local network could not be walled off ({bad[-1][:200]})")
-    if said.strip():
-        log.debug("walling off the LAN said: %s", said.strip()[:300])
+        lines = Path(resolv_conf).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    kept += [line for line in lines if line.split()[:1] in (["search"], ["domain"], ["options"])]
+    return ("\n".join(kept) + "\n").encode()
 
 
 def _start_helper(argv: list[str], fds: Sequence[int]) -> subprocess.Popen[bytes]:

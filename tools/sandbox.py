@@ -412,6 +412,8 @@ def bwrap_args(
     if plan.network:
         # Name resolution often lives under /run (systemd-resolved's stub file).
         args += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]
+        if network is not None:
+            args += network.mounts()
     args += ["--dir", os.fspath(plan.home)]
     mounted: list[Path] = []
     for path in plan.read:

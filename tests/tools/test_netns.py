@@ -248,3 +248,14 @@ def test_the_lan_walls_keep_a_private_name_server_reachable_and_nothing_else():
     # The private resolver the sandbox's resolv.conf names stays reachable, through the gateway.
     assert "route add 10.255.255.53/32 via 10.0.2.2" in lines
     assert not any("192.0.2.53" in line or "127.0.0.53" in line for line in lines)
+
+
+@needs_bwrap
+def test_with_slirp4netns_names_resolve_through_its_forwarder_not_a_loopback_stub(tmp_path):
+    """A host resolving through systemd-resolved's 127.0.0.53 would leave the sandbox, whose
+    127.0.0.53 is its own loopback, with no name server: it is given slirp4netns's."""
+    helper = _helper("slirp4netns")
+    said, code = _run_networked(helper, tmp_path, ["/bin/cat", "/etc/resolv.conf"])
+    assert code == 0, said
+    assert said.splitlines()[0] == "nameserver 10.0.2.3"
+    assert "127.0.0.53" not in said
