@@ -146,7 +146,9 @@ def _plan_rows(plan: CallPlan) -> list[Row]:
                 tuple(f"{visible_path(path)}: {visible(when)}" for path, when in plan.startup),
             )
         )
-    if plan.stages or plan.mcp_server is not None or plan.network:
+    # "none" is said only for a command, whose plan always names its network; an MCP plan
+    # that names none may not know its server's (the row then says nothing rather than "none").
+    if plan.stages or plan.network:
         rows.append(Row("Network", (_network_words(plan.network),), exact=False))
     if plan.limits:
         rows.append(
