@@ -369,6 +369,11 @@ def test_doctor_reports_each_mcp_server_without_failing_for_one(notes, tmp_path)
     notes_check, gone_check = checks["MCP server notes"], checks["MCP server gone"]
     assert notes_check.ok
     assert notes_check.detail.startswith("connected, 9 tools (")
+    # It says the server runs sandboxed, and what it sees: its notes folder, and no more.
+    assert notes_check.detail.endswith(
+        f"; it runs in a sandbox: sees {notes} (read and change); your home, credentials and "
+        "Chamberlain's own files are hidden; no network"
+    )
     assert not gone_check.ok
     assert not gone_check.required
     assert "is not installed" in gone_check.detail
