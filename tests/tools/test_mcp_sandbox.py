@@ -4,6 +4,7 @@ the servers that really run in these walls are tests/security/test_mcp_containme
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -185,3 +186,25 @@ def test_a_write_into_a_read_only_folder_fails_saying_the_settings_do_not_let_it
         '(its sandbox shows it its folders read-only: its settings do not say "write": true)'
     )
     assert not (notes / "new.txt").exists()
+
+
+@pytest.mark.skipif(not sandbox_status().available, reason="no sandbox here")
+@pytest.mark.skipif(shutil.which("npx") is None, reason="npx is not installed")
+def test_a_server_npx_must_fetch_fails_at_once_saying_its_sandbox_has_no_network(places):
+    """The entry people paste (`npx -y PACKAGE`), for a package not in the server's cache: npx
+    is told to stay offline, so it fails in a moment rather than after its retries, and the
+    status says why and what to do. Nothing is fetched: the sandbox has no network."""
+    config = McpServerConfig(
+        command="npx", args=("-y", "@modelcontextprotocol/server-everything"), connect_timeout_s=60
+    )
+    hub = McpHub({"everything": config}, ToolRegistry(), places=places)
+    try:
+        hub.ensure()
+        status = hub.server_status("everything")
+    finally:
+        hub.close()
+    assert status.state == "failed"
+    assert (status.last_error or "").endswith(
+        "its sandbox has no network, so npx could not fetch the server's package: install the "
+        'package and name its program in the entry\'s command, or give the entry "network": true'
+    )

@@ -583,6 +583,9 @@ class McpHub:
             words = stdio.last_words()
             if words:
                 parts.append(f"it said: {words}")
+            hint = _offline_hint(link, stdio)
+            if hint:
+                parts.append(hint)
         if exc is not None and not parts:
             parts.append(_exception_words(exc))
         return "; ".join(parts) or "the connection ended"
@@ -770,6 +773,28 @@ class McpHub:
                 link, exc
             )
         return f"the MCP server '{link.name}' could not run {remote}: {_exception_words(exc)}"
+
+
+# Programs that fetch a server's package before running it (and so need the network once).
+_FETCHERS = frozenset({"npx", "npm", "pnpm", "bunx", "uvx", "uv", "pipx"})
+_OFFLINE_WORDS = ("enotcached", "offline", "eai_again", "network is unreachable")
+
+
+def _offline_hint(link: _Link, stdio: StdioLink) -> str:
+    """Why a server that npx (uvx, …) had to fetch stopped at once, when its sandbox is why."""
+    launch, command = link.launch, link.config.command or ""
+    if launch is None or launch.plan is None or launch.plan.network:
+        return ""
+    if command.rsplit("/", 1)[-1] not in _FETCHERS:
+        return ""
+    said = b"".join(stdio.stderr_tail).decode("utf-8", "replace").lower()
+    if not any(word in said for word in _OFFLINE_WORDS):
+        return ""
+    return (
+        f"its sandbox has no network, so {command.rsplit('/', 1)[-1]} could not fetch the "
+        "server's package: install the package and name its program in the entry's command, "
+        'or give the entry "network": true'
+    )
 
 
 def _read_only_hint(link: _Link, said: str) -> str:
