@@ -313,9 +313,7 @@ def test_a_request_that_runs_code_that_cannot_be_shown_offers_only_once_and_says
     ],
     ids=["high-risk command", "exact command", "high-risk file write"],
 )
-def test_always_allow_is_not_offered_where_the_broker_will_not_save_it_and_says_why(
-    show, request_
-):
+def test_always_allow_is_not_offered_where_the_broker_will_not_save_it_and_says_why(show, request_):
     question, dialog = show(request_)
     assert Choice.ALWAYS not in dialog.choice_buttons
     assert dialog.always_rule is None
