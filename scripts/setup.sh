@@ -68,6 +68,15 @@ if [ ${#screen_apt[@]} -gt 0 ]; then
   fi
 fi
 
+# A command's own network (slirp4netns, pasta) opens /dev/net/tun as the user who runs it: a
+# desktop's udev makes it 0666, a container often leaves it 0600 (root only), and then the tests
+# that run commands as nobody cannot give them a network. Only for the tests, only as root.
+if $for_tests && [ "$(id -u)" = 0 ] && [ -c /dev/net/tun ] \
+  && [ "$(stat -c %a /dev/net/tun)" != 666 ]; then
+  echo "setup: /dev/net/tun is $(stat -c %a /dev/net/tun); making it 0666 as udev does" >&2
+  chmod 0666 /dev/net/tun
+fi
+
 stamp=.venv/.installed
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
