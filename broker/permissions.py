@@ -33,6 +33,7 @@ from broker.clock import Clock
 from broker.events import PermissionAnswered, PermissionAsked, PermissionOutcome, TurnObserver, emit
 from broker.filelock import held, keep_folder_owner
 from broker.types import Grant, GrantMode
+from tools.escapes import visible_path
 from tools.manual import PATH_SCOPED, CallPlan, Capability, Reversibility, Risk
 from tools.paths import resolve_path
 from tools.scopes import (
@@ -1203,11 +1204,21 @@ class PermissionBroker:
         scope, from_user = self.proposed_scope(capability, targets, user_scopes)
         runs_code = any(t.startswith(CODE_TARGET) for t in targets)
         if runs_code and not from_user:
-            why = (
-                f"{tool} would run code that cannot be shown here "
-                f"({describe_scope(capability, scope)}); Chamberlain runs such commands only "
-                "when you type them yourself"
-            )
+            startup = plan.startup if plan is not None else ()
+            if startup:
+                # A place that runs code later (an rc file, a git hook): say which and when.
+                place, when = startup[0]
+                more = f" and {len(startup) - 1} more such place(s)" if len(startup) > 1 else ""
+                why = (
+                    f"{tool} would change {visible_path(place)}, which {when}{more}; Chamberlain "
+                    "changes such places only when you type the command yourself"
+                )
+            else:
+                why = (
+                    f"{tool} would run code that cannot be shown here "
+                    f"({describe_scope(capability, scope)}); Chamberlain runs such commands "
+                    "only when you type them yourself"
+                )
             record(AuditEvent.PERMISSION_DENIED, scope, why="runs_code")
             answered(scope, "refused")
             return Denial(status="refused", reason=why, capability=capability, scope=scope)
