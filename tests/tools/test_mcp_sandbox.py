@@ -208,3 +208,22 @@ def test_a_server_npx_must_fetch_fails_at_once_saying_its_sandbox_has_no_network
         "its sandbox has no network, so npx could not fetch the server's package: install the "
         'package and name its program in the entry\'s command, or give the entry "network": true'
     )
+
+
+@pytest.mark.skipif(not sandbox_status().available, reason="no sandbox here")
+def test_a_folder_named_through_a_symlink_is_found_where_the_settings_name_it(places, tmp_path):
+    """`~/notes` a link to a folder elsewhere (a synced drive): the server, told `~/notes`,
+    finds its notes there inside its sandbox (and at the real place)."""
+    real = write_notes(tmp_path / "drive" / "notes")
+    (places.home / "notes").symlink_to(real)
+    config = notes_config(places.home / "notes", write=False)
+    roots = server_roots(config, places)
+    assert roots.roots == (real,)
+    assert roots.aliases == ((places.home / "notes", real),)
+    hub = McpHub({"notes": config}, ToolRegistry(), places=places)
+    try:
+        hub.ensure()
+        listed = hub.call("notes", "list_notes", {}).text
+    finally:
+        hub.close()
+    assert listed.split() == ["groceries.txt", "ideas.md"]

@@ -113,6 +113,10 @@ class ServerRoots:
     writable: bool = False
     left_out: tuple[tuple[str, str], ...] = ()
     cwd: Path | None = None
+    # (where the settings name a root, where it really is) for a root named through a symlink
+    # (`~/notes` -> /data/notes): shown at the written place too, read-only (writes go to the
+    # real place, where the startup places in it are held).
+    aliases: tuple[tuple[Path, Path], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,7 @@ def server_roots(config: McpServerConfig, places: ServerPlaces) -> ServerRoots:
     found: list[Path] = []
     code: list[Path] = []
     left: list[tuple[str, str]] = []
+    named: list[tuple[Path, Path]] = []
 
     def consider(raw: str, *, shown: str | None = None, is_cwd: bool = False) -> Path | None:
         """`raw` resolved, if it is a root; a left-out one is said as `shown` (as written)."""
@@ -185,6 +190,9 @@ def server_roots(config: McpServerConfig, places: ServerPlaces) -> ServerRoots:
             code.append(path)
         else:
             found.append(path)
+        written = Path(os.path.normpath(os.path.join(base or "/", os.path.expanduser(text))))
+        if written.is_absolute() and written != path and private.hit(written) is None:
+            named.append((written, path))
         return path
 
     cwd: Path | None = None
@@ -197,12 +205,16 @@ def server_roots(config: McpServerConfig, places: ServerPlaces) -> ServerRoots:
         value = _option_value(arg)
         if _looks_like_path(value) or (base is not None and os.path.lexists(base / value)):
             consider(value, shown=written)
+    shown = (*found, *code)
+    # A written place inside another root is seen there already (through its symlink).
+    aliases = [(w, r) for w, r in named if not any(within(w, other) for other in shown)]
     return ServerRoots(
         roots=tuple(dict.fromkeys(found)),
         code=tuple(dict.fromkeys(p for p in code if p not in found)),
         writable=config.write,
         left_out=tuple(left),
         cwd=cwd,
+        aliases=tuple(dict.fromkeys(aliases)),
     )
 
 
@@ -407,8 +419,13 @@ def server_launch(
         raise
     if not walls or walls[-1] != "--":
         raise RuntimeError("the sandbox's arguments do not end where the program begins")
+    seen = [
+        arg
+        for written, real in roots.aliases
+        for arg in ("--ro-bind", os.fspath(real), os.fspath(written))
+    ]
     # The server's cache last: after the covers over Chamberlain's folder, which holds it.
-    walls = [*walls[:-1], "--bind", os.fspath(cache), os.fspath(cache), "--"]
+    walls = [*walls[:-1], *seen, "--bind", os.fspath(cache), os.fspath(cache), "--"]
     env = command_environment(os.environ, home=plan.home, cwd=cwd, search_path=search_path)
     env.update({"npm_config_cache": os.fspath(cache / "npm"), "XDG_CACHE_HOME": os.fspath(cache)})
     if not config.network:
