@@ -283,6 +283,8 @@ def test_test_reports_connected_tools_server_and_time(user, notes, servers):
 
     data = json.loads(run_cli(user, "mcp", "test", "notes", "--json").stdout)
     assert (data["ok"], data["state"], data["server_info"]) == (True, "connected", "notes-test 1.0")
+    assert data["sandboxed"] is True
+    assert data["sandbox"].startswith(f"runs in a sandbox: sees {notes} (read only)")
     assert set(data["tools"]) == NOTES_TOOLS
     assert 0 < data["seconds"] < 30
     assert_nothing_left_running(notes)
