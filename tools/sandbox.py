@@ -357,12 +357,12 @@ def _is_setuid(program: str) -> bool:
 
 def _base_args(*, network: bool, status: SandboxStatus) -> list[str]:
     """The namespaces and limits of every command: a new session (no TIOCSTI into the terminal),
-    killed with its parent, no capabilities, and no user namespaces of its own. `network` here
-    means the host's network namespace (only a caller without a `StageNetwork`, see
-    `bwrap_args`); a command's network is a namespace of its own (tools.netns)."""
-    args = ["--die-with-parent", "--new-session", "--unshare-all"]
+    killed with its parent, no capabilities, and no user namespaces of its own. Never the host's
+    network namespace: a sandbox's network is a namespace of its own (tools.netns), so
+    `network` must be False (kept for callers' clarity)."""
     if network:
-        args.append("--share-net")
+        raise NetworkUnavailable("a sandbox never shares the host's network namespace")
+    args = ["--die-with-parent", "--new-session", "--unshare-all"]
     args += ["--cap-drop", "ALL"]
     args += status.userns or USERNS_WAYS[0]
     return args
@@ -392,12 +392,12 @@ def bwrap_args(
     """The bubblewrap arguments (program excluded) that run `argv` inside `plan`'s walls, the
     way `status` (default: this machine's probe) found bubblewrap works here.
 
-    A plan with the network and a `network` gets a network namespace of its own that `network`
-    attaches to (tools.netns): never the host's. Without `network`, such a plan shares the
-    host's network namespace: only MCP servers with `"network": true` still do (TODO(H4, issue
-    20): attach a StageNetwork there too); commands never (`wrap_stage` requires one)."""
+    A plan with the network needs a `network`: a network namespace of its own that `network`
+    attaches to (tools.netns), never the host's (without one it raises NetworkUnavailable)."""
     status = status if status is not None else sandbox_status()
-    args = _base_args(network=plan.network and network is None, status=status)
+    if plan.network and network is None:
+        raise NetworkUnavailable("a networked sandbox was given no network of its own")
+    args = _base_args(network=False, status=status)
     if plan.network and network is not None:
         args += network.bwrap_args()
     shm = plan.limits.shm_bytes if plan.limits is not None else SHM_SIZE_BYTES

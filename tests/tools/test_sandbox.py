@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tools.manual import ToolRefused
+from tools.netns import NetworkHelper, NetworkUnavailable, StageNetwork
 from tools.private import private_places
 from tools.registry import ToolConfig
 from tools.sandbox import (
@@ -85,10 +86,15 @@ def test_a_plan_hides_every_home_and_mounts_only_what_the_call_names(user):
 def test_a_write_plan_binds_its_folder_writable_and_network_only_when_asked(user):
     docs = user / "Documents"
     plan = SandboxPlan(cwd=docs, home=user, read=(docs,), write=(docs,), network=True)
-    args = bwrap_args(plan, ["/bin/touch", "x"])
+    # The network is one of its own (tools/netns.py), never the host's: without it, no walls.
+    with pytest.raises(NetworkUnavailable):
+        bwrap_args(plan, ["/bin/touch", "x"])
+    with StageNetwork(NetworkHelper(True, "slirp4netns", "/bin/true", "stand-in")) as network:
+        args = bwrap_args(plan, ["/bin/touch", "x"], network=network)
     assert _pairs(args, "--bind") == [str(docs)]
     assert str(docs) not in _pairs(args, "--ro-bind")
-    assert "--share-net" in args
+    assert "--share-net" not in args
+    assert "--block-fd" in args  # the command waits for its network
     assert plan.describe() == "can change files in ~/Documents; uses the network"
     read_only = SandboxPlan(cwd=docs, home=user, read=(docs,))
     assert read_only.describe() == "reads ~/Documents; changes nothing; no network"
