@@ -227,3 +227,17 @@ def test_a_folder_named_through_a_symlink_is_found_where_the_settings_name_it(pl
     finally:
         hub.close()
     assert listed.split() == ["groceries.txt", "ideas.md"]
+
+
+@pytest.mark.skipif(not sandbox_status().available, reason="no sandbox here")
+def test_a_writing_server_given_a_place_that_runs_code_gets_it_read_only_and_says_so(
+    places, tmp_path
+):
+    notes = write_notes(tmp_path / "notes")
+    hooks = tmp_path / "repo" / ".git"
+    (hooks / "hooks").mkdir(parents=True)
+    config = McpServerConfig(command=sys.executable, args=(str(notes), str(hooks)), write=True)
+    launch = server_launch("mixed", config, places, ScratchHomes(places))
+    assert launch.plan is not None
+    assert launch.plan.write == (notes,)
+    assert f"sees {notes} (read and change); {hooks} (read only: it runs code" in launch.words

@@ -39,7 +39,6 @@ builds the walls of one server's program from its settings.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import os
 import re
@@ -59,6 +58,7 @@ from tools.sandbox import (
     SandboxStatus,
     bwrap_args,
     command_environment,
+    macos_profile,
     sandbox_status,
 )
 from tools.startup_places import place_of, places_in
@@ -330,14 +330,27 @@ def _short(path: Path, home: Path) -> str:
     return os.fspath(path)
 
 
-def describe(roots: ServerRoots, network: bool, home: Path) -> str:
-    """What a sandboxed server sees, for `mcp test`, doctor and the log."""
-    shown = [_short(p, home) for p in roots.roots]
-    if shown:
-        how = "read and change" if roots.writable else "read only"
-        sees = f"sees {', '.join(shown)} ({how})"
-    else:
-        sees = "sees none of your files"
+def describe(
+    roots: ServerRoots,
+    network: bool,
+    home: Path,
+    writable: tuple[Path, ...] = (),
+    kept: tuple[Path, ...] = (),
+) -> str:
+    """What a sandboxed server sees, for `mcp test`, doctor and the log: its roots, which it may
+    change (`writable`), and which stay read-only although it may write (`kept`: a startup place
+    or too big to search for one)."""
+    changed = [_short(p, home) for p in roots.roots if p in writable]
+    read = [_short(p, home) for p in roots.roots if p not in writable and p not in kept]
+    held = [_short(p, home) for p in kept]
+    parts = [f"{', '.join(changed)} (read and change)"] if changed else []
+    parts += [f"{', '.join(read)} (read only)"] if read else []
+    if held:
+        parts.append(
+            f"{', '.join(held)} (read only: it runs code at login or in git, or holds too many "
+            "folders to check for such places)"
+        )
+    sees = f"sees {'; '.join(parts)}" if parts else "sees none of your files"
     words = (
         f"runs in a sandbox: {sees}; your home, credentials and Chamberlain's own files are "
         f"hidden; {'a network of its own (internet only)' if network else 'no network'}"
@@ -384,17 +397,6 @@ def server_launch(
         )
     cache = homes.of(name)
     writable, keep, kept_whole = _writable(roots, places) if roots.writable else ((), (), ())
-    if kept_whole:
-        roots = dataclasses.replace(
-            roots,
-            left_out=(
-                *roots.left_out,
-                *(
-                    (os.fspath(p), "kept read-only: it holds or is a place that runs code")
-                    for p in kept_whole
-                ),
-            ),
-        )
     visible = (*roots.roots, *roots.code)
     programs = program_places(program, places.home, visible)
     cwd = roots.cwd if roots.cwd is not None else Path("/")
@@ -408,6 +410,17 @@ def server_launch(
         private=places.private(),
         hide=tuple(_real(d) for d in places.app_dirs),
     )
+    env = command_environment(os.environ, home=plan.home, cwd=cwd, search_path=search_path)
+    env.update({"npm_config_cache": os.fspath(cache / "npm"), "XDG_CACHE_HOME": os.fspath(cache)})
+    if not config.network:
+        env.update(_OFFLINE_ENV)
+    env.update(extra)
+    words = describe(roots, config.network, places.home, writable, kept_whole)
+    if os.path.basename(status.program) == "sandbox-exec":
+        # UNTESTED, as tools/sandbox.py's macOS profile is: no macOS machine here.
+        profile = macos_profile(plan)
+        argv_mac = (status.program, "-p", profile, program, *args)
+        return Launch(argv_mac, env, os.fspath(cwd), plan, words, cache, roots)
     # Never the host's network: a namespace of its own (NetworkUnavailable, an OSError, says
     # what is missing where none can be had; the server is then not started).
     network = StageNetwork() if config.network else None
@@ -426,11 +439,5 @@ def server_launch(
     ]
     # The server's cache last: after the covers over Chamberlain's folder, which holds it.
     walls = [*walls[:-1], *seen, "--bind", os.fspath(cache), os.fspath(cache), "--"]
-    env = command_environment(os.environ, home=plan.home, cwd=cwd, search_path=search_path)
-    env.update({"npm_config_cache": os.fspath(cache / "npm"), "XDG_CACHE_HOME": os.fspath(cache)})
-    if not config.network:
-        env.update(_OFFLINE_ENV)
-    env.update(extra)
     argv = (status.program, *walls, program, *args)
-    words = describe(roots, config.network, places.home)
     return Launch(argv, env, None, plan, words, cache, roots, network)
