@@ -101,6 +101,8 @@ class FlagPrompter:
         for rule in self.rules:
             if rule.capability != request.capability.value:
                 continue
+            if request.asked_anew and rule.mode != "deny":
+                continue  # set before this question existed: only the person may allow it
             if rule.scope is None:
                 matches = request.user_scope
             else:
@@ -129,7 +131,7 @@ class FlagPrompter:
                 duration_s=(self.timed_s or request.timed_s) if mode is GrantMode.TIMED else None,
                 reason="rule",
             )
-        if self.approve_all == "once":
+        if self.approve_all == "once" and not request.asked_anew:
             return PromptDecision(allow=True, mode=GrantMode.ONCE, reason="rule")
         if self.approve_all == "deny":
             return PromptDecision(allow=False, reason="user")

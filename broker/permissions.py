@@ -106,6 +106,9 @@ class PermissionRequest(BaseModel):
     always_unavailable: str = ""
     # How long an "Allow for" answer lasts unless the person picks another duration.
     timed_s: float = 300.0
+    # No rule set before this question existed may allow it (private data came in this turn):
+    # only a person who sees it can, so a front end with standing rules asks or denies.
+    asked_anew: bool = False
 
 
 # "cancelled": the person stopped the turn while the prompt was open (not a denial).
@@ -1243,6 +1246,7 @@ class PermissionBroker:
             reason=fresh.reason if fresh is not None else "",
             always_unavailable=self._why_no_rule(capability, scope, risk, once_only),
             timed_s=self.timed_default_s,
+            asked_anew=fresh is not None,
         )
         record(
             AuditEvent.PERMISSION_CHECK,

@@ -589,6 +589,36 @@ def test_at_the_terminal_the_whole_address_is_shown_and_only_once_can_be_answere
     assert web.hits == []
 
 
+def test_at_the_terminal_a_standing_rule_does_not_answer_it_the_person_is_asked_and_decides(
+    scripted_server: ServerFactory, web: WebServer, user: Path
+) -> None:
+    """`--approve web_access=session` was given before the address existed: with a terminal
+    attached, the person is asked (not silently denied), and their "once" lets exactly this
+    request through."""
+    model = scripted_server(
+        [
+            ToolCalls([("file_read", {"path": "~/Documents/notes.txt"})]),
+            exfiltrate(web),
+            Text("Done."),
+        ]
+    )
+    argv = [sys.executable, "-m", "app.cli", "ask", DISCOVER, "--json", "--llm", model.base_url]
+    argv += ["--approve", "file_read=once:~/Documents"]
+    argv += ["--approve", "web_access=session:domain:localhost"]
+    terminal = Terminal(argv, user, cli_env_for(user, cli_env()))
+    shown = terminal.wait_for(b"Allow? ")
+    assert "this turn has read private data (~/Documents/notes.txt)" in shown
+    assert "Allow? [o]nce, [N]o" in shown
+    terminal.type("o")
+    out = terminal.finish()
+
+    assert [(c["tool"], c["status"]) for c in out["tool_calls"]] == [
+        ("file_read", "ok"),
+        ("web_fetch", "ok"),
+    ]
+    assert len(web.hits) == 1
+
+
 # --- as a normal user -----------------------------------------------------------------------
 
 
