@@ -270,7 +270,8 @@ def test_the_reviews_patch_in_the_home_lists_each_startup_place_and_is_never_run
     outcome = rig.run("patch -p0 -i Documents/typo-fix.diff", cwd=home)
     assert outcome.record.status == "refused", outcome.record.reason
     # The refusal names the place and when it would run, not "code that cannot be shown".
-    assert "which runs" in outcome.record.reason and "more such place" in outcome.record.reason
+    assert "which runs" in outcome.record.reason
+    assert "more such place" in outcome.record.reason
     assert "cannot be shown" not in outcome.record.reason
     assert rig.prompter.asked == []
     assert rig.home.digest() == before
