@@ -2,10 +2,14 @@
 ends, SIGKILL included — together with everything it started: a server that daemonises (double
 fork, setsid) or that ignores the end of its input included.
 
-Preferred: bubblewrap, only for the lifetime for now (the whole file system is bound as it is;
-issue 20 narrows it into a sandbox). The server gets a PID namespace of its own
-(`--unshare-pid`) whose first process dies with Chamberlain (`--die-with-parent`), and when that
-process dies the kernel ends every process in the namespace: nothing in it can leave or hide.
+A server in its sandbox (tools/mcp/sandbox.py, the default) needs none of this: the sandbox's
+own PID namespace, with `--die-with-parent`, gives the same lifetime in the same bubblewrap.
+This is for a server whose settings turn its sandbox off (`"sandbox": false`).
+
+Preferred: bubblewrap, for the lifetime only (the whole file system is bound as it is). The
+server gets a PID namespace of its own (`--unshare-pid`) whose first process dies with
+Chamberlain (`--die-with-parent`), and when that process dies the kernel ends every process in
+the namespace: nothing in it can leave or hide.
 Where bubblewrap cannot make a PID namespace (not installed, user namespaces turned off), the
 supervisor in tools/mcp/supervise.py (a child subreaper with a parent-death signal) does the same
 from outside the server. The installed bundle cannot run that script (it has no interpreter of
