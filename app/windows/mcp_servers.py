@@ -291,6 +291,20 @@ class McpServersSection(QGroupBox):
             "How its tools are classed where you have not said otherwise; it decides which "
             "permission each one asks for.",
         )
+        # The server's sandbox (tools/mcp/sandbox.py): what it may do beyond reading the
+        # folders its command names. Running it unsandboxed stays a choice made in the file.
+        self.write_box = QCheckBox("May change files in the folders its command names")
+        self.write_box.setToolTip(
+            "Off: it sees those folders read-only. Your startup files (shell rc files, "
+            "autostart, .git) stay read-only either way."
+        )
+        self._field(form, "write", "Sandbox", self.write_box)
+        self.network_box = QCheckBox("May use the internet")
+        self.network_box.setToolTip(
+            "A network of its own: the internet only, never this computer's other services "
+            "or your local network. Off: no network at all."
+        )
+        self._field(form, "network", "", self.network_box)
         self.enabled_box = QCheckBox("Connect to this server")
         self._field(form, "enabled", "", self.enabled_box)
 
@@ -533,6 +547,8 @@ class McpServersSection(QGroupBox):
         category = config.default_category if config is not None else None
         self.category_box.setCurrentIndex(max(0, self.category_box.findData(category)))
         self.enabled_box.setChecked(config.enabled if config is not None else True)
+        self.write_box.setChecked(config.write if config is not None else False)
+        self.network_box.setChecked(config.network if config is not None else False)
         for field in self.fields.values():
             field.set_error(None)
         self.editor.show()
@@ -574,6 +590,8 @@ class McpServersSection(QGroupBox):
         except ValueError as exc:
             errors["env"] = str(exc)
         data["enabled"] = self.enabled_box.isChecked()
+        data["write"] = self.write_box.isChecked()
+        data["network"] = self.network_box.isChecked()
         data["default_category"] = self.category_box.currentData()
         if not name:
             errors["name"] = "Give the server a name. " + _NAME_RULE

@@ -204,6 +204,28 @@ def test_a_server_added_in_the_form_is_saved_and_its_status_follows_the_hub(
     assert set(load_settings(app_home).mcp.servers) == {"ghost", "jotter", "notes"}
 
 
+def test_the_form_shows_and_saves_what_the_servers_sandbox_allows(qtbot, run, window, app_home):
+    """Writing and the network are shown as the entry has them and changed by keyboard; the
+    saved entry stays sandboxed."""
+    section = window.mcp
+    before = load_settings(app_home).mcp.servers["notes"]
+    section.open_editor("notes")
+    assert section.write_box.isChecked() is before.write
+    assert section.network_box.isChecked() is before.network
+    qtbot.keyClick(section.write_box, Qt.Key.Key_Space)  # by keyboard, as a person would
+    qtbot.keyClick(section.network_box, Qt.Key.Key_Space)
+
+    assert run(section.save_server()) is True
+
+    saved = load_settings(app_home).mcp.servers["notes"]
+    assert saved.write is not before.write
+    assert saved.network is not before.network
+    assert saved.sandbox is True
+    section.open_editor("notes")
+    assert section.write_box.isChecked() is saved.write
+    assert section.network_box.isChecked() is saved.network
+
+
 def test_a_removed_server_is_gone_from_settings_json_and_from_the_list(run, window, app_home):
     """Removes without the confirmation box (`confirm` is the windows' one shared seam)."""
     section = window.mcp
