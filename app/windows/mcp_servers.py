@@ -291,6 +291,8 @@ class McpServersSection(QGroupBox):
             "How its tools are classed where you have not said otherwise; it decides which "
             "permission each one asks for.",
         )
+        self.enabled_box = QCheckBox("Connect to this server")
+        self._field(form, "enabled", "", self.enabled_box)
         # The server's sandbox (tools/mcp/sandbox.py): what it may do beyond reading the
         # folders its command names. Running it unsandboxed stays a choice made in the file.
         self.write_box = QCheckBox("May change files in the folders its command names")
@@ -305,8 +307,6 @@ class McpServersSection(QGroupBox):
             "or your local network. Off: no network at all."
         )
         self._field(form, "network", "", self.network_box)
-        self.enabled_box = QCheckBox("Connect to this server")
-        self._field(form, "enabled", "", self.enabled_box)
 
         buttons = QHBoxLayout()
         buttons.addStretch(1)
