@@ -26,6 +26,7 @@ from tools.files import _PrivateCheck, _refuse_private_path
 from tools.manual import CallPlan, ToolRefused
 from tools.paths import MAX_PATH_CHARS, resolve_path
 from tools.private import PrivatePlaces
+from tools.startup_places import place_of
 
 # Nested deeper than this, an argument is not looked into further (the runner caps its size).
 MAX_DEPTH = 64
@@ -96,6 +97,30 @@ def checked_arguments(
                 if plain:
                     named.append(path)
     return list(dict.fromkeys(named))
+
+
+def refuse_startup_places(
+    tool: str,
+    arguments: Mapping[str, Any],
+    *,
+    home: Path,
+    bases: Sequence[Path] = (),
+    app_dirs: Sequence[Path] = (),
+) -> None:
+    """ToolRefused when a tool that changes things names a place that runs code later (an rc
+    file, autostart, a repository's .git, a .pth file; tools/startup_places.py), existing or
+    not (a write creates it). Its sandbox holds such places read-only whatever the grant, and
+    an HTTP or unsandboxed server has no sandbox: the call is refused before the prompt, saying
+    where and when it would run."""
+    for name, value in arguments.items():
+        for _, text in _strings(value, name):
+            for path, _plain in _candidates(text, home, bases):
+                place = place_of(path, home, app_dirs)
+                if place is not None:
+                    raise ToolRefused(
+                        f"refused: {tool} would change {visible_path(os.fspath(path))}, which "
+                        f"{place.when}; an MCP server never changes such places"
+                    )
 
 
 def call_plan(

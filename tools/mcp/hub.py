@@ -31,7 +31,7 @@ from typing import Any, Literal
 import anyio
 
 from tools.manual import Prepared, Tool, ToolError, ToolManual, ToolResult, ToolTimedOut
-from tools.mcp.arguments import call_plan, checked_arguments
+from tools.mcp.arguments import call_plan, checked_arguments, refuse_startup_places
 from tools.mcp.classify import (
     SchemaRejected,
     audited_arguments,
@@ -696,6 +696,14 @@ class McpHub:
             files = checked_arguments(
                 name, arguments, private=private, home=self.places.home, bases=bases
             )
+            if kind.mutating:
+                refuse_startup_places(
+                    name,
+                    arguments,
+                    home=self.places.home,
+                    bases=bases,
+                    app_dirs=self.places.app_dirs,
+                )
             plan = call_plan(server, remote_name, arguments, files)
             return Prepared(arguments, (target,), kind.reversibility, call_plan=plan)
 
