@@ -372,6 +372,31 @@ def _exists(path: Path) -> bool:
     return os.path.lexists(path)
 
 
+def installation_places(
+    executables: Iterable[str], home: Path, visible: Sequence[Path]
+) -> list[Path]:
+    """What the sandbox must show read-only for programs installed where it hides things.
+
+    A program under a home folder (`~/.local/bin/tool`, a pyenv or nvm install, a venv) needs
+    its whole installation, not just its file: the top folder it lies in under the hidden area
+    (`~/.pyenv`, `~/.local`). A program already inside a place the call sees needs nothing
+    more. Private places inside stay covered.
+    """
+    # The deepest hidden area a program lies in decides (the home, even inside /tmp).
+    areas = [Path(p) for p in HIDDEN_TOP] + [home]
+    tops = sorted(areas, key=lambda t: len(t.parts), reverse=True)
+    places: list[Path] = []
+    for exe in executables:
+        for candidate in dict.fromkeys([Path(exe), Path(os.path.realpath(exe))]):
+            if any(is_within(candidate, seen) for seen in visible):
+                continue
+            for top in tops:
+                if candidate != top and is_within(candidate, top):
+                    places.append(top / candidate.relative_to(top).parts[0])
+                    break
+    return list(dict.fromkeys(places))
+
+
 def hidden_roots(home: Path, hide: Sequence[Path] = ()) -> list[Path]:
     """The folders the sandbox covers with an empty tmpfs before mounting a call's own places:
     HIDDEN_TOP, the user's home and `hide`, each once (none inside another)."""

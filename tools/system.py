@@ -105,6 +105,7 @@ from tools.sandbox import (
     SandboxStatus,
     command_environment,
     hidden_roots,
+    installation_places,
     sandbox_status,
     wrap_stage,
 )
@@ -708,7 +709,7 @@ class _CommandTool:
         # Only what was named is visible: the folder the call names (never the home by
         # default) and the places its arguments name.
         visible = (named, *places) if named is not None else tuple(places)
-        programs = _program_places(executables, self.home, visible)
+        programs = installation_places(executables, self.home, visible)
         writes = self._writes(check, cwd, visible, env["PATH"], private)
         target = check.target
         if writes.startup and check.code is None:
@@ -1101,29 +1102,6 @@ def _names(operand: str, path: Path, cwd: Path, home: Path) -> bool:
 def _hidden(path: Path, home: Path) -> bool:
     """Whether the sandbox hides `path` unless it is mounted for the call."""
     return any(is_within(path, root) for root in hidden_roots(home))
-
-
-def _program_places(executables: Sequence[str], home: Path, visible: Sequence[Path]) -> list[Path]:
-    """What the sandbox must show read-only for programs installed where it hides things.
-
-    A program under a home folder (`~/.local/bin/tool`, a pyenv or nvm install, a venv) needs
-    its whole installation, not just its file: the top folder it lies in under the hidden area
-    (`~/.pyenv`, `~/.local`). A program already inside a place the call sees needs nothing
-    more. Private places inside stay covered.
-    """
-    # The deepest hidden area a program lies in decides (the home, even inside /tmp).
-    areas = [Path(p) for p in HIDDEN_TOP] + [home]
-    tops = sorted(areas, key=lambda t: len(t.parts), reverse=True)
-    places: list[Path] = []
-    for exe in executables:
-        for candidate in dict.fromkeys([Path(exe), Path(os.path.realpath(exe))]):
-            if any(is_within(candidate, seen) for seen in visible):
-                continue
-            for top in tops:
-                if candidate != top and is_within(candidate, top):
-                    places.append(top / candidate.relative_to(top).parts[0])
-                    break
-    return list(dict.fromkeys(places))
 
 
 def _refuse_sockets(place: Path) -> None:

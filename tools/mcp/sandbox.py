@@ -50,14 +50,14 @@ from pathlib import Path
 from tools.mcp.config import McpServerConfig
 from tools.mcp.lifetime import containment, wrapped
 from tools.netns import StageNetwork
-from tools.paths import is_within, resolve_path
+from tools.paths import resolve_path
 from tools.private import PrivatePlaces, private_places, within
 from tools.sandbox import (
-    HIDDEN_TOP,
     SandboxPlan,
     SandboxStatus,
     bwrap_args,
     command_environment,
+    installation_places,
     macos_profile,
     sandbox_status,
 )
@@ -254,22 +254,6 @@ def _real(path: Path) -> Path:
         return path
 
 
-def program_places(program: str, home: Path, visible: tuple[Path, ...]) -> list[Path]:
-    """The installation a program lies in, where the sandbox would hide it: the top folder under
-    the hidden area (`~/.nvm`, `~/.local`, a venv's project folder). One already visible needs
-    nothing; private places inside stay covered."""
-    areas = sorted([Path(p) for p in HIDDEN_TOP] + [home], key=lambda t: len(t.parts), reverse=True)
-    places: list[Path] = []
-    for candidate in dict.fromkeys([Path(program), _real(Path(program))]):
-        if any(is_within(candidate, seen) for seen in visible):
-            continue
-        for top in areas:
-            if candidate != top and is_within(candidate, top):
-                places.append(top / candidate.relative_to(top).parts[0])
-                break
-    return list(dict.fromkeys(places))
-
-
 def find_program(command: str, path: str) -> str:
     """The program to start, found on `path` (the server's PATH), or FileNotFoundError."""
     if os.sep in command:
@@ -398,7 +382,7 @@ def server_launch(
     cache = homes.of(name)
     writable, keep, kept_whole = _writable(roots, places) if roots.writable else ((), (), ())
     visible = (*roots.roots, *roots.code)
-    programs = program_places(program, places.home, visible)
+    programs = installation_places([program], places.home, visible)
     cwd = roots.cwd if roots.cwd is not None else Path("/")
     plan = SandboxPlan(
         cwd=cwd,
