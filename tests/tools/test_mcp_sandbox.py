@@ -241,3 +241,36 @@ def test_a_writing_server_given_a_place_that_runs_code_gets_it_read_only_and_say
     assert launch.plan is not None
     assert launch.plan.write == (notes,)
     assert f"sees {notes} (read and change); {hooks} (read only: it runs code" in launch.words
+
+
+def test_a_script_in_a_hidden_folder_runs_with_the_modules_beside_it(places, tmp_path):
+    """A server script under /tmp (hidden in the sandbox, as a fresh clone or a download is)
+    imports a module beside it: its folder is shown read-only, not only the file (node finds
+    its dependencies the same way, in the node_modules of the folder above)."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "greeting.py").write_text('HELLO = "hello from beside the script"\n')
+    (package / "server.py").write_text(
+        "from greeting import HELLO\n"
+        "from mcp.server.mcpserver import MCPServer\n"
+        "server = MCPServer('pkg-test', version='1.0')\n"
+        "@server.tool()\n"
+        "def hello() -> str:\n"
+        '    """Say hello."""\n'
+        "    return HELLO\n"
+        "server.run('stdio')\n"
+    )
+    registry = ToolRegistry()
+    hub = McpHub(
+        {"pkg": McpServerConfig(command=sys.executable, args=(str(package / "server.py"),))},
+        registry,
+        places=places,
+    )
+    try:
+        hub.ensure()
+        status = hub.server_status("pkg")
+        assert status.state == "connected", status.last_error
+        assert "pkg__hello" in registry.names()
+        assert "hello from beside the script" in hub.call("pkg", "hello", {}).text
+    finally:
+        hub.close()

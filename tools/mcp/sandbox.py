@@ -53,6 +53,7 @@ from tools.netns import StageNetwork
 from tools.paths import resolve_path
 from tools.private import PrivatePlaces, private_places, within
 from tools.sandbox import (
+    HIDDEN_TOP,
     SandboxPlan,
     SandboxStatus,
     bwrap_args,
@@ -243,6 +244,22 @@ def _writable(
     return tuple(writable), tuple(dict.fromkeys(keep)), tuple(whole)
 
 
+def _package_of(script: Path, home: Path) -> Path:
+    """What a server's script needs shown read-only to run: the package it lies in (the folder
+    holding the outermost `node_modules` above it, where node finds its dependencies), else its
+    own folder (a Python script's sibling modules); the script alone where that folder would
+    be the home, a folder above it, or a whole hidden area such as /tmp."""
+    parts = script.parts
+    folder = script.parent
+    if "node_modules" in parts:
+        folder = Path(*parts[: parts.index("node_modules")])
+    real_home = _real(home)
+    too_wide = {Path("/"), *(Path(p) for p in HIDDEN_TOP)}
+    if folder in too_wide or within(real_home, folder) or within(home, folder):
+        return script
+    return folder
+
+
 def _executable(path: Path) -> bool:
     return os.access(path, os.X_OK)
 
@@ -381,13 +398,14 @@ def server_launch(
         )
     cache = homes.of(name)
     writable, keep, kept_whole = _writable(roots, places) if roots.writable else ((), (), ())
-    visible = (*roots.roots, *roots.code)
+    packages = tuple(dict.fromkeys(_package_of(script, places.home) for script in roots.code))
+    visible = (*roots.roots, *packages)
     programs = installation_places([program], places.home, visible)
     cwd = roots.cwd if roots.cwd is not None else Path("/")
     plan = SandboxPlan(
         cwd=cwd,
         home=_real(places.home),
-        read=(*roots.roots, *roots.code, *programs),
+        read=(*roots.roots, *packages, *programs),
         write=writable,
         keep=keep,
         network=config.network,
