@@ -262,15 +262,22 @@ _RUNS_CODE = (
     "This runs code that cannot be shown here, so it can only be allowed once: "
     "Chamberlain will ask again next time."
 )
+_STARTUP = (
+    "This changes a place that runs code later (listed above), so it can only be allowed "
+    "once: Chamberlain will ask again next time."
+)
 _ONCE = "This can only be allowed once: Chamberlain will ask again next time."
 
 
 def once_only_words(request: PermissionRequest) -> str:
     """Why only "once" is offered ("" when more is): a request with a reason of its own (shown
-    as its note) says only the rule; otherwise it is code that cannot be shown."""
+    as its note) says only the rule; one that changes a startup place says so; otherwise it
+    is code that cannot be shown."""
     if not request.once_only:
         return ""
-    return _ONCE if request.reason else _RUNS_CODE
+    if request.reason:
+        return _ONCE
+    return _STARTUP if request.plan is not None and request.plan.startup else _RUNS_CODE
 
 
 def no_always_words(request: PermissionRequest) -> str:

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from app.prompt_view import once_only_words
 from broker.audit import AuditLog
 from broker.clock import ManualClock
 from broker.permissions import (
@@ -291,6 +292,8 @@ def test_typed_by_the_person_the_prompt_says_when_each_place_runs_and_offers_onl
     assert request.plan is not None
     assert (str(home / ".bashrc"), TERMINAL) in request.plan.startup
     assert (str(home / ".config" / "autostart"), DESKTOP) in request.plan.startup
+    # Both front ends say why only once: a place that runs code later, not hidden code.
+    assert "a place that runs code later" in once_only_words(request)
     assert session_rig.home.digest() == before
 
 
