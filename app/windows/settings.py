@@ -98,6 +98,10 @@ _LIVE = frozenset(
 _AFTER_RESTART = {
     "tools.screenshot_retention_days": "screenshot retention",
     "chat.retention_days": "conversation retention",
+    "tools.command_memory_mb": "a command's memory limit",
+    "tools.command_max_processes": "a command's process limit",
+    "tools.command_cpu_s": "a command's CPU time limit",
+    "tools.command_shm_mb": "a command's /dev/shm",
 }
 
 # (settings path, label with its mnemonic, what the number means). Typed as text and parsed by
@@ -123,6 +127,26 @@ _NUMBERS: tuple[tuple[str, str, str], ...] = (
         "tools.screenshot_retention_days",
         "Keep &screenshots for",
         "Days. Older screenshots are deleted at the next capture; applies after a restart.",
+    ),
+    (
+        "tools.command_memory_mb",
+        "Command memor&y",
+        "MiB each program of a command may use; a command that needs more is stopped, saying so.",
+    ),
+    (
+        "tools.command_max_processes",
+        "Command pr&ocesses",
+        "How many processes one command may run at once.",
+    ),
+    (
+        "tools.command_cpu_s",
+        "Command CPU time &budget",
+        "Seconds of processor time one command may use; raise it with the command time limit.",
+    ),
+    (
+        "tools.command_shm_mb",
+        "Command s&hared memory",
+        "MiB of /dev/shm inside a command's sandbox.",
     ),
     (
         "chat.retention_days",
@@ -493,7 +517,7 @@ class SettingsWindow(QWidget):
             "remote one sees only low-sensitivity facts, unless it is listed here.",
         )
         for path, label, hint in _NUMBERS:
-            if path.startswith(("tools.", "chat.")):
+            if path.startswith(("tools.screenshot", "chat.")):
                 self._number_row(form, path, label, hint)
         return group
 
@@ -526,6 +550,9 @@ class SettingsWindow(QWidget):
         self.profile_choice.currentIndexChanged.connect(self._profile_changed)
         # Queued onto the UI thread (the hub emits from its own); a bound method, not a lambda.
         self.assistant.mcp_changed.connect(self._profile_changed)
+        for path, label, hint in _NUMBERS:
+            if path.startswith("tools.command_"):
+                self._number_row(form, path, label, hint)
         return group
 
     def _startup_group(self) -> QGroupBox:

@@ -124,6 +124,30 @@ def test_good_values_are_saved_read_back_and_applied_to_the_running_session(
     assert "after a restart" in status
 
 
+def test_a_commands_limits_are_set_in_the_tools_group_checked_and_applied_after_a_restart(
+    qtbot, run, window, app_home
+):
+    limits = ("memory_mb", "max_processes", "cpu_s", "shm_mb")
+    tools_group = window.numbers["tools.command_memory_mb"].parentWidget()
+    while tools_group is not None and getattr(tools_group, "title", lambda: "")() != "Tools":
+        tools_group = tools_group.parentWidget()
+    assert tools_group is not None  # with the other tool settings, not under privacy
+    _type(qtbot, window.numbers["tools.command_memory_mb"], "10")  # below the 64 MiB floor
+
+    assert run(window.save()) is False
+    assert "greater than or equal to 64" in window.fields["tools.command_memory_mb"].message
+
+    for key, value in zip(limits, ("512", "64", "30", "16"), strict=True):
+        _type(qtbot, window.numbers[f"tools.command_{key}"], value)
+    assert run(window.save()) is True
+
+    tools = load_settings(app_home).tools
+    assert (tools.command_memory_mb, tools.command_max_processes) == (512, 64)
+    assert (tools.command_cpu_s, tools.command_shm_mb) == (30, 16)
+    assert "a command's memory limit" in window.status.text()
+    assert "after a restart" in window.status.text()
+
+
 def test_a_server_address_that_is_not_one_is_refused_beside_the_field(qtbot, run, window, app_home):
     window.url_choice.setCurrentIndex(window.url_choice.findData("custom"))
     _type(qtbot, window.url_custom, "ftp://models.example.com")
