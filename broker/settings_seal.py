@@ -253,8 +253,16 @@ def narrows(key: str, value: Any, baseline: Any) -> bool:
     """Whether `value` (the file's) only narrows what `baseline` (the confirmed one, or the
     default) reaches, so it may apply with no confirmation."""
     if key.startswith(SERVERS + "."):
-        # A server gone or disabled never starts.
-        return value is MISSING or (isinstance(value, Mapping) and value.get("enabled") is False)
+        # A server gone narrows; so does the confirmed entry turned off, and only that: a
+        # disabled entry with anything else changed is still started by `mcp test` and turned
+        # on with one tick in Settings, so what it would run waits for confirmation.
+        if value is MISSING:
+            return True
+        if not isinstance(value, Mapping) or value.get("enabled") is not False:
+            return False
+        if not isinstance(baseline, Mapping):
+            return False
+        return same(key, {**value, "enabled": True}, {**baseline, "enabled": True})
     if key == "tools.unsandboxed_commands":
         return value is False
     if key in _HOST_LISTS:

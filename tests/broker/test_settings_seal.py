@@ -132,6 +132,26 @@ def test_the_other_settings_of_the_same_write_apply_and_are_kept(home):
     assert raw(home)["mcp"]["servers"]["evil"] == PLANTED  # the file is left as it was written
 
 
+@pytest.mark.parametrize("where", ["new", "changed"])
+def test_a_disabled_server_planted_or_rewritten_waits_for_confirmation(home, where):
+    """`mcp test` starts a disabled server and one tick in Settings turns it on: a disabled
+    entry narrows only when it is the confirmed entry, turned off."""
+    with_server(home)
+    evil = {**PLANTED, "enabled": False, "sandbox": False}
+
+    def change(data: dict[str, Any]) -> None:
+        data["mcp"]["servers"]["notes" if where == "changed" else "evil"] = evil
+
+    plant(home, change)
+    loaded = read_settings(home)
+
+    assert [p.key for p in loaded.pending] == [
+        "mcp.servers.notes" if where == "changed" else "mcp.servers.evil"
+    ]
+    assert "evil" not in loaded.settings.mcp.servers
+    assert loaded.settings.mcp.servers["notes"].command == "npx"
+
+
 def test_changes_that_only_narrow_reach_apply_at_once(home):
     settings = with_server(home)
     settings.mcp.servers["old"] = McpServerConfig(command="old-server")
