@@ -18,7 +18,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -194,8 +194,11 @@ class ProfileSettings(ProfileOverrides):
         return value
 
 
+_ENV_PREFIX = "CHAMBERLAIN_"
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CHAMBERLAIN_", env_nested_delimiter="__")
+    model_config = SettingsConfigDict(env_prefix=_ENV_PREFIX, env_nested_delimiter="__")
 
     schema_version: int = SCHEMA_VERSION
     llm: LLMSettings = Field(default_factory=LLMSettings)
@@ -424,15 +427,37 @@ def _save(home: Path, settings: Settings, key: bytes) -> Path | None:
     path = home / SETTINGS_FILE
     kept_as = keep_broken(path) if _broken(path) else None
     data: dict[str, Any] = json.loads(settings.model_dump_json())
-    sealed = _sealed(home, _file_data(home))
-    kept: list[str] = []
+    file_data = _file_data(home)
+    sealed = _sealed(home, file_data)
+    # A sealed setting an environment variable sets holds this process's value, not the
+    # person's choice in the file: the file keeps its own and the seal its confirmed one.
+    kept = _set_by_environment(seal.sealed_keys(data, file_data, sealed.confirmed))
+    for name in kept:
+        seal.set_path(data, name, seal.get_path(file_data, name))
     for change in sealed.pending:
+        if change.key in kept:
+            continue
         if seal.same(change.key, seal.get_path(data, change.key), change.in_use):
             seal.set_path(data, change.key, change.value)
             kept.append(change.key)
     _write(path, json.dumps(data, indent=2, ensure_ascii=False))
     seal.write_seal(home, key, seal.confirmed_after_save(data, kept, sealed.confirmed))
     return kept_as
+
+
+def _set_by_environment(keys: list[str], environ: Mapping[str, str] | None = None) -> list[str]:
+    """The sealed `keys` a `CHAMBERLAIN_SECTION__KEY` variable sets (or sets a part of)."""
+    source = os.environ if environ is None else environ
+    paths = [
+        name[len(_ENV_PREFIX) :].lower().replace("__", ".")
+        for name in source
+        if name.upper().startswith(_ENV_PREFIX)
+    ]
+    return [
+        key
+        for key in keys
+        if any(key == p or key.startswith(p + ".") or p.startswith(key + ".") for p in paths)
+    ]
 
 
 def pending_changes(home: Path) -> LoadedSettings:

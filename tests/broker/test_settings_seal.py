@@ -448,6 +448,22 @@ def test_an_environment_variable_is_the_persons_own_and_overrides_the_seal(home,
     assert loaded.pending == ()
 
 
+def test_a_save_never_seals_or_writes_what_an_environment_variable_set(home, monkeypatch):
+    """Set for one start, CHAMBERLAIN_TOOLS__UNSANDBOXED_COMMANDS=true must not become the
+    confirmed setting when that process saves something unrelated."""
+    monkeypatch.setenv("CHAMBERLAIN_TOOLS__UNSANDBOXED_COMMANDS", "true")
+    settings = read_settings(home).settings
+    settings.executor.max_iterations = 7
+    save_settings(home, settings)
+    monkeypatch.delenv("CHAMBERLAIN_TOOLS__UNSANDBOXED_COMMANDS")
+
+    loaded = read_settings(home)
+
+    assert loaded.settings.executor.max_iterations == 7
+    assert loaded.settings.tools.unsandboxed_commands is False
+    assert raw(home).get("tools", {}).get("unsandboxed_commands") in (None, False)
+
+
 def test_a_pending_change_describes_itself_in_one_line_for_json():
     change = PendingChange("mcp.servers.x", {"url": "http://127.0.0.1:9/mcp"}, None, False)
     data = change.as_dict()
