@@ -81,6 +81,13 @@ def cmd_settings(args: argparse.Namespace, home: Path) -> int:
         _out("[]" if as_json else "Nothing waits for confirmation.")
         return 0
     verb = "Confirm" if args.settings_cmd == "confirm" else "Discard"
+    if chosen and not args.yes and args.settings_cmd == "confirm" and not sys.stdin.isatty():
+        # Nobody can be shown what would be confirmed: a script says so with --yes.
+        sys.stderr.write(
+            "chamberlain: settings confirm asks on a terminal; without one, give --yes after "
+            "reading `chamberlain settings pending`. Nothing was changed.\n"
+        )
+        return 2
     if chosen and not args.yes and sys.stdin.isatty():
         listing = "\n".join(f"  - {c.describe()}" for c in chosen)
         sys.stderr.write(f"{listing}\n{verb} {_count(len(chosen))}? [y/N]: ")

@@ -98,7 +98,7 @@ def test_after_settings_confirm_the_server_is_started_and_nothing_waits(user, ap
 
     pending = run_cli(user, "settings", "pending")
     assert f"{sys.executable} {NOTES_SERVER} {notes}" in pending.stdout
-    confirmed = run_cli(user, "settings", "confirm", "mcp.servers.notes")
+    confirmed = run_cli(user, "settings", "confirm", "mcp.servers.notes", "--yes")
     assert confirmed.returncode == 0, confirmed.stderr
     proc = run_cli(user, "mcp", "list")
 
@@ -107,6 +107,17 @@ def test_after_settings_confirm_the_server_is_started_and_nothing_waits(user, ap
     [said] = [line for line in proc.stderr.splitlines() if WAITS in line]
     assert "tools.unsandboxed_commands turned on" in said
     assert "MCP server" not in said
+
+
+def test_without_a_terminal_confirm_needs_yes_and_changes_nothing(user, app_home, notes):
+    """A script (or anything that can run the CLI) cannot confirm what nobody was shown."""
+    tamper(app_home, notes=planted_server(notes))
+
+    refused = run_cli(user, "settings", "confirm")
+
+    assert refused.returncode == 2
+    assert "--yes" in refused.stderr
+    assert [c["key"] for c in json.loads(run_cli(user, "settings", "pending", "--json").stdout)]
 
 
 def test_discard_restores_the_confirmed_settings_and_keeps_the_persons_others(
@@ -223,7 +234,7 @@ def test_unsandboxed_commands_turned_on_by_a_file_write_has_no_effect_until_conf
     assert "share" not in refused.stdout.split()
     assert WAITS in refused.stderr
 
-    run_cli(user, "settings", "confirm", "tools.unsandboxed_commands")
+    run_cli(user, "settings", "confirm", "tools.unsandboxed_commands", "--yes")
     ran = run_ls(user, path)
 
     assert ran.returncode == 0, ran.stderr
@@ -348,7 +359,7 @@ def test_as_nobody_a_planted_server_waits_and_the_seal_is_the_users_alone(
 
     assert "notes: connected" not in listed.stdout
     assert WAITS in listed.stderr
-    confirmed = person.cli("settings", "confirm")
+    confirmed = person.cli("settings", "confirm", "--yes")
     assert confirmed.returncode == 0, confirmed.stderr
     seal = home / "settings.seal.json"
     info = os.stat(seal)
