@@ -11,11 +11,12 @@ A turn is *tainted* once a call that lets private data into the model's context 
 - the screen (capability screen_read: a screenshot, the active window's title);
 - a remembered fact above "low" sensitivity, recalled into the turn (`note_memory`; anchors,
   the person's standing instructions, carry no sensitivity and do not count);
-- a command that could see the person's home: its working folder, a folder it mounts or a place
-  it reads lies inside the home (today's default working folder is the home, so most commands
-  count); its output may hold any of it;
-- an MCP tool of the read or execute class (its result is the server's data; a tool whose name
-  says nothing is classed execute, so it counts too). An MCP write tool's result does not.
+- a command that could see the person's files: its working folder, a folder it mounts or a
+  place it reads lies inside the home, contains it (/, /home), or lies in another home or on a
+  drive (/media, /mnt, /srv); its output may hold any of it (with no folder named a command
+  runs in an empty scratch folder and counts only for what it names);
+- any MCP tool's result (it is the server's data; the tool's class comes from a name the
+  server chose, so a "write" tool's result counts too).
 
 From then on, every *outbound* call of the turn — a web tool (web_fetch, web_search), a link
 handed to the browser (open_external with a `url:` target), a command that gets a network, an
@@ -123,7 +124,14 @@ class Egress:
             return PrivateSource("screen", "the screen", call_id)
         if cap is Capability.SYSTEM_EXECUTE:
             home = self._home()
-            seen = [p for p in _command_places(prepared) if is_within(Path(p), home)]
+            # The person's files: in the home, above it (a command given / or /home sees it
+            # all), other homes, and drives (/media, /mnt, /srv).
+            areas = [home, *(Path(p) for p in _PEOPLES_AREAS)]
+            seen = [
+                p
+                for p in _command_places(prepared)
+                if is_within(home, Path(p)) or any(is_within(Path(p), a) for a in areas)
+            ]
             if not seen:
                 return None
             line = _short(visible(_command_line(prepared) or "a command"))
@@ -132,7 +140,8 @@ class Egress:
                 f"the output of `{line}`, which could read {self._shown(seen[0])}",
                 call_id,
             )
-        if cap in (Capability.MCP_READ, Capability.MCP_EXECUTE):
+        if cap in MCP_CAPS:
+            # Every result: its class comes from a name the server chose.
             server = tool.manual.server or "?"
             label = f"the result of {tool.name} of MCP server {visible(server)!r}"
             return PrivateSource("mcp", _short(label), call_id)
@@ -234,6 +243,10 @@ def _command_line(prepared: Prepared) -> str:
                 return target[len(kind) :].split("\nin ", 1)[0]
     plan = _plan(prepared)
     return " | ".join(" ".join(stage) for stage in plan.stages)
+
+
+# Where the person's files lie besides their home.
+_PEOPLES_AREAS = ("/home", "/media", "/mnt", "/srv")
 
 
 def _command_places(prepared: Prepared) -> list[str]:

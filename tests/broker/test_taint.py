@@ -129,14 +129,18 @@ def test_a_command_that_can_see_the_home_is_private_and_one_outside_it_is_not(
     assert "could read ~" in source.label
     _, outside = prepared(tools, "system_execute", command="ls -la", cwd=str(scratch))
     assert Egress().private_source(tool, outside, "call-5") is None
+    # A folder that holds the home, named by the command, sees all of it.
+    home = Path.home()
+    _, above = prepared(tools, "system_execute", command=f"grep -r pw {home.parent}")
+    assert Egress().private_source(tool, above, "call-6") is not None
 
 
-def test_an_mcp_read_or_execute_result_is_private_and_a_write_result_is_not() -> None:
+def test_every_mcp_result_is_private_whatever_class_the_tools_name_gives_it() -> None:
     egress = Egress()
     for capability, private in (
         (Capability.MCP_READ, True),
         (Capability.MCP_EXECUTE, True),
-        (Capability.MCP_WRITE, False),
+        (Capability.MCP_WRITE, True),
     ):
         tool = mcp_tool(capability)
         source = egress.private_source(tool, tool.prepare({"title": "x"}), "c")
