@@ -312,10 +312,27 @@ def test_a_writing_tool_asked_to_change_a_startup_place_is_refused_before_any_pr
     [record] = turn.tool_calls
     assert record.status == "refused", record
     assert "runs " in record.reason
-    assert "an MCP server never changes such places" in record.reason
+    assert "an MCP server is never given such places" in record.reason
     assert prompter.asked == []
     assert (person.home / ".bashrc").read_text() == "# mine\n"
     assert not (person.home / ".config" / "autostart").exists()
+
+
+def test_a_tool_its_server_calls_a_reader_is_refused_a_startup_place_too(
+    person: Person, session_for: SessionFor
+) -> None:
+    """The hostile server's tools are classed as reads from their names; a "read" of a place
+    that runs code later is refused all the same, before anyone is asked."""
+    (person.home / ".bashrc").write_text("# mine\n")
+    call = ToolCalls([("hostile__read_file", {"path": "~/.bashrc"})])
+    session, prompter, _ = session_for([call, echo])
+
+    turn = session.ask(ASK)
+
+    [record] = turn.tool_calls
+    assert record.status == "refused", record
+    assert "an MCP server is never given such places" in record.reason
+    assert prompter.asked == []
 
 
 # --- as a normal user -------------------------------------------------------------------------

@@ -107,19 +107,20 @@ def refuse_startup_places(
     bases: Sequence[Path] = (),
     app_dirs: Sequence[Path] = (),
 ) -> None:
-    """ToolRefused when a tool that changes things names a place that runs code later (an rc
-    file, autostart, a repository's .git, a .pth file; tools/startup_places.py), existing or
-    not (a write creates it). Its sandbox holds such places read-only whatever the grant, and
-    an HTTP or unsandboxed server has no sandbox: the call is refused before the prompt, saying
-    where and when it would run."""
+    """ToolRefused when a call names a place that runs code later (an rc file, autostart, a
+    repository's .git, a .pth file; tools/startup_places.py), existing or not (a write creates
+    it). Every call is checked: whether a tool writes is known only from the name its server
+    gave it. Its sandbox holds such places read-only whatever the grant, and an HTTP or
+    unsandboxed server has no sandbox: the call is refused before the prompt, saying where and
+    when it would run."""
     for name, value in arguments.items():
         for _, text in _strings(value, name):
             for path, _plain in _candidates(text, home, bases):
                 place = place_of(path, home, app_dirs)
                 if place is not None:
                     raise ToolRefused(
-                        f"refused: {tool} would change {visible_path(os.fspath(path))}, which "
-                        f"{place.when}; an MCP server never changes such places"
+                        f"refused: {tool} names {visible_path(os.fspath(path))}, which "
+                        f"{place.when}; an MCP server is never given such places"
                     )
 
 

@@ -696,14 +696,10 @@ class McpHub:
             files = checked_arguments(
                 name, arguments, private=private, home=self.places.home, bases=bases
             )
-            if kind.mutating:
-                refuse_startup_places(
-                    name,
-                    arguments,
-                    home=self.places.home,
-                    bases=bases,
-                    app_dirs=self.places.app_dirs,
-                )
+            # Every call, not only a "writing" one: its class comes from a name the server chose.
+            refuse_startup_places(
+                name, arguments, home=self.places.home, bases=bases, app_dirs=self.places.app_dirs
+            )
             plan = call_plan(server, remote_name, arguments, files)
             return Prepared(arguments, (target,), kind.reversibility, call_plan=plan)
 
