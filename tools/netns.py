@@ -261,14 +261,14 @@ class StageNetwork:
             if self.helper.kind == "slirp4netns":
                 # Its DNS is its own forwarder (the sandbox's resolv.conf, see bwrap_args): no
                 # private name server needs a way through, so the walls go up alongside it.
-                walls = _LanWalls(net_fd, user_fd, lan_routes(None, ()))
+                walls = _LanWalls(net_fd, user_fd, lan_routes(None, (), host_addresses()))
                 try:
                     self._start_slirp(net_fd, user_fd, end)
                 finally:
                     walls.finish(end)
             else:
                 self._start_pasta(net_fd, user_fd, pid, end)
-                routes = lan_routes(_default_gateway(pid), _resolvers())
+                routes = lan_routes(_default_gateway(pid), _resolvers(), host_addresses())
                 _LanWalls(net_fd, user_fd, routes).finish(end)
         finally:
             os.close(net_fd)
@@ -480,8 +480,23 @@ class StageNetwork:
 # machines' services; the helper would reach them like any internet host.
 LAN_RANGES = (
     "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10",
-    "fc00::/7", "fe80::/10",
+    "fc00::/7", "fe80::/10", "fec0::/10",
 )  # fmt: skip
+
+
+def host_addresses() -> list[str]:
+    """This computer's own addresses (every interface but loopback): a service listening on
+    0.0.0.0 answers on each, so a sandbox's network must not reach them either."""
+    import psutil
+
+    found: list[str] = []
+    for entries in psutil.net_if_addrs().values():
+        for entry in entries:
+            with contextlib.suppress(ValueError):
+                ip = ipaddress.ip_address(entry.address.split("%")[0])
+                if not ip.is_loopback:
+                    found.append(str(ip))
+    return list(dict.fromkeys(found))
 
 
 def _resolvers(resolv_conf: str = "/etc/resolv.conf") -> list[str]:
@@ -499,10 +514,15 @@ def _resolvers(resolv_conf: str = "/etc/resolv.conf") -> list[str]:
     return found
 
 
-def lan_routes(gateway: str | None, resolvers: Sequence[str]) -> list[str]:
+def lan_routes(gateway: str | None, resolvers: Sequence[str], own: Sequence[str] = ()) -> list[str]:
     """The `ip -batch` lines that wall off the LAN inside a sandbox's network: every range
-    unreachable, except the name servers it must ask (a resolver is often a private address)."""
+    unreachable, and this computer's `own` addresses, except the name servers it must ask (a
+    resolver is often a private address)."""
     lines = [f"route add unreachable {cidr}" for cidr in LAN_RANGES]
+    for address in own:
+        ip = ipaddress.ip_address(address)
+        if not any(ip in ipaddress.ip_network(cidr) for cidr in LAN_RANGES):
+            lines.append(f"route add unreachable {address}/{ip.max_prefixlen}")
     for address in resolvers:
         ip = ipaddress.ip_address(address)
         if not any(ip in ipaddress.ip_network(cidr) for cidr in LAN_RANGES) or ip.is_loopback:

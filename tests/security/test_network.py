@@ -8,21 +8,22 @@ and one networked stage gave every stage of its pipeline the host network. Here 
 against the real thing: a real Xvfb, a real `dbus-daemon --session` on an abstract address, a
 real abstract socket bound by this test, real HTTP servers on 127.0.0.1 and on this machine's own
 non-loopback address. Each attack has a control made from the host, so a test cannot pass
-because the target was not there. Egress is tested to this machine's non-loopback address (the
-CI machine reaches no internet host a test could rely on).
+because the target was not there. Egress is tested to a host of its own (a network namespace
+behind a veth pair, at a documentation address): the CI machine reaches no internet host a test
+could rely on, and this machine's own addresses are walled off like its loopback.
 """
 
 from __future__ import annotations
 
 import contextlib
 import http.server
-import ipaddress
 import json
 import os
 import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -34,7 +35,7 @@ import pytest
 
 from tests.security.test_normal_user import _as_nobody, _why_nobody_cannot_run
 from tests.support.network_probe import helpers_left, run_lines
-from tools.netns import LAN_RANGES, find_helper, network_helper
+from tools.netns import find_helper, network_helper
 from tools.sandbox import sandbox_status
 
 pytestmark = [
@@ -109,16 +110,92 @@ def loopback_service() -> Iterator[Server]:
         yield server
 
 
+_OUTSIDE_SERVER = """
+import http.server, sys
+log, host = sys.argv[1], sys.argv[2]
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open(log, "a") as f:
+            f.write(self.path + "\\n")
+        body = b"hello\\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+server = http.server.ThreadingHTTPServer((host, 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+@dataclass
+class OutsideServer:
+    """An HTTP server on a host of its own (a network namespace joined to this machine by a
+    veth pair, at a documentation address): it stands in for the internet, which the CI
+    machine does not reach, and is not one of this machine's own addresses."""
+
+    host: str
+    port: int
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def seen(self) -> list[str]:
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
+
 @pytest.fixture
-def outside_service() -> Iterator[Server]:
+def outside_service(tmp_path: Path) -> Iterator[OutsideServer]:
+    ip = shutil.which("ip")
+    if os.geteuid() != 0 or ip is None:
+        pytest.skip("making a host of its own to stand in for the internet needs root and ip")
+    tag = secrets.token_hex(3)
+    ns, outer, inner = f"ch-out-{tag}", f"cho{tag}", f"chi{tag}"
+    block = 4 * secrets.randbelow(64)
+    near, far = f"198.51.100.{block + 1}", f"198.51.100.{block + 2}"
+    steps = [
+        ["netns", "add", ns],
+        ["link", "add", outer, "type", "veth", "peer", "name", inner, "netns", ns],
+        ["addr", "add", f"{near}/30", "dev", outer],
+        ["link", "set", outer, "up"],
+        ["-n", ns, "addr", "add", f"{far}/30", "dev", inner],
+        ["-n", ns, "link", "set", inner, "up"],
+        ["-n", ns, "link", "set", "lo", "up"],
+        ["-n", ns, "route", "add", "default", "via", near],
+    ]
+    server: subprocess.Popen[str] | None = None
+    try:
+        for step in steps:
+            subprocess.run([ip, *step], check=True, capture_output=True, timeout=10)
+        log = tmp_path / "outside-seen.log"
+        server = subprocess.Popen(
+            [ip, "netns", "exec", ns, sys.executable, "-c", _OUTSIDE_SERVER, str(log), far],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        yield OutsideServer(far, port, log)
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait(timeout=10)
+        subprocess.run([ip, "link", "del", outer], capture_output=True, timeout=10)
+        subprocess.run([ip, "netns", "del", ns], capture_output=True, timeout=10)
+
+
+@pytest.fixture
+def own_service() -> Iterator[Server]:
+    """A real HTTP server on this machine's own non-loopback address (what a service listening
+    on 0.0.0.0 answers on)."""
     address = own_address()
     if address is None:
-        pytest.skip("this machine has no non-loopback address to stand in for the internet")
-    if any(ipaddress.ip_address(address) in ipaddress.ip_network(n) for n in LAN_RANGES):
-        pytest.skip(
-            f"this machine's only non-loopback address ({address}) is on a local network, "
-            "which a command's network does not reach: no host stands in for the internet"
-        )
+        pytest.skip("this machine has no non-loopback address")
     with http_server(address) as server:
         yield server
 
@@ -309,6 +386,21 @@ def test_a_loopback_service_is_out_of_reach_unless_the_line_names_its_port(
     # control: the service is there and answers the host.
     assert subprocess.run(
         ["curl", "-sS", "-m", "5", f"{loopback_service.url}/secret-control"],
+        capture_output=True, text=True, timeout=10, check=False,
+    ).stdout == "secret-from-the-host-service\n"  # fmt: skip
+
+
+def test_a_service_on_this_machines_own_address_is_out_of_reach(run_as, own_service):
+    """A service listening on 0.0.0.0 answers on every address of this machine, not only
+    127.0.0.1: a command's network reaches none of them."""
+    report = run_as({}, [f"curl -sS -m 5 {own_service.url}/secret-own-address"])
+    [result] = report["results"]
+    assert result.get("refused") is None, result
+    assert result["exit_code"] != 0, result
+    assert own_service.seen == []
+    # control: the service is there and answers the host.
+    assert subprocess.run(
+        ["curl", "-sS", "-m", "5", f"{own_service.url}/secret-control"],
         capture_output=True, text=True, timeout=10, check=False,
     ).stdout == "secret-from-the-host-service\n"  # fmt: skip
 
