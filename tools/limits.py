@@ -203,10 +203,12 @@ def limits_plan(
     *,
     sandboxed: bool = True,
     shm_capped: bool = True,
+    own_users: bool = True,
 ) -> tuple[tuple[str, str], ...]:
     """(what, how much) for the call's CallPlan: exactly what will hold, and "not limited" with
     the reason where nothing does. `shm_capped`: the sandbox can give /dev/shm a size (a setuid
-    bubblewrap cannot)."""
+    bubblewrap cannot). `own_users`: the sandbox has a user namespace of its own, where the
+    process limit counts only its processes."""
     ways = ways if ways is not None else limit_ways()
     if ways.cgroup:
         memory = f"{limits.memory_mb} MiB"
@@ -214,11 +216,12 @@ def limits_plan(
     elif ways.prlimit is None:
         memory = processes = "not limited (no cgroup or rlimits here)"
     else:
-        memory = f"{limits.memory_mb} MiB per process"
+        # RLIMIT_DATA: what a process can fill privately; shared mappings are not counted.
+        memory = f"{limits.memory_mb} MiB private per process (shared memory not counted)"
         if ways.root:
             processes = "not limited (the kernel does not limit root's processes)"
-        elif not sandboxed:
-            processes = "not limited (only the sandbox counts a command's own processes)"
+        elif not sandboxed or not own_users:
+            processes = "not limited (only a sandbox's own users count a command's own processes)"
         else:
             processes = str(limits.max_processes)
     cpu = (

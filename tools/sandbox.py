@@ -166,6 +166,12 @@ class SandboxStatus:
     # A setuid bubblewrap refuses some options a normal user's may use (--size).
     setuid: bool = False
 
+    @property
+    def own_users(self) -> bool:
+        """Whether a command gets a user namespace of its own (where the kernel counts only
+        its processes against a process limit), not --assert-userns-disabled."""
+        return tuple(self.userns or USERNS_WAYS[0]) == USERNS_WAYS[0]
+
 
 # The ways to forbid a command user namespaces of its own, best first; the probe keeps the first
 # that works here. bubblewrap refuses --disable-userns without an explicit --unshare-user (0.8.0:
@@ -454,7 +460,9 @@ def bwrap_args(
     args += _holds(plan)
     args += _covers(plan, hidden, mounted)
     if plan.limits is not None:
-        argv, _ = with_rlimits(plan.limits, argv, argv[0], sandboxed=True)
+        # The process limit counts only the sandbox's processes in a user namespace of its
+        # own; without one (--assert-userns-disabled) it would count all of the person's.
+        argv, _ = with_rlimits(plan.limits, argv, argv[0], sandboxed=status.own_users)
     args += ["--chdir", os.fspath(plan.cwd), "--", *argv]
     return args
 

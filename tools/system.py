@@ -756,7 +756,10 @@ class _CommandTool:
                 ("internet", *(f"127.0.0.1:{p}" for p in _ports(check))) if check.network else ()
             ),
             limits=limits_plan(
-                self.config.command_limits, sandboxed=plan is not None, shm_capped=not status.setuid
+                self.config.command_limits,
+                sandboxed=plan is not None,
+                shm_capped=not status.setuid,
+                own_users=status.own_users,
             ),
         )
         return _Checked(

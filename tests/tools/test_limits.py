@@ -26,7 +26,14 @@ from typing import Any
 
 import pytest
 
-from tools.limits import CommandLimits, LimitWays, find_ways, limit_ways, with_rlimits
+from tools.limits import (
+    CommandLimits,
+    LimitWays,
+    find_ways,
+    limit_ways,
+    limits_plan,
+    with_rlimits,
+)
 from tools.manual import Tool
 from tools.registry import ToolConfig
 from tools.sandbox import SandboxPlan, SandboxStatus, bwrap_args, sandbox_status
@@ -162,7 +169,7 @@ def test_without_a_sandbox_the_memory_limit_still_holds_and_processes_are_said_u
         assert limits["processes"] == "16"
     else:
         assert "MemoryError" in result.data["stderr"]
-        assert limits["memory"] == "64 MiB per process"
+        assert limits["memory"] == "64 MiB private per process (shared memory not counted)"
         assert limits["processes"].startswith("not limited")
 
 
@@ -190,7 +197,8 @@ def test_the_plan_shows_each_limit_the_command_will_run_under(user):
     prepared, _ = run(tool, "true", user / "Documents")
     limits = dict(prepared.call_plan.limits)
     ways = limit_ways()
-    assert limits["memory"] == ("64 MiB" if ways.cgroup else "64 MiB per process")
+    per_process = "64 MiB private per process (shared memory not counted)"
+    assert limits["memory"] == ("64 MiB" if ways.cgroup else per_process)
     assert limits["CPU time"] == "1 s per process"
     assert limits["/dev/shm"] == ("4 MiB" if not sandbox_status().setuid else limits["/dev/shm"])
     if ways.root and not ways.cgroup:
@@ -454,3 +462,17 @@ def test_the_settings_defaults_are_the_limits_a_command_gets(tmp_path):
         }
     )
     assert tool_config(tmp_path, chosen).command_limits == CommandLimits(256, 32, 5, 8)
+
+
+def test_without_a_user_namespace_of_its_own_no_process_limit_is_set_and_the_plan_says_so():
+    """With --assert-userns-disabled (a setuid bubblewrap) the kernel would count every process
+    the person has against the limit: none is set, and the prompt does not claim one."""
+    person = LimitWays(None, (), "/usr/bin/prlimit", root=False, why="a normal user")
+    shared = SandboxStatus(
+        True, "/usr/bin/bwrap", "bubblewrap", userns=("--assert-userns-disabled",)
+    )
+    assert not shared.own_users
+    plan = dict(limits_plan(SMALL, person, own_users=shared.own_users))
+    assert plan["processes"].startswith("not limited")
+    own = dict(limits_plan(SMALL, person, own_users=True))
+    assert own["processes"] == "16"
