@@ -108,7 +108,12 @@ def _paths(paths: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(visible_path(p) for p in paths)
 
 
-def _plan_rows(plan: CallPlan) -> list[Row]:
+# What a program that writes where its input says will change, when that input cannot be read
+# before it runs (a diff piped in).
+_CHANGES_UNKNOWN = "(and whatever its input names: not known in advance)"
+
+
+def plan_rows(plan: CallPlan) -> list[Row]:
     rows: list[Row] = []
     for index, stage in enumerate(plan.stages):
         label = "Command" if len(plan.stages) == 1 else f"Stage {index + 1}"
@@ -137,8 +142,11 @@ def _plan_rows(plan: CallPlan) -> list[Row]:
         rows.append(Row("Can read", _paths(reads)))
     if plan.stages or plan.writes:
         rows.append(Row("Can change", _paths(plan.writes) or ("nothing of yours",)))
-    if plan.changes:
-        rows.append(Row("Will change", _paths(plan.changes)))
+    if plan.changes or not plan.changes_known:
+        unknown = (
+            () if plan.changes_known else ("(and whatever its input says: not known in advance)",)
+        )
+        rows.append(Row("Will change", (*_paths(plan.changes), *unknown)))
     if plan.startup:
         rows.append(
             Row(
@@ -168,7 +176,7 @@ def _has_rows(plan: CallPlan | None) -> bool:
 def prompt_rows(request: PermissionRequest) -> list[Row]:
     """The question's detail rows, in the order they are shown."""
     if request.plan is not None and _has_rows(request.plan):
-        rows = _plan_rows(request.plan)
+        rows = plan_rows(request.plan)
         if request.plan.mcp_server is None and not request.plan.stages:
             # A builtin tool's plan names what it reaches; its other arguments (a size, a
             # pattern) are still part of what is approved.

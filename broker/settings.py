@@ -96,8 +96,9 @@ class ExecutorSettings(BaseModel):
 class PermissionSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    prompt_timeout_s: float = Field(default=60.0, gt=0)
-    timed_default_minutes: float = Field(default=5.0, gt=0)
+    # Bounded: an endless question would never be denied (a day is more than anyone waits).
+    prompt_timeout_s: float = Field(default=60.0, gt=0, le=24 * 3600, allow_inf_nan=False)
+    timed_default_minutes: float = Field(default=5.0, gt=0, le=7 * 24 * 60, allow_inf_nan=False)
 
 
 class IntentOverride(BaseModel):

@@ -338,6 +338,15 @@ def test_an_invalid_environment_variable_is_still_an_error_with_a_broken_file(
     assert "change or unset" in str(caught.value)
 
 
+@pytest.mark.parametrize("value", ["inf", "1e400", "nan", "86401"])
+def test_a_permission_question_that_would_never_end_is_refused(tmp_path, monkeypatch, value):
+    """An unanswered question must end in a denial: no endless or absurd timeout is taken."""
+    monkeypatch.setenv("CHAMBERLAIN_PERMISSIONS__PROMPT_TIMEOUT_S", value)
+    with pytest.raises(SettingsError) as caught:
+        read_settings(tmp_path)
+    assert "CHAMBERLAIN_PERMISSIONS__PROMPT_TIMEOUT_S" in str(caught.value)
+
+
 def test_reset_keeps_the_broken_file_beside_it_and_writes_the_part_in_use(tmp_path):
     original = '{"llm": {"url": "http://127.0.0.1:8080/v1"}, "executor": {"max_iterations": 99}}'
     write(tmp_path, original)

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from app.prompt_view import once_only_words
+from app.prompt_view import once_only_words, plan_rows
 from broker.audit import AuditLog
 from broker.clock import ManualClock
 from broker.permissions import (
@@ -447,6 +447,9 @@ def test_a_diff_piped_in_says_its_changes_cannot_be_known_and_startup_places_sti
     prepared = rig.prepare("cat Documents/typo-fix.diff | patch -p0", cwd=home)
     assert prepared.call_plan.changes == ()
     assert prepared.call_plan.changes_known is False
+    # The prompt says so rather than show an empty list of changes.
+    rows = {row.label: row.lines for row in plan_rows(prepared.call_plan)}
+    assert "not known in advance" in rows["Will change"][-1]
     outcome = rig.run("cat Documents/typo-fix.diff | patch -p0", cwd=home)
     assert outcome.record.status == "ok", outcome.record.reason
     # The patch ran (allowed once) and fixed the note; the rc file and the launcher held.
