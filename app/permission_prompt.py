@@ -29,7 +29,7 @@ from broker.clock import Clock, SystemClock
 from broker.permissions import PendingPrompt, PermissionRequest, PromptDecision
 from broker.types import GrantMode
 from tools.manual import Capability
-from tools.scopes import READONLY, READONLY_IN
+from tools.scopes import read_only_command_scope
 
 log = logging.getLogger("chamberlain.app.permission_prompt")
 
@@ -58,11 +58,6 @@ class Choice(StrEnum):
     SESSION = "session"
     ALWAYS = "always"
     DENY = "deny"
-
-
-def read_only_command_scope(scope: str) -> bool:
-    """Whether a system_execute scope is the read-only class (`readonly`, `readonly-in:…`)."""
-    return scope == READONLY or scope.startswith(READONLY_IN)
 
 
 def nearest_minutes(minutes: float) -> float:

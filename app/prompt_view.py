@@ -27,7 +27,13 @@ from typing import Any
 from broker.permissions import PermissionRequest
 from tools.escapes import visible, visible_path
 from tools.manual import CallPlan, Capability
-from tools.scopes import ANY, MCP_CAPS, READONLY, READONLY_IN, UNSCOPED_CAPS, describe_scope
+from tools.scopes import (
+    ANY,
+    MCP_CAPS,
+    UNSCOPED_CAPS,
+    describe_scope,
+    read_only_command_scope,
+)
 
 # Argument names that name a place: shown first, whatever order the model sent them in.
 _PLACE_WORDS = (
@@ -227,9 +233,7 @@ def covers_note(request: PermissionRequest) -> str:
     capability, scope = request.capability, request.scope
     if capability in UNSCOPED_CAPS or scope == ANY:
         return ""
-    if capability is Capability.SYSTEM_EXECUTE and not (
-        scope == READONLY or scope.startswith(READONLY_IN)
-    ):
+    if capability is Capability.SYSTEM_EXECUTE and not read_only_command_scope(scope):
         return ""  # exactly this line in this folder: nothing more to say
     target = shown_target(request)
     if target is not None and target == visible_path(scope):

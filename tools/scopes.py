@@ -120,7 +120,7 @@ def _command_covers(scope: str, target: str) -> bool:
     if target == "cwd:":
         # No folder: an empty scratch folder, which shows nothing of the person's. Any read-only
         # scope covers it; an exact command's only when that command named no folder either.
-        return scope == READONLY or scope.startswith(READONLY_IN) or cwd in (None, "")
+        return read_only_command_scope(scope) or cwd in (None, "")
     if target.startswith(("cwd:", "dir:")):
         place = target.split(":", 1)[1]
         if scope == READONLY:
@@ -148,7 +148,7 @@ def _command_covers(scope: str, target: str) -> bool:
         return argv == t_argv and cwd in (None, t_cwd) and scope.startswith("command:")
     if kind + ":" not in _CLASSES:
         return False
-    if scope == READONLY or scope.startswith(READONLY_IN):
+    if read_only_command_scope(scope):
         return kind == "readonly"
     if scope.startswith("command:"):
         return line == argv
@@ -169,6 +169,11 @@ def natural_command_scope(targets: Iterable[str]) -> str:
         places = [p for p in [cwd, *(t[4:] for t in listed if t.startswith("dir:"))] if p]
         return READONLY_IN + (os.path.commonpath(places) if places else "")
     return exact_command_scope(argv, cwd) if cwd is not None else f"command:{argv}"
+
+
+def read_only_command_scope(scope: str) -> bool:
+    """Whether a system_execute scope is the read-only class (`readonly`, `readonly-in:…`)."""
+    return scope == READONLY or scope.startswith(READONLY_IN)
 
 
 def scope_covers(
