@@ -243,13 +243,6 @@ class PendingPrompt:
         return decision
 
 
-class PromptPresenter(Protocol):
-    """A front end that shows a question and answers it later (the desktop dialog): `present`
-    returns at once and the answer comes through `prompt.resolve` from any thread."""
-
-    def present(self, prompt: PendingPrompt) -> None: ...
-
-
 def ask_within(
     prompter: Prompter,
     request: PermissionRequest,

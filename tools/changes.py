@@ -29,9 +29,6 @@ MAX_DIFF_BYTES = 8 * 1024 * 1024
 MAX_ARCHIVE_BYTES = 512 * 1024 * 1024
 MAX_MEMBERS = 10_000
 
-# Programs that write wherever their input or operands say.
-WRITE_ANYWHERE = frozenset({"patch", "git", "tar", "bsdtar", "gtar", "unzip", "rsync", "cp"})
-
 Resolve = Callable[[str], Path | None]
 
 

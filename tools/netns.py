@@ -83,8 +83,7 @@ _NS_GET_USERNS = 0xB701
 # How long the sandbox may take to report itself, and the helper to bring the network up.
 START_TIMEOUT_S = 5.0
 _TUN = "/dev/net/tun"
-# slirp4netns's fixed addresses (its defaults): the gateway and its DNS forwarder.
-SLIRP_GATEWAY = "10.0.2.2"
+# slirp4netns's DNS forwarder (its default address).
 SLIRP_DNS = "10.0.2.3"
 
 LOOPBACK_NEEDS_PASTA = (

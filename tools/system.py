@@ -1150,12 +1150,7 @@ def _mounted_places(paths: Sequence[Path], cwd: Path, home: Path) -> list[Path]:
             continue
         _refuse_sockets(place)
         found.append(place)
-    unique = sorted(set(found), key=lambda p: len(p.parts))
-    kept: list[Path] = []
-    for place in unique:
-        if not any(is_within(place, k) for k in kept):
-            kept.append(place)
-    return kept
+    return _outermost(found)
 
 
 # --- open_path / open_url -----------------------------------------------------------------------
