@@ -28,6 +28,9 @@ from tools.options import has_flag, long_matches, options_and_operands
 MAX_DIFF_BYTES = 8 * 1024 * 1024
 MAX_ARCHIVE_BYTES = 512 * 1024 * 1024
 MAX_MEMBERS = 10_000
+# How far into an archive's unpacked stream its listing may read (a small compressed file can
+# unpack to far more: the listing stops there and says it could not be known).
+MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
 
 Resolve = Callable[[str], Path | None]
 
@@ -218,6 +221,10 @@ def archive_members(path: Path) -> list[str] | None:
                 names.append(member.name)
                 if len(names) > MAX_MEMBERS:
                     break
+                if member.offset_data + member.size > MAX_UNPACKED_BYTES:
+                    # Reaching the next header would unpack this much first (a compressed
+                    # archive is read through): the list cannot be known in time.
+                    return None
             return names
     except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, ValueError):
         return None

@@ -168,3 +168,24 @@ def test_cp_writes_only_its_destination(tmp_path):
     assert found.sources == (tmp_path / "src",)
     assert found.files == (tmp_path / "dest" / "src",)
     assert changes_of("touch", ("x",), tmp_path, _resolver(tmp_path)) is None
+
+
+def test_an_archive_that_unpacks_past_the_cap_is_not_listed_and_nothing_more_is_read(
+    tmp_path, monkeypatch
+):
+    """A small compressed archive can unpack to far more than it weighs: the listing stops at
+    the cap and says the changes cannot be known, rather than unpack it all before the prompt."""
+    from tools import changes
+
+    monkeypatch.setattr(changes, "MAX_UNPACKED_BYTES", 1024 * 1024)
+    bomb = tmp_path / "small.tar.gz"
+    with tarfile.open(bomb, "w:gz") as archive:
+        for name, size in (("zeros.bin", 4 * 1024 * 1024), ("later.txt", 3)):
+            info = tarfile.TarInfo(name)
+            info.size = size
+            archive.addfile(info, io.BytesIO(b"\0" * size))
+    assert bomb.stat().st_size < 64 * 1024
+
+    assert changes.archive_members(bomb) is None
+    monkeypatch.setattr(changes, "MAX_UNPACKED_BYTES", 64 * 1024 * 1024)
+    assert changes.archive_members(bomb) == ["zeros.bin", "later.txt"]
