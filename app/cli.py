@@ -78,7 +78,7 @@ class FlagPrompter:
         timed_s: float | None = None,
         clock: Any = None,
     ) -> None:
-        from broker.clock import SystemClock
+        from core.clock import SystemClock
 
         self.rules = list(rules)
         self.approve_all = approve_all
@@ -244,9 +244,9 @@ def ask_on_terminal(
     system's). `timed_s`: how long a timed grant lasts (None: the request's `timed_s`)."""
     import time
 
-    from broker.clock import SystemClock
     from broker.permissions import PromptDecision
     from broker.types import GrantMode
+    from core.clock import SystemClock
 
     clock = clock if clock is not None else SystemClock()
     origin = "" if request.user_scope else " (the model asked for this; you did not name it)"
@@ -499,9 +499,9 @@ def cmd_policy(args: argparse.Namespace) -> int:
 
 def _open_grants(args: argparse.Namespace) -> Any:
     from broker.audit import AuditLog
-    from broker.clock import SystemClock
     from broker.keys import load_install_secret
     from broker.permissions import DenyPrompter, GrantStore, PermissionBroker, TokenAuthority
+    from core.clock import SystemClock
 
     home = home_from(args)
     clock = SystemClock()
@@ -648,7 +648,7 @@ def _verify_report(result: Any, path: Path) -> tuple[dict[str, Any], str, int]:
 def _audit_acknowledge(args: argparse.Namespace, path: Path, key: bytes) -> int:
     """Accept the interrupted appends verify reports, with a signed AUDIT_ACK in the chain."""
     from broker.audit import AuditLog, verify
-    from broker.clock import SystemClock
+    from core.clock import SystemClock
 
     result = verify(path, key=key)
     if result.torn_tail:

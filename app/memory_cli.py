@@ -38,9 +38,9 @@ def passphrase_prompt() -> Callable[[str], str | None] | None:
 
 def open_store(home: Path, settings: Any) -> Any:
     """Open the memory store or raise MemoryCommandError with what to do."""
-    from broker.clock import SystemClock
     from broker.keys import MemoryKeyUnavailable
     from broker.memory_hooks import open_memory
+    from core.clock import SystemClock
     from memory.db import MemoryStoreError
 
     try:
@@ -127,7 +127,7 @@ def _add(store: Any, args: argparse.Namespace, settings: Any) -> int:
         raise MemoryCommandError(found.refused)
     expires = None
     if args.expires_days is not None:
-        from broker.clock import SystemClock
+        from core.clock import SystemClock
 
         expires = SystemClock().now() + args.expires_days * 86400
     category = normalise_category(args.category) if args.category else found.category

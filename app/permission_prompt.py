@@ -25,9 +25,9 @@ from typing import Literal
 
 from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal
 
-from broker.clock import Clock, SystemClock
 from broker.permissions import PendingPrompt, PermissionRequest, PromptDecision
 from broker.types import GrantMode
+from core.clock import Clock, SystemClock
 from tools.manual import Capability
 from tools.scopes import read_only_command_scope
 

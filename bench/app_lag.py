@@ -77,12 +77,12 @@ class Ticks:
 async def _round(home: Path, folder: Path, base_url: str, ticks: Ticks) -> dict[str, Any]:
     from app.assistant import Assistant
     from app.chat import ChatWindow
-    from broker.clock import SystemClock
     from broker.llm.openai_client import OpenAIChatModel
     from broker.permissions import PermissionRequest, PromptDecision
     from broker.session import Session
     from broker.settings import Settings
     from broker.types import GrantMode
+    from core.clock import SystemClock
 
     class Allow:
         def ask(self, request: PermissionRequest) -> PromptDecision:

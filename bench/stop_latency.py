@@ -32,9 +32,9 @@ from bench.machine import machine_details
 
 
 def _session(home: Path, **options: Any) -> Any:
-    from broker.clock import SystemClock
     from broker.session import Session
     from broker.settings import Settings
+    from core.clock import SystemClock
 
     settings = Settings()
     settings.router.model_refinement = False

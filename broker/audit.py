@@ -66,10 +66,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeAlias
 
-from broker.clock import Clock, SystemClock
 from broker.filelock import keep_folder_owner
 from broker.filelock import lock as _lock
 from broker.filelock import unlock as _unlock
+from core.clock import Clock, SystemClock
 from memory.credentials import blank_credentials
 from memory.disk import DiskProblem, diagnose_os_error, shown
 

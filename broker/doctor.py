@@ -173,8 +173,8 @@ def _audit(home: Path) -> Check:
 
 
 def _grants(home: Path) -> Check:
-    from broker.clock import SystemClock
     from broker.permissions import GrantStore, PermissionStoreError
+    from core.clock import SystemClock
 
     try:
         key = load_install_secret(home).grants_key
@@ -187,9 +187,9 @@ def _grants(home: Path) -> Check:
 
 
 def _memory(home: Path) -> Check:
-    from broker.clock import SystemClock
     from broker.keys import PASSPHRASE_ENV, MemoryKeyUnavailable
     from broker.memory_hooks import open_memory
+    from core.clock import SystemClock
     from memory.db import MemoryStoreError
 
     try:

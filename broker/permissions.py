@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ValidationError
 
 from broker.audit import AuditEvent, AuditLog, redact
-from broker.clock import Clock
 from broker.events import PermissionAnswered, PermissionAsked, PermissionOutcome, TurnObserver, emit
 from broker.filelock import held, keep_folder_owner
 from broker.types import Grant, GrantMode
+from core.clock import Clock
 from tools.escapes import visible_path
 from tools.manual import PATH_SCOPED, CallPlan, Capability, Reversibility, Risk
 from tools.paths import resolve_path

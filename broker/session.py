@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from broker.audit import AuditEvent, AuditLog, AuditWriteError, digest
-from broker.clock import Clock, SystemClock
 from broker.events import (
     BackendNamed,
     MemoryNotice,
@@ -46,6 +45,7 @@ from broker.runner import ToolRunner, TurnScope, self_test
 from broker.settings import Settings, SettingsError, load_settings
 from broker.taint import Egress, mcp_network_of
 from broker.types import GrantMode, Intent, PolicyDecision, RouterOutput, TurnResult
+from core.clock import Clock, SystemClock
 from tools.limits import CommandLimits
 from tools.manual import RequestWords
 from tools.registry import ToolConfig, ToolRegistry, builtin_registry

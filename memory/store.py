@@ -37,13 +37,13 @@ import re
 import secrets
 import sqlite3
 import threading
-import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple
 
+from core.clock import Clock, SystemClock
 from memory.db import (
     DatabaseError,
     MemoryCorruptError,
@@ -112,17 +112,6 @@ USE_CAP = 20
 RECALL_CANDIDATES = (32, 512)
 
 Action = Literal["added", "duplicate", "superseded"]
-
-
-class Clock(Protocol):
-    """Where the store reads the time (seconds since the epoch). Tests pass a manual one."""
-
-    def now(self) -> float: ...
-
-
-class SystemClock:
-    def now(self) -> float:
-        return time.time()
 
 
 class CredentialRefused(MemoryStoreError):

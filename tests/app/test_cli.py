@@ -572,9 +572,9 @@ def test_a_saved_timed_grant_whose_expiry_was_moved_is_not_honoured(user):
 
 def test_a_timed_grant_that_ended_is_dropped_from_the_file_when_next_checked(tmp_path):
     """Time is moved by a ManualClock: two GrantStores on one file stand for two commands."""
-    from broker.clock import ManualClock
     from broker.permissions import GrantStore
     from broker.types import Grant, GrantMode
+    from core.clock import ManualClock
     from tools.manual import Capability
 
     clock, key, path = ManualClock(), b"k" * 32, tmp_path / "grants.json"
@@ -596,9 +596,9 @@ def test_a_timed_grant_that_ended_is_dropped_from_the_file_when_next_checked(tmp
 
 
 def test_a_timed_grant_for_a_command_line_holding_a_password_is_never_saved(tmp_path):
-    from broker.clock import ManualClock
     from broker.permissions import GrantStore
     from broker.types import Grant, GrantMode
+    from core.clock import ManualClock
     from tools.manual import Capability
 
     clock, path = ManualClock(), tmp_path / "grants.json"

@@ -13,11 +13,11 @@ import pytest
 
 from broker.activity import DAMAGED, last_uses, recent_denials, rows
 from broker.audit import AuditEvent, AuditLog
-from broker.clock import ManualClock
 from broker.permissions import PermissionRequest, PromptDecision
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
+from core.clock import ManualClock
 
 START = 1_800_000_000.0
 

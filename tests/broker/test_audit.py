@@ -31,7 +31,7 @@ from broker.audit import (
     tail,
     verify,
 )
-from broker.clock import ManualClock
+from core.clock import ManualClock
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

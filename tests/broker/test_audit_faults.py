@@ -27,11 +27,11 @@ from typing import Any
 import pytest
 
 from broker.audit import AuditEvent, AuditLog, AuditWriteError, verify
-from broker.clock import ManualClock
 from broker.keys import load_install_secret
 from broker.permissions import DenyPrompter
 from broker.session import Session
 from broker.settings import Settings
+from core.clock import ManualClock
 from tests.support.cli import make_user, run_cli
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -307,7 +307,7 @@ def test_a_real_file_size_limit_cuts_an_append_in_a_subprocess(log_path: Path, k
         import resource, signal, sys
         from pathlib import Path
         from broker.audit import AuditEvent, AuditLog, AuditWriteError
-        from broker.clock import ManualClock
+        from core.clock import ManualClock
 
         path, key = Path(sys.argv[1]), bytes.fromhex(sys.argv[2])
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -348,7 +348,7 @@ _KILLED_SCRIPT = textwrap.dedent(
     import os, sys, time
     from pathlib import Path
     from broker.audit import AuditEvent, AuditLog
-    from broker.clock import ManualClock
+    from core.clock import ManualClock
 
     path, key, where = Path(sys.argv[1]), bytes.fromhex(sys.argv[2]), sys.argv[3]
     with AuditLog(path, ManualClock(), key=key) as audit:

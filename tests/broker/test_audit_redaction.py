@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from broker.audit import REDACTED, redact, verify
-from broker.clock import ManualClock
 from broker.permissions import PermissionRequest, PromptDecision
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
+from core.clock import ManualClock
 from tests.support.cli import make_user, run_cli
 
 SECRET = "Hunter2Secret"

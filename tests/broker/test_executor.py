@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from broker.audit import AuditLog
-from broker.clock import ManualClock
 from broker.executor import (
     NO_MODEL_HELP,
     Executor,
@@ -50,6 +49,7 @@ from broker.types import (
     RouterOutput,
     TurnResult,
 )
+from core.clock import ManualClock
 from memory.db import open_database
 from memory.sensitivity import refuse_credentials
 from memory.store import MemoryStore

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from broker.audit import AuditEvent, AuditLog, verify
-from broker.clock import ManualClock
 from broker.keys import load_install_secret
 from broker.permissions import DenyPrompter, PermissionRequest, PromptDecision
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
+from core.clock import ManualClock
 from tests.support.cli import make_user, run_cli
 
 

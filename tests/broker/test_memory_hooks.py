@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from broker.audit import AuditLog
-from broker.clock import ManualClock
 from broker.memory_hooks import MemoryWriter, egress_limit, instruction_to_assistant, recollect
 from broker.settings import MemorySettings
 from broker.types import Intent, PolicyDecision, RouterArguments, RouterOutput, TurnResult
+from core.clock import ManualClock
 from memory.db import open_database
 from memory.sensitivity import refuse_credentials
 from memory.store import MemoryStore

@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.audit import AuditLog
-from broker.clock import ManualClock
 from broker.permissions import (
     ONCE_LIFETIME_S,
     Denial,
@@ -29,6 +28,7 @@ from broker.permissions import (
     ask_within,
 )
 from broker.types import GrantMode
+from core.clock import ManualClock
 from tools.manual import Capability
 
 SECRET = b"k" * 32
@@ -400,7 +400,6 @@ def test_missing_unknown_and_wrong_capability(tmp_path):
 def test_an_always_grant_whose_scope_holds_a_password_is_never_written_to_disk(tmp_path):
     """An exact command line with `curl -u user:pw` as the scope: kept for the session only."""
     from broker.audit import AuditLog
-    from broker.clock import ManualClock
     from broker.permissions import (
         GrantStore,
         PermissionBroker,
@@ -408,6 +407,7 @@ def test_an_always_grant_whose_scope_holds_a_password_is_never_written_to_disk(t
         TokenAuthority,
     )
     from broker.types import GrantMode
+    from core.clock import ManualClock
     from tools.manual import Capability
 
     class Always:
@@ -444,9 +444,9 @@ def test_live_grants_can_be_read_while_another_thread_revokes_them(tmp_path):
     """The tray's revoke-all runs on another thread than the turn that reads the grants."""
     import threading
 
-    from broker.clock import ManualClock
     from broker.permissions import GrantStore
     from broker.types import Grant, GrantMode
+    from core.clock import ManualClock
     from tools.manual import Capability
 
     clock = ManualClock()
@@ -491,7 +491,6 @@ def test_a_prompt_that_times_out_is_cancelled_and_a_late_allow_is_recorded_never
     import threading
 
     from broker.audit import AuditLog
-    from broker.clock import ManualClock
     from broker.permissions import (
         Denial,
         GrantStore,
@@ -501,6 +500,7 @@ def test_a_prompt_that_times_out_is_cancelled_and_a_late_allow_is_recorded_never
         TokenAuthority,
     )
     from broker.types import GrantMode
+    from core.clock import ManualClock
     from tools.manual import Capability
 
     release = threading.Event()
@@ -703,7 +703,7 @@ def test_a_grant_the_cli_saved_while_the_app_runs_is_kept_when_the_app_saves_its
 _SAVE_MANY = """
 import sys
 from pathlib import Path
-from broker.clock import SystemClock
+from core.clock import SystemClock
 from broker.permissions import GrantStore
 from broker.types import Grant, GrantMode
 from tools.manual import Capability

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from broker.audit import AuditLog, verify
-from broker.clock import ManualClock
 from broker.permissions import (
     DenyPrompter,
     GrantStore,
@@ -27,6 +26,7 @@ from broker.types import (
     ToolCallRecord,
     TurnResult,
 )
+from core.clock import ManualClock
 from tools.manual import Capability
 
 

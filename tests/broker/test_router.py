@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from broker.clock import ManualClock
 from broker.executor import direct_arguments
 from broker.llm.base import AssistantMessage, ModelError, ModelUnavailable
 from broker.llm.openai_client import OpenAIChatModel
@@ -28,6 +27,7 @@ from broker.router import (
 from broker.session import Session, tool_config, user_scopes
 from broker.settings import Settings
 from broker.types import GrantMode, Intent, RouterOutput
+from core.clock import ManualClock
 from tests.broker.router_corpus import CORPUS, EXPECTED_ARGUMENTS, HOLDOUT
 from tests.support.cli import ask_json, audit_events, run_cli
 from tests.support.openai_server import Text

@@ -18,7 +18,6 @@ import pytest
 from pydantic import Field
 
 from broker.audit import AuditLog, verify
-from broker.clock import ManualClock
 from broker.permissions import (
     TOKEN_LIFETIME_S,
     GrantStore,
@@ -31,6 +30,7 @@ from broker.permissions import (
 from broker.policy import IntentPolicy, PolicyTable, load_policy_table
 from broker.runner import SelfTestError, ToolRunner, TurnScope, self_test
 from broker.types import GrantMode, Intent
+from core.clock import ManualClock
 from tools.arguments import ToolArguments
 from tools.manual import (
     Capability,

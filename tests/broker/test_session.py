@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from broker.audit import verify
-from broker.clock import ManualClock
 from broker.llm.base import AssistantMessage
 from broker.permissions import PermissionRequest, PromptDecision
 from broker.router import NEEDS_FIELDS, route_heuristic
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode, Intent, RouterOutput, TurnResult
+from core.clock import ManualClock
 from tests.support.classifier import read_as
 
 

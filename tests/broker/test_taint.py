@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from broker.audit import AuditLog, digest
-from broker.clock import ManualClock
 from broker.permissions import (
     Denial,
     DenyPrompter,
@@ -37,6 +36,7 @@ from broker.taint import (
     mcp_network_of,
 )
 from broker.types import Grant, GrantMode
+from core.clock import ManualClock
 from tools.manual import Capability, Prepared, Tool, ToolManual, ToolResult
 from tools.mcp.config import McpServerConfig
 from tools.registry import ToolRegistry, builtin_registry

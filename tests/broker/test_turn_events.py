@@ -16,7 +16,6 @@ from typing import Any
 import psutil
 import pytest
 
-from broker.clock import ManualClock
 from broker.events import (
     PermissionAnswered,
     PermissionAsked,
@@ -34,6 +33,7 @@ from broker.permissions import PendingPrompt, PermissionRequest, PromptDecision
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
+from core.clock import ManualClock
 from tests.support.openai_server import ScriptedOpenAIServer, Stall, Text, Trickle
 from tools.sandbox import sandbox_status
 from tools.stop import StopSignal

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from broker.clock import ManualClock
 from broker.router import route_heuristic, understood_reading
 from broker.router.understood import ASK_PLAINLY, READINGS
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import Intent
+from core.clock import ManualClock
 from tests.support.classifier import read_as
 
 # Each suggestion, filled in as a person would: it must route to the reading it names.

@@ -33,7 +33,6 @@ import pytest
 
 from app.prompt_view import once_only_words, plan_rows
 from broker.audit import AuditLog
-from broker.clock import ManualClock
 from broker.permissions import (
     GrantStore,
     PermissionBroker,
@@ -43,6 +42,7 @@ from broker.permissions import (
 )
 from broker.runner import CallOutcome, ToolRunner, TurnScope
 from broker.types import GrantMode
+from core.clock import ManualClock
 from tests.support.allowlist import (
     CANARY,
     GIT_CONFIG_MARK,

@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 
 from broker.audit import AuditLog, verify
-from broker.clock import ManualClock
 from broker.permissions import (
     GrantStore,
     PermissionBroker,
@@ -33,6 +32,7 @@ from broker.permissions import (
 )
 from broker.runner import ToolRunner, TurnScope
 from broker.types import GrantMode
+from core.clock import ManualClock
 from tools.commands import argv_text, assess_command
 from tools.manual import Tool, ToolRefused
 from tools.registry import ToolConfig, ToolRegistry

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from broker.audit import AuditLog
-from broker.clock import ManualClock
 from broker.permissions import (
     ONCE_LIFETIME_S,
     GrantStore,
@@ -28,6 +27,7 @@ from broker.permissions import (
 )
 from broker.runner import ToolRunner, TurnScope
 from broker.types import GrantMode
+from core.clock import ManualClock
 from tools.files import make_file_tools
 from tools.registry import ToolRegistry
 

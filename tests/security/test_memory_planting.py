@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from broker.clock import ManualClock
 from broker.llm.openai_client import OpenAIChatModel
 from broker.memory_hooks import open_memory
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import TurnResult
+from core.clock import ManualClock
 from memory.store import MemoryStore
 from memory.types import FactStatus, Sensitivity
 from tests.support.openai_server import ScriptedOpenAIServer, ServerFactory, Text, Turn

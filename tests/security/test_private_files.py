@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from broker.audit import AuditLog
-from broker.clock import ManualClock
 from broker.permissions import (
     GrantStore,
     PermissionBroker,
@@ -31,6 +30,7 @@ from broker.runner import CallOutcome, ToolRunner, TurnScope
 from broker.session import tool_config
 from broker.settings import Settings
 from broker.types import GrantMode
+from core.clock import ManualClock
 from tools.registry import builtin_registry
 
 SSH_KEY = (

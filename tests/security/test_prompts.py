@@ -28,11 +28,11 @@ from app.cli import ask_on_terminal
 from app.permission_dialog import PermissionDialog, present_question
 from app.permission_prompt import Choice, GuiPrompter
 from app.windows.permissions import PermissionsWindow
-from broker.clock import ManualClock
 from broker.llm.openai_client import OpenAIChatModel
 from broker.permissions import Denial
 from broker.settings import Settings
 from broker.types import GrantMode
+from core.clock import ManualClock
 from tests.app.gui.conftest import (  # noqa: F401 - the desktop's fixtures, used by name
     _collect_qt_garbage_on_the_ui_thread,
     app_home,
@@ -262,8 +262,8 @@ MCP_PLAN = CallPlan(
 @pytest.mark.parametrize("plan", [MCP_PLAN, None], ids=["with its plan", "without a plan"])
 def test_an_mcp_call_shows_every_argument_in_full_with_the_path_before_a_long_content(qtbot, plan):
     from app.permission_prompt import PermissionQuestion
-    from broker.clock import SystemClock
     from broker.permissions import PendingPrompt
+    from core.clock import SystemClock
 
     request = _mcp_request(plan)
     question = PermissionQuestion(PendingPrompt(request, SystemClock()))

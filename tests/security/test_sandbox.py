@@ -35,7 +35,6 @@ from typing import Any
 import pytest
 
 from broker.audit import AuditLog
-from broker.clock import ManualClock
 from broker.permissions import (
     GrantStore,
     PermissionBroker,
@@ -45,6 +44,7 @@ from broker.permissions import (
 )
 from broker.runner import CallOutcome, ToolRunner, TurnScope
 from broker.types import GrantMode
+from core.clock import ManualClock
 from tools.commands import assess_command, command_target
 from tools.manual import ToolError
 from tools.registry import ToolConfig, ToolRegistry

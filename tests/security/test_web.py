@@ -24,7 +24,6 @@ from urllib.parse import quote
 import pytest
 
 from broker.audit import AuditLog, verify
-from broker.clock import ManualClock
 from broker.permissions import (
     GrantStore,
     PermissionBroker,
@@ -34,6 +33,7 @@ from broker.permissions import (
 )
 from broker.runner import CallOutcome, ToolRunner, TurnScope
 from broker.types import GrantMode
+from core.clock import ManualClock
 from tests.support.web_server import WebServer
 from tools.registry import ToolConfig, ToolRegistry
 from tools.web import MAX_REDIRECTS, make_web_tools

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.clock import Clock, SystemClock
 from broker.permissions import PermissionRequest
+from core.clock import Clock, SystemClock
 from tools.manual import Capability
 
 

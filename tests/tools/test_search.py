@@ -30,11 +30,11 @@ import pytest
 from pydantic import ValidationError
 
 from broker.audit import AuditLog
-from broker.clock import ManualClock
 from broker.permissions import GrantStore, PermissionBroker, TokenAuthority
 from broker.runner import ToolRunner, TurnScope
 from broker.session import tool_config
 from broker.settings import Settings, WebSettings
+from core.clock import ManualClock
 from tests.security.test_web import Answering
 from tests.support.search_proxy import SearchProxy, closed_port
 from tests.support.web_server import WebServer, make_test_authority

@@ -18,9 +18,9 @@ import qasync
 from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication
 
-from broker.clock import SystemClock
 from broker.session import Session
 from broker.settings import Settings
+from core.clock import SystemClock
 
 T = TypeVar("T")
 

@@ -15,11 +15,11 @@ from PySide6.QtCore import Qt
 
 from app.assistant import Assistant
 from app.windows.activity import DECISION, STAGE, TOOL, ActivityWindow
-from broker.clock import ManualClock
 from broker.permissions import PermissionRequest, PromptDecision
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
+from core.clock import ManualClock
 from tests.app.gui.conftest import until
 
 

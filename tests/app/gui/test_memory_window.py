@@ -18,9 +18,9 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QMessageBox
 
 from app.assistant import Assistant
 from app.windows.memory import BadgeDelegate, MemoryWindow
-from broker.clock import ManualClock
 from broker.session import Session
 from broker.settings import Settings, load_settings
+from core.clock import ManualClock
 from memory.db import open_database
 from memory.sensitivity import refuse_credentials
 from memory.store import MemoryStore

@@ -36,10 +36,10 @@ from app.permission_dialog import (
     present_question,
 )
 from app.permission_prompt import Choice, GuiPrompter, PermissionQuestion
-from broker.clock import Clock, ManualClock, SystemClock
 from broker.permissions import PendingPrompt, PermissionRequest, PromptDecision
 from broker.settings import Settings
 from broker.types import GrantMode
+from core.clock import Clock, ManualClock, SystemClock
 from tests.app.gui.conftest import make_session, until
 from tests.support.prompts import make_request
 from tools.manual import CallPlan, Capability

@@ -17,11 +17,11 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from app.assistant import Assistant
 from app.windows import when
 from app.windows.permissions import PermissionsWindow
-from broker.clock import ManualClock
 from broker.permissions import PermissionRequest, PromptDecision
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
+from core.clock import ManualClock
 from tests.app.gui.conftest import until
 
 START = 1_800_000_000.0

@@ -294,8 +294,8 @@ def test_the_app_connects_its_mcp_servers_after_start_and_ends_them_on_quit(
 
 
 def test_the_dialog_for_an_mcp_tool_that_changes_things_names_the_server_and_the_tool(qtbot):
-    from broker.clock import SystemClock
     from broker.permissions import PendingPrompt
+    from core.clock import SystemClock
     from tests.support.prompts import make_request
 
     request = make_request(

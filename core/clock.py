@@ -1,4 +1,5 @@
-"""Time, injected. Grant expiry is tested by moving a clock, never by sleeping."""
+"""Time, injected. Grant expiry, question deadlines and memory recency are tested by moving a
+clock, never by sleeping; there is one clock type for the whole program."""
 
 from __future__ import annotations
 

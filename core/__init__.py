@@ -1,0 +1,5 @@
+"""What every layer shares and nothing of ours defines twice: the error root and the clock.
+
+`core` imports nothing of Chamberlain's own (an import contract holds it to that), so the tools,
+memory, the broker and the app can all build on it.
+"""
