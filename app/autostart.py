@@ -17,12 +17,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from core.errors import StorageError
+
 ENTRY_NAME = "chamberlain.desktop"
 # Marks the entry as ours, so `is_enabled` never mistakes a hand-made file of that name.
 _MARKER = "X-Chamberlain-Autostart=true"
 
 
-class AutostartError(Exception):
+class AutostartError(StorageError):
     """The entry could not be written or removed; the message says why and what to do."""
 
 

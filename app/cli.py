@@ -25,6 +25,7 @@ from app.mcp_cli import McpUsageError, add_mcp_parser, cmd_mcp, left_out_line
 from app.memory_cli import MemoryCommandError, add_memory_parser, cmd_memory, open_store
 from app.settings_cli import add_settings_parser, cmd_settings
 from app.terminal import json_text, safe_terminal
+from core import errors
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # Cancelled with Ctrl-C: 128 + SIGINT, as shells report it.
@@ -33,8 +34,8 @@ EXIT_CANCELLED = 130
 log = logging.getLogger("chamberlain.app.cli")
 
 
-class UsageError(Exception):
-    pass
+class UsageError(errors.UsageError):
+    """The command line asks for something this command does not do: exit 2."""
 
 
 # --- permission answers from flags ------------------------------------------------------------

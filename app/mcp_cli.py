@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.terminal import json_text
+from core.errors import UsageError
 
 if TYPE_CHECKING:
     from broker.settings import Settings
@@ -45,7 +46,7 @@ EXAMPLE = {
 }
 
 
-class McpUsageError(Exception):
+class McpUsageError(UsageError):
     """The command line names something that is not there (a server); the message says what is."""
 
 

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from app.terminal import json_text
+from core.errors import StorageError
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
-class MemoryCommandError(Exception):
+class MemoryCommandError(StorageError):
     """A memory command could not be carried out; the message says why."""
 
 
@@ -114,7 +115,7 @@ def _search(store: Any, args: argparse.Namespace, settings: Any) -> int:
 def _add(store: Any, args: argparse.Namespace, settings: Any) -> int:
     from memory.sensitivity import assess, combine, normalise_category
     from memory.slots import detect_slot
-    from memory.store import InvalidInputError, check_text
+    from memory.store.facts import InvalidInputError, check_text
     from memory.types import FactSource, FactStatus
 
     try:
@@ -216,7 +217,7 @@ def _export(store: Any, args: argparse.Namespace, settings: Any) -> int:
 
 
 def _import(store: Any, args: argparse.Namespace, settings: Any) -> int:
-    from memory.export import ImportFormatError, read_import
+    from memory.store.export import ImportFormatError, read_import
 
     path = Path(args.file).expanduser()
     try:

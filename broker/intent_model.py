@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.types import Intent
+from core.errors import InstallationError
 
 FORMAT = "chamberlain-intent-model"
 FORMAT_VERSION = 2
@@ -76,7 +77,7 @@ _KINDS = {
 _SEP = "\x1f"
 
 
-class IntentModelError(ValueError):
+class IntentModelError(InstallationError, ValueError):
     """The weight file is missing, damaged, or was made for other features or intents."""
 
 

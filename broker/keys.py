@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from core.errors import SecretUnavailable
+
 log = logging.getLogger("chamberlain.broker.keys")
 
 SERVICE = "chamberlain"
@@ -50,7 +52,7 @@ T = TypeVar("T")
 KEYRING_TIMEOUT_S = 5.0
 
 
-class KeyringTimeout(Exception):
+class KeyringTimeout(SecretUnavailable):
     """The system keyring did not answer within KEYRING_TIMEOUT_S (now or earlier in this
     process); the message says so in words a person can act on."""
 
@@ -100,7 +102,7 @@ def _keyring_call(work: Callable[[], T]) -> T:
     return value  # type: ignore[no-any-return]
 
 
-class KeyFileError(ValueError):
+class KeyFileError(SecretUnavailable, ValueError):
     """The fallback key file exists but does not hold a key; it is kept for the user to see."""
 
 
@@ -319,7 +321,7 @@ PASSPHRASE_ENV = "CHAMBERLAIN_MEMORY_PASSPHRASE"
 KEYING_FILE = "memory.keying"
 
 
-class MemoryKeyUnavailable(Exception):
+class MemoryKeyUnavailable(SecretUnavailable):
     """Memory is encrypted and no key can be had here; the message says what to do.
 
     `needs_passphrase`: a passphrase would open it (none was given, or the ones typed for a new
@@ -453,7 +455,7 @@ def load_memory_key(
 DEFAULT_API_KEY_ENV = "CHAMBERLAIN_API_KEY"
 
 
-class KeyringUnavailable(Exception):
+class KeyringUnavailable(SecretUnavailable):
     """There is no usable system keyring, so an API key cannot be kept safely here.
 
     `env_var` is the environment variable to give the key in instead (the setting

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from broker.llm.endpoints import local_servers
 from broker.settings import Settings, save_settings
+from core.errors import ConfigError
 
 
-class ModelChoiceError(ValueError):
+class ModelChoiceError(ConfigError, ValueError):
     """The name matches no model, or more than one, in the catalogue."""
 
 

@@ -21,7 +21,10 @@ import secrets
 import sys
 import threading
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -33,6 +36,7 @@ from broker.events import PermissionAnswered, PermissionAsked, PermissionOutcome
 from broker.filelock import held, keep_folder_owner
 from broker.types import Grant, GrantMode
 from core.clock import Clock
+from core.errors import StorageError
 from tools.escapes import visible_path
 from tools.manual import PATH_SCOPED, CallPlan, Capability, Reversibility, Risk
 from tools.paths import resolve_path
@@ -124,31 +128,17 @@ class PromptDecision(BaseModel):
     reason: DecisionReason = "user"
 
 
-class Prompter(Protocol):
-    def ask(self, request: PermissionRequest) -> PromptDecision:
-        """Block until the user decides. Implementations must never raise for a "no"."""
-        ...
-
-
-class DenyPrompter:
-    """Headless with nobody to ask: every request is denied."""
-
-    answers_instantly = True
-
-    def ask(self, request: PermissionRequest) -> PromptDecision:
-        return PromptDecision(allow=False, reason="headless")
-
-
-class PendingPrompt:
+class PermissionQuestion:
     """One permission question in flight: the one state machine every front end shares.
 
-    It holds the request, the broker's clock and the answer. An answer (`resolve`), the
-    deadline passing, Stop or a front end giving up (`cancel`) ends it; whichever comes first
-    wins. The dialog's countdown and the terminal's read `remaining_s()`, and the broker waits
-    on `wait_until_deadline()`, so all three end at `request.deadline` on the same clock. An
-    answer that arrives after the end is kept as `late` (and handed to `on_late`), never used:
-    a person who clicks "allow" a second after the countdown ended has not granted anything.
-    Front ends learn of the end through `on_end` (called once, on the thread that ended it).
+    It holds the request (with its `CallPlan`), the broker's clock and one future. The first of
+    an answer (`answer`), the deadline passing, Stop or a front end giving up (`cancel`)
+    completes the future; whatever comes after changes nothing. The dialog's countdown and the
+    terminal's read `remaining_s()`, and the broker waits on `wait()`, so all of them end at
+    `request.deadline` on the same clock. An answer that arrives after the end is kept as `late`
+    (and handed to `on_late`), never used: a person who clicks "allow" a second after the
+    countdown ended has not granted anything. A front end learns of the end through
+    `add_done_callback` (called once, on the thread that ended it). Any thread may answer.
     """
 
     # How often a wait looks at the clock again: an injected clock moves without waking it.
@@ -163,10 +153,11 @@ class PendingPrompt:
         self.request = request
         self.clock = clock
         self.on_late = on_late
-        self._done = threading.Event()
+        self._future: Future[PromptDecision] = Future()
         self._lock = threading.Lock()
-        self._decision: PromptDecision | None = None
-        self._ended: list[Callable[[PendingPrompt], None]] = []
+        # Claimed (under the lock) by the first answer, deadline, Stop or cancel: that one wins.
+        self._ended = False
+        # True when it ended unanswered (the deadline, Stop, a front end giving up).
         self.cancelled = False
         self.late: PromptDecision | None = None
 
@@ -180,119 +171,114 @@ class PendingPrompt:
 
     @property
     def done(self) -> bool:
-        return self._done.is_set()
+        return self._future.done()
 
     @property
     def decision(self) -> PromptDecision | None:
-        with self._lock:
-            return self._decision
+        """How it ended; None while it is open."""
+        return self._future.result() if self._future.done() else None
 
-    def on_end(self, callback: Callable[[PendingPrompt], None]) -> None:
-        """Call `callback(self)` once the question has ended (at once if it has)."""
-        with self._lock:
-            if not self._done.is_set():
-                self._ended.append(callback)
-                return
-        callback(self)
+    def add_done_callback(self, callback: Callable[[PermissionQuestion], None]) -> None:
+        """Call `callback(self)` once the question has ended (at once if it has). A callback
+        that raises is logged and changes nothing: the question has ended all the same."""
 
-    def _finish(self, decision: PromptDecision, *, cancelled: bool = False) -> bool:
-        with self._lock:
-            if self._done.is_set():
-                return False
-            self._decision = decision
-            self.cancelled = cancelled
-            self._done.set()
-            callbacks, self._ended = self._ended, []
-        for callback in callbacks:
+        def call(_future: Future[PromptDecision]) -> None:
             try:
                 callback(self)
             except Exception as exc:  # noqa: BLE001 - a front end's failure must not undo it
-                log.error("a permission prompt's front end failed when it ended: %s", exc)
+                log.error("a permission question's front end failed when it ended: %s", exc)
+
+        self._future.add_done_callback(call)
+
+    def _end(self, decision: PromptDecision, *, cancelled: bool) -> bool:
+        with self._lock:
+            if self._ended:
+                return False
+            self._ended = True
+            self.cancelled = cancelled
+        # Outside the lock: the done callbacks run here, on this thread, and may look back.
+        self._future.set_result(decision)
         return True
 
-    def resolve(self, decision: PromptDecision) -> bool:
-        """Answer the prompt; False (and kept as `late`) when it had already ended."""
-        if self._finish(decision):
+    def answer(self, decision: PromptDecision) -> bool:
+        """Answer the question; False (and kept as `late`) when it had already ended."""
+        if self._end(decision, cancelled=False):
             return True
-        if self.late is None:
-            self.late = decision
-            if decision.allow:
-                log.warning("an answer came after the permission prompt had ended; not used")
-                if self.on_late is not None:
-                    self.on_late(decision)
+        with self._lock:
+            first_late = self.late is None
+            if first_late:
+                self.late = decision
+        if first_late and decision.allow:
+            log.warning("an answer came after the permission prompt had ended; not used")
+            if self.on_late is not None:
+                self.on_late(decision)
         return False
 
     def cancel(self, reason: DecisionReason = "timeout") -> bool:
-        """End the prompt unanswered (a denial with `reason`); False if it had ended."""
-        return self._finish(PromptDecision(allow=False, reason=reason), cancelled=True)
+        """End the question unanswered (a denial with `reason`); False if it had ended."""
+        return self._end(PromptDecision(allow=False, reason=reason), cancelled=True)
 
-    def wait(self, timeout_s: float) -> PromptDecision | None:
-        self._done.wait(timeout_s)
-        return self.decision
-
-    def wait_until_deadline(self) -> PromptDecision:
+    def wait(self) -> PromptDecision:
         """Block until the question ends; at its deadline (on the clock) it ends as a timeout."""
-        while not self._done.is_set():
-            left = self.remaining_s()
-            if left <= 0:
-                self.cancel("timeout")
-                break
-            self._done.wait(min(left, self.POLL_S))
-        decision = self.decision
-        assert decision is not None  # ended above at the latest
-        return decision
+        while True:
+            try:
+                return self._future.result(timeout=min(self.remaining_s(), self.POLL_S))
+            except FutureTimeout:
+                if self.remaining_s() <= 0:
+                    self.cancel("timeout")
 
 
-def ask_within(
-    prompter: Prompter,
-    request: PermissionRequest,
-    clock: Clock,
-    on_late: Callable[[PromptDecision], None] | None = None,
-) -> PromptDecision:
-    """Ask, but give up at `request.deadline`: no answer in time is a deny with reason `timeout`.
+class Prompter(Protocol):
+    """A front end that puts permission questions to someone (or answers them from rules).
 
-    A prompter that answers from rules alone (`answers_instantly`) is asked directly: it cannot
-    hang, and a thread per call would only add latency. A prompter with `present` (the desktop
-    dialog) is handed the `PendingPrompt` itself and answers it. Any other prompter is asked on
-    a thread and its answer resolves the prompt; one with `cancel(prompt)` is told when the
-    prompt ended without its answer. Either way the deadline, Stop or the answer
-    ends the one `PendingPrompt`; an answer that comes too late is handed to `on_late`.
+    `present` is handed each question as the broker asks it and returns at once; the front end
+    answers it later with `question.answer(decision)`, or `question.cancel(reason)` when its
+    own way of asking goes away, from any thread. The broker waits on the question itself, so
+    its deadline and Stop hold whatever the front end does. A prompter that decides from rules
+    answers inside `present`; one whose nature is to block (a terminal reading a line on the
+    thread that asked, with nothing else to do meanwhile) may block in `present` until it has
+    answered. `present` must never raise for a "no"; if it raises, the question is denied.
     """
-    if getattr(prompter, "answers_instantly", False):
-        try:
-            return prompter.ask(request)
-        except Exception as exc:  # noqa: BLE001 - a broken prompter must deny, not crash
-            log.error("permission prompt failed: %s", exc)
-            return PromptDecision(allow=False, reason="error")
-    pending = PendingPrompt(request, clock, on_late)
+
+    def present(self, question: PermissionQuestion) -> None: ...
+
+
+class RulePrompter(ABC):
+    """A prompter that decides from rules alone: it answers at once, inside `present`."""
+
+    def present(self, question: PermissionQuestion) -> None:
+        question.answer(self.decide(question.request))
+
+    @abstractmethod
+    def decide(self, request: PermissionRequest) -> PromptDecision:
+        """The answer to `request`, now."""
+
+
+class DenyPrompter(RulePrompter):
+    """Headless with nobody to ask: every request is denied."""
+
+    def decide(self, request: PermissionRequest) -> PromptDecision:
+        return PromptDecision(allow=False, reason="headless")
+
+
+def pose(prompter: Prompter, question: PermissionQuestion) -> PromptDecision:
+    """Put `question` to `prompter` and wait for its end: the broker's one wait.
+
+    No thread is started: `present` hands the question over (or answers it) and this thread
+    waits on the question's future until the answer, its deadline or Stop. A prompter that
+    fails denies with reason `error`; Stop (before or while it is open) ends it "cancelled".
+    """
     stop = current_stop()
     if stop is not None and stop.stopped:
-        return PromptDecision(allow=False, reason="cancelled")
-    present = getattr(prompter, "present", None)
-    if callable(present):
+        question.cancel("cancelled")
+        return question.wait()
+    with stop_hook(lambda: question.cancel("cancelled")):
         try:
-            present(pending)
+            prompter.present(question)
         except Exception as exc:  # noqa: BLE001 - a broken prompter must deny, not crash
             log.error("permission prompt failed: %s", exc)
-            pending.cancel("error")
-    else:
-        # A prompter that asks and blocks (the terminal) is told when the prompt ended without
-        # its answer (the deadline, Stop), so it can stop asking.
-        cancel = getattr(prompter, "cancel", None)
-        if callable(cancel):
-            pending.on_end(lambda ended: cancel(ended) if ended.cancelled else None)
-
-        def target() -> None:
-            try:
-                decision = prompter.ask(request)
-            except Exception as exc:  # noqa: BLE001 - a broken prompter must deny, not crash
-                log.error("permission prompt failed: %s", exc)
-                decision = PromptDecision(allow=False, reason="error")
-            pending.resolve(decision)
-
-        threading.Thread(target=target, name="permission-prompt", daemon=True).start()
-    with stop_hook(lambda: pending.cancel("cancelled")):
-        return pending.wait_until_deadline()
+            question.cancel("error")
+        return question.wait()
 
 
 # --- grants ----------------------------------------------------------------------------------
@@ -880,7 +866,7 @@ class _HeldFile:
         self.hold(None)
 
 
-class PermissionStoreError(Exception):
+class PermissionStoreError(StorageError):
     pass
 
 
@@ -1260,7 +1246,7 @@ class PermissionBroker:
             )
 
         emit(events, PermissionAsked(turn_id or "", call_id, tool, capability, scope))
-        decision = ask_within(self.prompter, request, self.clock, on_late=late)
+        decision = pose(self.prompter, PermissionQuestion(request, self.clock, on_late=late))
         if fresh is not None and decision.reason == "rule" and decision.allow:
             # A rule was set before this request existed; only a person who sees it may allow it.
             decision = PromptDecision(allow=False, reason="headless")

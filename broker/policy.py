@@ -18,13 +18,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from broker.profiles import Resolved
 from broker.settings import PolicyOverrides
 from broker.types import Intent, PolicyDecision, RouterOutput
+from core.errors import ConfigError
 from tools.manual import Capability
 from tools.mcp.config import McpCategory
 
 log = logging.getLogger("chamberlain.broker.policy")
 
 
-class PolicyError(Exception):
+class PolicyError(ConfigError):
     pass
 
 

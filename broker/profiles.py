@@ -44,6 +44,7 @@ from pydantic import (
     model_validator,
 )
 
+from core.errors import ConfigError
 from tools.manual import ToolManual
 
 # The ToolManual name pattern: MCP tools, namespaced `server__tool`, fit it as well.
@@ -53,7 +54,7 @@ CategoryName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,63}$
 ProfileName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 
 
-class ProfileError(Exception):
+class ProfileError(ConfigError):
     """A profile file that cannot be used, or a profile name that names none."""
 
 

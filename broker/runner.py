@@ -38,6 +38,7 @@ from broker.permissions import (
 from broker.policy import PolicyTable, coverage_problems
 from broker.taint import Egress, TurnTaint
 from broker.types import ToolCallRecord, ToolStatus
+from core.errors import InstallationError
 from tools.arguments import ToolArguments
 from tools.manual import (
     Capability,
@@ -55,7 +56,7 @@ from tools.stop import Stopped, StopSignal, check_stopped, current_stop
 log = logging.getLogger("chamberlain.broker.runner")
 
 
-class SelfTestError(Exception):
+class SelfTestError(InstallationError):
     """A registered tool has no capability or no policy coverage: refuse to start."""
 
 

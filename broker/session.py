@@ -46,6 +46,7 @@ from broker.settings import Settings, SettingsError, load_settings
 from broker.taint import Egress, mcp_network_of
 from broker.types import GrantMode, Intent, PolicyDecision, RouterOutput, TurnResult
 from core.clock import Clock, SystemClock
+from core.errors import StorageError
 from tools.limits import CommandLimits
 from tools.manual import RequestWords
 from tools.registry import ToolConfig, ToolRegistry, builtin_registry
@@ -76,7 +77,7 @@ CLARIFY_FILES = (
 )
 
 
-class MemoryUnavailable(Exception):
+class MemoryUnavailable(StorageError):
     """Raised by a session's memory opener: memory cannot be opened now; the message says why."""
 
 

@@ -31,6 +31,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from broker import settings_seal as seal
 from broker.profiles import ProfileOverrides
 from broker.settings_seal import PendingChange
+from core.errors import ConfigError
 from tools.mcp.config import McpSettings
 
 log = logging.getLogger("chamberlain.broker.settings")
@@ -229,7 +230,7 @@ class Settings(BaseSettings):
         return env_settings, init_settings, dotenv_settings, file_secret_settings
 
 
-class SettingsError(Exception):
+class SettingsError(ConfigError):
     """A settings problem. `str()` is the whole sentence, advice included, for a front end with
     nothing to add; `problem` is what is wrong without advice, and `path`, `line` and `keys` say
     where (`path` None: an environment variable, not the file), so a front end can offer its own

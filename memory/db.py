@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, cast
 
 import sqlcipher3  # type: ignore[import-untyped]
 
+from core.errors import StorageError
 from memory.disk import DiskProblem, diagnose, diagnose_os_error, shown
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ OperationalError: type[Exception] = sqlcipher3.OperationalError
 IntegrityError: type[Exception] = sqlcipher3.IntegrityError
 
 
-class MemoryStoreError(Exception):
+class MemoryStoreError(StorageError):
     """Anything that stops the memory store from doing what was asked. The message is for
     the user: what happened and what to do."""
 

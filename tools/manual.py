@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core import errors
 from tools.arguments import ToolArguments, explain
 
 
@@ -76,7 +77,7 @@ class ToolManual(BaseModel):
         }
 
 
-class ToolError(Exception):
+class ToolError(errors.ToolError):
     """A tool failed in a way the user (and the model) should be told about, in plain words."""
 
 

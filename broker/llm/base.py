@@ -17,11 +17,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from core import errors
+
 # Appended to a reply whose stream ended without its finish marker.
 CUT_OFF_NOTE = "[the model's reply was cut off]"
 
 
-class ModelError(Exception):
+class ModelError(errors.ModelError):
     """The model endpoint answered, but not usefully (bad status, bad payload, timeout)."""
 
 

@@ -17,6 +17,8 @@ import urllib.request
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
+from core.errors import ConfigError
+
 log = logging.getLogger("chamberlain.broker.llm")
 
 # (server name, port) probed in this order by "auto", always on 127.0.0.1.
@@ -32,7 +34,7 @@ PROBE_PORTS: list[tuple[str, int]] = [
 _PROBE_MAX_BYTES = 1024 * 1024
 
 
-class InvalidEndpoint(ValueError):
+class InvalidEndpoint(ConfigError, ValueError):
     """The `llm.url` setting (or --llm) is not something we can talk to."""
 
 
