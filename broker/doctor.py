@@ -261,11 +261,9 @@ def _mcp(home: Path) -> list[Check]:
         return []
     if not servers:
         return []
-    from tools.mcp.hub import McpHub
-    from tools.mcp.sandbox import ServerPlaces
-    from tools.registry import ToolRegistry
+    from tools.registry import ToolRegistry, mcp_hub
 
-    hub = McpHub(servers, ToolRegistry(), places=ServerPlaces.for_install(home))
+    hub = mcp_hub(home, servers, ToolRegistry(), remember_failures=False)
     try:
         hub.ensure()
         statuses = hub.status()

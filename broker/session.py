@@ -49,17 +49,17 @@ from core.clock import Clock, SystemClock
 from core.errors import StorageError
 from tools.limits import CommandLimits
 from tools.manual import RequestWords
-from tools.registry import ToolConfig, ToolRegistry, builtin_registry
+from tools.registry import ToolConfig, ToolRegistry, builtin_registry, mcp_hub
 from tools.stop import Stopped, StopSignal, check_stopped, stopping
 
 if TYPE_CHECKING:
     # The memory side (SQLCipher, the sensitivity detectors) is imported when a turn first
     # needs memory, not by every session: a direct action never pays for it.
     from broker.memory_hooks import Recollection
-    from memory.store import MemoryStore
+    from memory.store.facts import MemoryStore
     from tools.mcp.config import McpSettings
     from tools.mcp.failures import McpLeftOut
-    from tools.mcp.hub import McpHub
+    from tools.registry import McpHub
 
 log = logging.getLogger("chamberlain.broker.session")
 
@@ -285,18 +285,9 @@ class Session:
             self.mcp = None
             return None
         if self.mcp is None:
-            from tools.mcp.failures import FailureBook
-            from tools.mcp.hub import McpHub
-            from tools.mcp.sandbox import ServerPlaces
-
-            # A server that failed to connect is remembered in the home, so that the next
-            # process (each `chamberlain ask`) skips it for a while instead of waiting again.
-            failures = FailureBook.in_home(self.home)
-            # Each server runs sandboxed: never shown this home, nor the person's own.
-            places = ServerPlaces.for_install(self.home)
-            self.mcp = McpHub(
-                mcp.servers, self.tools, on_change=on_change, failures=failures, places=places
-            )
+            # Each server runs sandboxed (never shown this home, nor the person's own), and one
+            # that failed is skipped for a while by the next process too.
+            self.mcp = mcp_hub(self.home, mcp.servers, self.tools, on_change=on_change)
             if connect:
                 self.mcp.start()
             return self.mcp

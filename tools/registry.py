@@ -1,7 +1,9 @@
-"""The set of tools Chamberlain knows about, keyed by name.
+"""The set of tools Chamberlain knows about, keyed by name, and the one seam through which the
+broker reaches tool groups: the builtin tools (`builtin_registry`) and MCP servers (`mcp_hub`).
 
 The registry only holds tools; it never decides who may call them (that is the policy gate and
-the runner).
+the runner). The broker imports no concrete tool and no part of `tools.mcp` but its settings
+and failure records (an import contract holds it to that); what it needs of MCP it gets here.
 """
 
 from __future__ import annotations
@@ -11,9 +13,16 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tools.limits import CommandLimits
 from tools.manual import Tool, ToolManual
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from tools.mcp.config import McpServerConfig
+    from tools.mcp.hub import McpHub as McpHub
 
 
 class ToolRegistry:
@@ -144,3 +153,28 @@ def _optional_factories() -> list[Callable[[ToolConfig], list[Tool]]]:
             continue
         found.append(getattr(imported, name))
     return found
+
+
+def mcp_hub(
+    home: Path,
+    servers: Mapping[str, McpServerConfig],
+    registry: ToolRegistry,
+    *,
+    on_change: Callable[[], None] | None = None,
+    remember_failures: bool = True,
+) -> McpHub:
+    """A hub for `servers` that adds their tools to `registry`, each server sandboxed away from
+    `home` (Chamberlain's data) and the person's own files. With `remember_failures`, a server
+    that failed to connect is remembered in `home`, so the next process (each one-shot command)
+    skips it for a while instead of waiting again."""
+    from tools.mcp.failures import FailureBook
+    from tools.mcp.hub import McpHub
+    from tools.mcp.sandbox import ServerPlaces
+
+    return McpHub(
+        servers,
+        registry,
+        on_change=on_change,
+        failures=FailureBook.in_home(home) if remember_failures else None,
+        places=ServerPlaces.for_install(home),
+    )
