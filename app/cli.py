@@ -702,8 +702,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def _audit_summary(event: str, data: dict[str, Any]) -> str:
-    """The Activity window's words for a stage (broker/activity.py), with the tool named."""
-    from broker.activity import summary
+    """The Activity window's words for a stage (app/activity_words.py), with the tool named."""
+    from app.activity_words import summary
 
     text = summary(event, data)
     tool = data.get("tool")

@@ -1,8 +1,8 @@
 """The Activity window: the audit log as a table a person can filter, and a check that it is
 intact.
 
-One row per stage of every turn (`broker.activity.rows`: the newest lines of the log, read from
-its end), filtered by stage, tool, capability and decision — each a list of the values present
+One row per stage of every turn (`app.activity_words.rows`: the newest lines of the log, read
+from its end), filtered by stage, tool, capability and decision — each a list of the values present
 — and by free text. "Verify log" runs `broker.audit.verify` with the session's key and says in
 plain words whether the log is intact, naming the first bad line when it is not.
 
@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.activity_words import ActivityRow, rows
 from app.assistant import Assistant
 from app.windows import (
     Coalesced,
@@ -48,7 +49,6 @@ from app.windows import (
     table,
     when_exactly,
 )
-from broker.activity import ActivityRow, rows
 from broker.audit import VerifyResult, verify
 from broker.events import TurnEnded, TurnEvent
 from tools.escapes import visible

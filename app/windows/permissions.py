@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.activity_words import DenialRow, last_uses, recent_denials
 from app.assistant import Assistant
 from app.windows import (
     Coalesced,
@@ -48,7 +49,6 @@ from app.windows import (
     table,
     when,
 )
-from broker.activity import DenialRow, last_uses, recent_denials
 from broker.events import TurnEnded, TurnEvent
 from broker.session import Session
 from broker.types import Grant, GrantMode

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.activity import DAMAGED, last_uses, recent_denials, rows
+from app.activity_words import DAMAGED, last_uses, recent_denials, rows
 from broker.audit import AuditEvent, AuditLog
 from broker.permissions import PermissionRequest, PromptDecision
 from broker.session import Session

@@ -1,6 +1,7 @@
 """The audit log for people: what each stage of each turn did, in plain words.
 
-The desktop app's Activity and Permissions windows read the log through this module; it turns
+The desktop app's Activity and Permissions windows, and `chamberlain audit tail`, read the log
+through this module (the broker records data; its wording for people lives here); it turns
 audit records (``broker.audit``) into rows a person can scan — when, which turn, which stage,
 which tool and capability, what was decided, and a short detail — and answers the two
 questions the Permissions window asks of the log: what was refused lately, and when each grant
@@ -23,7 +24,7 @@ from typing import Any
 from broker.audit import AuditEvent, tail
 from broker.permissions import TOKEN_PROBLEM_TEXT
 
-log = logging.getLogger("chamberlain.broker.activity")
+log = logging.getLogger("chamberlain.app.activity_words")
 
 # What `rows` shows by default, and how far back the permission questions look.
 DEFAULT_ROWS = 2_000
