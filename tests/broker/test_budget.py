@@ -132,15 +132,14 @@ def test_the_embedded_model_answers_a_turn_bigger_than_its_context_and_says_what
 def test_a_reply_says_what_the_backend_left_out(tmp_path, monkeypatch) -> None:
     from broker.llm.base import AssistantMessage
     from broker.types import Intent
-    from tests.broker.test_session import RoutingModel, open_session
+    from tests.broker.test_session import open_session, routing_model
     from tests.support.classifier import read_as
 
-    class CuttingModel(RoutingModel):
-        def chat(self, messages, tools=None):  # type: ignore[no-untyped-def]
-            return AssistantMessage(content="Here it is.", context_cuts=("part of your message",))
-
+    cutting = routing_model(
+        reply=AssistantMessage(content="Here it is.", context_cuts=("part of your message",))
+    )
     read_as(monkeypatch, Intent.CHAT_ONLY, 0.9)
-    turn = open_session(tmp_path, model=CuttingModel()).ask("a very long question")
+    turn = open_session(tmp_path, model=cutting).ask("a very long question")
     assert turn.reply.startswith("Here it is.")
     assert "I left out part of your message" in turn.reply
 
@@ -152,17 +151,16 @@ def test_a_reply_cut_short_still_says_what_was_left_out_of_the_request(
     from the person's message to fit its context is said then too."""
     from broker.llm.base import AssistantMessage
     from broker.types import Intent
-    from tests.broker.test_session import RoutingModel, open_session
+    from tests.broker.test_session import open_session, routing_model
     from tests.support.classifier import read_as
 
-    class CuttingModel(RoutingModel):
-        def chat(self, messages, tools=None):  # type: ignore[no-untyped-def]
-            return AssistantMessage(
-                content="The first part", cut=True, context_cuts=("part of your message",)
-            )
-
+    cutting = routing_model(
+        reply=AssistantMessage(
+            content="The first part", cut=True, context_cuts=("part of your message",)
+        )
+    )
     read_as(monkeypatch, Intent.CHAT_ONLY, 0.9)
-    turn = open_session(tmp_path, model=CuttingModel()).ask("a very long question")
+    turn = open_session(tmp_path, model=cutting).ask("a very long question")
     assert turn.reply.startswith("The first part")
     assert "cut off" in turn.reply
     assert "I left out part of your message" in turn.reply

@@ -2,7 +2,7 @@
 
 Real parts: the builtin tools on real files under tmp_path, the bundled policy table, a real
 home with its audit log and token key, a ManualClock. The prompter grants (as a user clicking
-"allow once" would); the model, where there is one, is a fake at the edge (see RoutingModel).
+"allow once" would); the model, where there is one, is a fake at the edge (see routing_model).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from broker.audit import verify
-from broker.llm.base import AssistantMessage
 from broker.permissions import PermissionRequest, PromptDecision
 from broker.router import NEEDS_FIELDS, route_heuristic
 from broker.session import Session
@@ -22,6 +21,7 @@ from broker.settings import Settings
 from broker.types import GrantMode, Intent, RouterOutput, TurnResult
 from core.clock import ManualClock
 from tests.support.classifier import read_as
+from tests.support.scripted_model import ScriptedModel, Step, by_kind, replies
 
 
 class AllowOnce:
@@ -35,36 +35,20 @@ class AllowOnce:
         return PromptDecision(allow=True, mode=GrantMode.ONCE)
 
 
-class RoutingModel:
-    """A fake ChatModel at the edge: a fixed routing verdict for `chat_json`, a fixed reply.
+def routing_model(
+    intent: Intent = Intent.SYSTEM_TASK, confidence: float = 0.9, reply: Step = "fake reply"
+) -> ScriptedModel:
+    """A model at the edge: a fixed routing verdict for `chat_json`, `reply` to every chat.
 
     The real HTTP protocol, JSON-schema routing requests included, is tested against a real
     OpenAI-compatible server on 127.0.0.1 in tests/app/test_cli.py and tests/broker/test_llm.py;
     here only whether the session asks the model to route, and what it does with the answer,
     is under test.
     """
-
-    name = "fake-router"
-    is_loopback = True
-    is_embedded = False
-
-    def __init__(self, intent: Intent = Intent.SYSTEM_TASK, confidence: float = 0.9) -> None:
-        self.verdict: dict[str, Any] = {name: False for name in NEEDS_FIELDS}
-        self.verdict.update(intent=intent.value, risk_level="low", confidence=confidence)
-        self.json_requests: list[list[dict[str, Any]]] = []
-        self.chat_requests: list[dict[str, Any]] = []
-
-    def chat_json(
-        self, messages: list[dict[str, Any]], schema: dict[str, Any], schema_name: str
-    ) -> str:
-        self.json_requests.append(messages)
-        return json.dumps(self.verdict)
-
-    def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> AssistantMessage:
-        self.chat_requests.append({"messages": messages, "tools": tools})
-        return AssistantMessage(content="fake reply", finish_reason="stop")
+    verdict: dict[str, Any] = {name: False for name in NEEDS_FIELDS}
+    verdict.update(intent=intent.value, risk_level="low", confidence=confidence)
+    handler = by_kind(chat=replies(reply), json=replies(json.dumps(verdict)))
+    return ScriptedModel(handler, name="fake-router")
 
 
 class RecordingHook:
@@ -162,7 +146,7 @@ def test_the_audit_chain_verifies_after_several_turns(tmp_path, docs):
 
 
 def test_a_sure_heuristic_is_not_sent_to_the_model_for_routing(tmp_path, docs):
-    model = RoutingModel(intent=Intent.CHAT_ONLY)
+    model = routing_model(intent=Intent.CHAT_ONLY)
     session = open_session(tmp_path, model=model)
     turn = session.ask(f"list files in {docs}")
     assert turn.router.confidence >= 0.85
@@ -174,19 +158,19 @@ def test_a_sure_heuristic_is_not_sent_to_the_model_for_routing(tmp_path, docs):
 
 
 def test_an_unsure_heuristic_is_refined_by_the_model_which_may_change_the_intent(tmp_path):
-    model = RoutingModel(intent=Intent.SYSTEM_TASK, confidence=0.9)
+    model = routing_model(intent=Intent.SYSTEM_TASK, confidence=0.9)
     session = open_session(tmp_path, model=model)
     # Unsure to the heuristics, but it does ask for something to be done on the machine: the
     # model may turn it into a system task (it may not where the message has no such sign).
     text = "could you maybe restart the audio service"
     turn = session.ask(text)
     assert len(model.json_requests) == 1
-    assert text in model.json_requests[0][-1]["content"]
+    assert text in model.json_requests[0].last["content"]
     assert turn.router.source == "model"
     assert turn.router.intent is Intent.SYSTEM_TASK
     assert turn.policy.allowed_tools == ["system_execute", "system_info"]
     # The loop then showed the model exactly the tools of the refined intent.
-    shown = [t["function"]["name"] for t in model.chat_requests[0]["tools"]]
+    shown = model.chat_requests[0].tool_names
     assert shown == ["system_execute", "system_info"]
     assert turn.reply == "fake reply"
 
@@ -195,18 +179,18 @@ def test_a_message_no_rule_matched_is_refined_by_a_connected_model(tmp_path, mon
     """Chat is only the fallback when nothing matched: it scores below the refinement
     threshold, so the model is asked about exactly the messages the rules could not place."""
     read_as(monkeypatch, Intent.CHAT_ONLY, 0.3)  # the classifier cannot place it either
-    model = RoutingModel(intent=Intent.SYSTEM_TASK, confidence=0.9)
+    model = routing_model(intent=Intent.SYSTEM_TASK, confidence=0.9)
     session = open_session(tmp_path, model=model)
     text = "do the thing"
     session.route(text)
     assert len(model.json_requests) == 1  # asked (what it may change is tested elsewhere)
-    assert text in model.json_requests[0][-1]["content"]
+    assert text in model.json_requests[0].last["content"]
     assert route_heuristic(text).confidence < Settings().router.confidence_threshold
 
 
 def test_refinement_switched_off_keeps_the_heuristics(tmp_path, monkeypatch):
     read_as(monkeypatch, Intent.CHAT_ONLY, 0.3)
-    model = RoutingModel(intent=Intent.SYSTEM_TASK)
+    model = routing_model(intent=Intent.SYSTEM_TASK)
     settings = Settings()
     settings.router.model_refinement = False
     session = Session(
@@ -245,19 +229,6 @@ def test_the_token_secret_falls_back_to_a_file_in_the_home(tmp_path):
 # --- a turn always ends ---------------------------------------------------------------------
 
 
-class BrokenModel(RoutingModel):
-    """A model client with a bug of its own: raises something no stage expects (until mended)."""
-
-    broken = True
-
-    def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> AssistantMessage:
-        if self.broken:
-            raise RecursionError("maximum recursion depth exceeded while decoding")
-        return super().chat(messages, tools)
-
-
 class InterruptedPrompter:
     """The person presses Ctrl-C while the permission prompt waits (asked inline, as the
     terminal's Ctrl-C reaches the main thread that waits for the answer)."""
@@ -269,7 +240,9 @@ class InterruptedPrompter:
 
 
 def test_an_exception_inside_a_turn_ends_it_as_failed_and_audited(tmp_path):
-    model = BrokenModel()
+    # A model client with a bug of its own: raises something no stage expects (then mended).
+    bug = RecursionError("maximum recursion depth exceeded while decoding")
+    model = routing_model(reply=replies(bug, "fake reply"))
     session = open_session(tmp_path, model=model)
     turn = session.ask("tell me a joke")
     assert turn.failed
@@ -280,7 +253,6 @@ def test_an_exception_inside_a_turn_ends_it_as_failed_and_audited(tmp_path):
     assert summary["data"]["status"] == "failed"
     assert verify(session.audit.path).ok
     # The session goes on: the next turn works.
-    model.broken = False
     assert session.ask("tell me a joke").reply == "fake reply"
 
 
@@ -435,14 +407,14 @@ def test_the_first_reply_a_model_writes_names_the_model_once(tmp_path, monkeypat
     named: list[str] = []
     session = open_session(
         tmp_path,
-        model=RoutingModel(),
+        model=routing_model(),
         events=lambda e: named.append(e.text) if isinstance(e, BackendNamed) else None,
     )
     first = session.ask("tell me about penguins")
     assert first.reply == "fake reply"  # the note is an event beside the reply, not in it
     session.ask("and about seals")
     assert named == ["Answered by fake-router."]
-    session.use_model(RoutingModel())  # another model: the next reply names it again
+    session.use_model(routing_model())  # another model: the next reply names it again
     session.ask("and walruses")
     assert len(named) == 2
 
