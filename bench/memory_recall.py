@@ -47,7 +47,7 @@ from typing import Any
 
 from bench.machine import filesystem_of, machine_details
 from memory.db import open_database, schema_version
-from memory.store import MemoryStore, build_match_query, query_terms
+from memory.store.facts import MemoryStore, build_match_query, query_terms
 from memory.types import (
     SENSITIVITY_ORDER,
     EventKind,

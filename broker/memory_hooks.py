@@ -35,7 +35,7 @@ from broker.types import Intent, RouterOutput, TurnResult
 from memory.db import MemoryLockedError, open_database
 from memory.sensitivity import assess, combine, refuse_credentials
 from memory.slots import detect_slot, fact_from_request
-from memory.store import CredentialRefused, MemoryStore
+from memory.store.facts import CredentialRefused, MemoryStore
 from memory.types import Fact, FactSource, FactStatus, Sensitivity
 
 log = logging.getLogger("chamberlain.broker.memory")

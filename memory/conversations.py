@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
 from memory.db import MemoryStoreError
-from memory.store import InvalidInputError, MemoryStore
+from memory.store.facts import InvalidInputError, MemoryStore
 
 log = logging.getLogger("chamberlain.memory.conversations")
 

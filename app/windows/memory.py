@@ -60,9 +60,9 @@ from app.windows import Coalesced, EmptyOr, confirm, problem_color, spawn, table
 from broker.events import MemoryNotice, TurnEnded, TurnEvent
 from broker.settings import save_settings
 from memory.db import MemoryStoreError
-from memory.export import read_import
+from memory.store.export import read_import
 from memory.sensitivity import assess, combine, normalise_category
-from memory.store import AnchorsPrompt, MemoryStore
+from memory.store.facts import AnchorsPrompt, MemoryStore
 from memory.types import Anchor, Fact, FactSource, FactStatus, Sensitivity, highest
 
 log = logging.getLogger("chamberlain.app.windows.memory")

@@ -52,7 +52,7 @@ from broker.types import (
 from core.clock import ManualClock
 from memory.db import open_database
 from memory.sensitivity import refuse_credentials
-from memory.store import MemoryStore
+from memory.store.facts import MemoryStore
 from tests.support.openai_server import (
     Cut,
     KeepAlive,

@@ -20,7 +20,7 @@ from broker.types import Intent, PolicyDecision, RouterArguments, RouterOutput, 
 from core.clock import ManualClock
 from memory.db import open_database
 from memory.sensitivity import refuse_credentials
-from memory.store import MemoryStore
+from memory.store.facts import MemoryStore
 from memory.types import FactSource, FactStatus, Sensitivity
 
 

@@ -21,7 +21,7 @@ from memory.conversations import (
     InvalidInputError,
 )
 from memory.db import IntegrityError, MemoryStoreError, open_database, schema_version
-from memory.store import MemoryStore
+from memory.store.facts import MemoryStore
 from memory.types import Sensitivity
 
 KEY = bytes(range(32))

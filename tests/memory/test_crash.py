@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from memory.db import open_database
-from memory.store import MemoryStore
+from memory.store.facts import MemoryStore
 from memory.types import FactSource
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ _PRELUDE = r"""
 import sys
 from pathlib import Path
 from memory.db import open_database
-from memory.store import MemoryStore
+from memory.store.facts import MemoryStore
 from memory.types import Sensitivity
 
 path, mode, key_hex = sys.argv[1], sys.argv[2], sys.argv[3]

@@ -28,7 +28,7 @@ from memory.db import (
     open_database,
     schema_version,
 )
-from memory.store import MemoryStore
+from memory.store.facts import MemoryStore
 from memory.types import Sensitivity
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ import pytest
 
 from memory import db as memory_db
 from memory.db import open_database, schema_version
-from memory.store import MemoryStore
+from memory.store.facts import MemoryStore
 from memory.types import Fact, FactStatus, Sensitivity
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ def _run(script: str) -> dict[str, Any]:
         import json, sys
         from pathlib import Path
         from memory.db import open_database
-        from memory.store import MemoryStore
+        from memory.store.facts import MemoryStore
         from memory.types import Sensitivity
         KEY = bytes(range(32))
         def loaded():

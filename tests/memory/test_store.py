@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from memory.db import MemoryStoreError, open_database
-from memory.store import (
+from memory.store.facts import (
     AnchorNotFoundError,
     CredentialRefused,
     FactNotFoundError,
@@ -952,7 +952,7 @@ def test_one_store_from_many_worker_threads(tmp_path, clock):
 
 
 def test_expire_drops_used_events_older_than_a_year(tmp_path):
-    from memory.store import USED_EVENTS_KEEP_S
+    from memory.store.facts import USED_EVENTS_KEEP_S
 
     clock = _RetentionClock()
     store = MemoryStore(open_database(tmp_path / "m.db", encrypted=False), clock)
@@ -993,7 +993,7 @@ def _add_until_it_fails(store: MemoryStore) -> None:
 
 
 def test_a_full_disk_during_add_is_a_plain_error_and_loses_nothing(store):
-    from memory.store import MemoryDiskFullError
+    from memory.store.facts import MemoryDiskFullError
 
     kept = [store.add(f"fact number {i}", sensitivity=LOW).fact for i in range(20)]
     _fill_the_disk(store)
@@ -1016,7 +1016,7 @@ def test_a_full_disk_during_add_is_a_plain_error_and_loses_nothing(store):
 def test_a_read_only_memory_file_says_so_and_never_calls_the_file_damaged(store):
     """Stand-in for a read-only home: query_only makes SQLite refuse writes with the error a
     read-only file gives (SQLITE_READONLY)."""
-    from memory.store import MemoryDiskError
+    from memory.store.facts import MemoryDiskError
 
     store.add("my dog is called Rex", sensitivity=LOW)
     store.database.conn.execute("PRAGMA query_only = 1")
@@ -1048,7 +1048,7 @@ def test_text_that_is_not_valid_utf8_is_a_clear_error_not_a_crash(store):
 
 
 def test_a_megabyte_of_text_is_refused_on_its_length_before_any_detector_reads_it(tmp_path, clock):
-    from memory.store import MAX_TEXT_CHARS, check_text
+    from memory.store.facts import MAX_TEXT_CHARS, check_text
 
     screened: list[str] = []
 
@@ -1169,7 +1169,7 @@ def test_a_deeply_nested_import_is_a_clear_error_and_writes_nothing(store):
 
 
 def test_a_deeply_nested_import_file_is_a_clear_error_naming_the_file(tmp_path):
-    from memory.export import read_import
+    from memory.store.export import read_import
 
     path = tmp_path / "export.json"
     path.write_text("[" * 100_000, "utf-8")

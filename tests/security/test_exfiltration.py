@@ -38,7 +38,7 @@ from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode, TurnResult
 from memory.db import open_database
-from memory.store import MemoryStore
+from memory.store.facts import MemoryStore
 from memory.types import FactStatus, Sensitivity
 
 # The normal-user rig (the CLI as `nobody` in a home nobody owns), shared with its own corpus.

@@ -23,7 +23,7 @@ from broker.session import Session
 from broker.settings import Settings
 from broker.types import TurnResult
 from core.clock import ManualClock
-from memory.store import MemoryStore
+from memory.store.facts import MemoryStore
 from memory.types import FactStatus, Sensitivity
 from tests.support.openai_server import ScriptedOpenAIServer, ServerFactory, Text, Turn
 

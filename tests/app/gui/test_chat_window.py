@@ -29,7 +29,7 @@ from broker.permissions import PermissionRequest, PromptDecision
 from broker.types import GrantMode
 from memory.conversations import ConversationNotFoundError, ConversationStore
 from memory.db import open_database
-from memory.store import MemoryStore
+from memory.store.facts import MemoryStore
 from tests.app.gui.conftest import make_session, until
 from tests.support.openai_server import Raw, Text, ToolCalls, Trickle
 

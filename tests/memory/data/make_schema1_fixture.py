@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 from memory.db import open_database
-from memory.store import MemoryStore
+from memory.store.facts import MemoryStore
 from memory.types import FactStatus, Sensitivity
 
 HERE = Path(__file__).resolve().parent

@@ -57,7 +57,7 @@ from memory.db import (
     is_disk_problem,
     scratch_connection,
 )
-from memory.export import ImportFormatError, build_export, parse_import, render_markdown
+from memory.store.export import ImportFormatError, build_export, parse_import, render_markdown
 from memory.slots import normalise
 from memory.types import (
     SENSITIVITY_ORDER,
