@@ -42,7 +42,7 @@ from broker.posthooks import MemoryHook, run_posthooks
 from broker.profiles import ProfileError, load_profiles, resolve
 from broker.router import refine_with_model, route_heuristic, understood_reading
 from broker.runner import ToolRunner, TurnScope, self_test
-from broker.settings import Settings, SettingsError, load_settings
+from broker.settings import Settings, SettingsError
 from broker.taint import Egress, mcp_network_of
 from broker.types import GrantMode, Intent, PolicyDecision, RouterOutput, TurnResult
 from core.clock import Clock, SystemClock
@@ -362,10 +362,6 @@ class Session:
 
         return recall, extracts(self.model, self.settings.memory, temporary=self.temporary)
 
-    @classmethod
-    def open(cls, home: Path, **kwargs: object) -> Session:
-        return cls(home=home, settings=load_settings(home), **kwargs)  # type: ignore[arg-type]
-
     def _refine(self) -> bool:
         if self.model is None:
             return False
@@ -644,18 +640,15 @@ class Session:
             self._end_once_grants_unrecorded()
             note = f"(This turn was not fully recorded in the audit log, because {unrecorded}.)"
             turn.reply = f"{turn.reply}\n\n{note}" if turn.reply else note
+        # What memory did stays beside the reply, as data; each front end words it.
         for event in turn.memory:
-            if event.get("notice"):
-                emit(observer, _memory_notice(turn_id, event))
-        notices = [str(event["notice"]) for event in turn.memory if event.get("notice")]
-        if notices:
-            turn.reply = "\n\n".join(part for part in (turn.reply, *notices) if part)
+            emit(observer, MemoryNotice(turn_id, event))
         if router.intent is Intent.MEMORY_WRITE:
             if self.memory is None:
                 why = self.memory_problem or "not configured"
                 turn.reply = f"Memory is not available: {why}"
             # Asked to remember, and nothing was kept (refused, paused, temporary, empty).
-            turn.failed = not any(e.get("fact_id") for e in turn.memory)
+            turn.failed = not any(e.fact_id for e in turn.memory)
         return turn
 
     def _clarifying_question(self, router: RouterOutput) -> str | None:
@@ -734,17 +727,6 @@ class Session:
                 return ExecutionResult(reply=answer_from_memory(recollection or Recollection()))
         context = recollection.context_lines() if recollection is not None else []
         return self.executor.run(router, policy, scope, context)
-
-
-def _memory_notice(turn_id: str, event: dict[str, object]) -> MemoryNotice:
-    fact_id = event.get("fact_id")
-    return MemoryNotice(
-        turn_id,
-        action=str(event.get("action", "")),
-        notice=str(event.get("notice", "")),
-        fact_id=str(fact_id) if fact_id else None,
-        detail={k: v for k, v in event.items() if k not in ("action", "notice", "fact_id")},
-    )
 
 
 def user_scopes(

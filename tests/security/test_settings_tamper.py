@@ -244,13 +244,13 @@ def test_unsandboxed_commands_turned_on_by_a_file_write_has_no_effect_until_conf
 def test_a_session_opened_on_the_home_uses_the_confirmed_values(app_home, notes, monkeypatch):
     """What the app builds at start (read_settings, as the tray app at login; Session.open)."""
     from broker.session import Session
-    from broker.settings import read_settings
+    from broker.settings import load_settings, read_settings
 
     monkeypatch.setenv("CHAMBERLAIN_HOME", str(app_home))
     tamper(app_home, notes=planted_server(notes))
 
     assert read_settings(app_home).settings.mcp.servers == {}
-    session = Session.open(app_home)
+    session = Session(home=app_home, settings=load_settings(app_home))
     try:
         assert session.settings.mcp.servers == {}
         assert session.settings.tools.unsandboxed_commands is False

@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO))
 
 def main() -> None:
     from broker.session import Session
+    from broker.settings import load_settings
     from tools.mcp import lifetime
     from tools.mcp import sandbox as server_sandbox
 
@@ -33,7 +34,7 @@ def main() -> None:
     elif "--bare" in sys.argv[2:]:
         bare = lifetime.Containment("none", why_not_better="asked for by the test")
         server_sandbox.containment = lambda: bare  # type: ignore[assignment]
-    session = Session.open(home)
+    session = Session(home=home, settings=load_settings(home))
     assert session.mcp is not None, "no MCP servers in the settings"
     session.mcp.start()
     session.mcp.ensure()
