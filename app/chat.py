@@ -49,10 +49,13 @@ from app.chat_entries import (
 )
 from app.chat_view import Transcript
 from app.mcp_cli import left_out_line
-from app.windows import confirm, problem_color, spawn, when
+from app.memory_words import memory_notice
+from app.windows.confirm import confirm
+from app.windows.palette import problem_color
+from app.windows.tasks import spawn
+from app.windows.words import when
 from broker.events import (
     BackendNamed,
-    MemoryNotice,
     PermissionAnswered,
     PermissionAsked,
     PolicyDecided,
@@ -65,7 +68,7 @@ from broker.events import (
     TurnEvent,
     TurnStarted,
 )
-from broker.types import TurnResult
+from broker.types import MemoryEvent, TurnResult
 from memory.db import MemoryStoreError
 from tools.escapes import visible
 from tools.scopes import describe_scope
@@ -79,7 +82,7 @@ log = logging.getLogger("chamberlain.app.chat")
 RENDER_MS = 50
 TITLE_CHARS = 60
 # Memory actions that kept something new, which Undo forgets again ("duplicate" kept nothing).
-KEPT_ACTIONS = ("added", "updated", "superseded", "pending")
+KEPT_ACTIONS = ("added", "superseded", "pending")
 
 BUSY_HINT = "Wait for this request to finish, or press Stop, to send your next message."
 TEMPORARY_BANNER = "Temporary: nothing is kept or remembered"
@@ -107,7 +110,6 @@ class _Turn:
     tools: dict[str, ToolEntry] = field(default_factory=dict)
     cards: list[ToolEntry] = field(default_factory=list)
     details: Details = field(default_factory=Details)
-    memory: list[MemoryNotice] = field(default_factory=list)
     # Which model wrote the reply, on the first one of the session (shown below it).
     backend: str = ""
     shown_memory: list[MemoryEntry] = field(default_factory=list)
@@ -571,8 +573,6 @@ class ChatWindow(QWidget):
                 self.transcript.append(turn.reply)
             turn.reply.body += event.text
             self._schedule_render()
-        elif isinstance(event, MemoryNotice):
-            turn.memory.append(event)
         elif isinstance(event, BackendNamed):
             turn.backend = event.text
         elif isinstance(event, TurnEnded):
@@ -620,10 +620,9 @@ class ChatWindow(QWidget):
             if card.call.status == "running":  # stopped while it ran, and never reported
                 card.call.status = "cancelled"
                 self.transcript.refresh(card)
-        reply = result.reply
-        for notice in turn.memory:
-            reply = reply.replace(notice.notice, "")  # shown as its own line, with Undo
-        reply = reply.strip()
+        # The reply is the model's own; what memory did is shown below it, each as its own
+        # line (with Undo), from the turn's typed events (`result.memory`).
+        reply = result.reply.strip()
         if status == "cancelled":
             # What had streamed stays, as it was; the turn ends with the broker's "Stopped.".
             if turn.reply is not None:
@@ -648,8 +647,8 @@ class ChatWindow(QWidget):
         for left_out in result.mcp_left_out:
             said = left_out_line(left_out, retry="Test in Settings › MCP servers")
             self.transcript.append(NoticeEntry(body=said[:1].upper() + said[1:], tone="warning"))
-        for notice in turn.memory:
-            entry = memory_entry(notice)
+        for event in result.memory:
+            entry = memory_entry(event)
             turn.shown_memory.append(entry)
             self.transcript.append(entry)
         self._hint("")
@@ -685,16 +684,17 @@ class ChatWindow(QWidget):
         self._hint(f"Links are not opened automatically. Copied to the clipboard: {text}")
 
 
-def memory_entry(notice: MemoryNotice) -> MemoryEntry:
-    """A memory line: "Remembered: … (Undo)" for a fact just kept, else the notice itself."""
-    text = str(notice.detail.get("text") or "").strip()
-    if notice.fact_id and notice.action in KEPT_ACTIONS and text:
-        if notice.action == "pending":
+def memory_entry(event: MemoryEvent) -> MemoryEntry:
+    """A memory line: "Remembered: … (Undo)" for a fact just kept, else the notice the terminal
+    would show (refused, already remembered, nothing to remember)."""
+    text = event.text.strip()
+    if event.fact_id and event.action in KEPT_ACTIONS and text:
+        if event.action == "pending":
             body = f"Waiting for your approval in the Memory window: {text}"
         else:
             body = f"Remembered: {text}"
-        return MemoryEntry(body=body, fact_id=notice.fact_id, state="kept")
-    return MemoryEntry(body=notice.notice, state="plain")
+        return MemoryEntry(body=body, fact_id=event.fact_id, state="kept")
+    return MemoryEntry(body=memory_notice(event), state="plain")
 
 
 def entries_of(messages: list[ChatMessage]) -> list[Entry]:

@@ -44,7 +44,8 @@ from app.chat_entries import (
     ToolEntry,
     UserEntry,
 )
-from app.windows import capability_words, good_color, problem_color
+from app.windows.palette import good_color, problem_color
+from app.windows.words import capability_words
 
 # Widgets built when a conversation opens, and per page while scrolling up.
 PAGE = 24

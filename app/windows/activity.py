@@ -39,16 +39,10 @@ from PySide6.QtWidgets import (
 
 from app.activity_words import ActivityRow, rows
 from app.assistant import Assistant
-from app.windows import (
-    Coalesced,
-    EmptyOr,
-    capability_words,
-    good_color,
-    problem_color,
-    spawn,
-    table,
-    when_exactly,
-)
+from app.windows.palette import good_color, problem_color
+from app.windows.tables import EmptyOr, table
+from app.windows.tasks import Coalesced, spawn
+from app.windows.words import capability_words, when_exactly
 from broker.audit import VerifyResult, verify
 from broker.events import TurnEnded, TurnEvent
 from tools.escapes import visible

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from app.windows import good_color, problem_color
+from app.windows.palette import good_color, problem_color
 
 
 class SettingField(QWidget):

@@ -43,8 +43,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.assistant import Assistant
-from app.windows import EmptyOr, confirm, good_color, problem_color, spawn, table
+from app.windows.confirm import confirm
 from app.windows.fields import SettingField
+from app.windows.palette import good_color, problem_color
+from app.windows.tables import EmptyOr, table
+from app.windows.tasks import spawn
 from broker.events import TurnEnded, TurnEvent
 from broker.settings import Settings, SettingsError, save_settings
 from tools.mcp.config import McpServerConfig

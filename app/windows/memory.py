@@ -56,12 +56,16 @@ from PySide6.QtWidgets import (
 )
 
 from app.assistant import Assistant
-from app.windows import Coalesced, EmptyOr, confirm, problem_color, spawn, table, when
+from app.windows.confirm import confirm
+from app.windows.palette import problem_color
+from app.windows.tables import EmptyOr, table
+from app.windows.tasks import Coalesced, spawn
+from app.windows.words import when
 from broker.events import MemoryNotice, TurnEnded, TurnEvent
 from broker.settings import save_settings
 from memory.db import MemoryStoreError
-from memory.store.export import read_import
 from memory.sensitivity import assess, combine, normalise_category
+from memory.store.export import read_import
 from memory.store.facts import AnchorsPrompt, MemoryStore
 from memory.types import Anchor, Fact, FactSource, FactStatus, Sensitivity, highest
 

@@ -37,18 +37,11 @@ from PySide6.QtWidgets import (
 
 from app.activity_words import DenialRow, last_uses, recent_denials
 from app.assistant import Assistant
-from app.windows import (
-    Coalesced,
-    EmptyOr,
-    capability_words,
-    caption,
-    confirm,
-    duration,
-    problem_color,
-    spawn,
-    table,
-    when,
-)
+from app.windows.confirm import confirm
+from app.windows.palette import problem_color
+from app.windows.tables import EmptyOr, caption, table
+from app.windows.tasks import Coalesced, spawn
+from app.windows.words import capability_words, duration, when
 from broker.events import TurnEnded, TurnEvent
 from broker.session import Session
 from broker.types import Grant, GrantMode

@@ -53,9 +53,10 @@ from PySide6.QtWidgets import (
 
 from app import autostart
 from app.assistant import Assistant
-from app.windows import problem_color, spawn
 from app.windows.fields import SettingField
 from app.windows.mcp_servers import McpServersSection
+from app.windows.palette import problem_color
+from app.windows.tasks import spawn
 from broker.keys import (
     KeyringUnavailable,
     api_keyring_problem,

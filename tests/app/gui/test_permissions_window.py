@@ -15,8 +15,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app.assistant import Assistant
-from app.windows import when
 from app.windows.permissions import PermissionsWindow
+from app.windows.words import when
 from broker.permissions import PermissionRequest, PromptDecision
 from broker.session import Session
 from broker.settings import Settings
