@@ -113,7 +113,8 @@ def _search(store: Any, args: argparse.Namespace, settings: Any) -> int:
 
 
 def _add(store: Any, args: argparse.Namespace, settings: Any) -> int:
-    from memory.sensitivity import assess, combine, normalise_category
+    from memory.sensitivity.assessment import assess, combine
+    from memory.sensitivity.categories import normalise_category
     from memory.slots import detect_slot
     from memory.store.facts import InvalidInputError, check_text
     from memory.types import FactSource, FactStatus

@@ -33,7 +33,7 @@ from broker.llm.base import ChatModel, ModelError, failure_in_turn, note_failure
 from broker.settings import MemorySettings
 from broker.types import Intent, RouterOutput, TurnResult
 from memory.db import MemoryLockedError, open_database
-from memory.sensitivity import assess, combine, refuse_credentials
+from memory.sensitivity.assessment import assess, combine, refuse_credentials
 from memory.slots import detect_slot, fact_from_request
 from memory.store.facts import CredentialRefused, MemoryStore
 from memory.types import Fact, FactSource, FactStatus, Sensitivity

@@ -5,9 +5,9 @@ a password in a sentence ("my password is hunter2"), a door code or PIN, a recov
 an API key by its vendor's shape, a JWT, a private key block, a password in a web address,
 a password typed on a command line (`curl -u user:pw`, `mysql -pX`, `--token X`,
 `PGPASSWORD=X`) and a long random-looking run. Two callers share it, so they cannot disagree:
-memory refuses to remember a text holding any (`memory.sensitivity.refuse_credentials`), and the
-audit log blanks exactly these spans (`broker.audit.redact`). `tests/memory/test_credentials.py`
-runs one corpus through both.
+memory refuses to remember a text holding any
+(`memory.sensitivity.assessment.refuse_credentials`), and the audit log blanks exactly these
+spans (`broker.audit.redact`). `tests/memory/test_credentials.py` runs one corpus through both.
 
 A span covers the value, not the words around it: "my password is [redacted]" stays readable.
 `kind` comes from a fixed vocabulary ("a password", "an API key or token"…) and is what the

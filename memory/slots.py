@@ -9,7 +9,7 @@ its start, with a short tail and no second clause ("my name is Sam and I live in
 slot). Pets, other people and anything multi-valued have none.
 
 What this module must never do: call a model, the network or the store, or log the text it is
-given. It imports nothing of ours but `memory.sensitivity`'s vocabularies.
+given. It imports nothing of ours but `memory.sensitivity.vocabulary`'s word lists.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import logging
 import re
 import unicodedata
 
-from memory.sensitivity import FIRST_NAMES, JOB_WORDS
+from memory.sensitivity.vocabulary import FIRST_NAMES, JOB_WORDS
 
 log = logging.getLogger("chamberlain.memory.slots")
 

@@ -64,7 +64,8 @@ from app.windows.words import when
 from broker.events import MemoryNotice, TurnEnded, TurnEvent
 from broker.settings import save_settings
 from memory.db import MemoryStoreError
-from memory.sensitivity import assess, combine, normalise_category
+from memory.sensitivity.assessment import assess, combine
+from memory.sensitivity.categories import normalise_category
 from memory.store.export import read_import
 from memory.store.facts import AnchorsPrompt, MemoryStore
 from memory.types import Anchor, Fact, FactSource, FactStatus, Sensitivity, highest

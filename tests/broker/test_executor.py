@@ -51,7 +51,7 @@ from broker.types import (
 )
 from core.clock import ManualClock
 from memory.db import open_database
-from memory.sensitivity import refuse_credentials
+from memory.sensitivity.assessment import refuse_credentials
 from memory.store.facts import MemoryStore
 from tests.support.openai_server import (
     Cut,

@@ -19,7 +19,7 @@ from broker.settings import MemorySettings
 from broker.types import Intent, PolicyDecision, RouterArguments, RouterOutput, TurnResult
 from core.clock import ManualClock
 from memory.db import open_database
-from memory.sensitivity import refuse_credentials
+from memory.sensitivity.assessment import refuse_credentials
 from memory.store.facts import MemoryStore
 from memory.types import FactSource, FactStatus, Sensitivity
 

@@ -16,22 +16,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory.sensitivity import (
-    CATEGORIES,
-    CATEGORY_FLOORS,
-    FIRST_NAMES,
+from memory.sensitivity.assessment import (
     REFUSAL_MESSAGE,
     assess,
     categorize,
     combine,
-    iban_valid,
-    luhn_valid,
-    nino_valid,
-    normalise_category,
     parse_level,
     refuse_credentials,
-    ssn_valid,
 )
+from memory.sensitivity.categories import CATEGORIES, CATEGORY_FLOORS, normalise_category
+from memory.sensitivity.checksums import iban_valid, luhn_valid, nino_valid, ssn_valid
+from memory.sensitivity.vocabulary import FIRST_NAMES
 from memory.types import SENSITIVITY_ORDER, Sensitivity
 from tests.memory.sensitivity_corpus import CORPUS, HOLDOUT, Example
 

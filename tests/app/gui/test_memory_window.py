@@ -22,7 +22,7 @@ from broker.session import Session
 from broker.settings import Settings, load_settings
 from core.clock import ManualClock
 from memory.db import open_database
-from memory.sensitivity import refuse_credentials
+from memory.sensitivity.assessment import refuse_credentials
 from memory.store.facts import MemoryStore
 from memory.types import FactSource, FactStatus, Sensitivity
 from tests.app.gui.conftest import until
