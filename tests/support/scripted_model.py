@@ -10,9 +10,9 @@ the reply, or raises what the backend would raise. Replies share the server's tu
 - ``"text"`` or ``Text("text")``: an assistant reply (for `chat_json`, the raw JSON text);
 - ``ToolCalls([("name", {"arg": 1}), ("other", '{"broken')])``: tool calls (a dict is sent as
   JSON, a string as-is), with ids ``call_<request number>_<index>`` as the server gives them;
-- an `AssistantMessage`, for what only a backend in-process reports (a cut reply, context cuts).
+- an `AssistantMessage`, for what only a backend in-process reports (a cut reply, context cuts);
+- ``AsIs(anything)``: handed back unchanged, whatever it is: a backend that breaks its contract.
 
-`chat_json` hands back any other object unchanged: a backend that breaks its contract.
 Every request is recorded in `.requests` (deep copies), so a test asserts what the model saw.
 This module never opens a connection, a file or a thread.
 """
@@ -29,7 +29,15 @@ from typing import Any, TypeAlias
 from broker.llm.base import AssistantMessage, ModelToolCall
 from tests.support.openai_server import Text, ToolCalls
 
-Reply: TypeAlias = str | Text | ToolCalls | AssistantMessage
+
+@dataclass(frozen=True)
+class AsIs:
+    """A reply handed back exactly as it is, not made into a message: `AsIs(None)`, `AsIs(42)`."""
+
+    value: Any
+
+
+Reply: TypeAlias = str | Text | ToolCalls | AssistantMessage | AsIs
 
 
 @dataclass(frozen=True)
@@ -110,7 +118,10 @@ class ScriptedModel:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> AssistantMessage:
         number = self._record(Request(copy.deepcopy(messages), copy.deepcopy(tools)))
-        return as_message(self.handler(self.requests[number - 1]), number)
+        reply = self.handler(self.requests[number - 1])
+        if isinstance(reply, AsIs):
+            return reply.value  # type: ignore[no-any-return]  # untrusted: may be anything
+        return as_message(reply, number)
 
     def chat_json(
         self, messages: list[dict[str, Any]], schema: dict[str, Any], schema_name: str
@@ -118,9 +129,13 @@ class ScriptedModel:
         request = Request(copy.deepcopy(messages), None, copy.deepcopy(schema), schema_name)
         number = self._record(request)
         reply = self.handler(self.requests[number - 1])
+        if isinstance(reply, AsIs):
+            return reply.value  # type: ignore[no-any-return]  # untrusted: may be anything
+        if isinstance(reply, str):
+            return reply
         if isinstance(reply, Text | AssistantMessage):
             return reply.content
-        return reply  # type: ignore[no-any-return]  # untrusted: may be anything
+        raise TypeError(f"a scripted JSON reply cannot be {reply!r}")
 
     def _record(self, request: Request) -> int:
         with self._lock:
@@ -128,7 +143,9 @@ class ScriptedModel:
             return len(self.requests)
 
 
-def as_message(reply: Reply, number: int = 1) -> AssistantMessage:
+def as_message(
+    reply: str | Text | ToolCalls | AssistantMessage, number: int = 1
+) -> AssistantMessage:
     """The AssistantMessage a backend returns for `reply` as the `number`th completion."""
     if isinstance(reply, AssistantMessage):
         return reply
@@ -153,7 +170,7 @@ def as_message(reply: Reply, number: int = 1) -> AssistantMessage:
 
 # --- handlers for the common cases -----------------------------------------------------------
 
-Step: TypeAlias = "Reply | BaseException | Handler | object"
+Step: TypeAlias = "Reply | BaseException | Handler"
 
 
 def replies(*steps: Step) -> Handler:
