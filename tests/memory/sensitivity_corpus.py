@@ -5,10 +5,11 @@ Written the way people type ("remember that…", lowercase, no apostrophes, numb
 they were given to them), covering every detector, every kind of credential, and the tricky
 negatives (pets' names, brands, fictional characters, numbers that fail their checksum,
 passwords mentioned without a value). Borderline labels follow the choices documented in
-`memory/sensitivity.py`: allergies are health (secret); a health term without a person
+`memory/sensitivity/assessment.py`: allergies are health (secret); a health term without a person
 ("I read a book about diabetes") is personal; medical appointments are personal.
 
-`CORPUS` is used by `tests/memory/test_sensitivity.py` (accuracy floor, 100% on refusals).
+`CORPUS` is used by `tests/memory/sensitivity/` (accuracy floor, 100% on refusals) and
+`tests/memory/test_credentials.py`.
 The corpus was written alongside the detectors, so its accuracy is an upper bound.
 """
 

@@ -1,33 +1,31 @@
-"""Tests for memory/sensitivity.py: what the detectors find, what is refused, how the model's
-label and the category floor combine, and that no input can make it slow or crash.
+"""Tests for memory/sensitivity/assessment.py, the detectors' entry points: what they find, what
+is refused, how the model's label and the category floor combine, and that no input can make
+them slow or crash.
 
 The corpus (tests/memory/sensitivity_corpus.py) gives the accuracy figures; the unit tests
-below pin the guarantees users rely on: credentials are never stored, checksums decide card
-numbers and IBANs, reasons never repeat what the user said, and the model can only raise a
-level.
+below pin the guarantees users rely on: credentials are never stored, reasons never repeat what
+the user said, and the model can only raise a level. The checksums, numbers, health and
+categories tests sit beside this file.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory.sensitivity.assessment import (
     REFUSAL_MESSAGE,
     assess,
-    categorize,
     combine,
     parse_level,
     refuse_credentials,
 )
-from memory.sensitivity.categories import CATEGORIES, CATEGORY_FLOORS, normalise_category
-from memory.sensitivity.checksums import iban_valid, luhn_valid, nino_valid, ssn_valid
+from memory.sensitivity.categories import CATEGORIES
 from memory.sensitivity.vocabulary import FIRST_NAMES
-from memory.types import SENSITIVITY_ORDER, Sensitivity
+from memory.types import Sensitivity
 from tests.memory.sensitivity_corpus import CORPUS, HOLDOUT, Example
 
 LOW = Sensitivity.LOW
@@ -185,87 +183,6 @@ def test_a_credential_at_the_end_of_a_long_text_is_still_refused() -> None:
     assert refuse_credentials(text) is not None
 
 
-# ------------------------------------------------------------------------ checksums
-
-
-@pytest.mark.parametrize(
-    ("number", "valid"),
-    [
-        ("4111 1111 1111 1111", True),
-        ("4111 1111 1111 1112", False),
-        ("5555-5555-5555-4444", True),
-        ("378282246310005", True),  # Amex, 15 digits
-        ("79927398713", True),  # the textbook example
-        ("79927398710", False),
-        ("1", False),
-        ("", False),
-    ],
-)
-def test_luhn(number: str, valid: bool) -> None:
-    assert luhn_valid(number) is valid
-
-
-@pytest.mark.parametrize(
-    ("iban", "valid"),
-    [
-        ("GB82 WEST 1234 5698 7654 32", True),
-        ("gb82west12345698765432", True),
-        ("DE89 3704 0044 0532 0130 00", True),
-        ("FR14 2004 1010 0505 0001 3M02 606", True),
-        ("NO93 8601 1117 947", True),
-        ("GB82 WEST 1234 5698 7654 33", False),  # checksum
-        ("GB82 WEST 1234 5698 7654 3", False),  # GB IBANs are 22 characters
-        ("not an iban", False),
-    ],
-)
-def test_iban(iban: str, valid: bool) -> None:
-    assert iban_valid(iban) is valid
-
-
-@pytest.mark.parametrize(
-    ("ssn", "valid"),
-    [
-        ("536-22-8726", True),
-        ("536228726", True),
-        ("000-12-3456", False),  # area 000
-        ("666-12-3456", False),  # area 666
-        ("912-12-3456", False),  # area 9xx
-        ("536-00-8726", False),  # group 00
-        ("536-22-0000", False),  # serial 0000
-        ("078-05-1120", False),  # the Woolworth wallet card, never anyone's
-        ("53622872", False),
-    ],
-)
-def test_ssn(ssn: str, valid: bool) -> None:
-    assert ssn_valid(ssn) is valid
-
-
-@pytest.mark.parametrize(
-    ("nino", "valid"),
-    [
-        ("AB 12 34 56 C", True),
-        ("ab123456c", True),
-        ("JG103759A", True),
-        ("AB 12 34 56 E", False),  # suffix A-D only
-        ("QQ 12 34 56 C", False),  # Q never starts one
-        ("GB 12 34 56 A", False),  # excluded prefix
-    ],
-)
-def test_nino(nino: str, valid: bool) -> None:
-    assert nino_valid(nino) is valid
-
-
-def test_a_sixteen_digit_number_failing_luhn_is_not_a_card() -> None:
-    assert assess("the number 4111 1111 1111 1112").level is LOW
-    found = assess("the number 4111 1111 1111 1111")
-    assert found.level is SECRET
-    assert "card number (passes the Luhn check)" in found.reasons
-
-
-def test_a_card_followed_by_its_expiry_is_still_a_card() -> None:
-    assert "card number (passes the Luhn check)" in assess("4111 1111 1111 1111 12 27").reasons
-
-
 # -------------------------------------------------------------------------- detectors
 
 
@@ -327,12 +244,6 @@ def test_things_that_only_look_personal_are_low(text: str) -> None:
     assert found.level is LOW, found
 
 
-def test_health_topic_without_a_person_is_personal_not_secret() -> None:
-    assert assess("I read a book about diabetes").level is PERSONAL
-    assert assess("I read a book about it because I have diabetes").level is SECRET
-    assert assess("I'm worried about my diabetes").level is SECRET
-
-
 @pytest.mark.parametrize(
     ("text", "level"),
     [
@@ -355,47 +266,11 @@ def test_borderline_choices_documented_in_the_module(text: str, level: Sensitivi
     assert assess(text).level is level
 
 
-def test_allergies_are_health_and_secret() -> None:
-    found = assess("allergic to peanuts")
-    assert found.level is SECRET
-    assert found.category == "health"
-
-
 def test_the_issue_examples() -> None:
     assert assess("my dog is called Rex").level is LOW
     diabetes = assess("I have diabetes")
     assert (diabetes.level, diabetes.category, diabetes.refused) == (SECRET, "health", None)
     assert assess("my password is hunter2").refused is not None
-
-
-# ---------------------------------------------------------------------------- categories
-
-
-def test_every_category_has_a_floor_and_categorize_stays_in_the_set() -> None:
-    assert set(CATEGORIES) == set(CATEGORY_FLOORS)
-    for example in CORPUS:
-        assert categorize(example.text) in CATEGORIES
-        assert categorize(example.text) == assess(example.text).category
-
-
-def test_the_level_is_never_below_the_category_floor() -> None:
-    for example in (*CORPUS, *HOLDOUT):
-        found = assess(example.text)
-        floor = CATEGORY_FLOORS[found.category]
-        assert SENSITIVITY_ORDER[found.level] >= SENSITIVITY_ORDER[floor], example.text
-
-
-def test_finance_facts_without_a_number_still_reach_the_finance_floor() -> None:
-    found = assess("my salary is about forty grand")
-    assert (found.category, found.level) == ("finance", SECRET)
-
-
-@pytest.mark.parametrize(
-    ("given", "expected"),
-    [("Health", "health"), (" medical ", "health"), ("people", "relationships"), ("??", "general")],
-)
-def test_normalise_category(given: str, expected: str) -> None:
-    assert normalise_category(given) == expected
 
 
 # -------------------------------------------------------------------------------- combine
@@ -473,45 +348,6 @@ def test_long_inputs_return(name: str) -> None:
     assert len(text) >= 99_000
     found = assess(text)
     assert found.category in CATEGORIES
-
-
-def _luhn_complete(body: list[int]) -> str:
-    """Append the check digit that makes `body` pass Luhn."""
-    for check in range(10):
-        candidate = "".join(map(str, [*body, check]))
-        if luhn_valid(candidate):
-            return candidate
-    raise AssertionError("unreachable: one check digit always fits")
-
-
-@st.composite
-def formatted_cards(draw: st.DrawFn) -> str:
-    length = draw(st.integers(min_value=13, max_value=19))
-    body = draw(st.lists(st.integers(0, 9), min_size=length - 1, max_size=length - 1))
-    number = _luhn_complete(body)
-    style = draw(st.sampled_from(["plain", "spaces", "dashes", "mixed"]))
-    if style == "plain":
-        return number
-    rng = random.Random(draw(st.integers(0, 2**32)))
-    groups: list[str] = []
-    rest = number
-    while rest:
-        size = rng.randint(1, 6)
-        groups.append(rest[:size])
-        rest = rest[size:]
-    if style == "spaces":
-        return " ".join(groups)
-    if style == "dashes":
-        return "-".join(groups)
-    return "".join(g + rng.choice([" ", "-"]) for g in groups[:-1]) + groups[-1]
-
-
-@settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-@given(card=formatted_cards(), template=st.sampled_from(["{}", "my card is {}", "{} exp soon"]))
-def test_every_valid_luhn_card_is_at_least_secret(card: str, template: str) -> None:
-    found = assess(template.format(card))
-    assert found.level is SECRET
-    assert "card number (passes the Luhn check)" in found.reasons
 
 
 @settings(deadline=None, max_examples=300)
