@@ -21,7 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from broker.audit import AuditEvent, tail
+from broker.audit.events import AuditEvent
+from broker.audit.tail import tail
 from broker.permissions import TOKEN_PROBLEM_TEXT
 
 log = logging.getLogger("chamberlain.app.activity_words")

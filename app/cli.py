@@ -499,7 +499,7 @@ def cmd_policy(args: argparse.Namespace) -> int:
 
 
 def _open_grants(args: argparse.Namespace) -> Any:
-    from broker.audit import AuditLog
+    from broker.audit.writer import AuditLog
     from broker.keys import load_install_secret
     from broker.permissions import DenyPrompter, GrantStore, PermissionBroker, TokenAuthority
     from core.clock import SystemClock
@@ -570,7 +570,7 @@ def cmd_grants(args: argparse.Namespace) -> int:
             grant_id = "g-" + grant_id
         grant = broker.revoke(grant_id, "revoked by the user")
         if grant is None and broker.grants.discard_untrusted(grant_id):
-            from broker.audit import AuditEvent
+            from broker.audit.events import AuditEvent
 
             broker.audit.append(
                 AuditEvent.PERMISSION_REVOKED,
@@ -648,7 +648,8 @@ def _verify_report(result: Any, path: Path) -> tuple[dict[str, Any], str, int]:
 
 def _audit_acknowledge(args: argparse.Namespace, path: Path, key: bytes) -> int:
     """Accept the interrupted appends verify reports, with a signed AUDIT_ACK in the chain."""
-    from broker.audit import AuditLog, verify
+    from broker.audit.verify import verify
+    from broker.audit.writer import AuditLog
     from core.clock import SystemClock
 
     result = verify(path, key=key)
@@ -678,7 +679,8 @@ def _audit_acknowledge(args: argparse.Namespace, path: Path, key: bytes) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from broker.audit import tail, verify
+    from broker.audit.tail import tail
+    from broker.audit.verify import verify
     from broker.keys import load_install_secret
 
     home = home_from(args)

@@ -19,7 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from broker.audit import AuditEvent, AuditLog, digest, verify
+from broker.audit.events import AuditEvent
+from broker.audit.redaction import digest
+from broker.audit.verify import verify
+from broker.audit.writer import AuditLog
 
 
 def measure(directory: Path, n: int, *, durable: bool) -> list[float]:

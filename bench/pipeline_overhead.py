@@ -48,7 +48,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.machine import machine_details
-from broker.audit import AuditEvent, AuditLog, digest
+from broker.audit.events import AuditEvent
+from broker.audit.redaction import digest
+from broker.audit.writer import AuditLog
 from broker.llm.base import AssistantMessage, ModelToolCall
 from broker.permissions import PermissionRequest, PromptDecision
 from broker.router import route_heuristic

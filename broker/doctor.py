@@ -12,7 +12,7 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.audit import verify
+from broker.audit.verify import verify
 from broker.keys import load_install_secret, recorded_keying
 from broker.llm.base import ChatModel, ModelError
 from broker.policy import PolicyError, load_policy_table

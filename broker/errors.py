@@ -9,7 +9,7 @@ from broker.settings import SettingsError
 
 def user_message(exc: BaseException) -> str | None:
     """A plain message for a failure we expect; None for a bug (let it show its traceback)."""
-    from broker.audit import AuditWriteError
+    from broker.audit.errors import AuditWriteError
     from broker.keys import KeyFileError, MemoryKeyUnavailable
     from broker.permissions import PermissionStoreError
     from memory.db import MemoryStoreError

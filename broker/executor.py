@@ -17,7 +17,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.audit import AuditEvent, AuditLog
+from broker.audit.events import AuditEvent
+from broker.audit.writer import AuditLog
 from broker.llm.base import (
     AssistantMessage,
     ChatModel,

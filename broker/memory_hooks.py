@@ -27,7 +27,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from broker.audit import AuditEvent, AuditLog, digest
+from broker.audit.events import AuditEvent
+from broker.audit.redaction import digest
+from broker.audit.writer import AuditLog
 from broker.keys import PASSPHRASE_TRIES, MemoryKey, load_memory_key, record_keying
 from broker.llm.base import ChatModel, ModelError, failure_in_turn, note_failure
 from broker.settings import MemorySettings

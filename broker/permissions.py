@@ -31,7 +31,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from broker.audit import AuditEvent, AuditLog, redact
+from broker.audit.events import AuditEvent
+from broker.audit.redaction import redact
+from broker.audit.writer import AuditLog
 from broker.events import PermissionAnswered, PermissionAsked, PermissionOutcome, TurnObserver, emit
 from broker.filelock import held, keep_folder_owner
 from broker.types import Grant, GrantMode

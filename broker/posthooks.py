@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
-from broker.audit import AuditEvent, AuditLog, digest
+from broker.audit.events import AuditEvent
+from broker.audit.redaction import digest
+from broker.audit.writer import AuditLog
 from broker.permissions import PermissionBroker
 from broker.types import GrantMode, TurnResult
 

@@ -26,7 +26,9 @@ from typing import Any
 import jsonschema
 from pydantic import PydanticUserError
 
-from broker.audit import AuditEvent, AuditLog, digest
+from broker.audit.events import AuditEvent
+from broker.audit.redaction import digest
+from broker.audit.writer import AuditLog
 from broker.events import ToolFinished, ToolStarted, TurnObserver, emit, summarize_arguments
 from broker.permissions import (
     TOKEN_PROBLEM_TEXT,

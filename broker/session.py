@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from broker.audit import AuditEvent, AuditLog, AuditWriteError, digest
+from broker.audit.errors import AuditWriteError
+from broker.audit.events import AuditEvent
+from broker.audit.redaction import digest
+from broker.audit.writer import AuditLog
 from broker.events import (
     BackendNamed,
     MemoryNotice,

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from broker.audit import digest
+from broker.audit.redaction import digest
 from tools.escapes import visible, visible_path
 from tools.manual import CallPlan, Capability, Prepared, Tool
 from tools.paths import is_within

@@ -43,7 +43,7 @@ from app.windows.palette import good_color, problem_color
 from app.windows.tables import EmptyOr, table
 from app.windows.tasks import Coalesced, spawn
 from app.windows.words import capability_words, when_exactly
-from broker.audit import VerifyResult, verify
+from broker.audit.verify import VerifyResult, verify
 from broker.events import TurnEnded, TurnEvent
 from tools.escapes import visible
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from app.activity_words import DAMAGED, last_uses, recent_denials, rows
-from broker.audit import AuditEvent, AuditLog
+from broker.audit.events import AuditEvent
+from broker.audit.writer import AuditLog
 from broker.permissions import PermissionRequest, PromptDecision
 from broker.session import Session
 from broker.settings import Settings

@@ -20,17 +20,12 @@ from typing import Any
 
 import pytest
 
-from broker.audit import (
-    GENESIS,
-    MAX_STRING,
-    REDACTED,
-    AuditEvent,
-    AuditLog,
-    digest,
-    redact,
-    tail,
-    verify,
-)
+from broker.audit.events import AuditEvent
+from broker.audit.format import GENESIS
+from broker.audit.redaction import MAX_STRING, REDACTED, digest, redact
+from broker.audit.tail import tail
+from broker.audit.verify import verify
+from broker.audit.writer import AuditLog
 from core.clock import ManualClock
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -170,7 +165,8 @@ CHILD = """
 import os, sys
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from broker.audit import AuditEvent, AuditLog
+from broker.audit.events import AuditEvent
+from broker.audit.writer import AuditLog
 audit = AuditLog(Path({path!r}))
 print("ready", flush=True)
 sys.stdin.readline()

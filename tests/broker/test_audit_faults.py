@@ -26,7 +26,10 @@ from typing import Any
 
 import pytest
 
-from broker.audit import AuditEvent, AuditLog, AuditWriteError, verify
+from broker.audit.errors import AuditWriteError
+from broker.audit.events import AuditEvent
+from broker.audit.verify import verify
+from broker.audit.writer import AuditLog
 from broker.keys import load_install_secret
 from broker.permissions import DenyPrompter
 from broker.session import Session
@@ -306,7 +309,9 @@ def test_a_real_file_size_limit_cuts_an_append_in_a_subprocess(log_path: Path, k
         """
         import resource, signal, sys
         from pathlib import Path
-        from broker.audit import AuditEvent, AuditLog, AuditWriteError
+        from broker.audit.errors import AuditWriteError
+        from broker.audit.events import AuditEvent
+        from broker.audit.writer import AuditLog
         from core.clock import ManualClock
 
         path, key = Path(sys.argv[1]), bytes.fromhex(sys.argv[2])
@@ -347,7 +352,8 @@ _KILLED_SCRIPT = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
-    from broker.audit import AuditEvent, AuditLog
+    from broker.audit.events import AuditEvent
+    from broker.audit.writer import AuditLog
     from core.clock import ManualClock
 
     path, key, where = Path(sys.argv[1]), bytes.fromhex(sys.argv[2]), sys.argv[3]

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.audit import REDACTED, redact, verify
+from broker.audit.redaction import REDACTED, redact
+from broker.audit.verify import verify
 from broker.permissions import PermissionRequest, PromptDecision
 from broker.session import Session
 from broker.settings import Settings

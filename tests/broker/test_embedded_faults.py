@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.audit import AuditEvent
+from broker.audit.events import AuditEvent
 from broker.events import BackendNamed, TextDelta, TurnEvent
 from broker.llm.base import ModelError, ModelUnavailable, deltas_to
 from broker.llm.embedded import EmbeddedChatModel, bundled_model_path, runtime_available

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from broker.audit import AuditLog
+from broker.audit.writer import AuditLog
 from broker.executor import (
     NO_MODEL_HELP,
     Executor,

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from broker.audit import AuditEvent, AuditLog, verify
+from broker.audit.events import AuditEvent
+from broker.audit.verify import verify
+from broker.audit.writer import AuditLog
 from broker.keys import load_install_secret
 from broker.permissions import DenyPrompter, PermissionRequest, PromptDecision
 from broker.session import Session

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from broker.audit import AuditLog
+from broker.audit.writer import AuditLog
 from broker.memory_hooks import MemoryWriter, egress_limit, instruction_to_assistant, recollect
 from broker.settings import MemorySettings
 from broker.types import Intent, PolicyDecision, RouterArguments, RouterOutput, TurnResult

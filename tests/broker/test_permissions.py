@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.audit import AuditLog
+from broker.audit.writer import AuditLog
 from broker.permissions import (
     ONCE_LIFETIME_S,
     Denial,
@@ -399,7 +399,7 @@ def test_missing_unknown_and_wrong_capability(tmp_path):
 
 def test_an_always_grant_whose_scope_holds_a_password_is_never_written_to_disk(tmp_path):
     """An exact command line with `curl -u user:pw` as the scope: kept for the session only."""
-    from broker.audit import AuditLog
+    from broker.audit.writer import AuditLog
     from broker.permissions import (
         GrantStore,
         PermissionBroker,
@@ -490,7 +490,7 @@ def test_a_prompt_that_times_out_is_cancelled_and_a_late_allow_is_recorded_never
     import json
     import threading
 
-    from broker.audit import AuditLog
+    from broker.audit.writer import AuditLog
     from broker.permissions import (
         Denial,
         GrantStore,

@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from broker.audit import AuditLog, verify
+from broker.audit.verify import verify
+from broker.audit.writer import AuditLog
 from broker.permissions import (
     DenyPrompter,
     GrantStore,

@@ -17,7 +17,8 @@ from typing import Annotated, Any
 import pytest
 from pydantic import Field
 
-from broker.audit import AuditLog, verify
+from broker.audit.verify import verify
+from broker.audit.writer import AuditLog
 from broker.permissions import (
     TOKEN_LIFETIME_S,
     GrantStore,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from broker.audit import verify
+from broker.audit.verify import verify
 from broker.permissions import PermissionRequest, PromptDecision
 from broker.router import NEEDS_FIELDS, route_heuristic
 from broker.session import Session

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from broker.audit import AuditLog, digest
+from broker.audit.redaction import digest
+from broker.audit.writer import AuditLog
 from broker.permissions import (
     Denial,
     DenyPrompter,

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.audit import REDACTED, redact
+from broker.audit.redaction import REDACTED, redact
 from memory.credentials import blank_credentials, credential_kinds, find_credentials
 from memory.sensitivity.assessment import refuse_credentials
 from tests.broker.test_audit_redaction import COMMANDS_WITH_SECRETS, ORDINARY_COMMANDS

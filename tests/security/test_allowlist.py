@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from app.prompt_view import once_only_words, plan_rows
-from broker.audit import AuditLog
+from broker.audit.writer import AuditLog
 from broker.permissions import (
     GrantStore,
     PermissionBroker,

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from broker.audit import AuditLog, verify
+from broker.audit.verify import verify
+from broker.audit.writer import AuditLog
 from broker.permissions import (
     GrantStore,
     PermissionBroker,

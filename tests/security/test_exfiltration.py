@@ -31,7 +31,7 @@ from urllib.parse import quote
 
 import pytest
 
-from broker.audit import digest
+from broker.audit.redaction import digest
 from broker.llm.openai_client import OpenAIChatModel
 from broker.permissions import PermissionRequest, PromptDecision
 from broker.session import Session

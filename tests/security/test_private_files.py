@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.audit import AuditLog
+from broker.audit.writer import AuditLog
 from broker.permissions import (
     GrantStore,
     PermissionBroker,

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from broker.audit import AuditLog
+from broker.audit.writer import AuditLog
 from broker.permissions import (
     GrantStore,
     PermissionBroker,

@@ -23,7 +23,8 @@ from urllib.parse import quote
 
 import pytest
 
-from broker.audit import AuditLog, verify
+from broker.audit.verify import verify
+from broker.audit.writer import AuditLog
 from broker.permissions import (
     GrantStore,
     PermissionBroker,

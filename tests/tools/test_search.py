@@ -29,7 +29,7 @@ from urllib.parse import parse_qs
 import pytest
 from pydantic import ValidationError
 
-from broker.audit import AuditLog
+from broker.audit.writer import AuditLog
 from broker.permissions import GrantStore, PermissionBroker, TokenAuthority
 from broker.runner import ToolRunner, TurnScope
 from broker.session import tool_config
