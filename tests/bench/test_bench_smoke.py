@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from bench import pipeline_overhead, schema_tokens
-from bench.pipeline_overhead import InstantModel, Shape, make_data, open_session
+from bench.pipeline_overhead import Shape, make_data, open_session
 from broker.types import GrantMode
+from tests.support.scripted_model import ScriptedModel, calls_tool
 
 SHAPES = {
     "chat": [],
@@ -116,21 +117,11 @@ def test_schema_tokens_reports_every_intent(capsys):
     ]  # fmt: skip
 
 
-class _RecordingModel(InstantModel):
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.sent: list[list[dict[str, Any]] | None] = []
-
-    def chat(self, messages, tools=None):
-        self.sent.append(tools)
-        return super().chat(messages, tools)
-
-
 def test_schema_figures_are_what_the_executor_sends(tmp_path: Path):
     """The gated figure for file_task is the byte size of the tools a real loop turn sends."""
     data = tmp_path / "data"
     make_data(data)
-    model = _RecordingModel("done.", ("file_read", {"path": str(data / "notes.txt")}))
+    model = ScriptedModel(calls_tool("file_read", {"path": str(data / "notes.txt")}, then="done."))
     shape = Shape("loop", f"summarise the notes file in {data}", model, GrantMode.SESSION, "")
     session = open_session(tmp_path / "home", shape, [0])
     turn = session.ask(shape.text)
@@ -138,7 +129,8 @@ def test_schema_figures_are_what_the_executor_sends(tmp_path: Path):
 
     assert turn.router.intent.value == "file_task"
     assert [c.tool for c in turn.tool_calls] == ["file_read"]
-    assert len(model.sent) == 2
-    assert model.sent[0] == model.sent[1]
+    sent = [request.tools for request in model.requests]
+    assert len(sent) == 2
+    assert sent[0] == sent[1]
     expected = schema_tokens.measure()["intents"]["file_task"]["gated"]
-    assert len(schema_tokens.wire_json(model.sent[0] or []).encode()) == expected["bytes"]
+    assert len(schema_tokens.wire_json(sent[0] or []).encode()) == expected["bytes"]

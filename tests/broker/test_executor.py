@@ -1,16 +1,18 @@
 """The executor: direct actions, the no-model reply, and the model's bounded tool loop.
 
 The runner, permission broker, token authority and audit log are the real ones; tools are small
-test tools whose `run()` records every call. Only the model is a fake (see `ScriptedModel`).
+test tools whose `run()` records every call. Only the model is a fake at the edge (tests/support/
+scripted_model.py): the loop's logic, not the wire format, is under test here; the real HTTP
+protocol is tested against a real OpenAI-compatible server on 127.0.0.1 further down and in
+tests/broker/test_llm.py.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +64,7 @@ from tests.support.openai_server import (
     Text,
     ToolCalls,
 )
+from tests.support.scripted_model import AsIs, Request, ScriptedModel, replies
 from tools.manual import Capability, Tool, ToolManual, ToolResult
 from tools.registry import ToolRegistry
 
@@ -71,59 +74,14 @@ SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-Step = AssistantMessage | BaseException | Callable[[list[dict[str, Any]]], AssistantMessage]
+
+def calls(*pairs: tuple[str, dict[str, Any] | str]) -> ToolCalls:
+    """An answer asking for these tool calls (dict arguments are sent as JSON)."""
+    return ToolCalls(list(pairs))
 
 
-class ScriptedModel:
-    """A fake ChatModel at the edge: answers `chat` in-process from a script of steps.
-
-    It is a fake because the loop's logic, not the wire format, is under test here; the real
-    HTTP protocol (streaming, tool calls, broken JSON, server errors) is tested against a real
-    OpenAI-compatible server on 127.0.0.1 in tests/app/test_cli.py and tests/broker/test_llm.py.
-    A step is an AssistantMessage, an exception to raise, or a callable of the messages. When
-    the script runs out the last step repeats, like a model stuck in a loop.
-    """
-
-    name = "scripted-fake"
-    is_loopback = True
-    is_embedded = False
-
-    def __init__(self, steps: Sequence[Step]) -> None:
-        self.steps = list(steps)
-        self.requests: list[dict[str, Any]] = []
-
-    def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> AssistantMessage:
-        self.requests.append({"messages": copy.deepcopy(messages), "tools": copy.deepcopy(tools)})
-        step = self.steps[min(len(self.requests), len(self.steps)) - 1]
-        if isinstance(step, BaseException):
-            raise step
-        if callable(step):
-            return step(messages)
-        return step
-
-    def chat_json(
-        self, messages: list[dict[str, Any]], schema: dict[str, Any], schema_name: str
-    ) -> str:
-        raise AssertionError("the executor never asks for routing JSON")
-
-
-def calls(*pairs: tuple[str, dict[str, Any] | str]) -> AssistantMessage:
-    """An assistant message asking for these tool calls (dict arguments are sent as JSON)."""
-    return AssistantMessage(
-        tool_calls=[
-            ModelToolCall(
-                id=f"m{i}", name=name, arguments=args if isinstance(args, str) else json.dumps(args)
-            )
-            for i, (name, args) in enumerate(pairs)
-        ],
-        finish_reason="tool_calls",
-    )
-
-
-def say(text: str) -> AssistantMessage:
-    return AssistantMessage(content=text, finish_reason="stop")
+def say(text: str) -> Text:
+    return Text(text)
 
 
 class Body:
@@ -310,7 +268,7 @@ def test_a_direct_action_runs_through_the_runner_and_renders_without_a_model(tmp
 
 
 def test_a_direct_action_is_phrased_by_the_model_without_tools(tmp_path):
-    model = ScriptedModel([say("Plenty of memory is free.")])
+    model = ScriptedModel(replies(say("Plenty of memory is free.")))
     rig = Rig(tmp_path, model, tools={"system_info": Body()})
     router = RouterOutput(
         intent=Intent.SYSTEM_TASK,
@@ -321,7 +279,7 @@ def test_a_direct_action_is_phrased_by_the_model_without_tools(tmp_path):
     result = rig.run(allowed=["system_info"], router=router)
     assert result.reply == "Plenty of memory is free."
     assert len(model.requests) == 1
-    assert model.requests[0]["tools"] is None
+    assert model.requests[0].tools is None
 
 
 def test_a_direct_action_the_policy_does_not_allow_is_not_taken(tmp_path):
@@ -366,7 +324,7 @@ def test_an_unclear_tool_request_without_a_model_suggests_a_direct_one(tmp_path)
 
 
 def test_the_loop_runs_a_tool_and_returns_the_final_answer(tmp_path):
-    model = ScriptedModel([calls(("probe", {"n": 7})), say("  The answer is 7.  ")])
+    model = ScriptedModel(replies(calls(("probe", {"n": 7})), say("  The answer is 7.  ")))
     rig = Rig(tmp_path, model)
     result = rig.run()
     assert result.reply == "The answer is 7."
@@ -376,44 +334,44 @@ def test_the_loop_runs_a_tool_and_returns_the_final_answer(tmp_path):
     assert [(c.tool, c.status) for c in result.tool_calls] == [("probe", "ok")]
     assert rig.bodies["probe"].calls == [{"n": 7}]
     # The tool's result went back to the model as a tool message for its call id.
-    tool_message = model.requests[1]["messages"][-1]
+    tool_message = model.requests[1].messages[-1]
     assert tool_message["role"] == "tool"
-    assert tool_message["tool_call_id"] == "m0"
+    assert tool_message["tool_call_id"] == "call_1_0"
     assert json.loads(tool_message["content"]) == {"echo": {"n": 7}}
 
 
 def test_the_model_is_shown_only_the_allowed_tools(tmp_path):
-    model = ScriptedModel([say("done")])
+    model = ScriptedModel(replies(say("done")))
     rig = Rig(tmp_path, model)
     rig.run(allowed=["probe"])
-    assert model.requests[0]["tools"] == [manual("probe").openai_schema()]
+    assert model.requests[0].tools == [manual("probe").openai_schema()]
 
 
 def test_with_no_allowed_tools_the_model_is_sent_none(tmp_path):
-    model = ScriptedModel([say("hello")])
+    model = ScriptedModel(replies(say("hello")))
     rig = Rig(tmp_path, model)
     result = rig.run(allowed=[])
-    assert model.requests[0]["tools"] is None
+    assert model.requests[0].tools is None
     assert result.reply == "hello"
 
 
 def test_a_tool_the_model_was_not_shown_is_refused_and_the_loop_goes_on(tmp_path):
-    model = ScriptedModel([calls(("hidden", {"n": 1})), say("I can't.")])
+    model = ScriptedModel(replies(calls(("hidden", {"n": 1})), say("I can't.")))
     rig = Rig(tmp_path, model)
     result = rig.run()
     assert [(c.tool, c.status) for c in result.tool_calls] == [("hidden", "refused")]
     assert rig.bodies["hidden"].calls == []
     assert result.reply == "I can't."
-    refusal = model.requests[1]["messages"][-1]["content"]
+    refusal = model.requests[1].messages[-1]["content"]
     assert refusal.startswith("error (refused):")
 
 
 def test_the_iteration_budget_ends_the_loop(tmp_path):
-    def wander(messages: list[dict[str, Any]]) -> AssistantMessage:
-        step = sum(1 for m in messages if m["role"] == "tool")
+    def wander(request: Request) -> ToolCalls:
+        step = sum(1 for m in request.messages if m["role"] == "tool")
         return calls(("probe", {"n": step}))
 
-    model = ScriptedModel([wander])
+    model = ScriptedModel(replies(wander))
     rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=3))
     result = rig.run()
     assert result.iterations == 3
@@ -424,7 +382,7 @@ def test_the_iteration_budget_ends_the_loop(tmp_path):
 
 
 def test_the_same_call_again_and_again_is_stopped_as_a_stall(tmp_path):
-    model = ScriptedModel([calls(("probe", {"n": 1}))])
+    model = ScriptedModel(replies(calls(("probe", {"n": 1}))))
     rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=10, stall_repeats=3))
     result = rig.run()
     assert result.iterations == 3
@@ -435,7 +393,7 @@ def test_the_same_call_again_and_again_is_stopped_as_a_stall(tmp_path):
 
 def test_the_same_arguments_spelled_differently_are_still_a_stall(tmp_path):
     spellings = ['{"n": 1}', '{ "n":1 }', '{"n":1}']
-    model = ScriptedModel([calls(("probe", s)) for s in spellings])
+    model = ScriptedModel(replies(*[calls(("probe", s)) for s in spellings]))
     rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=10, stall_repeats=3))
     result = rig.run()
     assert result.iterations == 3
@@ -443,7 +401,7 @@ def test_the_same_arguments_spelled_differently_are_still_a_stall(tmp_path):
 
 
 def test_a_stall_inside_one_answer_stops_the_rest_of_its_calls(tmp_path):
-    model = ScriptedModel([calls(*[("probe", {"n": 1})] * 12)])
+    model = ScriptedModel(replies(calls(*[("probe", {"n": 1})] * 12)))
     rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=10, stall_repeats=3))
     result = rig.run()
     assert len(rig.bodies["probe"].calls) == 3
@@ -453,11 +411,11 @@ def test_a_stall_inside_one_answer_stops_the_rest_of_its_calls(tmp_path):
 
 
 def test_consecutive_tool_errors_end_the_loop(tmp_path):
-    def broken(messages: list[dict[str, Any]]) -> AssistantMessage:
-        step = sum(1 for m in messages if m["role"] == "tool")
+    def broken(request: Request) -> ToolCalls:
+        step = sum(1 for m in request.messages if m["role"] == "tool")
         return calls(("probe", f'{{"n": {step}'))  # distinct each time, never valid JSON
 
-    model = ScriptedModel([broken])
+    model = ScriptedModel(replies(broken))
     rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=10, max_tool_errors=3))
     result = rig.run()
     assert result.iterations == 3
@@ -468,7 +426,7 @@ def test_consecutive_tool_errors_end_the_loop(tmp_path):
 
 
 def test_consecutive_errors_inside_one_answer_stop_the_rest_of_its_calls(tmp_path):
-    model = ScriptedModel([calls(*[("nope", {"n": i}) for i in range(20)])])
+    model = ScriptedModel(replies(calls(*[("nope", {"n": i}) for i in range(20)])))
     rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=10, max_tool_errors=3))
     result = rig.run()
     assert [c.status for c in result.tool_calls] == ["refused"] * 3
@@ -477,14 +435,14 @@ def test_consecutive_errors_inside_one_answer_stop_the_rest_of_its_calls(tmp_pat
 
 def test_a_success_resets_the_error_count(tmp_path):
     model = ScriptedModel(
-        [
+        replies(
             calls(("hidden", {"n": 1})),
             calls(("hidden", {"n": 2})),
             calls(("probe", {"n": 3})),
             calls(("hidden", {"n": 4})),
             calls(("hidden", {"n": 5})),
             say("finally"),
-        ]
+        )
     )
     rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=10, max_tool_errors=3))
     result = rig.run()
@@ -494,7 +452,9 @@ def test_a_success_resets_the_error_count(tmp_path):
 
 
 def test_a_model_error_mid_loop_keeps_earlier_calls_and_fails(tmp_path):
-    model = ScriptedModel([calls(("probe", {"n": 1})), ModelError("HTTP 500 from the server")])
+    model = ScriptedModel(
+        replies(calls(("probe", {"n": 1})), ModelError("HTTP 500 from the server"))
+    )
     rig = Rig(tmp_path, model)
     result = rig.run()
     assert result.failed is True
@@ -504,7 +464,7 @@ def test_a_model_error_mid_loop_keeps_earlier_calls_and_fails(tmp_path):
 
 
 def test_a_model_that_goes_away_mid_loop_explains_how_to_connect_one(tmp_path):
-    model = ScriptedModel([calls(("probe", {"n": 1})), ModelUnavailable("nothing answers")])
+    model = ScriptedModel(replies(calls(("probe", {"n": 1})), ModelUnavailable("nothing answers")))
     rig = Rig(tmp_path, model)
     result = rig.run()
     assert result.failed is True
@@ -515,7 +475,7 @@ def test_a_model_that_goes_away_mid_loop_explains_how_to_connect_one(tmp_path):
 
 def test_a_hung_tool_times_out_and_the_loop_continues(tmp_path):
     release = threading.Event()
-    model = ScriptedModel([calls(("slow", {"n": 1})), say("It took too long.")])
+    model = ScriptedModel(replies(calls(("slow", {"n": 1})), say("It took too long.")))
     rig = Rig(
         tmp_path,
         model,
@@ -528,18 +488,18 @@ def test_a_hung_tool_times_out_and_the_loop_continues(tmp_path):
         release.set()
     assert [c.status for c in result.tool_calls] == ["timeout"]
     assert result.reply == "It took too long."
-    assert "did not finish" in model.requests[1]["messages"][-1]["content"]
+    assert "did not finish" in model.requests[1].messages[-1]["content"]
 
 
 def test_an_empty_final_answer_is_replaced_by_a_sentence(tmp_path):
-    rig = Rig(tmp_path, ScriptedModel([say("   ")]))
+    rig = Rig(tmp_path, ScriptedModel(replies(say("   "))))
     assert rig.run().reply == "The model returned an empty answer."
 
 
 def test_one_turn_makes_at_most_max_tool_calls(tmp_path):
     """Distinct calls that all succeed are still bounded per turn."""
     many = calls(*[("probe", {"n": n}) for n in range(30)])
-    rig = Rig(tmp_path, ScriptedModel([many]), settings=ExecutorSettings(max_tool_calls=7))
+    rig = Rig(tmp_path, ScriptedModel(replies(many)), settings=ExecutorSettings(max_tool_calls=7))
     result = rig.run()
     assert len(result.tool_calls) == 7
     assert len(rig.bodies["probe"].calls) == 7
@@ -555,12 +515,12 @@ def test_a_screenshot_image_reaches_the_model_as_image_content(tmp_path):
 
     rig = Rig(
         tmp_path,
-        ScriptedModel([calls(("probe", {"n": 1})), say("I see hello.")]),
+        ScriptedModel(replies(calls(("probe", {"n": 1})), say("I see hello."))),
         tools={"probe": shot, "hidden": Body()},
     )
     result = rig.run()
     assert result.reply == "I see hello."
-    second = rig.model.requests[1]["messages"]
+    second = rig.model.requests[1].messages
     image_parts = [
         part
         for message in second
@@ -660,7 +620,7 @@ def test_model_output_of_any_shape_is_sent_back_or_ends_the_turn_never_raises(
         AssistantMessage(tool_calls=[ModelToolCall(id="a", name=None, arguments="{}")]),  # type: ignore[arg-type]
         AssistantMessage(tool_calls=[ModelToolCall(id="a", name="probe", arguments={"n": 1})]),  # type: ignore[arg-type]
         AssistantMessage(tool_calls="probe"),  # type: ignore[arg-type]
-        "just a string",
+        AsIs("just a string"),
     ],
     ids=[
         "content-none",
@@ -676,7 +636,7 @@ def test_an_answer_of_the_wrong_types_from_any_backend_ends_the_turn_with_a_sent
 ):
     """The fake stands for in-process backends (the embedded model), which skip the OpenAI
     client's own checks; a real server cannot send these shapes past the client."""
-    rig = Rig(tmp_path, ScriptedModel([answer]))
+    rig = Rig(tmp_path, ScriptedModel(replies(answer)))
 
     result = rig.run()
 

@@ -8,8 +8,8 @@ real HTTP protocol is exercised in tests/app/test_memory_cli.py.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,31 +22,16 @@ from memory.db import open_database
 from memory.sensitivity.assessment import refuse_credentials
 from memory.store.facts import MemoryStore
 from memory.types import FactSource, FactStatus, Sensitivity
+from tests.support.scripted_model import ScriptedModel, by_kind, replies
 
 
-class FakeModel:
-    """A ChatModel at the edge: records JSON requests and answers them from a script."""
-
-    def __init__(
-        self,
-        *,
-        loopback: bool,
-        base_url: str = "https://llm.example/v1",
-        answers: list[str] | None = None,
-    ) -> None:
-        self.is_loopback = loopback
-        self.is_embedded = False
-        self.base_url = base_url
-        self.name = "fake"
-        self.answers = list(answers or [])
-        self.seen: list[list[dict[str, Any]]] = []
-
-    def chat(self, messages, tools=None):  # pragma: no cover - not used by memory hooks
-        raise AssertionError("memory hooks never chat")
-
-    def chat_json(self, messages, schema, schema_name):
-        self.seen.append(messages)
-        return self.answers.pop(0) if self.answers else '{"facts": []}'
+def fake_model(
+    *, loopback: bool, base_url: str = "https://llm.example/v1", answers: Sequence[str] = ()
+) -> ScriptedModel:
+    """A model at the edge answering JSON requests with `answers`, then with no facts; memory
+    hooks never chat (a chat request fails the test). `.requests` holds what it was sent."""
+    handler = by_kind(json=replies(*answers, '{"facts": []}'))
+    return ScriptedModel(handler, name="fake", loopback=loopback, base_url=base_url)
 
 
 @pytest.fixture
@@ -73,8 +58,8 @@ def turn_for(text: str, intent: Intent = Intent.CHAT_ONLY, fact: str | None = No
 def test_egress_limit_keeps_personal_facts_on_this_machine():
     settings = MemorySettings()
     assert egress_limit(None, settings) is Sensitivity.SECRET
-    assert egress_limit(FakeModel(loopback=True), settings) is Sensitivity.SECRET
-    remote = FakeModel(loopback=False)
+    assert egress_limit(fake_model(loopback=True), settings) is Sensitivity.SECRET
+    remote = fake_model(loopback=False)
     assert egress_limit(remote, settings) is Sensitivity.LOW
     allowed = MemorySettings(allow_remote=["https://llm.example/v1/"])
     assert egress_limit(remote, allowed) is Sensitivity.SECRET
@@ -109,36 +94,36 @@ def test_explicit_write_stores_low_at_once_and_asks_for_personal(store, audit):
     [low] = writer.after_turn(
         turn_for("remember that I like green tea", Intent.MEMORY_WRITE, "I like green tea"), "t1"
     )
-    assert low["status"] == "active"
+    assert low.status == "active"
     [personal] = writer.after_turn(
         turn_for("remember my sister is Ana", Intent.MEMORY_WRITE, "my sister is Ana"), "t2"
     )
-    assert personal["status"] == "pending"
-    assert store.get(personal["fact_id"]).status is FactStatus.PENDING
+    assert personal.status == "pending"
+    assert store.get(personal.fact_id).status is FactStatus.PENDING
 
 
 def test_remote_model_is_not_shown_a_personal_fact_to_label(store, audit):
-    model = FakeModel(loopback=False, answers=['{"sensitivity": "low"}'])
+    model = fake_model(loopback=False, answers=['{"sensitivity": "low"}'])
     writer = MemoryWriter(store, MemorySettings(extract=False), audit, model)
     writer.after_turn(
         turn_for("remember my sister is Ana", Intent.MEMORY_WRITE, "my sister is Ana"), "t1"
     )
-    assert model.seen == []
+    assert model.requests == []
 
 
 def test_model_label_can_raise_but_not_lower(store, audit):
-    model = FakeModel(loopback=True, answers=['{"sensitivity": "secret"}'])
+    model = fake_model(loopback=True, answers=['{"sensitivity": "secret"}'])
     writer = MemoryWriter(store, MemorySettings(extract=False), audit, model)
     [event] = writer.after_turn(
         turn_for("remember I go to choir", Intent.MEMORY_WRITE, "I go to choir"), "t1"
     )
-    assert event["sensitivity"] == "secret"
-    lowering = FakeModel(loopback=True, answers=['{"sensitivity": "low"}'])
+    assert event.sensitivity == "secret"
+    lowering = fake_model(loopback=True, answers=['{"sensitivity": "low"}'])
     writer = MemoryWriter(store, MemorySettings(extract=False), audit, lowering)
     [event] = writer.after_turn(
         turn_for("remember my brother is Tom", Intent.MEMORY_WRITE, "my brother is Tom"), "t2"
     )
-    assert event["sensitivity"] == "personal"
+    assert event.sensitivity == "personal"
 
 
 def proposals(*facts: tuple[str, str]) -> str:
@@ -164,13 +149,13 @@ def drop_reasons(audit: AuditLog) -> list[str]:
 
 def test_proposals_without_a_quote_are_dropped(store, audit):
     answer = proposals(("likes hiking", "I love hiking"), ("is a pilot", "I am a pilot"))
-    model = FakeModel(loopback=True, answers=[answer])
+    model = fake_model(loopback=True, answers=[answer])
     writer = MemoryWriter(store, MemorySettings(extract=True), audit, model)
     events = writer.after_turn(turn_for("I love hiking, and I bake bread"), "t1")
-    assert [e["text"] for e in events] == ["likes hiking"]
-    assert events[0]["status"] == "active"
-    assert [f.text for f in store.list()] == ["likes hiking"]
-    assert store.get(events[0]["fact_id"]).source is FactSource.EXTRACTED
+    assert [e.text for e in events] == ["likes hiking"]
+    assert events[0].status == "active"
+    assert [f.text for f in store.facts()] == ["likes hiking"]
+    assert store.get(events[0].fact_id).source is FactSource.EXTRACTED
     assert drop_reasons(audit) == ["not_quoted"]
 
 
@@ -178,12 +163,12 @@ def test_a_message_holding_a_credential_yields_no_proposals_and_the_model_is_not
     store, audit
 ):
     answer = proposals(("likes hiking", "I love hiking"))
-    model = FakeModel(loopback=True, answers=[answer])
+    model = fake_model(loopback=True, answers=[answer])
     writer = MemoryWriter(store, MemorySettings(extract=True), audit, model)
     message = "I love hiking, and the wifi password is swordfish"
     assert writer.after_turn(turn_for(message), "t1") == []
-    assert model.seen == []
-    assert store.list() == []
+    assert model.requests == []
+    assert store.facts() == []
     assert drop_reasons(audit) == ["credential"]
     assert "swordfish" not in audit.path.read_text()
 
@@ -202,10 +187,10 @@ def test_a_message_holding_a_credential_yields_no_proposals_and_the_model_is_not
     ],
 )
 def test_a_fact_in_the_users_own_words_is_kept(store, audit, message, fact):
-    model = FakeModel(loopback=True, answers=[proposals((fact, message))])
+    model = fake_model(loopback=True, answers=[proposals((fact, message))])
     writer = MemoryWriter(store, MemorySettings(extract=True), audit, model)
     [event] = writer.after_turn(turn_for(message), "t1")
-    assert event["text"] == fact
+    assert event.text == fact
     assert drop_reasons(audit) == []
 
 
@@ -223,10 +208,10 @@ def test_a_fact_in_the_users_own_words_is_kept(store, audit, message, fact):
 )
 def test_a_fact_with_words_the_user_never_used_is_dropped(store, audit, message, fact):
     evidence = message.split(",")[0]
-    model = FakeModel(loopback=True, answers=[proposals((fact, evidence))])
+    model = fake_model(loopback=True, answers=[proposals((fact, evidence))])
     writer = MemoryWriter(store, MemorySettings(extract=True), audit, model)
     assert writer.after_turn(turn_for(message), "t1") == []
-    assert store.list() == []
+    assert store.facts() == []
     assert drop_reasons(audit) == ["unsupported"]
 
 
@@ -246,10 +231,10 @@ def test_a_fact_with_words_the_user_never_used_is_dropped(store, audit, message,
     ],
 )
 def test_an_instruction_to_the_assistant_is_dropped_even_in_the_users_own_words(store, audit, fact):
-    model = FakeModel(loopback=True, answers=[proposals((fact, fact))])
+    model = fake_model(loopback=True, answers=[proposals((fact, fact))])
     writer = MemoryWriter(store, MemorySettings(extract=True), audit, model)
     assert writer.after_turn(turn_for(fact), "t1") == []
-    assert store.list() == []
+    assert store.facts() == []
     assert drop_reasons(audit) == ["instruction"]
     assert fact not in audit.path.read_text()
 
@@ -272,27 +257,27 @@ def test_facts_that_only_sound_like_orders_are_not_taken_for_instructions(fact):
 
 def test_a_proposal_too_long_to_be_one_fact_is_dropped_without_a_notice(store, audit):
     message = "I like " + " and ".join(f"colour{n}" for n in range(60))
-    model = FakeModel(loopback=True, answers=[proposals((message, message))])
+    model = fake_model(loopback=True, answers=[proposals((message, message))])
     writer = MemoryWriter(store, MemorySettings(extract=True), audit, model)
     assert writer.after_turn(turn_for(message), "t1") == []
     assert drop_reasons(audit) == ["too_long"]
 
 
 def test_broken_proposal_json_stores_nothing(store, audit):
-    model = FakeModel(loopback=True, answers=["this is not json"])
+    model = fake_model(loopback=True, answers=["this is not json"])
     writer = MemoryWriter(store, MemorySettings(extract=True), audit, model)
     assert writer.after_turn(turn_for("I love hiking"), "t1") == []
-    assert store.list() == []
+    assert store.facts() == []
 
 
 def test_no_extraction_in_temporary_or_paused(store, audit):
-    model = FakeModel(loopback=True, answers=['{"facts": []}'] * 3)
+    model = fake_model(loopback=True, answers=['{"facts": []}'] * 3)
     for writer in (
         MemoryWriter(store, MemorySettings(extract=True), audit, model, temporary=True),
         MemoryWriter(store, MemorySettings(extract=True, paused=True), audit, model),
     ):
         assert writer.after_turn(turn_for("I love hiking"), "t1") == []
-    assert model.seen == []
+    assert model.requests == []
 
 
 def test_the_model_is_told_when_facts_were_held_back(store):

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from broker.executor import direct_arguments
-from broker.llm.base import AssistantMessage, ModelError, ModelUnavailable
+from broker.llm.base import ModelError, ModelUnavailable
 from broker.llm.openai_client import OpenAIChatModel
 from broker.permissions import PermissionRequest, PromptDecision
 from broker.policy import decide, load_policy_table
@@ -31,6 +31,7 @@ from core.clock import ManualClock
 from tests.broker.router_corpus import CORPUS, EXPECTED_ARGUMENTS, HOLDOUT
 from tests.support.cli import ask_json, audit_events, run_cli
 from tests.support.openai_server import Text
+from tests.support.scripted_model import AsIs, ScriptedModel, by_kind, replies
 from tools.manual import Capability
 
 NEEDS = (
@@ -482,43 +483,16 @@ def test_long_file_request_is_at_least_medium_risk() -> None:
 # --- model refinement ---------------------------------------------------------------------------
 
 
-class FakeModel:
-    """A scripted ChatModel.
+def verdict_model(reply: object = None, error: Exception | None = None) -> ScriptedModel:
+    """A model at the edge answering every routing request with `reply` (or raising `error`).
 
     A fake at the edge on purpose: the real HTTP model client is tested against a real
     OpenAI-protocol server in tests/broker/llm/; here only the router's handling of whatever
-    comes back matters, including replies no well-behaved server would send.
+    comes back matters, including replies no well-behaved server would send (a reply that is
+    not text is handed back as it is). The router must only use chat_json: a chat fails.
     """
-
-    def __init__(self, reply: object = None, error: Exception | None = None) -> None:
-        self.reply = reply
-        self.error = error
-        self.calls: list[tuple[list[dict[str, Any]], dict[str, Any], str]] = []
-
-    @property
-    def name(self) -> str:
-        return "fake"
-
-    @property
-    def is_loopback(self) -> bool:
-        return True
-
-    @property
-    def is_embedded(self) -> bool:
-        return False
-
-    def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> AssistantMessage:
-        raise AssertionError("the router must only use chat_json")
-
-    def chat_json(
-        self, messages: list[dict[str, Any]], schema: dict[str, Any], schema_name: str
-    ) -> str:
-        self.calls.append((messages, schema, schema_name))
-        if self.error is not None:
-            raise self.error
-        return self.reply  # type: ignore[return-value]  # untrusted: may be anything
+    step = error if error is not None else reply if isinstance(reply, str) else AsIs(reply)
+    return ScriptedModel(by_kind(json=replies(step)), name="fake")
 
 
 def verdict(**overrides: Any) -> str:
@@ -539,16 +513,16 @@ def verdict(**overrides: Any) -> str:
 
 
 def test_model_verdict_is_accepted_and_marked() -> None:
-    model = FakeModel(verdict())
+    model = verdict_model(verdict())
     out = route("any good hiking trails near seattle", model, refine=True)
     assert out.intent is Intent.LOOKUP_SEARCH
     assert (out.source, out.confidence) == ("model", 0.9)
     assert _needs(out) == {"needs_web", "needs_search"}
     assert out.text == "any good hiking trails near seattle"
-    messages, schema, schema_name = model.calls[0]
-    assert schema_name == "router_output"
-    assert schema == router_schema()
-    assert messages[-1] == {"role": "user", "content": "any good hiking trails near seattle"}
+    request = model.requests[0]
+    assert request.schema_name == "router_output"
+    assert request.schema == router_schema()
+    assert request.last == {"role": "user", "content": "any good hiking trails near seattle"}
 
 
 def test_schema_is_small_and_closed() -> None:
@@ -560,7 +534,9 @@ def test_schema_is_small_and_closed() -> None:
 
 
 def test_accepted_verdict_has_at_least_the_flags_its_intent_implies() -> None:
-    out = route("hiking trails near seattle", FakeModel(verdict(needs_search=False)), refine=True)
+    out = route(
+        "hiking trails near seattle", verdict_model(verdict(needs_search=False)), refine=True
+    )
     assert out.intent is Intent.LOOKUP_SEARCH
     assert out.needs_search
 
@@ -590,25 +566,27 @@ def test_accepted_verdict_has_at_least_the_flags_its_intent_implies() -> None:
 def test_invalid_model_replies_fall_back_to_heuristics(reply: str) -> None:
     text = "any good hiking trails near seattle"
     base = route(text)
-    assert route(text, FakeModel(reply), refine=True) == base
+    assert route(text, verdict_model(reply), refine=True) == base
 
 
 @pytest.mark.parametrize("reply", [None, 42, b'{"intent": "chat_only"}', {"intent": "chat_only"}])
 def test_non_text_model_replies_fall_back(reply: object) -> None:
     text = "any good hiking trails near seattle"
-    assert route(text, FakeModel(reply), refine=True) == route(text)
+    assert route(text, verdict_model(reply), refine=True) == route(text)
 
 
 def test_fenced_json_is_accepted() -> None:
-    out = route("hiking trails near seattle", FakeModel(f"```json\n{verdict()}\n```"), refine=True)
+    out = route(
+        "hiking trails near seattle", verdict_model(f"```json\n{verdict()}\n```"), refine=True
+    )
     assert out.source == "model"
 
 
 def test_low_confidence_verdict_falls_back() -> None:
     text = "any good hiking trails near seattle"
-    model = FakeModel(verdict(confidence=0.4))
+    model = verdict_model(verdict(confidence=0.4))
     assert route(text, model, refine=True, threshold=0.5) == route(text)
-    accepted = route(text, FakeModel(verdict(confidence=0.4)), refine=True, threshold=0.3)
+    accepted = route(text, verdict_model(verdict(confidence=0.4)), refine=True, threshold=0.3)
     assert accepted.source == "model"
 
 
@@ -622,14 +600,16 @@ def test_low_confidence_verdict_falls_back() -> None:
 )
 def test_model_errors_fall_back(error: Exception) -> None:
     text = "any good hiking trails near seattle"
-    assert route(text, FakeModel(error=error), refine=True) == route(text)
+    assert route(text, verdict_model(error=error), refine=True) == route(text)
 
 
 def test_model_cannot_lower_risk() -> None:
     text = "run rm -rf ~/build"
     base = route(text)
     assert base.risk_level == "high"
-    model = FakeModel(verdict(intent="system_task", risk_level="low", needs_system_execute=True))
+    model = verdict_model(
+        verdict(intent="system_task", risk_level="low", needs_system_execute=True)
+    )
     out = route(text, model, refine=True)
     assert out.source == "model"
     assert out.risk_level == "high"
@@ -637,7 +617,9 @@ def test_model_cannot_lower_risk() -> None:
 
 def test_model_can_raise_risk() -> None:
     out = route(
-        "tell me a joke", FakeModel(verdict(intent="chat_only", risk_level="medium")), refine=True
+        "tell me a joke",
+        verdict_model(verdict(intent="chat_only", risk_level="medium")),
+        refine=True,
     )
     assert (out.source, out.risk_level) == ("model", "medium")
 
@@ -646,13 +628,13 @@ def test_model_keeps_arguments_and_drops_action_when_intent_changes() -> None:
     text = "list files in ~/Downloads"
     base = route(text)
     assert base.arguments.action == "list_files"
-    changed = route(text, FakeModel(verdict(intent="one_shot_discovery")), refine=True)
+    changed = route(text, verdict_model(verdict(intent="one_shot_discovery")), refine=True)
     assert changed.intent is Intent.ONE_SHOT_DISCOVERY
     assert changed.arguments.action is None
     assert changed.arguments.paths == ["~/Downloads"]
     same = route(
         text,
-        FakeModel(verdict(intent="file_task", needs_web=False, needs_search=False)),
+        verdict_model(verdict(intent="file_task", needs_web=False, needs_search=False)),
         refine=True,
     )
     assert same.arguments == base.arguments
@@ -660,30 +642,30 @@ def test_model_keeps_arguments_and_drops_action_when_intent_changes() -> None:
 
 
 def test_prefix_never_consults_the_model() -> None:
-    model = FakeModel(verdict(intent="chat_only"))
+    model = verdict_model(verdict(intent="chat_only"))
     out = route("/run df -h", model, refine=True)
     assert out.source == "prefix"
-    assert model.calls == []
+    assert model.requests == []
     base = route_heuristic("/run df -h")
     assert refine_with_model(base, "df -h", model, 0.0) is base
-    assert model.calls == []
+    assert model.requests == []
 
 
 def test_model_is_consulted_only_when_asked() -> None:
-    model = FakeModel(verdict())
+    model = verdict_model(verdict())
     route("any good hiking trails near seattle", model)
     route("any good hiking trails near seattle", model, refine=False)
     route("   ", model, refine=True)
-    assert model.calls == []
+    assert model.requests == []
     assert route("do the thing", None, refine=True).source != "model"
     route("do the thing", model, refine=True)  # rules and classifier both unsure
-    assert len(model.calls) == 1
+    assert len(model.requests) == 1
 
 
 def test_model_sees_only_a_capped_message() -> None:
-    model = FakeModel(verdict())
+    model = verdict_model(verdict())
     route("hiking " * 20_000, model, refine=True)
-    messages = model.calls[0][0]
+    messages = model.requests[0].messages
     assert len(messages[-1]["content"]) <= 2000
 
 
@@ -714,9 +696,9 @@ def shown_tools(out: RouterOutput) -> list[str]:
 
 def test_the_model_cannot_turn_a_joke_into_a_system_task_with_a_command_tool() -> None:
     text = "tell me a joke about penguins"
-    model = FakeModel(only("system_task", "medium", needs_system_execute=True))
+    model = verdict_model(only("system_task", "medium", needs_system_execute=True))
     out = route(text, model, refine=True)
-    assert len(model.calls) == 1
+    assert len(model.requests) == 1
     assert out.intent is Intent.CHAT_ONLY
     assert not out.needs_system_execute
     assert "system_execute" not in shown_tools(out)
@@ -740,7 +722,7 @@ def test_the_model_cannot_add_what_runs_or_touches_things_to_a_message_with_no_s
 ) -> None:
     text = "what do you think about penguins in winter"
     base = route(text)
-    out = route(text, FakeModel(reply), refine=True)
+    out = route(text, verdict_model(reply), refine=True)
     assert out == base
     assert shown_tools(out) == []
 
@@ -759,7 +741,7 @@ def test_a_message_with_a_command_or_system_signal_still_refines_to_a_system_tas
     text: str,
 ) -> None:
     out = route(
-        text, FakeModel(only("system_task", "medium", needs_system_execute=True)), refine=True
+        text, verdict_model(only("system_task", "medium", needs_system_execute=True)), refine=True
     )
     assert (out.source, out.intent) == ("model", Intent.SYSTEM_TASK)
     assert out.needs_system_execute
@@ -778,7 +760,7 @@ def test_a_message_with_a_command_or_system_signal_still_refines_to_a_system_tas
 def test_other_refinements_with_a_sign_in_the_message_still_go_through(
     text: str, reply: str, intent: Intent
 ) -> None:
-    out = route(text, FakeModel(reply), refine=True)
+    out = route(text, verdict_model(reply), refine=True)
     assert (out.source, out.intent) == ("model", intent)
 
 

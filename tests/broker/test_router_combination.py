@@ -26,7 +26,7 @@ from broker.router import (
 )
 from broker.settings import Settings
 from broker.types import Intent
-from tests.broker.test_router import FakeModel, only
+from tests.broker.test_router import only, verdict_model
 from tests.support.classifier import StubClassifier, read_as
 
 THRESHOLD = Settings().router.confidence_threshold
@@ -148,7 +148,7 @@ def test_a_refining_model_cannot_take_a_classifier_guess_where_the_words_never_a
     reads(Intent.SYSTEM_TASK, 0.4)
     base = route_heuristic(text)
     assert base.intent is Intent.SYSTEM_TASK
-    model = FakeModel(only("system_task", needs_system_execute=True))
+    model = verdict_model(only("system_task", needs_system_execute=True))
     out = refine_with_model(base, text, model, THRESHOLD)
     assert out.intent is Intent.CHAT_ONLY
     assert not out.needs_system_execute

@@ -2,7 +2,8 @@
 
 Malformed calls go through the real runner (the executor rig of test_executor.py: real runner,
 permission broker, token authority and audit log). The model is a fake `complete` function at
-the edge, because what is under test is what we make of its text, not how a backend runs it.
+the edge (tests/support/scripted_model.py), because what is under test is what we make of its
+text, not how a backend runs it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from broker.llm.tool_protocol import (
 from broker.runner import TurnScope
 from broker.settings import ExecutorSettings
 from tests.broker.test_executor import Rig, manual
+from tests.support.scripted_model import ScriptedModel, replies
 
 TOOLS = [manual("probe").openai_schema(), manual("hidden").openai_schema()]
 NAMES = ["probe", "hidden"]
@@ -36,33 +38,11 @@ def block(body: str) -> str:
     return f"{OPEN}{body}{CLOSE}"
 
 
-class PromptedModel:
-    """A ChatModel over PromptedTools whose `complete` replies from a script of texts (the
-    fake edge); it records the plain messages each request sent."""
-
-    name = "prompted-fake"
-    is_loopback = True
-    is_embedded = True
-
-    def __init__(self, replies: list[str]) -> None:
-        self.replies = replies
-        self.requests: list[list[dict[str, Any]]] = []
-        self.tools = PromptedTools(self._complete)
-
-    def _complete(self, messages: list[dict[str, Any]]) -> AssistantMessage:
-        self.requests.append(messages)
-        text = self.replies[min(len(self.requests), len(self.replies)) - 1]
-        return AssistantMessage(content=text, finish_reason="stop")
-
-    def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> AssistantMessage:
-        return self.tools.chat(messages, tools)
-
-    def chat_json(
-        self, messages: list[dict[str, Any]], schema: dict[str, Any], schema_name: str
-    ) -> str:
-        raise AssertionError("the executor never asks for routing JSON")
+def prompted(edge: ScriptedModel) -> ScriptedModel:
+    """A model that speaks the prompted protocol (PromptedTools) over `edge`, the fake endpoint
+    completing plain messages: `edge.requests` hold the plain messages each request sent."""
+    tools = PromptedTools(edge.chat)
+    return ScriptedModel(lambda request: tools.chat(request.messages, request.tools), embedded=True)
 
 
 def assert_plain(messages: list[dict[str, Any]]) -> None:
@@ -171,40 +151,42 @@ def test_a_name_read_from_broken_json_is_kept_only_when_it_is_a_tool_of_the_turn
 def test_a_malformed_block_then_a_correct_one_runs_the_correct_call_after_the_model_saw_why(
     tmp_path,
 ):
-    model = PromptedModel(
-        [
+    edge = ScriptedModel(
+        replies(
             block('{"name": "probe", "arguments": {"n": 1}'),
             block('{"name": "probe", "arguments": {"n": 2}}'),
             "Done: n was 2.",
-        ]
+        )
     )
-    rig = Rig(tmp_path, model)
+    rig = Rig(tmp_path, prompted(edge))
     result = rig.run()
     assert result.reply == "Done: n was 2."
     assert [c.status for c in result.tool_calls] == ["error", "ok"]
     assert rig.bodies["probe"].calls == [{"n": 2}]
-    for request in model.requests:
-        assert_plain(request)
-    told = model.requests[1][-1]
+    for request in edge.requests:
+        assert_plain(request.messages)
+    told = edge.requests[1].last
     assert told["role"] == "user"
     assert "error (error): arguments are not valid JSON" in told["content"]
     assert "its JSON does not parse (Expecting ',' delimiter" in told["content"]
     assert '<tool_call>{"name": "<tool>", "arguments": {...}}</tool_call>' in told["content"]
     # The correct call's result comes back to the model as data for call_1 of probe.
-    result_text = model.requests[2][-1]["content"]
+    result_text = edge.requests[2].last["content"]
     assert 'call_1 of tool "probe"' in result_text
     assert '"echo": {"n": 2}' in result_text
     assert "was not used" not in result_text
 
 
 def test_malformed_blocks_count_against_max_tool_errors(tmp_path):
-    model = PromptedModel([block('{"name": "probe", "arguments": [1]}')])
-    rig = Rig(tmp_path, model, settings=ExecutorSettings(max_iterations=10, max_tool_errors=2))
+    edge = ScriptedModel(replies(block('{"name": "probe", "arguments": [1]}')))
+    rig = Rig(
+        tmp_path, prompted(edge), settings=ExecutorSettings(max_iterations=10, max_tool_errors=2)
+    )
     result = rig.run()
     assert [c.status for c in result.tool_calls] == ["error", "error"]
     assert result.reply.startswith("I stopped: 2 tool calls in a row failed or were refused")
     assert rig.bodies["probe"].calls == []
-    assert 'its "arguments" is missing or not a JSON object' in model.requests[1][-1]["content"]
+    assert 'its "arguments" is missing or not a JSON object' in edge.requests[1].last["content"]
 
 
 # --- hostile sizes ---------------------------------------------------------------------------
@@ -397,12 +379,8 @@ def test_a_cut_reply_with_an_open_block_comes_back_cut():
 
 
 def test_the_executor_runs_nothing_from_a_cut_prompted_reply(tmp_path):
-    def complete(messages: list[dict[str, Any]]) -> AssistantMessage:
-        return AssistantMessage(content=OPEN + '{"name": "probe", "arguments": {"n": 1}}', cut=True)
-
-    model = PromptedModel([])
-    model.tools = PromptedTools(complete)
-    rig = Rig(tmp_path, model)
+    cut = AssistantMessage(content=OPEN + '{"name": "probe", "arguments": {"n": 1}}', cut=True)
+    rig = Rig(tmp_path, prompted(ScriptedModel(replies(cut))))
     result = rig.run()
     assert result.cut is True
     assert rig.bodies["probe"].calls == []
