@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.machine import machine_details
-from tools.commands import assess_command
+from tools.commands.assess import assess_command
 from tools.manual import Tool
 from tools.private import private_places
 from tools.registry import ToolConfig

@@ -53,7 +53,7 @@ from pydantic import Field
 
 from tools.arguments import NOT_BLANK, ToolArguments
 from tools.changes import Changes, changes_of
-from tools.commands import (
+from tools.commands.assess import (
     MAX_COMMAND_CHARS,
     CommandCheck,
     _readonly_problem,

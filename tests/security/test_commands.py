@@ -25,18 +25,16 @@ import pytest
 from broker.audit.verify import verify
 from broker.audit.writer import AuditLog
 from broker.permissions import (
-    GrantStore,
-    PermissionBroker,
     PermissionRequest,
     PromptDecision,
-    TokenAuthority,
+    RulePrompter,
 )
 from broker.runner import ToolRunner, TurnScope
 from broker.types import GrantMode
-from core.clock import ManualClock
-from tools.commands import argv_text, assess_command
+from tests.support.rig import make_rig as make_stack
+from tools.commands.assess import argv_text, assess_command
 from tools.manual import Tool, ToolRefused
-from tools.registry import ToolConfig, ToolRegistry
+from tools.registry import ToolConfig
 from tools.scopes import exact_command_scope
 from tools.system import make_system_tools
 
@@ -415,14 +413,14 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
 # --- the rig: a real runner, permission broker and audit log -----------------------------------
 
 
-class Prompter:
+class Prompter(RulePrompter):
     """Answers every permission prompt with `allow`, and records what it was shown."""
 
     def __init__(self, allow: bool) -> None:
         self.allow = allow
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         if self.allow:
             return PromptDecision(allow=True, mode=GrantMode.SESSION)
@@ -457,21 +455,16 @@ def make_rig(tmp_path: Path, corpus: Corpus) -> Iterator[Callable[[bool], Rig]]:
 
 
 def _rig(tmp_path: Path, corpus: Corpus, *, allow: bool) -> tuple[Rig, AuditLog]:
-    clock = ManualClock()
-    audit_path = tmp_path / "audit.jsonl"
-    audit = AuditLog(audit_path, clock)
-    prompter = Prompter(allow)
-    permissions = PermissionBroker(
-        grants=GrantStore(tmp_path / "grants.json", clock),
-        tokens=TokenAuthority(b"k" * 32, clock),
-        prompter=prompter,
-        audit=audit,
-        clock=clock,
+    stack = make_stack(
+        tmp_path,
+        corpus.tools().values(),
+        prompter=Prompter(allow),
+        grants_path=tmp_path / "grants.json",
         prompt_timeout_s=5.0,
+        allowed=["system_execute", "open_path", "open_url"],
+        turn_id="t-attack",
     )
-    runner = ToolRunner(ToolRegistry(corpus.tools().values()), permissions, audit)
-    turn = TurnScope(turn_id="t-attack", allowed=["system_execute", "open_path", "open_url"])
-    return Rig(runner, prompter, audit_path, turn), audit
+    return Rig(stack.runner, stack.prompter, stack.audit_path, stack.turn), stack.audit
 
 
 # --- refused ------------------------------------------------------------------------------------

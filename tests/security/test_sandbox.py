@@ -34,20 +34,18 @@ from typing import Any
 
 import pytest
 
-from broker.audit.writer import AuditLog
 from broker.permissions import (
     GrantStore,
-    PermissionBroker,
     PermissionRequest,
     PromptDecision,
-    TokenAuthority,
+    RulePrompter,
 )
 from broker.runner import CallOutcome, ToolRunner, TurnScope
 from broker.types import GrantMode
-from core.clock import ManualClock
-from tools.commands import assess_command, command_target
+from tests.support.rig import make_rig
+from tools.commands.assess import assess_command, command_target
 from tools.manual import ToolError
-from tools.registry import ToolConfig, ToolRegistry
+from tools.registry import ToolConfig
 from tools.sandbox import sandbox_status
 from tools.scopes import exact_command_scope
 from tools.system import make_system_tools
@@ -112,15 +110,14 @@ def home(tmp_path: Path) -> Home:
     return made
 
 
-class ApproveAll:
+class ApproveAll(RulePrompter):
     """Every prompt approved for the session, for the scope it asks about."""
 
     def __init__(self) -> None:
         self.asked: list[PermissionRequest] = []
 
-    answers_instantly = True
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         return PromptDecision(allow=True, mode=GrantMode.SESSION)
 
@@ -158,17 +155,6 @@ class Rig:
 @pytest.fixture
 def rig(home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
     monkeypatch.setenv("CHAMBERLAIN_API_KEY", ENV_SECRET)
-    clock = ManualClock()
-    audit = AuditLog(tmp_path / "audit.jsonl", clock)
-    prompter = ApproveAll()
-    grants = GrantStore(tmp_path / "grants.json", clock)
-    broker = PermissionBroker(
-        grants=grants,
-        tokens=TokenAuthority(b"k" * 32, clock),
-        prompter=prompter,
-        audit=audit,
-        clock=clock,
-    )
     config = ToolConfig(
         command_timeout_s=10.0,
         command_roots=(home.user,),
@@ -176,8 +162,9 @@ def rig(home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
         protected_paths=tuple(home.app / n for n in ("grants.json", "token.key")),
     )
     tools = make_system_tools(config, home=home.user, opener=lambda _t: None)
-    yield Rig(home, ToolRunner(ToolRegistry(tools), broker, audit), prompter, grants)
-    audit.close()
+    stack = make_rig(tmp_path, tools, prompter=ApproveAll(), grants_path=tmp_path / "grants.json")
+    yield Rig(home, stack.runner, stack.prompter, stack.grants)
+    stack.close()
 
 
 def _output(outcome: CallOutcome) -> str:

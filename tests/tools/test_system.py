@@ -22,7 +22,7 @@ from typing import Any
 import psutil
 import pytest
 
-from tools.commands import assess_command
+from tools.commands.assess import assess_command
 from tools.manual import Capability, Tool, ToolError, ToolRefused
 from tools.registry import ToolConfig, builtin_registry
 from tools.sandbox import command_environment
