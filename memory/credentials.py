@@ -7,7 +7,8 @@ a password typed on a command line (`curl -u user:pw`, `mysql -pX`, `--token X`,
 `PGPASSWORD=X`) and a long random-looking run. Two callers share it, so they cannot disagree:
 memory refuses to remember a text holding any
 (`memory.sensitivity.assessment.refuse_credentials`), and the audit log blanks exactly these
-spans (`broker.audit.redact`). `tests/memory/test_credentials.py` runs one corpus through both.
+spans (`broker.audit.redaction.redact`). `tests/memory/test_credentials.py` runs one corpus
+through both.
 
 A span covers the value, not the words around it: "my password is [redacted]" stays readable.
 `kind` comes from a fixed vocabulary ("a password", "an API key or token"…) and is what the

@@ -1,6 +1,6 @@
 """What a fault of the disk or the folder means, in words a person can act on.
 
-Shared by the memory database (``memory/db.py``) and the audit log (``broker/audit.py``), so a
+Shared by the memory database (``memory/db.py``) and the audit log (``broker/audit/``), so a
 full disk reads the same wherever it is met: "the disk holding ~/.chamberlain is full (24 KB
 free)", then what to do ("free some space"). The diagnosis comes from the error number when
 there is one, and from the file system's own flags and free space: SQLite reports a failed

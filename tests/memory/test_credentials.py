@@ -1,10 +1,11 @@
 """One credential detector, one corpus: what memory refuses to remember, the audit blanks.
 
 `memory/credentials.py` finds credential values in text; memory refuses a fact holding any
-(`refuse_credentials`) and the audit log blanks each one (`broker.audit.redact`). Every example
-below goes through both real callers, and they must agree: a positive is refused and its secret
-is in no byte of what the audit would write; a negative is remembered and audited unchanged.
-The older corpora (memory's facts, the audit's command lines) are held to the same agreement.
+(`refuse_credentials`) and the audit log blanks each one (`broker.audit.redaction.redact`).
+Every example below goes through both real callers, and they must agree: a positive is refused
+and its secret is in no byte of what the audit would write; a negative is remembered and
+audited unchanged. The older corpora (memory's facts, the audit's command lines) are held to the
+same agreement.
 """
 
 from __future__ import annotations
