@@ -116,7 +116,8 @@ def _add(store: Any, args: argparse.Namespace, settings: Any) -> int:
     from memory.sensitivity.assessment import assess, combine
     from memory.sensitivity.categories import normalise_category
     from memory.slots import detect_slot
-    from memory.store.facts import InvalidInputError, check_text
+    from memory.store.errors import InvalidInputError
+    from memory.store.rows import check_text
     from memory.types import FactSource, FactStatus
 
     try:
@@ -176,7 +177,7 @@ def _forget(store: Any, args: argparse.Namespace, settings: Any) -> int:
 def _pending(store: Any, args: argparse.Namespace, settings: Any) -> int:
     from memory.types import FactStatus
 
-    facts = store.list(status=FactStatus.PENDING)
+    facts = store.facts(status=FactStatus.PENDING)
     lines = [f"{_fact_line(f)}\n    why: {', '.join(f.reasons) or '-'}" for f in facts]
     _emit(_dump(facts), args.json, "\n".join(lines) or "Nothing is waiting for approval.")
     return EXIT_OK
@@ -218,7 +219,8 @@ def _export(store: Any, args: argparse.Namespace, settings: Any) -> int:
 
 
 def _import(store: Any, args: argparse.Namespace, settings: Any) -> int:
-    from memory.store.export import ImportFormatError, read_import
+    from memory.store.errors import ImportFormatError
+    from memory.store.export import read_import
 
     path = Path(args.file).expanduser()
     try:

@@ -47,7 +47,8 @@ from typing import Any
 
 from bench.machine import filesystem_of, machine_details
 from memory.db import open_database, schema_version
-from memory.store.facts import MemoryStore, build_match_query, query_terms
+from memory.store.facts import MemoryStore
+from memory.store.recall import build_match_query, query_terms
 from memory.types import (
     SENSITIVITY_ORDER,
     EventKind,
@@ -275,7 +276,7 @@ def measure_recall_read_only(store: MemoryStore, queries: list[str]) -> dict[str
 
 def measure_forget(store: MemoryStore, n: int = 5) -> dict[str, float]:
     """forget() of single facts: the delete, the full-text index merge, the WAL checkpoint."""
-    ids = [f.id for f in store.list(limit=n)]
+    ids = [f.id for f in store.facts(limit=n)]
     times: list[float] = []
     for fact_id in ids:
         start = time.perf_counter()

@@ -37,7 +37,8 @@ from broker.types import Intent, RouterOutput, TurnResult
 from memory.db import MemoryLockedError, open_database
 from memory.sensitivity.assessment import assess, combine, refuse_credentials
 from memory.slots import detect_slot, fact_from_request
-from memory.store.facts import CredentialRefused, MemoryStore
+from memory.store.errors import CredentialRefused
+from memory.store.facts import MemoryStore
 from memory.types import Fact, FactSource, FactStatus, Sensitivity
 
 log = logging.getLogger("chamberlain.broker.memory")

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
 from memory.db import MemoryStoreError
-from memory.store.facts import InvalidInputError, MemoryStore
+from memory.store.errors import InvalidInputError
+from memory.store.facts import MemoryStore
 
 log = logging.getLogger("chamberlain.memory.conversations")
 

@@ -66,8 +66,9 @@ from broker.settings import save_settings
 from memory.db import MemoryStoreError
 from memory.sensitivity.assessment import assess, combine
 from memory.sensitivity.categories import normalise_category
+from memory.store.anchors import AnchorsPrompt
 from memory.store.export import read_import
-from memory.store.facts import AnchorsPrompt, MemoryStore
+from memory.store.facts import MemoryStore
 from memory.types import Anchor, Fact, FactSource, FactStatus, Sensitivity, highest
 
 log = logging.getLogger("chamberlain.app.windows.memory")
@@ -176,7 +177,7 @@ def read_memory(store: MemoryStore, query: str, budget: int) -> MemoryView:
     else:
         page = store.listing(status=FactStatus.ACTIVE, limit=FACTS_SHOWN)
         facts, total = page.facts, page.total
-    pending = store.list(status=FactStatus.PENDING)
+    pending = store.facts(status=FactStatus.PENDING)
     return MemoryView(facts, total, pending, store.anchors(), store.anchors_prompt(budget))
 
 

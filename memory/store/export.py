@@ -1,36 +1,53 @@
-"""The memory's export formats: schema-versioned JSON, readable Markdown, and import validation.
+"""Export and import: schema-versioned JSON, readable Markdown, and strict import validation.
 
 ``build_export`` and ``render_markdown`` turn facts and anchors into what the user takes away;
-``parse_import`` checks a JSON document against the export schema and returns the facts in it.
-The store (``memory/store.py``) calls these and does the reading and writing.
+``read_import`` reads an import file and ``parse_import`` checks its document against the
+export schema and returns the facts in it. These functions touch no database. ``ExportMethods``
+is the store's side, through sqlite-utils (loaded only for these: neither is a path a turn
+takes): an export reads every fact and anchor in one snapshot and logs an EXPORT event; an
+import writes in one transaction, every fact arriving as a new PENDING fact with source
+``import``.
 
 What it must never do: accept anything it does not fully understand. An import with the wrong
 schema name or version, an unknown key, or a malformed fact raises ``ImportFormatError`` naming
-the problem, and nothing is imported. Nothing here touches the database.
+the problem (field names and error kinds, never the values: they may be the user's facts), and
+nothing is imported. An import is all or nothing: a refused credential or one invalid fact
+writes nothing. It never imports a fact as active, lowers a sensitivity, re-pins an anchor (the
+user pins those again by hand), or writes an event that holds a text.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from memory.db import MemoryStoreError
-from memory.types import Anchor, Fact, FactStatus
+from memory.slots import normalise
+from memory.store.connection import StoreConnection
+from memory.store.errors import ImportFormatError, InvalidInputError
+from memory.store.rows import (
+    FACT_COLUMNS,
+    MAX_EVIDENCE_CHARS,
+    fact_from_record,
+    fact_record,
+    merge_reasons,
+    new_id,
+    text_digest,
+)
+from memory.types import Anchor, EventKind, Fact, FactSource, FactStatus, Sensitivity, highest
+
+log = logging.getLogger("chamberlain.memory.store")
 
 EXPORT_SCHEMA = "chamberlain.memory"
 EXPORT_VERSION = 1
 MAX_IMPORT_FACTS = 100_000
 _Record = TypeVar("_Record", Fact, Anchor)
 _TOP_LEVEL_KEYS = {"schema", "schema_version", "exported_at", "facts", "anchors"}
-
-
-class ImportFormatError(MemoryStoreError, ValueError):
-    """An import document that is not a Chamberlain memory export this version understands."""
 
 
 def build_export(
@@ -201,3 +218,121 @@ def _problems(exc: Exception) -> str:
         ]
         return "; ".join(parts)
     return type(exc).__name__
+
+
+class ExportMethods(StoreConnection):
+    """``MemoryStore``'s export and import (see the module docstring)."""
+
+    def _everything(self) -> tuple[list[Fact], list[Anchor]]:
+        """Every fact and anchor, in one read snapshot, through sqlite-utils (loaded here:
+        export is not a path a turn takes)."""
+        with self._read():
+            db = self._database.db
+            facts = db.table("facts").rows_where(
+                select=", ".join(FACT_COLUMNS), order_by="created_at, seq"
+            )
+            anchors = db.table("anchors").rows_where(order_by="position, created_at")
+            return [fact_from_record(r) for r in facts], [Anchor.model_validate(r) for r in anchors]
+
+    def _log_export(self, what: str, body: str, facts: int, anchors: int) -> None:
+        now = self._now()
+        with self._write() as conn:
+            self._event(
+                conn,
+                EventKind.EXPORT,
+                None,
+                now,
+                text=body,
+                detail=f"{what}: facts={facts} anchors={anchors}",
+            )
+
+    def export_json(self) -> dict[str, Any]:
+        """Everything, schema-versioned: facts of every status (history included), anchors."""
+        facts, anchors = self._everything()
+        data = build_export(facts, anchors, self._now())
+        self._log_export("json", json.dumps(data, sort_keys=True), len(facts), len(anchors))
+        return data
+
+    def export_markdown(self) -> str:
+        """Everything, for reading."""
+        facts, anchors = self._everything()
+        body = render_markdown(facts, anchors, self._now())
+        self._log_export("markdown", body, len(facts), len(anchors))
+        return body
+
+    def import_json(
+        self,
+        data: object,
+        *,
+        sensitivity_floor: Callable[[str], Sensitivity] | None = None,
+    ) -> list[Fact]:
+        """Import an export: each pending or active fact arrives as a new PENDING fact with
+        source ``import`` (text, subject, slot, category, reasons, evidence and expiry kept;
+        sensitivity at least as given, and at least ``sensitivity_floor(text)`` when the caller
+        passes its detectors). Superseded versions, expired facts and duplicates of stored (or
+        earlier imported) facts are skipped. Anchors are validated but not imported: they go
+        into every prompt, so the user pins them again by hand. All or nothing: any invalid
+        fact, or a refused credential, raises and nothing is written.
+        """
+        records = parse_import(data)
+        now = self._now()
+        prepared: list[Fact] = []
+        for index, record in enumerate(records):
+            if record.status is FactStatus.SUPERSEDED:
+                continue
+            if record.expires_at is not None and record.expires_at <= now:
+                continue
+            try:
+                text = self._check_text(record.text)
+            except InvalidInputError as exc:
+                raise ImportFormatError(f"fact {index + 1}: {exc}") from None
+            self._screen(text, record.evidence)
+            level = record.sensitivity
+            if sensitivity_floor is not None:
+                level = highest(level, sensitivity_floor(text))
+            prepared.append(
+                Fact(
+                    id=new_id(),
+                    text=text,
+                    subject=record.subject,
+                    slot=record.slot,
+                    category=record.category.strip() or "general",
+                    sensitivity=level,
+                    reasons=merge_reasons(record.reasons),
+                    status=FactStatus.PENDING,
+                    source=FactSource.IMPORT,
+                    evidence=record.evidence[:MAX_EVIDENCE_CHARS],
+                    created_at=now,
+                    expires_at=record.expires_at,
+                )
+            )
+        imported: list[Fact] = []
+        with self._write("nothing was imported") as conn:
+            seen: set[str] = set()
+            for fact in prepared:
+                digest = text_digest(normalise(fact.text))
+                if digest in seen:
+                    continue
+                seen.add(digest)
+                exists = conn.execute(
+                    "SELECT 1 FROM facts WHERE norm_digest = ? AND status != 'superseded'",
+                    (digest,),
+                ).fetchone()
+                if not exists:
+                    imported.append(fact)
+            # sqlite-utils writes the rows in batches, inside this transaction; the triggers
+            # index each fact's text as it is inserted.
+            db = self._database.db
+            db.table("facts").insert_all(fact_record(fact) for fact in imported)
+            db.table("events").insert_all(
+                {
+                    "kind": EventKind.IMPORT.value,
+                    "fact_id": fact.id,
+                    "at": now,
+                    "digest": text_digest(fact.text),
+                    "detail": f"pending sensitivity={fact.sensitivity.value}",
+                }
+                for fact in imported
+            )
+        log.info("imported %d of %d facts (as pending)", len(imported), len(records))
+        return imported

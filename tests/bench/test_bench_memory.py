@@ -97,7 +97,7 @@ def test_bulk_filled_store_recalls_its_facts(tmp_path: Path, encrypted: bool) ->
     store = open_store(path, encrypted)
     try:
         bulk_fill(store, texts, batch=64)
-        assert len(store.list(limit=500)) == 200
+        assert len(store.facts(limit=500)) == 200
         for text in texts[::25]:
             found = store.recall(text)
             assert found, text

@@ -326,7 +326,7 @@ def test_a_store_written_before_conversations_existed_gains_them_and_keeps_its_f
     finally:
         old.close()
     with MemoryStore(open_database(path, key=KEY), clock) as store:
-        facts = store.list(include_superseded=True, limit=1000)
+        facts = store.facts(include_superseded=True, limit=1000)
         assert "my sister Anna lives in Lisbon" in {f.text for f in facts}
         chats = ConversationStore(store)
         conversation = chats.start("after the upgrade")
@@ -335,7 +335,7 @@ def test_a_store_written_before_conversations_existed_gains_them_and_keeps_its_f
     with MemoryStore(open_database(path, key=KEY), clock) as store:
         assert store.database.version == schema_version()
         assert [c.messages for c in ConversationStore(store).conversations()] == [1]
-        assert len(store.list(include_superseded=True, limit=1000)) == len(facts)
+        assert len(store.facts(include_superseded=True, limit=1000)) == len(facts)
 
 
 def test_the_message_table_refuses_an_unknown_role_even_below_the_store(store):

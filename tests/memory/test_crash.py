@@ -158,7 +158,7 @@ def test_sigkill_during_imports_leaves_each_import_whole_or_absent(tmp_path, mod
     store = _reopen(path, mode)
     try:
         assert store.integrity_check() == "ok"
-        imported = [f for f in store.list(limit=100_000) if f.source is FactSource.IMPORT]
+        imported = [f for f in store.facts(limit=100_000) if f.source is FactSource.IMPORT]
         assert len(imported) % 40 == 0, "an import was cut in half"
         # Every reported import is there; at most the one in flight committed unreported.
         assert reported * 40 <= len(imported) <= (reported + 1) * 40

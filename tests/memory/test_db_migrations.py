@@ -56,7 +56,7 @@ def _written() -> dict[str, Any]:
 
 
 def _everything(store: MemoryStore) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    facts = store.list(include_superseded=True, limit=1000)
+    facts = store.facts(include_superseded=True, limit=1000)
     return (
         [f.model_dump(mode="json") for f in sorted(facts, key=lambda f: f.id)],
         [a.model_dump(mode="json") for a in store.anchors()],
@@ -111,7 +111,7 @@ def test_a_sqlite_utils_migration_step_upgrades_an_old_store_and_keeps_every_fac
         assert store.integrity_check() == "ok"
     with MemoryStore(open_database(old_store, key=KEY), _Clock()) as store:
         assert store.database.version == current + 1  # not migrated twice
-        assert len(store.list(include_superseded=True, limit=1000)) == len(written["facts"])
+        assert len(store.facts(include_superseded=True, limit=1000)) == len(written["facts"])
 
 
 # --- a new store -----------------------------------------------------------------------------
@@ -166,8 +166,8 @@ def test_export_and_import_through_sqlite_utils_round_trip_every_kind_of_fact(ol
         # Superseded versions stay behind; every other fact arrives once, pending, indexed.
         expected = sorted(f.text for f in facts if f.status is not FactStatus.SUPERSEDED)
         assert sorted(f.text for f in imported) == expected
-        assert sorted(f.text for f in fresh.list(limit=1000)) == expected
-        assert {f.status for f in fresh.list(limit=1000)} == {FactStatus.PENDING}
+        assert sorted(f.text for f in fresh.facts(limit=1000)) == expected
+        assert {f.status for f in fresh.facts(limit=1000)} == {FactStatus.PENDING}
         approved = fresh.approve(imported[0].id)
         assert approved.id in {f.id for f in fresh.recall(approved.text)}
         assert fresh.import_json(exported) == []  # all duplicates now
@@ -216,7 +216,7 @@ def test_opening_an_existing_store_recall_add_and_forget_never_load_sqlite_utils
         added = store.add("my cousin Omar lives in Graz", sensitivity=Sensitivity.LOW).fact
         store.forget(added.id)
         store.expire()
-        store.list()
+        store.facts()
         steps["after writes"] = loaded()
         store.export_json()
         steps["export"] = loaded()

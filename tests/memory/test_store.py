@@ -17,17 +17,17 @@ from typing import Any
 import pytest
 
 from memory.db import MemoryStoreError, open_database
-from memory.store.facts import (
+from memory.slots import normalise
+from memory.store.errors import (
     AnchorNotFoundError,
     CredentialRefused,
     FactNotFoundError,
     FactStateError,
     ImportFormatError,
     InvalidInputError,
-    MemoryStore,
-    build_match_query,
-    normalise,
 )
+from memory.store.facts import MemoryStore
+from memory.store.recall import build_match_query
 from memory.types import EventKind, Fact, FactSource, FactStatus, Sensitivity
 
 KEY = bytes(range(32))
@@ -203,8 +203,8 @@ def test_new_value_for_a_slot_supersedes_the_old_and_keeps_history(store, clock)
     assert store.history(paris.id) == store.history(outcome.fact.id)
     assert _kinds(store, paris.id) == [EventKind.ADD, EventKind.SUPERSEDE]
     # Listed by default: the current value only; the history on request.
-    assert [f.id for f in store.list()] == [outcome.fact.id]
-    assert {f.id for f in store.list(include_superseded=True)} == {paris.id, outcome.fact.id}
+    assert [f.id for f in store.facts()] == [outcome.fact.id]
+    assert {f.id for f in store.facts(include_superseded=True)} == {paris.id, outcome.fact.id}
 
 
 def test_slots_are_per_subject_and_facts_without_slot_never_supersede(store):
@@ -264,7 +264,7 @@ def test_editing_a_pending_fact_makes_it_the_slot_value(store):
     assert edited.status is FactStatus.ACTIVE
     assert store.get(acme.id).superseded_by == edited.id
     assert store.get(pending.id).superseded_by == edited.id
-    assert [f.id for f in store.list(status=FactStatus.ACTIVE)] == [edited.id]
+    assert [f.id for f in store.facts(status=FactStatus.ACTIVE)] == [edited.id]
 
 
 def test_edited_fact_is_never_superseded_automatically(store):
@@ -566,7 +566,7 @@ def test_forget_all_removes_facts_and_anchors(tmp_path, clock):
     _marked(store)
     store.add_anchor("always answer in QXANCHORMARK style")
     assert store.forget_all() == 3
-    assert store.list(include_superseded=True) == []
+    assert store.facts(include_superseded=True) == []
     assert store.anchors() == []
     assert store.recall("QXALPHAMARK") == []
     store.close()
@@ -676,7 +676,7 @@ def test_anchors_keep_their_order_and_can_be_moved_and_removed(store):
         store.move_anchor("nope", 1)
     # Anchors are not facts: they never come back from recall or list.
     assert store.recall("metric units") == []
-    assert store.list() == []
+    assert store.facts() == []
 
 
 def test_anchors_prompt_fits_the_budget_in_order(store):
@@ -829,13 +829,13 @@ def test_list_filters(store):
     store.add("a low fact", sensitivity=LOW, category="general")
     store.add("a personal fact", sensitivity=PERSONAL, category="people")
     store.add("a secret fact", sensitivity=SECRET, category="health")
-    assert len(store.list()) == 3
-    assert [f.text for f in store.list(status=FactStatus.PENDING, sensitivity=SECRET)] == [
+    assert len(store.facts()) == 3
+    assert [f.text for f in store.facts(status=FactStatus.PENDING, sensitivity=SECRET)] == [
         "a secret fact"
     ]
-    assert [f.text for f in store.list(status="active")] == ["a low fact"]
-    assert [f.text for f in store.list(category="people")] == ["a personal fact"]
-    assert len(store.list(limit=2)) == 2
+    assert [f.text for f in store.facts(status="active")] == ["a low fact"]
+    assert [f.text for f in store.facts(category="people")] == ["a personal fact"]
+    assert len(store.facts(limit=2)) == 2
 
 
 def test_search_sees_every_status(store):
@@ -896,7 +896,7 @@ def test_reader_connection_reads_while_another_writes(tmp_path, clock, encrypted
     def read() -> None:
         try:
             while not done.is_set():
-                seen.append(len(reader.list(limit=10_000)))
+                seen.append(len(reader.facts(limit=10_000)))
                 reader.search("fact")
         except BaseException as exc:
             errors.append(exc)
@@ -993,7 +993,7 @@ def _add_until_it_fails(store: MemoryStore) -> None:
 
 
 def test_a_full_disk_during_add_is_a_plain_error_and_loses_nothing(store):
-    from memory.store.facts import MemoryDiskFullError
+    from memory.db import MemoryDiskFullError
 
     kept = [store.add(f"fact number {i}", sensitivity=LOW).fact for i in range(20)]
     _fill_the_disk(store)
@@ -1006,7 +1006,7 @@ def test_a_full_disk_during_add_is_a_plain_error_and_loses_nothing(store):
     )
     assert isinstance(caught.value, MemoryStoreError)
     assert not store.database.conn.in_transaction
-    assert {f.id for f in kept} <= {f.id for f in store.list()}
+    assert {f.id for f in kept} <= {f.id for f in store.facts()}
     assert store.integrity_check() == "ok"
     # Space freed: the store goes on as before.
     store.database.conn.execute("PRAGMA max_page_count = 1073741823")
@@ -1016,7 +1016,7 @@ def test_a_full_disk_during_add_is_a_plain_error_and_loses_nothing(store):
 def test_a_read_only_memory_file_says_so_and_never_calls_the_file_damaged(store):
     """Stand-in for a read-only home: query_only makes SQLite refuse writes with the error a
     read-only file gives (SQLITE_READONLY)."""
-    from memory.store.facts import MemoryDiskError
+    from memory.db import MemoryDiskError
 
     store.add("my dog is called Rex", sensitivity=LOW)
     store.database.conn.execute("PRAGMA query_only = 1")
@@ -1028,7 +1028,7 @@ def test_a_read_only_memory_file_says_so_and_never_calls_the_file_damaged(store)
     assert "damaged" not in message
     assert "wrong key" not in message
     store.database.conn.execute("PRAGMA query_only = 0")
-    assert [f.text for f in store.list()] == ["my dog is called Rex"]
+    assert [f.text for f in store.facts()] == ["my dog is called Rex"]
 
 
 def test_text_that_is_not_valid_utf8_is_a_clear_error_not_a_crash(store):
@@ -1041,14 +1041,14 @@ def test_text_that_is_not_valid_utf8_is_a_clear_error_not_a_crash(store):
         store.edit(fact.id, bad)
     with pytest.raises(InvalidInputError, match="not valid UTF-8"):
         store.add_anchor(bad)
-    assert [f.text for f in store.list()] == ["my dog is called Rex"]
+    assert [f.text for f in store.facts()] == ["my dog is called Rex"]
     # The user's own words kept as evidence are stored with the bad byte replaced.
     kept = store.add("my cat is called Tom", sensitivity=LOW, evidence=bad).fact
     assert kept.evidence == "bad ? utf8"
 
 
 def test_a_megabyte_of_text_is_refused_on_its_length_before_any_detector_reads_it(tmp_path, clock):
-    from memory.store.facts import MAX_TEXT_CHARS, check_text
+    from memory.store.rows import MAX_TEXT_CHARS, check_text
 
     screened: list[str] = []
 
@@ -1100,7 +1100,7 @@ def test_the_start_up_cleanup_and_reads_need_no_write_lock_when_nothing_expired(
         store = _open(path, True, clock)
         store.database.conn.execute("PRAGMA busy_timeout = 50")
         assert store.expire() == 0
-        assert [f.text for f in store.list()] == ["my dog is called Rex"]
+        assert [f.text for f in store.facts()] == ["my dog is called Rex"]
         store.close()
     finally:
         writer.execute("ROLLBACK")

@@ -70,7 +70,7 @@ class Rig:
         return self.session.ask(text)
 
     def remembered(self) -> list[str]:
-        return [fact.text for fact in self.store.list(include_superseded=True)]
+        return [fact.text for fact in self.store.facts(include_superseded=True)]
 
     def drops(self) -> list[str]:
         records = [
@@ -207,7 +207,7 @@ def test_a_fact_in_the_users_own_words_is_still_remembered(rig) -> None:
     [event] = turn.memory
     assert (event["text"], event["status"]) == ("The user's dog is called Rex", "active")
     assert "Remembered from your message" in turn.reply
-    [fact] = session.store.list()
+    [fact] = session.store.facts()
     assert (fact.status, fact.sensitivity) == (FactStatus.ACTIVE, Sensitivity.LOW)
     assert session.drops() == ["unsupported"]  # "spaniel" is the model's, not the user's
 

@@ -142,9 +142,9 @@ def test_editing_a_fact_keeps_the_text_when_the_store_refuses_it(qtbot, run, app
 
     run(refused_then_saved())
     assert "Your edit was not saved" not in window.status.text()
-    [current] = store.list(status=FactStatus.ACTIVE)
+    [current] = store.facts(status=FactStatus.ACTIVE)
     assert (current.text, current.source) == ("I work at Initech", FactSource.USER_EDIT)
-    assert not any("hunter2" in f.text for f in store.list(include_superseded=True))
+    assert not any("hunter2" in f.text for f in store.facts(include_superseded=True))
 
 
 def test_the_search_box_shows_only_matching_facts(qtbot, run, app_home, store):
@@ -305,4 +305,4 @@ def test_a_fact_is_edited_from_the_keyboard_alone(qtbot, run, app_home, store):
         await until(lambda: texts(window) == ["I work at Initech"])
 
     run(edit())
-    assert [f.text for f in store.list(status=FactStatus.ACTIVE)] == ["I work at Initech"]
+    assert [f.text for f in store.facts(status=FactStatus.ACTIVE)] == ["I work at Initech"]

@@ -70,7 +70,7 @@ def main() -> None:
         store.add_anchor("Keep answers short.")
         snapshot = {
             "facts": [
-                f.model_dump(mode="json") for f in store.list(include_superseded=True, limit=1000)
+                f.model_dump(mode="json") for f in store.facts(include_superseded=True, limit=1000)
             ],
             "anchors": [a.model_dump(mode="json") for a in store.anchors()],
             "events": len(store.events(limit=10_000)),
