@@ -32,7 +32,7 @@ text — is refused and left exactly as it was, whatever its size.
 When a WAL is left over (a crash, or another process has the file open), the key and the
 version are first proved on a read-only connection, because closing a read-write connection
 checkpoints the WAL into the main file even after a failed read. The schema's tables are
-created here, by the migration steps; what their rows mean is ``memory/store.py``'s business
+created here, by the migration steps; what their rows mean is ``memory/store/``'s business
 (facts, anchors, events) and ``memory/conversations.py``'s (conversations, from schema 2).
 """
 
