@@ -325,8 +325,14 @@ def home_from(args: argparse.Namespace) -> Path:
     return Path(args.home).expanduser() if args.home else default_home()
 
 
-def _turn_json(turn: Any) -> dict[str, Any]:
+def _turn_json(turn: Any, reply: str) -> dict[str, Any]:
+    """The turn as `ask --json` prints it: `reply` is the reply with memory's notices under it,
+    and each memory event carries its notice."""
+    from app.memory_words import memory_json
+
     data: dict[str, Any] = turn.model_dump(mode="json")
+    data["reply"] = reply
+    data["memory"] = [memory_json(event) for event in turn.memory]
     for call in data["tool_calls"]:
         call.pop("output_digest", None)
         call.pop("output_len", None)
@@ -380,6 +386,7 @@ def _trace_to_stderr(event: object) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    from app.memory_words import reply_with_notices
     from app.settings_notice import settings_for_reading
     from broker.session import MemoryUnavailable, Session, connect_model
 
@@ -430,10 +437,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
         turn = session.ask(text)
     finally:
         session.close()
+    # What memory did is said under the reply, in the terminal's words (app.memory_words).
+    shown = reply_with_notices(turn.reply, turn.memory)
     if args.json:
-        emit(_turn_json(turn), True)
+        emit(_turn_json(turn, shown), True)
     else:
-        emit(turn, False, turn.reply)
+        emit(turn, False, shown)
         for notice in turn.mcp_left_out:
             sys.stderr.write(f"chamberlain: {left_out_line(notice)}\n")
         for cap in _denied_capabilities(turn):
@@ -443,7 +452,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             )
     if turn.failed:
         if args.json:
-            sys.stderr.write(turn.reply.splitlines()[0] + "\n")
+            sys.stderr.write(shown.splitlines()[0] + "\n")
         return EXIT_FAILED
     return EXIT_OK
 

@@ -2,7 +2,7 @@
 
 The session, the permission broker, the tool runner and the executor each say what happened
 (routed, policy decided, permission asked and answered, tool started and finished, reply text
-as it streams, memory notices, the turn's end). The CLI's `--debug-routing` and the desktop app
+as it streams, what memory did, the turn's end). The CLI's `--debug-routing` and the desktop app
 read the same events; neither reaches into a stage's private state.
 
 Events are plain frozen dataclasses. An observer runs on the turn's own thread and must return
@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
-from broker.types import PolicyDecision, RouterOutput, ToolStatus, TurnResult
+from broker.types import MemoryEvent, PolicyDecision, RouterOutput, ToolStatus, TurnResult
 from tools.manual import Capability
 
 log = logging.getLogger("chamberlain.broker.events")
@@ -115,12 +115,9 @@ class Recalled(TurnEvent):
 @dataclass(frozen=True)
 class MemoryNotice(TurnEvent):
     """What memory did after the turn: a fact kept (with its id, so it can be undone), one
-    waiting for consent, one refused. `notice` is the sentence shown to the person."""
+    waiting for consent, one refused. Data only: each front end words it."""
 
-    action: str
-    notice: str
-    fact_id: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
+    memory: MemoryEvent
 
 
 @dataclass(frozen=True)

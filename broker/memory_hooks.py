@@ -12,7 +12,9 @@
   assistant, and every content word of the text is one the user used in that message.
 
 The model never writes memory mid-loop, never writes anchors, and can only raise a fact's
-sensitivity. The audit log gets ids, levels and digests — never a fact's text.
+sensitivity. The audit log gets ids, levels and digests — never a fact's text. What was done is
+returned as typed `MemoryEvent`s; this module words none of it for a person (no notice, no
+command to undo it): each front end does.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from broker.audit.writer import AuditLog
 from broker.keys import PASSPHRASE_TRIES, MemoryKey, load_memory_key, record_keying
 from broker.llm.base import ChatModel, ModelError, failure_in_turn, note_failure
 from broker.settings import MemorySettings
-from broker.types import Intent, RouterOutput, TurnResult
+from broker.types import Intent, MemoryEvent, RouterOutput, TurnResult
 from memory.db import MemoryLockedError, open_database
 from memory.sensitivity.assessment import assess, combine, refuse_credentials
 from memory.slots import detect_slot, fact_from_request
@@ -282,7 +284,7 @@ class MemoryWriter:
     def extracting(self) -> bool:
         return extracts(self.model, self.settings, temporary=self.temporary)
 
-    def after_turn(self, turn: TurnResult, turn_id: str) -> list[dict[str, Any]]:
+    def after_turn(self, turn: TurnResult, turn_id: str) -> list[MemoryEvent]:
         router = turn.router
         if router.intent is Intent.MEMORY_WRITE:
             return [self._explicit(router, turn_id)]
@@ -292,21 +294,15 @@ class MemoryWriter:
 
     # --- explicit "remember that …" ----------------------------------------------------------
 
-    def _explicit(self, router: RouterOutput, turn_id: str) -> dict[str, Any]:
+    def _explicit(self, router: RouterOutput, turn_id: str) -> MemoryEvent:
         raw = router.arguments.fact or router.text
         text = fact_from_request(raw).strip()
         if not text:
-            return {"action": "empty", "notice": "What should I remember? Nothing was stored."}
+            return MemoryEvent("empty")
         if self.temporary:
-            return {
-                "action": "temporary",
-                "notice": "This is a temporary chat: nothing was remembered.",
-            }
+            return MemoryEvent("temporary")
         if self.settings.paused:
-            return {
-                "action": "paused",
-                "notice": "Memory is paused (memory.paused): nothing was remembered.",
-            }
+            return MemoryEvent("paused")
         return self._store(
             text,
             evidence=router.text,
@@ -323,19 +319,15 @@ class MemoryWriter:
         source: FactSource,
         model_label: str | None,
         turn_id: str,
-    ) -> dict[str, Any]:
+    ) -> MemoryEvent:
         if len(text) > MAX_FACT_CHARS:
-            return {
-                "action": "too_long",
-                "notice": f"That is too long to remember as one fact (over {MAX_FACT_CHARS} "
-                "characters); nothing was stored.",
-            }
+            return MemoryEvent("too_long", limit=MAX_FACT_CHARS)
         found = assess(text)
         if found.refused:
             self.audit.append(
                 AuditEvent.MEMORY_WRITE, turn_id=turn_id, action="refused", source=source.value
             )
-            return {"action": "refused", "notice": found.refused}
+            return MemoryEvent("refused", refusal=found.refused, source=source)
         if model_label is None and source is FactSource.USER_EXPLICIT:
             model_label = self._label(text, found.level, turn_id)
         level = combine(found.level, model_label, found.category)
@@ -355,7 +347,7 @@ class MemoryWriter:
             self.audit.append(
                 AuditEvent.MEMORY_WRITE, turn_id=turn_id, action="refused", source=source.value
             )
-            return {"action": "refused", "notice": str(exc)}
+            return MemoryEvent("refused", refusal=str(exc), source=source)
         fact = outcome.fact
         self.audit.append(
             AuditEvent.MEMORY_WRITE,
@@ -368,15 +360,17 @@ class MemoryWriter:
             text=digest(fact.text),
             superseded=[old.id for old in outcome.superseded],
         )
-        return {
-            "action": "pending" if fact.status is FactStatus.PENDING else outcome.action,
-            "fact_id": fact.id,
-            "text": fact.text,
-            "sensitivity": fact.sensitivity.value,
-            "status": fact.status.value,
-            "reasons": fact.reasons,
-            "notice": _notice(outcome.action, fact, outcome.superseded, source),
-        }
+        return MemoryEvent(
+            "pending" if fact.status is FactStatus.PENDING else outcome.action,
+            fact_id=fact.id,
+            text=fact.text,
+            sensitivity=fact.sensitivity,
+            status=fact.status,
+            category=fact.category,
+            reasons=tuple(fact.reasons),
+            source=source,
+            replaces=outcome.superseded[0].text if outcome.superseded else None,
+        )
 
     def _label(self, text: str, detected: Sensitivity, turn_id: str) -> str | None:
         """The model's sensitivity label, asked only where it can matter and may be sent."""
@@ -406,7 +400,7 @@ class MemoryWriter:
 
     # --- model proposals -----------------------------------------------------------------
 
-    def _proposals(self, message: str, turn_id: str) -> list[dict[str, Any]]:
+    def _proposals(self, message: str, turn_id: str) -> list[MemoryEvent]:
         assert self.model is not None
         if refuse_credentials(message) is not None:
             # A model asked to restate a message that holds a credential may reword it past
@@ -435,7 +429,7 @@ class MemoryWriter:
             return []
         said = _squash(message)
         own_words = _variants_of(_words_of(shown))
-        events: list[dict[str, Any]] = []
+        events: list[MemoryEvent] = []
         for proposal in proposals.facts[:MAX_PROPOSALS]:
             text = proposal.text.strip()
             problem = _rejection(text, proposal.evidence, said, own_words)
@@ -449,7 +443,7 @@ class MemoryWriter:
                 model_label=proposal.sensitivity,
                 turn_id=turn_id,
             )
-            if event["action"] == "refused":
+            if event.action == "refused":
                 continue  # nobody asked to store it: drop it without a notice
             events.append(event)
         return events
@@ -619,19 +613,3 @@ def _strip_fence(raw: str) -> str:
     if text.startswith("```"):
         text = re.sub(r"^```(?:json)?\s*|\s*```$", "", text)
     return text
-
-
-def _notice(action: str, fact: Fact, superseded: list[Fact], source: FactSource) -> str:
-    quoted = f'"{fact.text}"'
-    if fact.status is FactStatus.PENDING:
-        why = f" ({', '.join(fact.reasons)})" if fact.reasons else ""
-        return (
-            f"To remember {quoted} I need your approval: it is {fact.sensitivity.value}{why}. "
-            f"Approve with `chamberlain memory approve {fact.id}`, or drop it with "
-            f"`chamberlain memory reject {fact.id}`."
-        )
-    if action == "duplicate":
-        return f"Already remembered: {quoted}."
-    lead = "Remembered" if source is FactSource.USER_EXPLICIT else "Remembered from your message"
-    replaces = f'; replaces "{superseded[0].text}"' if superseded else ""
-    return f"{lead}: {quoted}{replaces} (undo: `chamberlain memory forget {fact.id}`)."

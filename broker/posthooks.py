@@ -1,20 +1,21 @@
 """Post-hooks: what happens after the reply — the turn's audit summary, one-shot grants revoked,
 and the memory hooks (the only place memory is ever written; the memory store plugs in here).
 
-Post-hooks never call tools. The reply is not theirs to change, except that what memory did
-(each event's `notice`) is shown under it, so the user always sees what was remembered.
+Post-hooks never call tools, and never change the reply: what memory did goes on the turn as
+typed events (`TurnResult.memory`), which each front end shows beside the reply, so the user
+always sees what was remembered.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import Protocol
 
 from broker.audit.events import AuditEvent
 from broker.audit.redaction import digest
 from broker.audit.writer import AuditLog
 from broker.permissions import PermissionBroker
-from broker.types import GrantMode, TurnResult
+from broker.types import GrantMode, MemoryEvent, TurnResult
 
 log = logging.getLogger("chamberlain.broker.posthooks")
 
@@ -22,7 +23,7 @@ log = logging.getLogger("chamberlain.broker.posthooks")
 class MemoryHook(Protocol):
     """Called once per finished turn; returns the memory events it produced (for TurnResult)."""
 
-    def after_turn(self, turn: TurnResult, turn_id: str) -> list[dict[str, Any]]: ...
+    def after_turn(self, turn: TurnResult, turn_id: str) -> list[MemoryEvent]: ...
 
 
 def run_posthooks(

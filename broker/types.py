@@ -1,16 +1,20 @@
-"""The data that flows through one turn: router output, policy decision, grants, turn result.
+"""The data that flows through one turn: router output, policy decision, grants, what memory
+did, turn result.
 
-Plain pydantic models with no behaviour beyond validation, so every stage can be tested and
-printed as JSON on its own.
+Plain pydantic models and frozen dataclasses with no behaviour beyond validation, so every stage
+can be tested and printed as JSON on its own. Nothing here is worded for a person: each front end
+says what a `MemoryEvent` means in its own words.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory.types import FactSource, FactStatus, Sensitivity
 from tools.manual import Capability
 from tools.mcp.failures import McpLeftOut
 
@@ -130,12 +134,54 @@ class ToolCallRecord(BaseModel):
     output_len: int | None = None
 
 
+# What memory did with one fact after a turn. "added", "superseded" (added, replacing an older
+# value of the same slot) and "pending" (kept, waiting for the person's consent) keep something
+# new; "duplicate" found it kept already; the rest kept nothing: "refused" (a credential),
+# "too_long", "empty" (nothing to remember was said), "temporary" (a temporary chat) and
+# "paused" (memory.paused is set).
+MemoryAction = Literal[
+    "added",
+    "superseded",
+    "pending",
+    "duplicate",
+    "refused",
+    "too_long",
+    "empty",
+    "temporary",
+    "paused",
+]
+
+
+@dataclass(frozen=True)
+class MemoryEvent:
+    """What the memory post-hook did with one fact, as data for the front ends to word.
+
+    A kept fact (added, superseded, pending, duplicate) carries its id, text, level, status,
+    category, the detectors' reasons and where it came from; `replaces` is the text of the older
+    fact it superseded. `refusal` is the memory layer's own sentence for a refused fact, and
+    `limit` the most characters one fact may have (for "too_long").
+    """
+
+    action: MemoryAction
+    fact_id: str | None = None
+    text: str = ""
+    sensitivity: Sensitivity | None = None
+    status: FactStatus | None = None
+    category: str = ""
+    reasons: tuple[str, ...] = ()
+    source: FactSource | None = None
+    replaces: str | None = None
+    refusal: str = ""
+    limit: int | None = None
+
+
 class TurnResult(BaseModel):
     router: RouterOutput
     policy: PolicyDecision
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    # What the model (or a direct action) replied; what memory did is not in it (see `memory`).
     reply: str = ""
-    memory: list[dict[str, Any]] = Field(default_factory=list)
+    memory: list[MemoryEvent] = Field(default_factory=list)
     iterations: int = 0
     direct: bool = False
     model: str | None = None

@@ -22,6 +22,7 @@ from broker.types import (
     Grant,
     GrantMode,
     Intent,
+    MemoryEvent,
     PolicyDecision,
     RouterOutput,
     ToolCallRecord,
@@ -148,14 +149,18 @@ def test_memory_hook_events_are_added_to_the_turn_and_counted_in_the_audit(tmp_p
         def __init__(self) -> None:
             self.seen: list[str] = []
 
-        def after_turn(self, turn: TurnResult, turn_id: str) -> list[dict[str, Any]]:
+        def after_turn(self, turn: TurnResult, turn_id: str) -> list[MemoryEvent]:
             self.seen.append(turn.reply)
-            return [{"kind": "stored"}, {"kind": "pending"}]
+            return [MemoryEvent("added", fact_id="f-1"), MemoryEvent("pending", fact_id="f-2")]
 
     broker, audit = make_broker(tmp_path)
     hook = Hook()
     turn = turn_with(("call-1", "ok"))
     run_posthooks(turn, turn_id="t-1", permissions=broker, audit=audit, memory_hooks=[hook])
     assert hook.seen == ["done"]
-    assert turn.memory == [{"kind": "stored"}, {"kind": "pending"}]
+    assert turn.memory == [
+        MemoryEvent("added", fact_id="f-1"),
+        MemoryEvent("pending", fact_id="f-2"),
+    ]
+    assert turn.reply == "done"  # the reply is the model's; what memory did stays beside it
     assert [e["data"]["events"] for e in events(tmp_path, "POSTHOOK_MEMORY")] == [2]

@@ -18,7 +18,7 @@ from broker.permissions import PermissionRequest, PromptDecision
 from broker.router import NEEDS_FIELDS, route_heuristic
 from broker.session import Session
 from broker.settings import Settings
-from broker.types import GrantMode, Intent, RouterOutput, TurnResult
+from broker.types import GrantMode, Intent, MemoryEvent, RouterOutput, TurnResult
 from core.clock import ManualClock
 from tests.support.classifier import read_as
 from tests.support.scripted_model import ScriptedModel, Step, by_kind, replies
@@ -57,9 +57,9 @@ class RecordingHook:
     def __init__(self) -> None:
         self.turns: list[TurnResult] = []
 
-    def after_turn(self, turn: TurnResult, turn_id: str) -> list[dict[str, Any]]:
+    def after_turn(self, turn: TurnResult, turn_id: str) -> list[MemoryEvent]:
         self.turns.append(turn.model_copy(deep=True))
-        return [{"kind": "proposed", "turn": len(self.turns)}]
+        return [MemoryEvent("added", fact_id=f"f-{len(self.turns)}")]
 
 
 @pytest.fixture
@@ -212,8 +212,8 @@ def test_memory_hooks_run_once_per_turn_and_their_events_land_in_the_result(tmp_
     second = session.ask("tell me a joke")
 
     assert len(hook.turns) == 2
-    assert first.memory == [{"kind": "proposed", "turn": 1}]
-    assert second.memory == [{"kind": "proposed", "turn": 2}]
+    assert first.memory == [MemoryEvent("added", fact_id="f-1")]
+    assert second.memory == [MemoryEvent("added", fact_id="f-2")]
     # The hook saw the finished turn: its reply and its tool calls.
     assert hook.turns[0].reply == first.reply
     assert [c.tool for c in hook.turns[0].tool_calls] == ["file_list"]

@@ -271,3 +271,67 @@ def test_stop_before_the_model_server_has_answered_at_all_still_ends_the_turn(tm
     assert elapsed < 20  # the server would answer after a minute
     [summary] = audit(session, "POSTHOOK_SUMMARY")
     assert summary["status"] == "cancelled"
+
+
+# --- what memory did: typed events beside the reply ---------------------------------------------
+
+
+def test_a_turn_that_remembers_a_fact_reports_it_as_a_typed_event_and_words_none_of_it(tmp_path):
+    from broker.events import MemoryNotice
+    from broker.types import MemoryEvent
+    from memory.db import open_database
+    from memory.store.facts import MemoryStore
+    from memory.types import FactSource, FactStatus, Sensitivity
+
+    store = MemoryStore(open_database(tmp_path / "memory.db", key=None, encrypted=False))
+    seen = Recorder()
+    try:
+        session = session_at(tmp_path, memory=store)
+        turn = session.ask("remember that my dog is called Rex", events=seen)
+        [event] = turn.memory
+        assert event.fact_id is not None
+        fact = store.get(event.fact_id)
+    finally:
+        store.close()
+    assert fact.text == "my dog is called Rex"
+    assert event == MemoryEvent(
+        "added",
+        fact_id=fact.id,
+        text="my dog is called Rex",
+        sensitivity=Sensitivity.LOW,
+        status=FactStatus.ACTIVE,
+        category=fact.category,
+        reasons=tuple(fact.reasons),
+        source=FactSource.USER_EXPLICIT,
+    )
+    # The observer hears the same event before the turn ends, with the turn's id.
+    [notice] = seen.of(MemoryNotice)
+    assert notice.memory == event
+    [ended] = seen.of(TurnEnded)
+    assert notice.turn_id == ended.turn_id
+    assert seen.events.index(notice) < seen.events.index(ended)
+    # The broker words nothing: no sentence and no command in the reply (the front ends say it).
+    assert turn.reply == ""
+    assert (turn.status, turn.failed) == ("done", False)
+
+
+def test_a_fact_taken_from_a_chat_message_leaves_the_models_reply_exactly_as_written(tmp_path):
+    from memory.db import open_database
+    from memory.store.facts import MemoryStore
+    from memory.types import FactSource
+
+    said = 'Remembered from your message: "likes hiking". Hiking is a fine habit.'
+    proposal = {"text": "likes hiking", "evidence": "I love hiking", "category": "hobbies"}
+    answer = json.dumps({"facts": [{**proposal, "sensitivity": "low"}]})
+    store = MemoryStore(open_database(tmp_path / "memory.db", key=None, encrypted=False))
+    with ScriptedOpenAIServer([Text(said), Text(answer)]) as server:
+        model = OpenAIChatModel(server.base_url, model="scripted")
+        try:
+            turn = session_at(tmp_path, model=model, memory=store).ask("I love hiking")
+        finally:
+            model.close()
+            store.close()
+    [event] = turn.memory
+    assert (event.action, event.text) == ("added", "likes hiking")
+    assert event.source is FactSource.EXTRACTED
+    assert turn.reply == said

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from app.memory_words import reply_with_notices
 from broker.llm.openai_client import OpenAIChatModel
 from broker.memory_hooks import open_memory
 from broker.session import Session
@@ -139,7 +140,7 @@ def test_a_credential_the_model_rewords_is_never_remembered_nor_recalled_later(
     turn = session.ask(message)
     assert turn.memory == []
     assert session.remembered() == []
-    assert "Remembered" not in turn.reply
+    assert "Remembered" not in reply_with_notices(turn.reply, turn.memory)
     # Nothing to restate means nothing to reword: the model is not even asked.
     assert session.extraction_requests() == []
     assert session.drops() == ["credential"]
@@ -205,8 +206,8 @@ def test_a_fact_in_the_users_own_words_is_still_remembered(rig) -> None:
     )
     turn = session.ask("my dog is called Rex and he loves the beach")
     [event] = turn.memory
-    assert (event["text"], event["status"]) == ("The user's dog is called Rex", "active")
-    assert "Remembered from your message" in turn.reply
+    assert (event.text, event.status) == ("The user's dog is called Rex", "active")
+    assert "Remembered from your message" in reply_with_notices(turn.reply, turn.memory)
     [fact] = session.store.facts()
     assert (fact.status, fact.sensitivity) == (FactStatus.ACTIVE, Sensitivity.LOW)
     assert session.drops() == ["unsupported"]  # "spaniel" is the model's, not the user's
@@ -223,6 +224,6 @@ def test_the_model_can_still_raise_a_proposals_sensitivity_but_not_lower_it(rig)
         ]
     )
     turn = session.ask("I go to choir on Thursdays and my sister Ana lives in Oslo")
-    levels = {e["text"]: (e["sensitivity"], e["status"]) for e in turn.memory}
+    levels = {e.text: (e.sensitivity, e.status) for e in turn.memory}
     assert levels["I go to choir on Thursdays"] == ("secret", "pending")
     assert levels["my sister Ana lives in Oslo"] == ("personal", "pending")

@@ -106,15 +106,29 @@ def test_quit_from_the_tray_ends_the_app(shell, run):
 
 def test_a_memory_waiting_for_consent_is_announced_on_the_desktop(shell, run):
     from broker.events import MemoryNotice
+    from broker.types import MemoryEvent
+    from memory.types import FactSource, FactStatus, Sensitivity
 
     run(shell.load())
     shown: list[tuple[str, str]] = []
     shell.tray.notify = lambda title, text: shown.append((title, text))  # type: ignore[method-assign]
-    shell.assistant.turn_event.emit(
-        MemoryNotice("t-1", action="pending", notice="Waiting for your approval: my PIN rule")
+    waiting = MemoryEvent(
+        "pending",
+        fact_id="f-1",
+        text="I take insulin",
+        sensitivity=Sensitivity.SECRET,
+        status=FactStatus.PENDING,
+        reasons=("health",),
+        source=FactSource.USER_EXPLICIT,
     )
+    shell.assistant.turn_event.emit(MemoryNotice("t-1", waiting))
     assert shown == [
-        ("A memory is waiting for your consent", "Waiting for your approval: my PIN rule")
+        (
+            "A memory is waiting for your consent",
+            'To remember "I take insulin" I need your approval: it is secret (health). '
+            "Approve with `chamberlain memory approve f-1`, or drop it with "
+            "`chamberlain memory reject f-1`.",
+        )
     ]
 
 

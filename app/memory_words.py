@@ -1,0 +1,73 @@
+"""What memory did after a turn, in the words a person reads: the terminal's sentences (with the
+commands that approve, reject or undo a fact) and the shape `chamberlain ask --json` prints.
+
+The broker reports what memory did as typed `MemoryEvent`s on the turn and never words them; the
+CLI, the chat window and the tray all say it from here, so the sentences are the same wherever a
+person meets them. This module never reads or changes the reply the model wrote: a notice is set
+beside it, never cut out of it. It must not import Qt (the headless CLI uses it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from broker.types import MemoryEvent
+from memory.types import FactSource, FactStatus
+
+
+def memory_notice(event: MemoryEvent) -> str:
+    """One event as the terminal says it: what was kept, refused or is waiting, and how to undo,
+    approve or reject it."""
+    action = event.action
+    if action == "empty":
+        return "What should I remember? Nothing was stored."
+    if action == "temporary":
+        return "This is a temporary chat: nothing was remembered."
+    if action == "paused":
+        return "Memory is paused (memory.paused): nothing was remembered."
+    if action == "too_long":
+        return (
+            f"That is too long to remember as one fact (over {event.limit} characters); "
+            "nothing was stored."
+        )
+    if action == "refused":
+        return event.refusal
+    quoted = f'"{event.text}"'
+    if event.status is FactStatus.PENDING:
+        why = f" ({', '.join(event.reasons)})" if event.reasons else ""
+        level = event.sensitivity.value if event.sensitivity is not None else ""
+        return (
+            f"To remember {quoted} I need your approval: it is {level}{why}. "
+            f"Approve with `chamberlain memory approve {event.fact_id}`, or drop it with "
+            f"`chamberlain memory reject {event.fact_id}`."
+        )
+    if action == "duplicate":
+        return f"Already remembered: {quoted}."
+    explicit = event.source is FactSource.USER_EXPLICIT
+    lead = "Remembered" if explicit else "Remembered from your message"
+    replaces = f'; replaces "{event.replaces}"' if event.replaces else ""
+    return f"{lead}: {quoted}{replaces} (undo: `chamberlain memory forget {event.fact_id}`)."
+
+
+def reply_with_notices(reply: str, events: Iterable[MemoryEvent]) -> str:
+    """The reply as the terminal shows it: the model's words, then each memory notice, a blank
+    line between them."""
+    notices = [memory_notice(event) for event in events]
+    return "\n\n".join(part for part in (reply, *notices) if part)
+
+
+def memory_json(event: MemoryEvent) -> dict[str, Any]:
+    """One event as `chamberlain ask --json` prints it under "memory": a kept fact's id, text,
+    level, status and reasons, and the notice; for one not kept, what happened and the notice."""
+    data: dict[str, Any] = {"action": event.action}
+    if event.fact_id is not None:
+        data.update(
+            fact_id=event.fact_id,
+            text=event.text,
+            sensitivity=event.sensitivity.value if event.sensitivity is not None else None,
+            status=event.status.value if event.status is not None else None,
+            reasons=list(event.reasons),
+        )
+    data["notice"] = memory_notice(event)
+    return data

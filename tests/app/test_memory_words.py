@@ -1,0 +1,161 @@
+"""What memory did, as a person reads it: the terminal's sentences for each typed event.
+
+The sentences are the ones `chamberlain ask` printed when the broker still wrote them into the
+reply; they are pinned here word for word (the approve, reject and forget commands included),
+because scripts and people read them. Real parts: real turns through a real Session on a real
+(plaintext) memory file, where a test needs what the broker really reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.memory_words import memory_json, memory_notice, reply_with_notices
+from broker.session import Session
+from broker.settings import Settings
+from broker.types import MemoryEvent
+from core.clock import ManualClock
+from memory.db import open_database
+from memory.store.facts import MemoryStore
+from memory.types import FactSource, FactStatus, Sensitivity
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[MemoryStore]:
+    memory = MemoryStore(open_database(tmp_path / "memory.db", key=None, encrypted=False))
+    yield memory
+    memory.close()
+
+
+def remember(tmp_path: Path, store: MemoryStore, *texts: str) -> list[MemoryEvent]:
+    """Each text said in its own turn of one session; what memory did in the last one."""
+    settings = Settings()
+    settings.router.model_refinement = False
+    session = Session(home=tmp_path / "home", settings=settings, clock=ManualClock(), memory=store)
+    try:
+        turns = [session.ask(text) for text in texts]
+    finally:
+        session.close()
+    return turns[-1].memory
+
+
+def test_a_fact_remembered_when_asked_is_said_with_the_command_that_undoes_it(tmp_path, store):
+    [event] = remember(tmp_path, store, "remember that my dog is called Rex")
+    assert event.fact_id is not None
+    assert store.get(event.fact_id).text == "my dog is called Rex"
+    assert memory_notice(event) == (
+        f'Remembered: "my dog is called Rex" (undo: `chamberlain memory forget {event.fact_id}`).'
+    )
+
+
+def test_a_new_value_says_which_fact_it_replaces(tmp_path, store):
+    [event] = remember(
+        tmp_path, store, "remember that my timezone is CET", "remember that my timezone is UTC+1"
+    )
+    assert (event.action, event.replaces) == ("superseded", "my timezone is CET")
+    assert memory_notice(event) == (
+        f'Remembered: "my timezone is UTC+1"; replaces "my timezone is CET" '
+        f"(undo: `chamberlain memory forget {event.fact_id}`)."
+    )
+
+
+def test_a_fact_waiting_for_consent_names_the_commands_that_approve_and_reject_it(tmp_path, store):
+    [event] = remember(tmp_path, store, "remember that I have diabetes")
+    assert event.status is FactStatus.PENDING
+    reasons = ", ".join(event.reasons)
+    assert reasons  # the detectors say why it is secret
+    assert memory_notice(event) == (
+        f'To remember "I have diabetes" I need your approval: it is secret ({reasons}). '
+        f"Approve with `chamberlain memory approve {event.fact_id}`, or drop it with "
+        f"`chamberlain memory reject {event.fact_id}`."
+    )
+
+
+def test_a_fact_said_twice_is_already_remembered(tmp_path, store):
+    [event] = remember(
+        tmp_path, store, "remember that I like green tea", "remember that I like green tea"
+    )
+    assert event.action == "duplicate"
+    assert memory_notice(event) == 'Already remembered: "I like green tea".'
+
+
+def test_a_credential_is_refused_in_the_memory_layers_own_words(tmp_path, store):
+    [event] = remember(tmp_path, store, "remember that my password is hunter2hunter2")
+    assert (event.action, event.fact_id) == ("refused", None)
+    assert memory_notice(event) == event.refusal
+    assert memory_notice(event).startswith("Not remembered: that looks like")
+    assert store.count() == 0
+
+
+def test_a_fact_taken_from_the_message_says_so():
+    event = MemoryEvent(
+        "added",
+        fact_id="f-7",
+        text="likes hiking",
+        sensitivity=Sensitivity.LOW,
+        status=FactStatus.ACTIVE,
+        source=FactSource.EXTRACTED,
+    )
+    assert memory_notice(event) == (
+        'Remembered from your message: "likes hiking" (undo: `chamberlain memory forget f-7`).'
+    )
+
+
+@pytest.mark.parametrize(
+    ("event", "said"),
+    [
+        (MemoryEvent("empty"), "What should I remember? Nothing was stored."),
+        (MemoryEvent("temporary"), "This is a temporary chat: nothing was remembered."),
+        (MemoryEvent("paused"), "Memory is paused (memory.paused): nothing was remembered."),
+        (
+            MemoryEvent("too_long", limit=300),
+            "That is too long to remember as one fact (over 300 characters); nothing was stored.",
+        ),
+    ],
+    ids=["empty", "temporary", "paused", "too_long"],
+)
+def test_nothing_kept_is_said_as_before(event, said):
+    assert memory_notice(event) == said
+
+
+def test_the_terminal_shows_each_notice_under_the_reply_the_model_wrote():
+    kept = MemoryEvent("added", fact_id="f-1", text="likes tea", source=FactSource.EXTRACTED)
+    assert reply_with_notices("Tea it is.", [kept, MemoryEvent("temporary")]) == (
+        "Tea it is.\n\n"
+        'Remembered from your message: "likes tea" (undo: `chamberlain memory forget f-1`).\n\n'
+        "This is a temporary chat: nothing was remembered."
+    )
+    assert reply_with_notices("", [MemoryEvent("empty")]) == (
+        "What should I remember? Nothing was stored."
+    )
+    assert reply_with_notices("Just the reply.", []) == "Just the reply."
+
+
+def test_ask_json_keeps_the_shape_it_had_a_kept_fact_with_its_notice_and_a_refusal_without_ids():
+    kept = MemoryEvent(
+        "pending",
+        fact_id="f-2",
+        text="my sister lives in Oslo",
+        sensitivity=Sensitivity.PERSONAL,
+        status=FactStatus.PENDING,
+        category="people",
+        reasons=("relationship (sister)",),
+        source=FactSource.EXTRACTED,
+    )
+    assert memory_json(kept) == {
+        "action": "pending",
+        "fact_id": "f-2",
+        "text": "my sister lives in Oslo",
+        "sensitivity": "personal",
+        "status": "pending",
+        "reasons": ["relationship (sister)"],
+        "notice": memory_notice(kept),
+    }
+    refused = MemoryEvent("refused", refusal="Not remembered: that looks like a password.")
+    assert memory_json(refused) == {
+        "action": "refused",
+        "notice": "Not remembered: that looks like a password.",
+    }
