@@ -116,6 +116,7 @@ def test_a_new_value_gets_the_same_slot_as_the_old() -> None:
         ('"That my dog is called Rex."', "my dog is called rex"),
         ("that my dog is called Rex", "my dog is called rex"),
         ("  my   dog\tis called\nRex!! ", "my dog is called rex"),
+        ("  «My  Dog»\tis REX.  ", "my dog» is rex"),
         ("My dog’s name is Rex", "my dog's name is rex"),
         ("STRASSE", "strasse"),
         ("Straße", "strasse"),  # casefold, not lower
