@@ -743,9 +743,10 @@ def cmd_models(args: argparse.Namespace) -> int:
     settings = load_settings(home) if args.models_cmd == "use" else settings_for_reading(home)
     if args.models_cmd == "use":
         try:
+    from app.errors import FrontEnd, worded
             chosen = choose(home, settings, args.name)
         except ModelChoiceError as exc:
-            raise UsageError(str(exc)) from exc
+            raise UsageError(worded(str(exc), exc.remedy, FrontEnd.CLI, exc.subject)) from exc
         emit(
             {"chosen": chosen, "url": settings.llm.url, "model": settings.llm.model},
             args.json,
@@ -863,12 +864,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from broker.doctor import run_checks
 
     checks = run_checks(home_from(args), args.llm)
-    data = [c.__dict__ for c in checks]
+    for c in checks:
+        c.detail = worded(c.detail, c.remedy, FrontEnd.CLI)
+    data = [{k: v for k, v in c.__dict__.items() if k != "remedy"} for c in checks]
     lines: list[str] = []
     for c in checks:
         lines.append(f"[{'ok' if c.ok else '--'}] {c.name}: {c.detail}")
         if c.fix and not c.ok:
             lines.append(f"     to fix: {c.fix}")
+    from app.errors import FrontEnd, worded
     emit(data, args.json, "\n".join(lines))
     return EXIT_OK if all(c.ok or not c.required for c in checks) else EXIT_FAILED
 
@@ -1056,7 +1060,7 @@ def _main(argv: Sequence[str] | None) -> int:
         sys.stderr.write(f"chamberlain: {exc}\n")
         return EXIT_FAILED
     except Exception as exc:
-        from broker.errors import user_message
+        from app.errors import user_message
 
         message = user_message(exc)
         if message is None:

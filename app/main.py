@@ -570,7 +570,8 @@ async def _unless_signalled(work: Coroutine[Any, Any, Claim]) -> Claim | None:
 
 
 async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
-    from broker.settings import SettingsError
+    from app.errors import FrontEnd, user_message
+    from core.errors import ChamberlainError
 
     instance = SingleInstance(server_name(home), lock_path(home))
     claim = instance.claim()
@@ -588,13 +589,15 @@ async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
         return 0
     try:
         shell = Shell(home)
-    except SettingsError as exc:
-        # An environment variable that is not a valid setting (a broken settings.json is worked
-        # around): no default can stand in for what it meant.
+    except ChamberlainError as exc:
+        # Such as an environment variable that is not a valid setting (a broken settings.json
+        # is worked around): no default can stand in for what it meant.
         instance.release()
-        sys.stderr.write(f"chamberlain: {exc}\n")
+        sys.stderr.write(f"chamberlain: {user_message(exc, FrontEnd.CLI)}\n")
         box = QMessageBox(
-            QMessageBox.Icon.Critical, "Chamberlain", f"Chamberlain cannot start: {exc}."
+            QMessageBox.Icon.Critical,
+            "Chamberlain",
+            f"Chamberlain cannot start: {user_message(exc, FrontEnd.APP)}.",
         )
         await async_dialog.show_dialog(box)
         return 1

@@ -18,6 +18,7 @@ from broker.llm.base import ChatModel, ModelError
 from broker.policy import PolicyError, load_policy_table
 from broker.runner import SelfTestError, self_test
 from broker.settings import Settings, SettingsError, load_settings, read_settings
+from core.errors import Remedy
 from tools.registry import builtin_registry
 
 
@@ -30,6 +31,8 @@ class Check:
     required: bool = True
     # What a person does to make a failed check pass (a structured hint the front end words).
     fix: str = ""
+    # What a person can do, when a front end words it (a CLI command, a window): after `detail`.
+    remedy: Remedy | None = None
 
 
 def _home(home: Path) -> Check:
@@ -63,7 +66,7 @@ def _settings(home: Path) -> Check:
             )
             if part
         )
-        return Check("settings", False, detail)
+        return Check("settings", False, detail.rstrip(";"), remedy=Remedy.REVIEW_SETTINGS)
     return Check("settings", True, "defaults" if not (home / "settings.json").exists() else "ok")
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from broker.llm.endpoints import local_servers
 from broker.settings import Settings, save_settings
-from core.errors import ConfigError
+from core.errors import ConfigError, Remedy
 
 
 class ModelChoiceError(ConfigError, ValueError):
@@ -74,7 +74,7 @@ def choose(home: Path, settings: Settings, name: str, timeout_s: float = 0.3) ->
     """
     wanted = name.strip()
     if not wanted:
-        raise ModelChoiceError("give a model name (see `chamberlain models list`)")
+        raise ModelChoiceError("give a model name", remedy=Remedy.LIST_MODELS)
     if wanted.lower() in ("auto", "embedded", "none"):
         settings.llm.url, settings.llm.model = wanted.lower(), None
         save_settings(home, settings)

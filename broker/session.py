@@ -49,7 +49,7 @@ from broker.settings import Settings, SettingsError
 from broker.taint import Egress, mcp_network_of
 from broker.types import GrantMode, Intent, PolicyDecision, RouterOutput, TurnResult
 from core.clock import Clock, SystemClock
-from core.errors import StorageError
+from core.errors import ChamberlainError, StorageError
 from tools.limits import CommandLimits
 from tools.manual import RequestWords
 from tools.registry import ToolConfig, ToolRegistry, builtin_registry, mcp_hub
@@ -78,6 +78,21 @@ CLARIFY_FILES = (
     'name the file or folder, e.g. "list files in ~/Documents"; otherwise, ask again in '
     "other words."
 )
+
+
+def _stopped_because(exc: BaseException) -> str | None:
+    """Why a turn stopped, for its reply: a failure Chamberlain expects (a ChamberlainError, or a
+    file that cannot be read or written) in words; None for a bug. The reply is the same in every
+    front end, so a remedy that a front end would word is left out (app/errors.py words it where
+    the failure reaches a front end itself)."""
+    if isinstance(exc, ChamberlainError):
+        return str(exc)
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {exc.filename or exc} — check the home directory's owner"
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"{exc.strerror or exc}{where}"
+    return None
 
 
 class MemoryUnavailable(StorageError):
@@ -466,9 +481,7 @@ class Session:
             )
             return self._end_abruptly(turn_id, router, policy, "failed", reply)
         except Exception as exc:  # the turn's boundary: reported, never raised
-            from broker.errors import user_message
-
-            known = user_message(exc)
+            known = _stopped_because(exc)
             if known is None:
                 log.exception("turn %s failed", turn_id)
             reply = (

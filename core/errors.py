@@ -44,6 +44,12 @@ class Remedy(enum.Enum):
     UNLOCK_MEMORY = "unlock_memory"
     # Reinstall Chamberlain: its own files do not match.
     REINSTALL = "reinstall"
+    # A model was asked for by a name that names none (or several): the front end says where the
+    # names to choose from are listed.
+    LIST_MODELS = "list_models"
+    # No model answers because the person turned the model off (the setting `llm.url` is
+    # "none"): the front end says where that was set, so it can be set back.
+    MODEL_TURNED_OFF = "model_turned_off"
 
 
 class ChamberlainError(Exception):

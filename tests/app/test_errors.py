@@ -1,0 +1,82 @@
+"""app/errors.py: the one mapping from a failure to what a person reads, worded per front end.
+
+The wordings are checked through the real command line where a failure reaches it, and for
+every `Remedy` directly (no member may be left without words in either front end).
+"""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+
+from app.errors import FrontEnd, user_message, worded
+from core.errors import ChamberlainError, ConfigError, Remedy, StorageError
+from tests.support.cli import make_user, run_cli
+
+HAPPENED = "The thing could not be done"
+
+
+@pytest.mark.parametrize("remedy", list(Remedy), ids=lambda r: r.value)
+def test_every_remedy_is_worded_by_both_front_ends_in_their_own_terms(remedy: Remedy) -> None:
+    cli = worded(HAPPENED, remedy, FrontEnd.CLI, "settings.json")
+    app = worded(HAPPENED, remedy, FrontEnd.APP, "settings.json")
+
+    for text in (cli, app):
+        assert text.startswith(HAPPENED)
+        assert len(text) > len(HAPPENED) + 5, text  # something to do, not the message alone
+        assert "{" not in text, text  # every placeholder filled
+    # The app never names a command-line flag or command; the CLI never a window.
+    assert "--" not in app, app
+    assert "`chamberlain" not in app, app
+    assert "Settings" not in cli, cli
+
+
+def test_a_failure_without_a_remedy_reads_as_its_message() -> None:
+    assert user_message(ConfigError("the policy table is broken")) == "the policy table is broken"
+
+
+def test_the_subject_names_what_the_remedy_is_about() -> None:
+    failure = ConfigError("a value is out of range", remedy=Remedy.FIX_SETTINGS, subject="x.json")
+    assert "x.json" in (user_message(failure, FrontEnd.CLI) or "")
+    assert "x.json" in (user_message(failure, FrontEnd.APP) or "")
+
+
+def test_a_file_that_cannot_be_written_is_said_with_its_name() -> None:
+    denied = PermissionError(errno.EACCES, "Permission denied", "/home/x/.chamberlain/grants.json")
+    assert user_message(denied) == (
+        "permission denied: /home/x/.chamberlain/grants.json — check the home directory's owner"
+    )
+    full = OSError(errno.ENOSPC, "No space left on device", "/home/x/.chamberlain/audit.log")
+    assert user_message(full) == "No space left on device (/home/x/.chamberlain/audit.log)"
+
+
+def test_any_other_exception_is_a_bug_and_gets_no_sentence() -> None:
+    assert user_message(KeyError("x")) is None
+    assert user_message(ValueError("bad")) is None
+    assert user_message(ChamberlainError("said")) == "said"
+    assert isinstance(StorageError("x"), ChamberlainError)
+
+
+def test_a_model_name_left_out_says_where_the_names_are_listed(tmp_path: Path) -> None:
+    """A ChamberlainError with a remedy reaching the real CLI: its message and the CLI's words
+    for the remedy, one line, the usage exit code as before."""
+    user = make_user(tmp_path / "user")
+
+    proc = run_cli(user, "models", "use", " ")
+
+    assert proc.returncode == 2
+    assert proc.stderr == "chamberlain: give a model name (see `chamberlain models list`)\n"
+
+
+def test_an_expected_failure_reaching_the_cli_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    """A setting given in the environment that is not valid (a SettingsError, a ConfigError)."""
+    user = make_user(tmp_path / "user")
+
+    proc = run_cli(user, "ask", "hello", "--llm", "none", env={"CHAMBERLAIN_LLM__TIMEOUT_S": "x"})
+
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("chamberlain: ")
+    assert "Traceback" not in proc.stderr
+    assert "llm.timeout_s" in proc.stderr or "CHAMBERLAIN_LLM__TIMEOUT_S" in proc.stderr
