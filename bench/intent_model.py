@@ -2,8 +2,8 @@
 
     python -m bench.intent_model [--rounds 20] [--no-cv]
 
-For each set of labelled messages it prints, for the classifier (`broker.intent_model`) and for
-`broker.router.route_rules` on the same messages, side by side: accuracy per intent and
+For each set of labelled messages it prints, for the classifier (`broker.router.intent_model`)
+and for `broker.router.route_rules` on the same messages, side by side: accuracy per intent and
 overall, the confusion matrix, and calibration (count and accuracy per confidence band, for the
 classifier's probability and the rules' confidence). Then the router as shipped
 (`route_heuristic`: rules, classifier and the thresholds combining them): per intent, confusion
@@ -37,8 +37,8 @@ from types import ModuleType
 from typing import Any
 
 from bench.machine import machine_details
-from broker.intent_model import INTENTS, IntentModel, softmax
 from broker.router import route_heuristic, route_rules
+from broker.router.intent_model import INTENTS, IntentModel, softmax
 from broker.types import Intent
 
 REPO = Path(__file__).resolve().parents[1]

@@ -62,7 +62,6 @@ def _settings(home: Path) -> Check:
                 if waiting
                 else "",
                 f"{loaded.seal_problem};" if loaded.seal_problem else "",
-                "see `chamberlain settings pending`",
             )
             if part
         )
@@ -249,10 +248,27 @@ def run_checks(home: Path, llm_url: str | None = None) -> list[Check]:
         _grants(home),
         _memory(home),
         _model(home, llm_url),
+        _intent_model(home),
         *_tool_checks(home),
         *_mcp(home),
         _tray(),
     ]
+
+
+def _intent_model(home: Path) -> Check:
+    """The learned intent classifier's weights, loaded as a turn loads them; optional: without
+    them the rules route alone."""
+    from broker.router.classifier import classifier_problem
+
+    try:
+        weights = read_settings(home).settings.router.intent_weights
+    except SettingsError:
+        weights = None
+    problem = classifier_problem(weights)
+    if problem is None:
+        return Check("intent model", True, str(weights or "shipped weights"), required=False)
+    why = "the weights do not match this version's intents" if problem.mismatch else problem.detail
+    return Check("intent model", False, f"{why}; routing by rules", required=False)
 
 
 def _mcp(home: Path) -> list[Check]:

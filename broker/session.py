@@ -387,7 +387,7 @@ class Session:
         return (not self.model.is_embedded) if setting is None else setting
 
     def route(self, text: str, turn_id: str | None = None) -> RouterOutput:
-        base = route_heuristic(text)
+        base = route_heuristic(text, weights=self.settings.router.intent_weights)
         # A model round trip only where the heuristics are unsure: a request they are certain
         # of (a direct action, a prefix) gains nothing from a second opinion but latency.
         if self.model is None or not self._refine() or base.confidence >= DIRECT_CONFIDENCE:
@@ -702,7 +702,7 @@ class Session:
             return None
         if router.intent in (Intent.MEMORY_WRITE, Intent.MEMORY_READ):
             return None  # their replies already say what was kept or found
-        return understood_reading(router)
+        return understood_reading(router, weights=self.settings.router.intent_weights)
 
     def _recollect(self, router: RouterOutput, turn_id: str) -> Recollection | None:
         if self.memory is None:

@@ -81,6 +81,10 @@ class RouterSettings(BaseModel):
     confidence_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     # None: on for external servers, off for the embedded model.
     model_refinement: bool | None = None
+    # The learned intent classifier's weight file, None for the one shipped in resources/ (a
+    # retrained model tried before it ships). One that cannot be used (damaged, or trained for
+    # other intents) is said once and the rules route alone.
+    intent_weights: Path | None = None
 
 
 class ExecutorSettings(BaseModel):

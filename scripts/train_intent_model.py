@@ -7,7 +7,7 @@ when it exists, and on nothing else: the old `HOLDOUT` list and router_heldout.j
 read here, so no setting can have been chosen by looking at them.
 
 Multinomial logistic regression with L2 regularisation on the hashed features that
-`broker/intent_model.py` defines, fitted full-batch with L-BFGS in numpy (no BLAS reductions
+`broker/router/intent_model.py` defines, fitted full-batch with L-BFGS in numpy (no BLAS reductions
 whose order could vary: sparse products are `np.bincount`). The regularisation strength, the
 bucket count and the word weight are chosen by 5-fold stratified cross-validation on the
 training data; the softmax temperature is then fitted to the out-of-fold scores. Then the router
@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from broker.intent_model import (  # noqa: E402
+from broker.router.intent_model import (  # noqa: E402
     FEATURE_SETTINGS,
     FORMAT,
     FORMAT_VERSION,
@@ -434,7 +434,7 @@ def fold_models(
 ) -> tuple[list[int], list[Any]]:
     """Each example's fold, and per fold a model trained on the other folds, rounded and
     loaded exactly as the shipped file is."""
-    from broker.intent_model import IntentModel
+    from broker.router.intent_model import IntentModel
 
     assignment = stratified_folds(labels, folds, seed)
     models = []
@@ -507,7 +507,7 @@ def _round(value: float) -> float:
 
 def render(header: dict[str, Any], bias: np.ndarray, rows: list[list[float | int]]) -> str:
     """JSON with a readable header, one key a line, and the weight rows packed (see
-    `broker.intent_model.encode_weights`): a diff shows what changed in the settings."""
+    `broker.router.intent_model.encode_weights`): a diff shows what changed in the settings."""
     lines = ["{"]
     for key, value in header.items():
         lines.append(f"{json.dumps(key)}: {json.dumps(value, sort_keys=True)},")

@@ -21,7 +21,9 @@ them all; none of them imports it):
 - `rules`: the intent rules, tried in order.
 - `verdict`: the schema a model's answer must match, and its parsing.
 - `reach`: what a message gives signs of; `_unseen_reach`.
-- `classifier`: the learned classifier beside the rules, unless they are sure.
+- `intent_model`: the learned classifier's features, weight file and prediction.
+- `classifier`: the learned classifier beside the rules, unless they are sure (the rules alone
+  when its weight file cannot be used).
 - `heuristic`: `route_heuristic`, `route_rules`, `explain_route` and the `/prefix` fast path.
 - `refinement`: `refine_with_model`.
 - `understood`: `understood_command`, for a command read but not run; `understood_reading`,
@@ -29,6 +31,8 @@ them all; none of them imports it):
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from broker.llm.base import ChatModel
 from broker.router.classifier import (
@@ -82,10 +86,16 @@ __all__ = [
 
 
 def route(
-    text: str, model: ChatModel | None = None, *, threshold: float = 0.5, refine: bool = False
+    text: str,
+    model: ChatModel | None = None,
+    *,
+    threshold: float = 0.5,
+    refine: bool = False,
+    weights: Path | None = None,
 ) -> RouterOutput:
-    """Route one message: prefix → heuristics → (if `refine` and a model) model refinement."""
-    base = route_heuristic(text)
+    """Route one message: prefix → heuristics → (if `refine` and a model) model refinement.
+    `weights`: the classifier's weight file, None for the shipped one."""
+    base = route_heuristic(text, weights=weights)
     if not refine or model is None or base.source == "prefix" or not base.text:
         return base
     return refine_with_model(base, base.text, model, threshold)

@@ -15,7 +15,10 @@ a command to run, a fact to remember). Otherwise the classifier reads the messag
 
 It never picks a memory write (what to keep is the rules' extraction, or nothing is written).
 The thresholds were chosen out of fold on the tuning data (scripts/train_intent_model.py prints
-the comparison). Its weights are loaded once, on first use.
+the comparison). Its weights are loaded once, on first use. A weight file that cannot be used
+(damaged, or trained for other intents than this version's: what adding an intent does until the
+model is retrained) is said once, in the log and as `classifier_problem()` for doctor, and the
+rules route alone: an unsure message is never a failed turn.
 
 This module must never give the classifier's reading a command, a fact or a direct action.
 """
@@ -23,9 +26,12 @@ This module must never give the classifier's reading a command, a fact or a dire
 from __future__ import annotations
 
 import functools
+import logging
+from dataclasses import dataclass
+from pathlib import Path
 
-from broker.intent_model import IntentModel
 from broker.router.extraction import _View
+from broker.router.intent_model import IntentModel, IntentModelError
 from broker.router.scoring import (
     DIRECT_ACTION_CONFIDENCE,
     NOTHING_MATCHED_CONFIDENCE,
@@ -50,11 +56,42 @@ _TOUCH_FILES = frozenset({Intent.FILE_TASK, Intent.ONE_SHOT_DISCOVERY})
 # The classifier's confidence never reaches the direct-action level.
 CLASSIFIER_CAP = DIRECT_ACTION_CONFIDENCE - 0.01
 
+log = logging.getLogger("chamberlain.broker.router")
+
+
+@dataclass(frozen=True)
+class ClassifierProblem:
+    """Why the learned classifier is not used in this process: the rules route alone."""
+
+    # The file is sound but was trained for other intents than this version's.
+    mismatch: bool
+    # The loader's sentence: which file, and what is wrong with it.
+    detail: str
+
 
 @functools.cache
-def _classifier() -> IntentModel:
-    """Loaded once, on first use (about 80 ms): a message the rules are sure of never pays."""
-    return IntentModel.load()
+def _loaded(weights: Path | None) -> IntentModel | ClassifierProblem:
+    """Loaded once per weight file, on first use (about 80 ms): a message the rules are sure of
+    never pays. A file that cannot be used is logged here, so once per process."""
+    try:
+        return IntentModel.load(weights)
+    except IntentModelError as error:
+        log.warning("%s; routing by the rules alone", error)
+        return ClassifierProblem(error.mismatch, str(error))
+
+
+def _classifier(weights: Path | None = None) -> IntentModel | None:
+    """The classifier (`weights`: its file, None for the shipped one), or None when that file
+    cannot be used."""
+    loaded = _loaded(weights)
+    return loaded if isinstance(loaded, IntentModel) else None
+
+
+def classifier_problem(weights: Path | None = None) -> ClassifierProblem | None:
+    """Why the classifier with `weights` is not used (loading it now, if it was not yet), or
+    None when it is."""
+    loaded = _loaded(weights)
+    return loaded if isinstance(loaded, ClassifierProblem) else None
 
 
 def _rules_decide(guess: _Guess) -> bool:
@@ -84,10 +121,16 @@ def _arguments_for(intent: Intent, view: _View, rules: _Guess) -> RouterArgument
     return RouterArguments()
 
 
-def _with_classifier(guess: _Guess, view: _View, stripped: str, text: str) -> RouterOutput:
+def _with_classifier(
+    guess: _Guess, view: _View, stripped: str, text: str, weights: Path | None = None
+) -> RouterOutput:
     """`guess`, the rules' reading of `stripped`, is not one they decide alone: the classifier
-    reads the message too, and the answer is built for `text` as given."""
-    predicted = _classifier().predict(stripped)
+    reads the message too, and the answer is built for `text` as given. Without a usable
+    classifier the rules' reading stands, as `route_rules` gives it."""
+    classifier = _classifier(weights)
+    if classifier is None:
+        return _build(guess, view, text.strip())
+    predicted = classifier.predict(stripped)
     if predicted.intent is guess.intent:
         if guess.confidence < DIRECT_ACTION_CONFIDENCE:
             guess.confidence = max(guess.confidence, _calibrated(predicted.probability))

@@ -8,6 +8,7 @@ or log the user's text.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from broker.router.classifier import _classifier, _rules_decide, _with_classifier
@@ -72,25 +73,27 @@ def _route_prefix(name: str, rest: str) -> RouterOutput:
     return _build(guess, view, rest, source="prefix")
 
 
-def route_heuristic(text: str) -> RouterOutput:
-    """Prefix, then the rules, then — where the rules are unsure — the learned classifier.
-    Deterministic, no model, no I/O (but reading the classifier's weights once)."""
-    return _route(text, classifier=True)
+def route_heuristic(text: str, *, weights: Path | None = None) -> RouterOutput:
+    """Prefix, then the rules, then — where the rules are unsure — the learned classifier (its
+    weight file `weights`, None for the shipped one). Deterministic, no model, no I/O (but
+    reading the classifier's weights once)."""
+    return _route(text, classifier=True, weights=weights)
 
 
-def explain_route(text: str, top: int = 6) -> dict[str, Any]:
+def explain_route(text: str, top: int = 6, *, weights: Path | None = None) -> dict[str, Any]:
     """What decided a message's intent, for `chamberlain route --json`: the rules' reading, and
     the classifier's with the features that pushed hardest towards its intent (computed here
     for the person asking; never logged or audited: features quote the message)."""
-    out = route_heuristic(text)
+    out = route_heuristic(text, weights=weights)
     rules = route_rules(text)
     explained: dict[str, Any] = {
         "decided_by": out.source,
         "how": _how(out, rules),
         "rules": {"intent": rules.intent.value, "confidence": round(rules.confidence, 3)},
     }
-    if rules.source != "prefix" and text.strip():
-        predicted = _classifier().predict(text.strip())
+    classifier = _classifier(weights)
+    if rules.source != "prefix" and text.strip() and classifier is not None:
+        predicted = classifier.predict(text.strip())
         explained["classifier"] = {
             "intent": predicted.intent.value,
             "probability": round(predicted.probability, 3),
@@ -121,7 +124,7 @@ def route_rules(text: str) -> RouterOutput:
     return _route(text, classifier=False)
 
 
-def _route(text: str, *, classifier: bool) -> RouterOutput:
+def _route(text: str, *, classifier: bool, weights: Path | None = None) -> RouterOutput:
     stripped = text.lstrip()
     if not stripped.strip():
         return RouterOutput(intent=Intent.CHAT_ONLY, confidence=1.0, source="heuristic", text="")
@@ -134,4 +137,4 @@ def _route(text: str, *, classifier: bool) -> RouterOutput:
         guess = _Guess(Intent.CHAT_ONLY, NOTHING_MATCHED_CONFIDENCE)
     if not classifier or _rules_decide(guess):
         return _build(guess, view, text.strip())
-    return _with_classifier(guess, view, stripped, text)
+    return _with_classifier(guess, view, stripped, text, weights)

@@ -9,6 +9,8 @@ that do not route to the reading it names (tests/broker/test_understood_reading.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from broker.router.classifier import _classifier
 from broker.router.extraction import _folder, _make_view
 from broker.router.heuristic import route_heuristic, route_rules
@@ -96,13 +98,14 @@ ASK_PLAINLY: dict[Intent, str] = {
 ALTERNATIVE_FLOOR = 0.15
 
 
-def understood_reading(router: RouterOutput) -> str | None:
+def understood_reading(router: RouterOutput, *, weights: Path | None = None) -> str | None:
     """For a reading neither sure nor refined by a model: "I took this as a web search, not a
     question for me to answer from what I know — start with /chat to just talk." None when
     no other reading has real weight (the rules' own reading, or the classifier's runner-up at
     `ALTERNATIVE_FLOOR` or more).
 
     The caller decides when the reading is unsure; this says what else it might have been.
+    `weights`: the classifier's weight file, None for the shipped one.
     """
     if router.source not in ("heuristic", "classifier") or not router.text.strip():
         return None
@@ -110,8 +113,8 @@ def understood_reading(router: RouterOutput) -> str | None:
     rules = route_rules(router.text)
     if rules.intent is not router.intent:
         alternative = rules.intent
-    else:
-        ranked = _classifier().predict(router.text.strip()).ranked
+    elif (classifier := _classifier(weights)) is not None:
+        ranked = classifier.predict(router.text.strip()).ranked
         alternative = next(
             (
                 intent

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from bench.intent_model import training_script
-from broker.intent_model import (
+from broker.router.intent_model import (
     MAX_CHARS,
     IntentModel,
     IntentModelError,
@@ -87,7 +87,7 @@ def test_feature_hashing_is_the_same_in_another_process_and_never_uses_hash(
     names = feature_names(text)
     code = (
         "import json, sys\n"
-        "from broker.intent_model import IntentModel, bucket, feature_names\n"
+        "from broker.router.intent_model import IntentModel, bucket, feature_names\n"
         "text = sys.argv[1]\n"
         "model = IntentModel.load()\n"
         "print(json.dumps({'buckets': [bucket(n, 2**18) for n in feature_names(text)],\n"
@@ -300,3 +300,59 @@ def test_the_training_script_refuses_to_train_on_the_held_out_file(tmp_path: Pat
     assert done.returncode == 2
     assert "held out" in done.stderr
     assert not (tmp_path / "never.json").exists()
+
+
+# --- a weight file that does not fit this version: the rules route alone, said once ------------
+
+# Nothing the rules know well: the classifier would be asked for a second reading.
+UNSURE = "could you help me with something"
+ROUTING_BY_RULES = "routing by the rules alone"
+
+
+def _foreign_intents(tmp_path: Path) -> Path:
+    """The shipped weights, but trained for an intent this version does not have (what adding
+    an intent does until the model is retrained)."""
+    data = _shipped()
+    intents = data["intents"]
+    assert isinstance(intents, list)
+    return _write(tmp_path / "weights.json", {**data, "intents": [*intents[:-1], "calendar"]})
+
+
+def test_an_unsure_message_with_weights_for_other_intents_is_answered_and_said_once(
+    tmp_path: Path, scripted_server: Any
+) -> None:
+    """The real CLI, a real weight file for other intents, a scripted model: the turn answers
+    (it was "Something went wrong inside Chamberlain"), and the log says why once."""
+    from tests.support.cli import ask_json, make_user
+    from tests.support.openai_server import Text
+
+    weights = _foreign_intents(tmp_path)
+    user = make_user(tmp_path / "user")
+    server = scripted_server([Text("Of course: what do you need?")])
+    env = {"CHAMBERLAIN_ROUTER__INTENT_WEIGHTS": str(weights)}
+
+    proc, turn = ask_json(user, UNSURE, "--llm", server.base_url, "--no-refine", env=env)
+
+    assert proc.returncode == 0, proc.stderr
+    assert turn["reply"].startswith("Of course: what do you need?")
+    assert "Something went wrong" not in turn["reply"]
+    assert turn["router"]["source"] == "heuristic"
+    assert proc.stderr.count(ROUTING_BY_RULES) == 1, proc.stderr
+    assert "was trained for the intents" in proc.stderr
+
+
+def test_doctor_says_the_weights_do_not_match_and_the_rules_route(tmp_path: Path) -> None:
+    from tests.support.cli import make_user, run_cli
+
+    weights = _foreign_intents(tmp_path)
+    user = make_user(tmp_path / "user")
+    env = {"CHAMBERLAIN_ROUTER__INTENT_WEIGHTS": str(weights)}
+
+    proc = run_cli(user, "doctor", "--llm", "none", env=env)
+
+    assert (
+        "[--] intent model: the weights do not match this version's intents; routing by rules"
+        in proc.stdout.splitlines()
+    ), proc.stdout
+    shipped = run_cli(user, "doctor", "--llm", "none")
+    assert "[ok] intent model: shipped weights" in shipped.stdout.splitlines(), shipped.stdout

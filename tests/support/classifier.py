@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import broker.router.classifier as combination
-from broker.intent_model import INTENTS, Prediction
+from broker.router.intent_model import INTENTS, Prediction
 from broker.types import Intent
 
 
@@ -30,5 +30,5 @@ class StubClassifier:
 
 def read_as(monkeypatch: pytest.MonkeyPatch, intent: Intent, probability: float) -> StubClassifier:
     stub = StubClassifier(intent, probability)
-    monkeypatch.setattr(combination, "_classifier", lambda: stub)
+    monkeypatch.setattr(combination, "_classifier", lambda weights=None: stub)
     return stub

@@ -78,7 +78,15 @@ _SEP = "\x1f"
 
 
 class IntentModelError(InstallationError, ValueError):
-    """The weight file is missing, damaged, or was made for other features or intents."""
+    """The weight file is missing, damaged, or was made for other features or intents.
+
+    `mismatch`: the file is sound but was trained for other intents than this version's (what
+    adding an intent does until the model is retrained), as opposed to damaged or unreadable.
+    """
+
+    def __init__(self, message: str, *, mismatch: bool = False) -> None:
+        super().__init__(message)
+        self.mismatch = mismatch
 
 
 def normalise(text: str) -> str:
@@ -277,7 +285,9 @@ class IntentModel:
         try:
             return cls.from_dict(data)
         except IntentModelError as error:
-            raise IntentModelError(f"The intent model at {where} {error}") from error
+            raise IntentModelError(
+                f"The intent model at {where} {error}", mismatch=error.mismatch
+            ) from error
 
     @classmethod
     def from_dict(cls, data: object) -> IntentModel:
@@ -292,7 +302,8 @@ class IntentModel:
         intents = data.get("intents")
         if intents != [intent.value for intent in INTENTS]:
             raise IntentModelError(
-                f"was trained for the intents {intents!r}, not {[i.value for i in INTENTS]!r}"
+                f"was trained for the intents {intents!r}, not {[i.value for i in INTENTS]!r}",
+                mismatch=True,
             )
         settings = data.get("features")
         if not isinstance(settings, dict):
