@@ -48,6 +48,15 @@ def test_remember_then_recall_without_a_model(user):
     assert "Rex" in later.stdout
 
 
+def test_ask_prints_what_was_remembered_with_the_command_that_undoes_it(user):
+    proc = run_cli(user, "ask", "remember that my dog is called Rex", "--llm", "none")
+    assert proc.returncode == 0, proc.stderr
+    [fact] = memory_list(user)
+    assert proc.stdout == (
+        f'Remembered: "my dog is called Rex" (undo: `chamberlain memory forget {fact["id"]}`).\n'
+    )
+
+
 def test_remember_then_the_model_is_given_the_fact(user, scripted_server):
     run_cli(user, "ask", "remember that my dog is called Rex", "--llm", "none")
     server = scripted_server([Text("Your dog is called Rex.")])

@@ -11,6 +11,7 @@ person answering permission questions.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from broker.types import GrantMode
 from memory.conversations import ConversationNotFoundError, ConversationStore
 from memory.db import open_database
 from memory.store.facts import MemoryStore
+from memory.types import Sensitivity
 from tests.app.gui.conftest import make_session, until
 from tests.support.openai_server import Raw, Text, ToolCalls, Trickle
 
@@ -461,6 +463,42 @@ def test_undo_on_a_remembered_fact_forgets_it(qtbot, run, app_home, memory):
     assert memory.get(fact_id) is None
     assert not line.undo.isVisibleTo(line)
     chat.close()
+
+
+def test_a_reply_that_itself_says_a_memory_notice_is_shown_whole_with_the_notice_apart(
+    qtbot, run, app_home, memory, scripted_server
+):
+    """The window once cut each memory notice's sentence out of the reply's text; a reply that
+    said the same sentence lost it. The reply is now the model's, and the notice its own line."""
+    memory.add("I like hiking", sensitivity=Sensitivity.LOW)
+    said = 'Already remembered: "I like hiking". You told me so before, and the hills are lovely.'
+    proposal = {"text": "I like hiking", "evidence": "I like hiking", "category": "hobbies"}
+    answer = json.dumps({"facts": [{**proposal, "sensitivity": "low"}]})
+    server = scripted_server([Text(said), Text(answer)])
+    model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=30)
+    chat = rig(qtbot, app_home, memory, model=model)
+
+    async def scenario() -> None:
+        window = await chat.shown()
+        await type_and_send(qtbot, window, "I like hiking in the hills")
+        await turn_done(window)
+
+    run(scenario())
+    window = chat.window
+    [reply] = replies(window)
+    assert reply.view.toPlainText() == said
+    [line] = [w for w in window.transcript.widgets() if isinstance(w, MemoryLine)]
+    assert line.label.text() == 'Already remembered: "I like hiking".'
+    assert not line.undo.isVisibleTo(line)  # nothing new was kept, so nothing to undo
+    [conversation] = ConversationStore(memory).conversations()
+    kept = ConversationStore(memory).messages(conversation.id)
+    assert [(m.role, m.text) for m in kept] == [
+        ("user", "I like hiking in the hills"),
+        ("assistant", said),
+        ("notice", 'Already remembered: "I like hiking".'),
+    ]
+    chat.close()
+    model.close()
 
 
 def test_without_a_model_the_window_says_how_to_connect_one(qtbot, run, app_home):
