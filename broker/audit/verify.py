@@ -119,9 +119,9 @@ class _Gap:
 
     def explained_by(self, record: Mapping[str, Any]) -> bool:
         torn = b"".join(self.pieces)
-        return bool(record["event"] == AuditEvent.AUDIT_FAULT) and record[
-            "data"
-        ] == interrupted_append(self.offset, record["seq"] - 1, torn)
+        if record["event"] != AuditEvent.AUDIT_FAULT:
+            return False
+        return bool(record["data"] == interrupted_append(self.offset, record["seq"] - 1, torn))
 
 
 def _take_acknowledgement(

@@ -25,12 +25,8 @@ from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
 from core.clock import ManualClock
-from tests.support.audit_log import (
-    INTERRUPTED,
-    append_events,
-    cut_an_append,
-    fill_disk,
-)
+from core.errors import StorageError
+from tests.support.audit_log import INTERRUPTED, append_events, cut_an_append, fill_disk
 from tests.support.cli import make_user, run_cli
 from tests.support.small_disk import Step
 
@@ -45,6 +41,8 @@ def test_a_full_disk_mid_line_raises_a_named_error_and_verify_calls_it_interrupt
     with AuditLog(log_path, ManualClock(), key=key) as audit:
         append_events(audit, 3)
         error = cut_an_append(monkeypatch, audit)
+    # Under the error root the front ends word, and still an OSError for those reading errno.
+    assert isinstance(error, StorageError)
     assert isinstance(error, OSError)
     assert error.errno == errno.ENOSPC
     assert str(error).startswith(
