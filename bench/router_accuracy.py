@@ -21,7 +21,7 @@ from collections import Counter
 
 from broker.router import DIRECT_ACTION_CONFIDENCE, route
 from broker.types import Intent, RouterOutput
-from tests.broker.router_corpus import CORPUS, EXPECTED_ARGUMENTS, HOLDOUT
+from tests.broker.router_corpus import CORPUS, EXPECTED_ARGUMENTS, HOLDOUT, LONG_INPUTS
 
 Case = tuple[str, Intent]
 
@@ -128,6 +128,19 @@ def report_latency(rounds: int) -> None:
             route(text)
             timings.append(time.perf_counter_ns() - start)
         print(f"- {name}: median {sorted(timings)[2] / 1e6:.2f} ms")
+    # The hostile long inputs tests/broker/test_router.py routes (timing-free there).
+    slowest = (0.0, "")
+    for text in LONG_INPUTS:
+        timings = []
+        for _ in range(5):
+            start = time.perf_counter_ns()
+            route(text)
+            timings.append(time.perf_counter_ns() - start)
+        slowest = max(slowest, (sorted(timings)[2] / 1e6, repr(text[:12]) + "…"))
+    print(
+        f"- the tests' {len(LONG_INPUTS)} long inputs (100 KB each): slowest median "
+        f"{slowest[0]:.2f} ms ({slowest[1]})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -484,3 +484,20 @@ HOLDOUT: list[tuple[str, Intent]] = [
     ("memorize this: locker 221", _REMEMBER),
     ("my cat's name is Miso, don't forget", _REMEMBER),
 ]
+
+
+# Messages far over the router's scan limit, in shapes that make careless regexes backtrack:
+# tests/broker/test_router.py routes them, bench/router_accuracy.py times them.
+LONG_INPUTS = [
+    "a" * 100_000,
+    "run " + "x " * 50_000,
+    "remember that " + "a." * 50_000,
+    "~/" * 50_000,
+    "a.a." * 25_000,
+    ". , - " * 16_000,
+    "what's " * 15_000,
+    "'" * 100_000,
+    "`" * 100_000,
+    "http://" + "a" * 100_000,
+    "list files in ~/Downloads " + "please " * 14_000,
+]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from broker.session import Session, tool_config, user_scopes
 from broker.settings import Settings
 from broker.types import GrantMode, Intent, RouterOutput
 from core.clock import ManualClock
-from tests.broker.router_corpus import CORPUS, EXPECTED_ARGUMENTS, HOLDOUT
+from tests.broker.router_corpus import CORPUS, EXPECTED_ARGUMENTS, HOLDOUT, LONG_INPUTS
 from tests.support.cli import ask_json, audit_events, run_cli
 from tests.support.openai_server import Text
 from tests.support.scripted_model import AsIs, ScriptedModel, by_kind, replies
@@ -438,26 +437,10 @@ def test_needs_follow_the_intent(text: str, needs: set[str]) -> None:
 # --- long and hostile input ---------------------------------------------------------------------
 
 
-LONG_INPUTS = [
-    "a" * 100_000,
-    "run " + "x " * 50_000,
-    "remember that " + "a." * 50_000,
-    "~/" * 50_000,
-    "a.a." * 25_000,
-    ". , - " * 16_000,
-    "what's " * 15_000,
-    "'" * 100_000,
-    "`" * 100_000,
-    "http://" + "a" * 100_000,
-    "list files in ~/Downloads " + "please " * 14_000,
-]
-
-
-def test_long_input_routes_quickly_and_is_never_a_direct_request() -> None:
-    # A generous bound: it only catches catastrophic (super-linear) regexes, not slowness.
-    start = time.perf_counter()
+def test_long_input_is_routed_and_is_never_a_direct_request() -> None:
+    """Timing-free on purpose: bench/router_accuracy.py times these inputs; a super-linear
+    regex would hit the suite's timeout."""
     outs = [route(text) for text in LONG_INPUTS]
-    assert time.perf_counter() - start < 2.0
     for text, out in zip(LONG_INPUTS, outs, strict=True):
         assert len(text) > SCAN_LIMIT
         assert out.confidence <= 0.6
