@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.options import has_flag, long_matches, options_and_operands
+from tools.commands.options import has_flag, long_matches, options_and_operands
 
 # The most a diff may be to have its targets listed, and the most members listed.
 MAX_DIFF_BYTES = 8 * 1024 * 1024

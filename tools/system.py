@@ -53,17 +53,12 @@ from pydantic import Field
 
 from tools.arguments import NOT_BLANK, ToolArguments
 from tools.changes import Changes, changes_of
-from tools.commands.assess import (
-    MAX_COMMAND_CHARS,
-    CommandCheck,
-    _readonly_problem,
-    argv_text,
-    assess_command,
-    command_target,
-    locate_program,
-    parse_command,
-    unwrap,
-)
+from tools.commands.assess import CommandCheck, assess_command, command_target
+from tools.commands.locate import locate_program
+from tools.commands.options import options_and_operands
+from tools.commands.parse import MAX_COMMAND_CHARS, argv_text, parse_command
+from tools.commands.readonly import readonly_problem
+from tools.commands.wrappers import unwrap
 from tools.limits import (
     CommandLimits,
     LimitHit,
@@ -95,7 +90,6 @@ from tools.netns import (
     find_helper,
     network_helper,
 )
-from tools.options import options_and_operands
 from tools.paths import MAX_PATH_CHARS, is_within, resolve_path
 from tools.private import PrivatePlaces, private_places
 from tools.registry import ToolConfig
@@ -799,7 +793,7 @@ class _CommandTool:
 
         for stage in check.stages:
             chain = unwrap(stage)
-            if _readonly_problem(chain, lambda w: locate_program(w, search_path, cwd)) is None:
+            if readonly_problem(chain, lambda w: locate_program(w, search_path, cwd)) is None:
                 continue
             inner = chain[-1]
             found: Changes | None = changes_of(inner.name, inner.args, cwd, resolve)

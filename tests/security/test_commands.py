@@ -32,7 +32,8 @@ from broker.permissions import (
 from broker.runner import ToolRunner, TurnScope
 from broker.types import GrantMode
 from tests.support.rig import make_rig as make_stack
-from tools.commands.assess import argv_text, assess_command
+from tools.commands.assess import assess_command
+from tools.commands.parse import argv_text
 from tools.manual import Tool, ToolRefused
 from tools.registry import ToolConfig
 from tools.scopes import exact_command_scope

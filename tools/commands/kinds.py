@@ -19,7 +19,7 @@ import itertools
 import re
 from collections.abc import Sequence
 
-from tools.options import has_flag, long_matches, options_and_operands, short_cluster
+from tools.commands.options import has_flag, long_matches, options_and_operands, short_cluster
 
 # Programs that always run code given to them: their own language, or recipes and scripts.
 _ALWAYS: dict[str, str] = {
@@ -266,7 +266,7 @@ _READS_COMMANDS = frozenset(
     {"sqlite3", "ed", "red", "ex", "vi", "vim", "nvim", "dc", "bc", "m4", "psql", "mysql",
      "sqlplus", "sed", "awk", "gawk", "mawk", "nawk"}
 )  # fmt: skip
-_STDIN_NAMES = ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
+STDIN_NAMES = ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
 
 
 def runs_piped_commands(name: str, args: Sequence[str]) -> bool:
@@ -277,6 +277,6 @@ def runs_piped_commands(name: str, args: Sequence[str]) -> bool:
         return _sed_code(args) is not None
     if name in ("awk", "gawk", "mawk", "nawk"):
         return any(
-            a in ("-f", "--file") and b in _STDIN_NAMES for a, b in itertools.pairwise(args)
-        ) or any(a.startswith("--file=") and a.split("=", 1)[1] in _STDIN_NAMES for a in args)
+            a in ("-f", "--file") and b in STDIN_NAMES for a, b in itertools.pairwise(args)
+        ) or any(a.startswith("--file=") and a.split("=", 1)[1] in STDIN_NAMES for a in args)
     return True
