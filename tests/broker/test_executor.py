@@ -35,13 +35,11 @@ from broker.llm.base import (
 from broker.llm.openai_client import OpenAIChatModel
 from broker.memory_hooks import MemoryWriter
 from broker.permissions import (
-    GrantStore,
-    PermissionBroker,
     PermissionRequest,
     PromptDecision,
-    TokenAuthority,
+    RulePrompter,
 )
-from broker.runner import ToolRunner, TurnScope
+from broker.runner import TurnScope
 from broker.settings import ExecutorSettings, MemorySettings
 from broker.types import (
     GrantMode,
@@ -64,6 +62,7 @@ from tests.support.openai_server import (
     Text,
     ToolCalls,
 )
+from tests.support.rig import make_rig
 from tests.support.scripted_model import AsIs, Request, ScriptedModel, replies
 from tools.manual import Capability, Tool, ToolManual, ToolResult
 from tools.registry import ToolRegistry
@@ -109,8 +108,8 @@ def manual(name: str, **extra: Any) -> ToolManual:
     )
 
 
-class Granting:
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+class Granting(RulePrompter):
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         return PromptDecision(allow=True, mode=GrantMode.ONCE)
 
 
@@ -132,24 +131,15 @@ class Rig:
         registry = ToolRegistry(
             Tool(manuals.get(name) or manual(name), body) for name, body in self.bodies.items()
         )
-        clock = ManualClock()
-        self.audit_path = tmp_path / "audit.jsonl"
-        audit = AuditLog(self.audit_path, clock)
-        permissions = PermissionBroker(
-            grants=GrantStore(None, clock),
-            tokens=TokenAuthority(b"e" * 32, clock),
-            prompter=Granting(),
-            audit=audit,
-            clock=clock,
-        )
-        runner = ToolRunner(registry, permissions, audit)
+        stack = make_rig(tmp_path, registry=registry, prompter=Granting())
+        self.audit_path = stack.audit_path
         self.model = model
         self.executor = Executor(
-            runner,
+            stack.runner,
             registry,
             model,
             settings or ExecutorSettings(),
-            audit,
+            stack.audit,
             model_problem,
         )
 
@@ -595,7 +585,9 @@ def test_model_output_of_any_shape_is_sent_back_or_ends_the_turn_never_raises(
 ):
     turn, expected = _SHAPES[shape]
     server = scripted_server([turn, "Understood."])
-    rig = Rig(tmp_path, real_model(server))
+    # A generous deadline: streaming thousands of calls on a loaded machine takes seconds, and
+    # what is under test is what becomes of the answer, not how fast it came.
+    rig = Rig(tmp_path, real_model(server, timeout_s=60.0))
 
     result = rig.run()
 

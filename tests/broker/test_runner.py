@@ -18,20 +18,16 @@ import pytest
 from pydantic import Field
 
 from broker.audit.verify import verify
-from broker.audit.writer import AuditLog
 from broker.permissions import (
     TOKEN_LIFETIME_S,
-    GrantStore,
-    PermissionBroker,
-    PermissionRequest,
     PermissionToken,
     PromptDecision,
-    TokenAuthority,
 )
 from broker.policy import IntentPolicy, PolicyTable, load_policy_table
-from broker.runner import SelfTestError, ToolRunner, TurnScope, self_test
+from broker.runner import SelfTestError, TurnScope, self_test
 from broker.types import GrantMode, Intent
-from core.clock import ManualClock
+from tests.support.rig import Approving, Rig
+from tests.support.rig import make_rig as make_stack
 from tools.arguments import ToolArguments
 from tools.manual import (
     Capability,
@@ -101,46 +97,6 @@ def make_tool(
     return Tool(spec, body, targets)
 
 
-class Granting:
-    """A prompter that says yes (with `mode`) to everything and records what it was asked."""
-
-    def __init__(self, mode: GrantMode = GrantMode.ONCE) -> None:
-        self.mode = mode
-        self.asked: list[PermissionRequest] = []
-
-    def ask(self, request: PermissionRequest) -> PromptDecision:
-        self.asked.append(request)
-        return PromptDecision(allow=True, mode=self.mode)
-
-
-@dataclasses.dataclass
-class Rig:
-    runner: ToolRunner
-    permissions: PermissionBroker
-    prompter: Granting
-    clock: ManualClock
-    audit_path: Path
-    turn: TurnScope
-
-    def events(self, name: str | None = None) -> list[dict[str, Any]]:
-        lines = self.audit_path.read_text().splitlines()
-        records = [json.loads(line) for line in lines]
-        return [r for r in records if name is None or r["event"] == name]
-
-    def token_for(self, tool: Tool, call_id: str, arguments: dict[str, Any]) -> PermissionToken:
-        token = self.permissions.authorize(
-            tool=tool.name,
-            capability=tool.capability,
-            arguments=arguments,
-            targets=tool.targets(arguments),
-            call_id=call_id,
-            user_scopes=[],
-            turn_id=self.turn.turn_id,
-        )
-        assert isinstance(token, PermissionToken)
-        return token
-
-
 def make_rig(
     tmp_path: Path,
     tools: list[Tool],
@@ -148,22 +104,15 @@ def make_rig(
     allowed: list[str] | None = None,
     mode: GrantMode = GrantMode.ONCE,
 ) -> Rig:
-    clock = ManualClock()
-    audit_path = tmp_path / "audit.jsonl"
-    audit = AuditLog(audit_path, clock)
-    prompter = Granting(mode)
-    permissions = PermissionBroker(
-        grants=GrantStore(tmp_path / "grants.json", clock),
-        tokens=TokenAuthority(b"s" * 32, clock),
-        prompter=prompter,
-        audit=audit,
-        clock=clock,
+    return make_stack(
+        tmp_path,
+        tools,
+        prompter=Approving(mode),
+        grants_path=tmp_path / "grants.json",
         prompt_timeout_s=5.0,
+        max_argument_bytes=1024,
+        allowed=allowed,
     )
-    runner = ToolRunner(ToolRegistry(tools), permissions, audit, max_argument_bytes=1024)
-    names = [t.name for t in tools] if allowed is None else allowed
-    turn = TurnScope(turn_id="t-test", allowed=names)
-    return Rig(runner, permissions, prompter, clock, audit_path, turn)
 
 
 # --- the allowed set ---------------------------------------------------------------------------
@@ -757,7 +706,7 @@ def test_a_read_that_never_ran_does_not_mark_the_turn(tmp_path: Path, how: str) 
     rig = make_rig(tmp_path, tools, mode=GrantMode.SESSION)
     assert rig.runner.execute(rig.turn, "sender", {"n": 1}).record.status == "ok"
     if how == "denied":
-        rig.prompter.ask = lambda request: PromptDecision(allow=False)  # type: ignore[method-assign]
+        rig.prompter.decide = lambda request: PromptDecision(allow=False)  # type: ignore[method-assign]
     assert rig.runner.execute(rig.turn, "reader", {"n": 1}).record.status == how
     assert read.calls == []
     asked = len(rig.prompter.asked)

@@ -35,14 +35,12 @@ from app.prompt_view import once_only_words, plan_rows
 from broker.audit.writer import AuditLog
 from broker.permissions import (
     GrantStore,
-    PermissionBroker,
     PermissionRequest,
     PromptDecision,
-    TokenAuthority,
+    RulePrompter,
 )
 from broker.runner import CallOutcome, ToolRunner, TurnScope
 from broker.types import GrantMode
-from core.clock import ManualClock
 from tests.support.allowlist import (
     CANARY,
     GIT_CONFIG_MARK,
@@ -52,8 +50,9 @@ from tests.support.allowlist import (
 )
 from tests.support.cli import run_cli
 from tests.support.openai_server import ServerFactory, Text, ToolCalls
+from tests.support.rig import make_rig
 from tools.manual import RequestWords
-from tools.registry import ToolConfig, ToolRegistry
+from tools.registry import ToolConfig
 from tools.sandbox import sandbox_status
 from tools.startup_places import DESKTOP, GIT, TERMINAL
 from tools.system import make_system_tools
@@ -69,16 +68,14 @@ def home(tmp_path: Path) -> Home:
     return plant_home((tmp_path / "user").resolve())
 
 
-class Approve:
+class Approve(RulePrompter):
     """Approves every prompt with `mode` (or denies, mode None), and keeps what it was asked."""
-
-    answers_instantly = True
 
     def __init__(self, mode: GrantMode | None) -> None:
         self.mode = mode
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         if self.mode is None:
             return PromptDecision(allow=False)
@@ -118,20 +115,10 @@ class Rig:
 
 
 def _rig(home: Home, tmp_path: Path, mode: GrantMode | None) -> tuple[Rig, AuditLog]:
-    clock = ManualClock()
-    audit = AuditLog(tmp_path / "audit.jsonl", clock)
-    prompter = Approve(mode)
-    grants = GrantStore(tmp_path / "grants.json", clock)
-    broker = PermissionBroker(
-        grants=grants,
-        tokens=TokenAuthority(b"k" * 32, clock),
-        prompter=prompter,
-        audit=audit,
-        clock=clock,
-    )
     config = ToolConfig(command_timeout_s=20.0, app_dirs=(home.app,))
     tools = make_system_tools(config, home=home.user, opener=lambda _t: None)
-    return Rig(home, ToolRunner(ToolRegistry(tools), broker, audit), prompter, grants), audit
+    stack = make_rig(tmp_path, tools, prompter=Approve(mode), grants_path=tmp_path / "grants.json")
+    return Rig(home, stack.runner, stack.prompter, stack.grants), stack.audit
 
 
 @pytest.fixture

@@ -15,26 +15,25 @@ from pathlib import Path
 
 import pytest
 
-from broker.audit.writer import AuditLog
 from broker.permissions import (
     ONCE_LIFETIME_S,
-    GrantStore,
     PermissionBroker,
     PermissionRequest,
     PromptDecision,
+    RulePrompter,
     TokenAuthority,
     args_digest,
 )
 from broker.runner import ToolRunner, TurnScope
 from broker.types import GrantMode
 from core.clock import ManualClock
+from tests.support.rig import make_rig
 from tools.files import make_file_tools
-from tools.registry import ToolRegistry
 
 SECRET_TEXT = "BEGIN-PRIVATE-KEY-canary-7f3a"
 
 
-class ScopedPrompter:
+class ScopedPrompter(RulePrompter):
     """Says yes to prompts inside the user's own scope and no to anything else.
 
     This is what `--approve file_read=session` does on the command line.
@@ -43,9 +42,7 @@ class ScopedPrompter:
     def __init__(self) -> None:
         self.asked: list[PermissionRequest] = []
 
-    answers_instantly = True
-
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         if request.user_scope:
             return PromptDecision(allow=True, mode=GrantMode.SESSION)
@@ -79,21 +76,18 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
     (docs / "keys").symlink_to(ssh)
     (home / "Documents2").mkdir()
     (home / "Documents2" / "other.txt").write_text(SECRET_TEXT)
-    clock = ManualClock()
-    audit_path = tmp_path / "audit.jsonl"
-    audit = AuditLog(audit_path, clock)
-    broker = PermissionBroker(
-        grants=GrantStore(None, clock),
-        tokens=TokenAuthority(b"s" * 32, clock),
+    stack = make_rig(
+        tmp_path,
+        make_file_tools(home=home),
         prompter=ScopedPrompter(),
-        audit=audit,
-        clock=clock,
+        allowed=["file_list", "file_read", "file_search"],
+        turn_id="t-sec",
+        user_scopes=[str(docs)],
     )
-    registry = ToolRegistry(make_file_tools(home=home))
-    runner = ToolRunner(registry, broker, audit)
-    turn = TurnScope("t-sec", ["file_list", "file_read", "file_search"], [str(docs)])
-    yield Rig(home, docs, runner, broker, clock, audit_path, turn)
-    audit.close()
+    yield Rig(
+        home, docs, stack.runner, stack.permissions, stack.clock, stack.audit_path, stack.turn
+    )
+    stack.close()
 
 
 def assert_blocked(rig: Rig, outcome, statuses=("refused", "denied", "error")) -> None:
@@ -201,13 +195,11 @@ def _authorised(rig: Rig, path: str, mode: GrantMode = GrantMode.ONCE):
     return tool, arguments, targets, token
 
 
-class _Always:
-    answers_instantly = True
-
+class _Always(RulePrompter):
     def __init__(self, mode: GrantMode) -> None:
         self.mode = mode
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         return PromptDecision(allow=True, mode=self.mode)
 
 

@@ -18,19 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from broker.audit.writer import AuditLog
 from broker.permissions import (
-    GrantStore,
-    PermissionBroker,
     PermissionRequest,
     PromptDecision,
-    TokenAuthority,
+    RulePrompter,
 )
 from broker.runner import CallOutcome, ToolRunner, TurnScope
 from broker.session import tool_config
 from broker.settings import Settings
 from broker.types import GrantMode
-from core.clock import ManualClock
+from tests.support.rig import make_rig
 from tools.registry import builtin_registry
 
 SSH_KEY = (
@@ -51,15 +48,13 @@ OWN_FILES = {
 SECRETS = ["ssh-canary-41c9", *OWN_FILES.values()]
 
 
-class ApproveEverything:
+class ApproveEverything(RulePrompter):
     """A user who clicks "allow for this session" on every prompt, for exactly what was asked."""
-
-    answers_instantly = True
 
     def __init__(self) -> None:
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         return PromptDecision(allow=True, mode=GrantMode.SESSION, scope=request.scope)
 
@@ -98,22 +93,17 @@ def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
     os.link(app / "token.key", docs / "backup.key")
     monkeypatch.setenv("HOME", str(home))
 
-    clock = ManualClock()
-    audit_path = tmp_path / "audit-of-this-test.jsonl"  # the rig's log, outside both homes
-    audit = AuditLog(audit_path, clock)
-    prompter = ApproveEverything()
-    broker = PermissionBroker(
-        grants=GrantStore(None, clock),
-        tokens=TokenAuthority(b"s" * 32, clock),
-        prompter=prompter,
-        audit=audit,
-        clock=clock,
+    stack = make_rig(
+        tmp_path,
+        registry=builtin_registry(tool_config(app, Settings())),
+        prompter=ApproveEverything(),
+        audit_path=tmp_path / "audit-of-this-test.jsonl",  # the rig's log, outside both homes
+        allowed=["file_list", "file_read", "file_search"],
+        turn_id="t-private",
+        user_scopes=[str(home)],
     )
-    registry = builtin_registry(tool_config(app, Settings()))
-    runner = ToolRunner(registry, broker, audit)
-    turn = TurnScope("t-private", ["file_list", "file_read", "file_search"], [str(home)])
-    yield Rig(home, docs, app, runner, prompter, audit_path, turn)
-    audit.close()
+    yield Rig(home, docs, app, stack.runner, stack.prompter, stack.audit_path, stack.turn)
+    stack.close()
 
 
 def assert_refused_unasked(rig: Rig, outcome: CallOutcome) -> None:

@@ -116,7 +116,6 @@ class ApproveAll(RulePrompter):
     def __init__(self) -> None:
         self.asked: list[PermissionRequest] = []
 
-
     def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         return PromptDecision(allow=True, mode=GrantMode.SESSION)

@@ -24,32 +24,29 @@ from urllib.parse import quote
 import pytest
 
 from broker.audit.verify import verify
-from broker.audit.writer import AuditLog
 from broker.permissions import (
-    GrantStore,
-    PermissionBroker,
     PermissionRequest,
     PromptDecision,
-    TokenAuthority,
+    RulePrompter,
 )
 from broker.runner import CallOutcome, ToolRunner, TurnScope
 from broker.types import GrantMode
-from core.clock import ManualClock
+from tests.support.rig import make_rig as make_stack
 from tests.support.web_server import WebServer
-from tools.registry import ToolConfig, ToolRegistry
+from tools.registry import ToolConfig
 from tools.web import MAX_REDIRECTS, make_web_tools
 
 STOPPED = {"refused", "error", "denied"}
 
 
-class Answering:
+class Answering(RulePrompter):
     """A prompter that gives the same answer to everything, and records what it was asked."""
 
     def __init__(self, allow: bool = True) -> None:
         self.allow = allow
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         return PromptDecision(allow=self.allow, mode=GrantMode.ONCE)
 
@@ -108,23 +105,17 @@ def make_rig(tmp_path: Path) -> RigFactory:
         grant: bool = True,
         **config: Any,
     ) -> Rig:
-        clock = ManualClock()
-        audit_path = tmp_path / f"audit-{len(list(tmp_path.iterdir()))}.jsonl"
-        audit = AuditLog(audit_path, clock)
-        prompter = Answering(grant)
-        permissions = PermissionBroker(
-            grants=GrantStore(None, clock),
-            tokens=TokenAuthority(b"w" * 32, clock),
-            prompter=prompter,
-            audit=audit,
-            clock=clock,
-            prompt_timeout_s=5.0,
-        )
         cfg = ToolConfig(web_allow_private=tuple(allow), **config)
-        registry = ToolRegistry(make_web_tools(cfg, resolver=resolver))
-        runner = ToolRunner(registry, permissions, audit)
-        turn = TurnScope(turn_id="t-web", allowed=["web_fetch", "web_search"])
-        return Rig(runner, prompter, audit_path, turn)
+        stack = make_stack(
+            tmp_path,
+            make_web_tools(cfg, resolver=resolver),
+            prompter=Answering(grant),
+            audit_path=tmp_path / f"audit-{len(list(tmp_path.iterdir()))}.jsonl",
+            prompt_timeout_s=5.0,
+            allowed=["web_fetch", "web_search"],
+            turn_id="t-web",
+        )
+        return Rig(stack.runner, stack.prompter, stack.audit_path, stack.turn)
 
     return build
 

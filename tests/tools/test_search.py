@@ -29,17 +29,14 @@ from urllib.parse import parse_qs
 import pytest
 from pydantic import ValidationError
 
-from broker.audit.writer import AuditLog
-from broker.permissions import GrantStore, PermissionBroker, TokenAuthority
-from broker.runner import ToolRunner, TurnScope
 from broker.session import tool_config
 from broker.settings import Settings, WebSettings
-from core.clock import ManualClock
 from tests.security.test_web import Answering
+from tests.support.rig import make_rig
 from tests.support.search_proxy import SearchProxy, closed_port
 from tests.support.web_server import WebServer, make_test_authority
 from tools.manual import Capability, Tool, ToolError, ToolRefused, ToolResult
-from tools.registry import ToolConfig, ToolRegistry
+from tools.registry import ToolConfig
 from tools.scopes import describe_scope, scope_covers
 from tools.search import (
     DDGS_HOST,
@@ -173,20 +170,18 @@ class Runner:
     """The real runner, permission broker and audit log around one web_search tool."""
 
     def __init__(self, tool: Tool, audit_path: Path) -> None:
-        clock = ManualClock()
-        audit = AuditLog(audit_path, clock)
         self.audit_path = audit_path
         self.prompter = Answering(True)
-        permissions = PermissionBroker(
-            grants=GrantStore(None, clock),
-            tokens=TokenAuthority(b"s" * 32, clock),
+        stack = make_rig(
+            audit_path.parent,
+            [tool],
             prompter=self.prompter,
-            audit=audit,
-            clock=clock,
+            audit_path=audit_path,
             prompt_timeout_s=5.0,
+            turn_id="t-search",
         )
-        self.runner = ToolRunner(ToolRegistry([tool]), permissions, audit)
-        self.turn = TurnScope(turn_id="t-search", allowed=["web_search"])
+        self.runner = stack.runner
+        self.turn = stack.turn
 
     def call(self, **arguments: Any) -> Any:
         return self.runner.execute(self.turn, "web_search", arguments)
