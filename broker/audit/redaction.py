@@ -33,7 +33,7 @@ MAX_ITEMS = 100
 MAX_DEPTH = 8
 MAX_KEY = 200
 # Strings longer than this are cut before the secret patterns run, so a megabyte passed by
-# mistake costs no more than this to scan. See _redact_string for why the cut is safe.
+# mistake costs no more than this to scan. See _scan_string for why the cut is safe.
 _SCAN_LIMIT = 64 * 1024
 
 

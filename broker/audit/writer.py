@@ -151,12 +151,13 @@ class AuditLog:
         ``event`` is positional-only so that data may carry a field named "event".
 
         ``data`` goes through ``redact`` first. Raises ValueError for an event name not in
-        AuditEvent (or one only the log itself writes), and AuditWriteError (an OSError) when
-        the line cannot be written, a full disk say: an audit that silently stops is worse than
-        a failed turn, so the session ends the turn as failed. A line cut short that way is
-        recorded as an AUDIT_FAULT by the next append (see ``_sync_state``). A line that was
-        written but whose head update failed is not an error: the event is in the log, verify
-        notes the head one line behind, and the next append brings the head up to date.
+        AuditEvent (or one only the log itself writes), and AuditWriteError (a StorageError and
+        an OSError) when the line cannot be written, a full disk say: an audit that silently
+        stops is worse than a failed turn, so the session ends the turn as failed. A line cut
+        short that way is recorded as an AUDIT_FAULT by the next append (see ``_sync_state``).
+        A line that was written but whose head update failed is not an error: the event is in
+        the log, verify notes the head one line behind, and the next append brings the head up
+        to date.
         """
         try:
             name = AuditEvent(event)
