@@ -22,17 +22,14 @@ from typing import Any
 import psutil
 import pytest
 
-from tools.commands.assess import assess_command
 from tools.manual import Capability, Tool, ToolError, ToolRefused
 from tools.registry import ToolConfig, builtin_registry
 from tools.sandbox import command_environment
 from tools.system import (
     KILL_GRACE_S,
     SCRATCH,
-    command_target,
     make_system_tools,
     normalise_url,
-    parse_command,
     system_opener,
 )
 
@@ -95,102 +92,6 @@ def _wait_gone(pid: int, within_s: float = 3.0) -> bool:
             return True
         time.sleep(0.02)
     return _gone(pid)
-
-
-# --- the public helpers -------------------------------------------------------------------------
-
-
-def test_parse_command_gives_the_argv_of_each_stage(user_home):
-    assert parse_command("ls -l ~/proj | wc -l", home=user_home) == [
-        ["ls", "-l", f"{user_home}/proj"],
-        ["wc", "-l"],
-    ]
-    assert parse_command("exec command -p ls") == [["ls"]]
-
-
-def test_parse_command_removes_quotes_like_bash():
-    line = r"""printf '%s\n' 'a b' "c\"d" $'e\tf' g\ h '' '$HOME' '*' "it's" '{}'"""
-    assert parse_command(line) == [
-        ["printf", "%s\\n", "a b", 'c"d', "e\tf", "g h", "", "$HOME", "*", "it's", "{}"]
-    ]
-
-
-@pytest.mark.parametrize(
-    ("line", "target"),
-    [
-        ("df -h", "readonly:df -h"),
-        ("ls -la /tmp", "readonly:ls -la /tmp"),
-        ("ps aux | grep python | sort", "readonly:ps aux | grep python | sort"),
-        ("echo 'a  b'", "readonly:echo 'a  b'"),
-        ("  uname   -a  ", "readonly:uname -a"),
-        ("exec ls", "readonly:ls"),
-        ("nice -n 5 ls", "readonly:nice -n 5 ls"),
-        ("sort -o out.txt in.txt", "command:sort -o out.txt in.txt"),
-        ("uniq in.txt out.txt", "command:uniq in.txt out.txt"),
-        ("date -s 2020-01-01", "command:date -s 2020-01-01"),
-        ("hostname newname", "command:hostname newname"),
-        ("grep -r needle .", "command:grep -r needle ."),
-        ("find build -delete", "command:find build -delete"),
-        ("touch new.txt", "command:touch new.txt"),
-        ("rm old.txt", "command:rm old.txt"),
-    ],
-)
-def test_command_target_is_readonly_only_for_the_allowlist(user_home, line, target):
-    assert assess_command(line, home=user_home).target == target
-
-
-def test_the_users_own_command_is_scoped_to_exactly_that_line_in_that_folder(user_home):
-    assert command_target("  uname   -a  ", home=user_home) == f"command:uname -a\nin {user_home}"
-
-
-def test_command_target_refuses_with_the_reason(user_home):
-    with pytest.raises(ToolRefused, match="`;` runs a second command"):
-        command_target("ls; rm -rf ~", home=user_home)
-
-
-@pytest.mark.parametrize(
-    ("line", "reversibility"),
-    [
-        ("ls", "easy"),
-        ("touch x", "effort"),
-        ("cp a b", "effort"),
-        ("rm x", "irreversible"),
-        ("find build -name x -delete", "irreversible"),
-        ("curl -d x=1 https://example.org", "irreversible"),
-    ],
-)
-def test_each_command_has_its_own_reversibility(user_home, line, reversibility):
-    check = assess_command(line, home=user_home)
-    assert check.reversibility == reversibility
-    assert reversibility in check.reason or check.readonly
-
-
-def test_a_command_that_names_a_credential_is_refused_whatever_it_does(user_home):
-    (user_home / ".ssh").mkdir()
-    (user_home / ".ssh" / "id_ed25519").write_text("not a real key")
-    for line in ("cat ~/.ssh/id_ed25519", "ls .ssh", "grep -r x .ssh", "cp x ~/.ssh/"):
-        with pytest.raises(ToolRefused, match="credentials"):
-            assess_command(line, home=user_home)
-
-
-def test_a_read_only_name_that_resolves_outside_the_system_folders_asks(user_home):
-    bin_dir = user_home / "bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "ls"
-    fake.write_text("#!/bin/sh\necho not ls\n")
-    fake.chmod(0o755)
-    check = assess_command("ls", home=user_home, search_path=f"{bin_dir}:/usr/bin:/bin")
-    assert check.target == "command:ls"
-    assert "not in a system folder" in check.reason
-
-
-def test_a_link_to_rm_under_another_name_is_still_rm(user_home):
-    bin_dir = user_home / "bin"
-    bin_dir.mkdir()
-    rm = Path(os.path.realpath("/bin/rm"))
-    (bin_dir / "tidy").symlink_to(rm)
-    with pytest.raises(ToolRefused, match="`rm` with recursive or force"):
-        assess_command("tidy -rf ~", home=user_home, search_path=f"{bin_dir}:/usr/bin:/bin")
 
 
 # --- the tools' manuals -------------------------------------------------------------------------
