@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("chamberlain.broker.permissions")
 
 ANY_SCOPE = ANY
-# A command target of this class runs code the line does not show (tools.command_kinds).
+# A command target of this class runs code the line does not show (tools.commands.kinds).
 CODE_TARGET = "code:"
 ONCE_LIFETIME_S = 300.0
 TOKEN_LIFETIME_S = 120.0
