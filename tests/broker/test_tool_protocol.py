@@ -28,7 +28,7 @@ from broker.llm.tool_protocol import (
 from broker.runner import TurnScope
 from broker.settings import ExecutorSettings
 from tests.broker.test_executor import Rig, manual
-from tests.support.scripted_model import ScriptedModel, replies
+from tests.support.scripted_model import Request, ScriptedModel, replies
 
 TOOLS = [manual("probe").openai_schema(), manual("hidden").openai_schema()]
 NAMES = ["probe", "hidden"]
@@ -362,20 +362,20 @@ def test_the_instructions_name_each_tool_its_arguments_and_the_one_format():
 
 
 def test_a_cut_reply_with_an_open_block_comes_back_cut():
-    sent: list[list[dict[str, Any]]] = []
-
-    def complete(messages: list[dict[str, Any]]) -> AssistantMessage:
-        sent.append(messages)
-        return AssistantMessage(
-            content='I will check.\n<tool_call>{"name": "probe", "argu',
-            finish_reason="length",
+    edge = ScriptedModel(
+        replies(
+            AssistantMessage(
+                content='I will check.\n<tool_call>{"name": "probe", "argu',
+                finish_reason="length",
+            )
         )
+    )
 
-    answer = PromptedTools(complete).chat([{"role": "user", "content": "check"}], TOOLS)
+    answer = PromptedTools(edge.chat).chat([{"role": "user", "content": "check"}], TOOLS)
     assert answer.cut is True
     assert answer.content == "I will check."
     assert [c.name for c in answer.tool_calls] == ["probe"]
-    assert tool_instructions(TOOLS) in sent[0][0]["content"]
+    assert tool_instructions(TOOLS) in edge.requests[0].messages[0]["content"]
 
 
 def test_the_executor_runs_nothing_from_a_cut_prompted_reply(tmp_path):
@@ -387,27 +387,25 @@ def test_the_executor_runs_nothing_from_a_cut_prompted_reply(tmp_path):
 
 
 def test_without_tools_the_reply_is_the_models_text_and_no_instructions_are_sent():
-    sent: list[list[dict[str, Any]]] = []
+    edge = ScriptedModel(replies("Hello!"))
 
-    def complete(messages: list[dict[str, Any]]) -> AssistantMessage:
-        sent.append(messages)
-        return AssistantMessage(content="Hello!", finish_reason="stop")
-
-    answer = PromptedTools(complete).chat([{"role": "user", "content": "hi"}])
+    answer = PromptedTools(edge.chat).chat([{"role": "user", "content": "hi"}])
     assert answer == AssistantMessage("Hello!", [], "stop", False)
-    assert sent == [[{"role": "user", "content": "hi"}]]
+    assert [request.messages for request in edge.requests] == [[{"role": "user", "content": "hi"}]]
 
 
 def test_streamed_text_reaches_the_turn_without_the_tool_call():
-    def complete(messages: list[dict[str, Any]]) -> AssistantMessage:
+    def streaming(request: Request) -> str:
         sink = delta_sink()
         assert sink is not None
         for i in range(0, len(SAMPLE), 3):
             sink(SAMPLE[i : i + 3])
-        return AssistantMessage(content=SAMPLE, finish_reason="stop")
+        return SAMPLE
 
     seen: list[str] = []
     with deltas_to(seen.append):
-        answer = PromptedTools(complete).chat([{"role": "user", "content": "look"}], TOOLS)
+        answer = PromptedTools(ScriptedModel(streaming).chat).chat(
+            [{"role": "user", "content": "look"}], TOOLS
+        )
     assert "".join(seen) == BEFORE
     assert [c.name for c in answer.tool_calls] == ["probe", "hidden"]
