@@ -23,8 +23,7 @@ A script is a list of turns, consumed one per POST /v1/chat/completions:
 When the script runs out the last turn repeats (a looping model), unless `repeat_last=False`,
 in which case the server answers 500. `Text` and `ToolCalls` are also the replies of the
 in-process `ScriptedModel` (tests/support/scripted_model.py), for tests that need no wire.
-It never makes an outbound connection and never binds
-anything but 127.0.0.1.
+It never makes an outbound connection and never binds anything but 127.0.0.1.
 """
 
 from __future__ import annotations
