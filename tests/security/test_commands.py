@@ -560,8 +560,9 @@ def test_asking_attack_denied_at_the_prompt_never_starts(corpus, make_rig, name,
 
 
 def test_the_corpus_is_large_enough():
-    assert len(REFUSED) + len(ASKS) >= 60
+    """Data sanity, the one size check of this corpus: the refusal tests above stand on it."""
     assert len(REFUSED) >= 150
+    assert ASKS
 
 
 def test_no_attack_left_a_canary(corpus):

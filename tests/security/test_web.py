@@ -221,6 +221,7 @@ def _no_dns(host: str, port: int) -> list[str]:
 
 
 def test_the_corpus_is_large_enough() -> None:
+    """Data sanity, the one size check of this corpus: the refusal tests stand on it."""
     assert len(REFUSED_UP_FRONT) + len(REFUSED_ON_THE_WAY) >= 60
 
 
