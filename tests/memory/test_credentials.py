@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from broker.audit.redaction import REDACTED, redact
 from memory.credentials import blank_credentials, credential_kinds, find_credentials
 from memory.sensitivity.assessment import refuse_credentials
-from tests.broker.test_audit_redaction import COMMANDS_WITH_SECRETS, ORDINARY_COMMANDS
+from tests.broker.audit.test_redaction import COMMANDS_WITH_SECRETS, ORDINARY_COMMANDS
 from tests.memory.sensitivity_corpus import CORPUS, HOLDOUT
 
 _rng = random.Random(20261124)

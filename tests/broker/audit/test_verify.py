@@ -153,8 +153,8 @@ def test_a_last_line_cut_after_the_head_recorded_it_is_a_truncation(
     log_path: Path, clock: ManualClock
 ) -> None:
     """The head is written after its line, so a line the head vouches for was whole once: cut
-    short later, it is an edit, not an interrupted append (tests/broker/test_audit_faults.py
-    has those)."""
+    short later, it is an edit, not an interrupted append (test_recovery.py and the tests below
+    have those)."""
     write_events(log_path, clock, 3)
     data = log_path.read_bytes()
     log_path.write_bytes(data[:-10])
