@@ -7,7 +7,7 @@ environment is cleaned here at import, before any test (or subprocess it starts)
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.keyring import DictKeyring
 from tests.support.openai_server import ScriptedOpenAIServer, ServerFactory, Turn
+from tests.support.rig import Rig, make_rig
 
 # Set at import so CLI subprocesses inherit it too: any keyring use in a test fails loudly.
 os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
@@ -60,6 +61,22 @@ def scripted_server() -> Iterator[ServerFactory]:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def tool_rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
+    """Build the real enforcement stack (tests/support/rig.py) under tmp_path:
+    `tool_rig(tools, prompter=…, allowed=[…])`; every rig's audit log is closed after the test."""
+    rigs: list[Rig] = []
+
+    def build(tools: Iterable[Any] = (), **overrides: Any) -> Rig:
+        rig = make_rig(tmp_path, tools, **overrides)
+        rigs.append(rig)
+        return rig
+
+    yield build
+    for rig in rigs:
+        rig.close()
 
 
 @pytest.fixture

@@ -12,26 +12,22 @@ the call ends `denied`, never starts. Nothing destructive is ever run for real.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from broker.audit.verify import verify
-from broker.audit.writer import AuditLog
 from broker.permissions import (
     PermissionRequest,
     PromptDecision,
     RulePrompter,
 )
-from broker.runner import ToolRunner, TurnScope
 from broker.types import GrantMode
-from tests.support.rig import make_rig as make_stack
+from tests.support.rig import Rig
 from tools.commands.assess import assess_command
 from tools.commands.parse import argv_text
 from tools.manual import Tool, ToolRefused
@@ -428,44 +424,21 @@ class Prompter(RulePrompter):
         return PromptDecision(allow=False)
 
 
-@dataclasses.dataclass
-class Rig:
-    runner: ToolRunner
-    prompter: Prompter
-    audit_path: Path
-    turn: TurnScope
-
-    def events(self, name: str) -> list[dict[str, Any]]:
-        records = [json.loads(line) for line in self.audit_path.read_text().splitlines()]
-        return [r for r in records if r["event"] == name]
-
-
 @pytest.fixture
-def make_rig(tmp_path: Path, corpus: Corpus) -> Iterator[Callable[[bool], Rig]]:
-    """Builds the rig; its audit log is closed after the test (hundreds of tests use one)."""
-    logs: list[AuditLog] = []
+def make_rig(tool_rig: Callable[..., Rig], tmp_path: Path, corpus: Corpus) -> Callable[[bool], Rig]:
+    """Builds the rig (its audit log is closed after the test: hundreds of tests use one)."""
 
     def build(allow: bool) -> Rig:
-        rig, audit = _rig(tmp_path, corpus, allow=allow)
-        logs.append(audit)
-        return rig
+        return tool_rig(
+            corpus.tools().values(),
+            prompter=Prompter(allow),
+            grants_path=tmp_path / "grants.json",
+            prompt_timeout_s=5.0,
+            allowed=["system_execute", "open_path", "open_url"],
+            turn_id="t-attack",
+        )
 
-    yield build
-    for audit in logs:
-        audit.close()
-
-
-def _rig(tmp_path: Path, corpus: Corpus, *, allow: bool) -> tuple[Rig, AuditLog]:
-    stack = make_stack(
-        tmp_path,
-        corpus.tools().values(),
-        prompter=Prompter(allow),
-        grants_path=tmp_path / "grants.json",
-        prompt_timeout_s=5.0,
-        allowed=["system_execute", "open_path", "open_url"],
-        turn_id="t-attack",
-    )
-    return Rig(stack.runner, stack.prompter, stack.audit_path, stack.turn), stack.audit
+    return build
 
 
 # --- refused ------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from broker.permissions import (
     RulePrompter,
     TokenAuthority,
 )
-from broker.runner import CallOutcome, ToolRunner, TurnScope
+from broker.runner import ToolRunner, TurnScope
 from broker.types import GrantMode
 from core.clock import ManualClock
 from tools.manual import Tool
@@ -67,27 +67,8 @@ class Rig:
     def registry(self) -> ToolRegistry:
         return self.runner.registry
 
-    def turn_scope(
-        self,
-        allowed: Sequence[str] | None = None,
-        *,
-        turn_id: str = "t-test",
-        user_scopes: Sequence[str] = (),
-    ) -> TurnScope:
-        """A turn that may use `allowed` (default: every tool the rig was built with)."""
-        names = self.registry.names() if allowed is None else list(allowed)
-        return TurnScope(turn_id=turn_id, allowed=names, user_scopes=list(user_scopes))
-
-    def execute(
-        self, name: str, arguments: str | dict[str, Any], turn: TurnScope | None = None
-    ) -> CallOutcome:
-        """Call `name` through the runner, in `turn` (default: the rig's turn)."""
-        return self.runner.execute(turn or self.turn, name, arguments)
-
     def events(self, name: str | None = None, call_id: str | None = None) -> list[dict[str, Any]]:
         """The audit records written so far, of event `name` and call `call_id` when given."""
-        if not self.audit_path.exists():
-            return []
         records = [json.loads(line) for line in self.audit_path.read_text().splitlines()]
         return [
             record
