@@ -31,7 +31,7 @@ from broker.permissions import (
 )
 from broker.runner import CallOutcome, ToolRunner, TurnScope
 from broker.types import GrantMode
-from tests.support.rig import make_rig as make_stack
+from tests.support.rig import Rig as ToolRig
 from tests.support.web_server import WebServer
 from tools.registry import ToolConfig
 from tools.web import MAX_REDIRECTS, make_web_tools
@@ -97,7 +97,7 @@ RigFactory = Callable[..., Rig]
 
 
 @pytest.fixture
-def make_rig(tmp_path: Path) -> RigFactory:
+def make_rig(tmp_path: Path, tool_rig: Callable[..., ToolRig]) -> RigFactory:
     def build(
         allow: Sequence[str] = (),
         *,
@@ -106,8 +106,7 @@ def make_rig(tmp_path: Path) -> RigFactory:
         **config: Any,
     ) -> Rig:
         cfg = ToolConfig(web_allow_private=tuple(allow), **config)
-        stack = make_stack(
-            tmp_path,
+        stack = tool_rig(
             make_web_tools(cfg, resolver=resolver),
             prompter=Answering(grant),
             audit_path=tmp_path / f"audit-{len(list(tmp_path.iterdir()))}.jsonl",
