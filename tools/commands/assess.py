@@ -55,6 +55,7 @@ _WHOLE_TREE = frozenset(
     {"rm", "rmdir", "shred", "srm", "wipe", "trash", "trash-put", "chmod", "chown", "chgrp",
      "chattr", "setfacl", "chcon", "mv", "rsync", "rename", "find", "tar", "cpio", "unzip"}
 )  # fmt: skip
+# Programs whose effect cannot be undone: a command running one is irreversible.
 _IRREVERSIBLE = frozenset(
     {"rm", "rmdir", "unlink", "shred", "srm", "wipe", "dd", "truncate", "kill", "pkill",
      "killall", "mail", "mailx", "sendmail", "mutt"}

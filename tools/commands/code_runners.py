@@ -43,6 +43,7 @@ _CODE_LETTERS: dict[str, str] = {
 }  # fmt: skip
 _CODE_LONG = ("eval", "print", "expr", "command", "execute", "exec", "eval-command", "source")
 _AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
+# Programs that fetch from the network: their output piped into a code consumer is fetch-and-run.
 FETCHERS = frozenset(
     {
         "curl", "wget", "wget2", "fetch", "aria2c", "http", "https", "httpie", "xh", "lwp-request",
@@ -157,4 +158,5 @@ def _check_awk(inv: Invocation) -> None:
 
 
 def code_consumer(inv: Invocation) -> bool:
+    """A shell or an interpreter: a program that runs the program text it is given."""
     return inv.name in _SHELLS or bool(_INTERPRETER_RE.fullmatch(inv.name))
