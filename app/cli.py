@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -26,6 +26,9 @@ from app.memory_cli import MemoryCommandError, add_memory_parser, cmd_memory, op
 from app.settings_cli import add_settings_parser, cmd_settings
 from app.terminal import json_text, safe_terminal
 from core import errors
+
+if TYPE_CHECKING:
+    from broker.permissions import PermissionQuestion, PermissionRequest, PromptDecision
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # Cancelled with Ctrl-C: 128 + SIGINT, as shells report it.
@@ -69,7 +72,14 @@ def parse_approval(text: str) -> ApprovalRule:
 
 
 class FlagPrompter:
-    """Answers permission prompts from --approve / --approve-all, then the terminal, else denies."""
+    """Answers permission prompts from --approve / --approve-all, then the terminal, else denies.
+
+    `present` answers the question before it returns. From the flags that is at once. On the
+    terminal it blocks the thread that asked, reading the person's line until a moment before
+    the question's deadline: the command has nothing else to do while it waits, so a thread of
+    its own would only add a second place where the answer could come from. Ctrl-C reaches
+    that read as it reaches the rest of the command.
+    """
 
     def __init__(
         self,
@@ -89,12 +99,11 @@ class FlagPrompter:
         # The broker's clock: the terminal stops waiting at the request's deadline on it.
         self.clock = clock if clock is not None else SystemClock()
 
-    @property
-    def answers_instantly(self) -> bool:
-        """Rules answer at once; only the terminal can keep the user (and a timeout) waiting."""
-        return self.terminal is None
+    def present(self, question: PermissionQuestion) -> None:
+        """Answer `question` before returning (see the class docstring for why it may block)."""
+        question.answer(self.decide(question.request))
 
-    def ask(self, request: Any) -> Any:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         from broker.permissions import PromptDecision
         from broker.types import GrantMode
         from tools.scopes import scope_covers
@@ -234,13 +243,13 @@ def _terminal_rows(request: Any) -> str:
 
 
 def ask_on_terminal(
-    request: Any,
+    request: PermissionRequest,
     stdin: IO[str],
     stderr: IO[str],
     *,
     timed_s: float | None = None,
     clock: Any = None,
-) -> Any:
+) -> PromptDecision:
     """Ask on the terminal until `request.deadline` on `clock` (the broker's; default the
     system's). `timed_s`: how long a timed grant lasts (None: the request's `timed_s`)."""
     import time
@@ -325,14 +334,8 @@ def home_from(args: argparse.Namespace) -> Path:
     return Path(args.home).expanduser() if args.home else default_home()
 
 
-def _turn_json(turn: Any, reply: str) -> dict[str, Any]:
-    """The turn as `ask --json` prints it: `reply` is the reply with memory's notices under it,
-    and each memory event carries its notice."""
-    from app.memory_words import memory_json
-
+def _turn_json(turn: Any) -> dict[str, Any]:
     data: dict[str, Any] = turn.model_dump(mode="json")
-    data["reply"] = reply
-    data["memory"] = [memory_json(event) for event in turn.memory]
     for call in data["tool_calls"]:
         call.pop("output_digest", None)
         call.pop("output_len", None)
@@ -386,7 +389,6 @@ def _trace_to_stderr(event: object) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from app.memory_words import reply_with_notices
     from app.settings_notice import settings_for_reading
     from broker.session import MemoryUnavailable, Session, connect_model
 
@@ -437,12 +439,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
         turn = session.ask(text)
     finally:
         session.close()
-    # What memory did is said under the reply, in the terminal's words (app.memory_words).
-    shown = reply_with_notices(turn.reply, turn.memory)
     if args.json:
-        emit(_turn_json(turn, shown), True)
+        emit(_turn_json(turn), True)
     else:
-        emit(turn, False, shown)
+        emit(turn, False, turn.reply)
         for notice in turn.mcp_left_out:
             sys.stderr.write(f"chamberlain: {left_out_line(notice)}\n")
         for cap in _denied_capabilities(turn):
@@ -452,7 +452,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             )
     if turn.failed:
         if args.json:
-            sys.stderr.write(shown.splitlines()[0] + "\n")
+            sys.stderr.write(turn.reply.splitlines()[0] + "\n")
         return EXIT_FAILED
     return EXIT_OK
 
@@ -743,10 +743,9 @@ def cmd_models(args: argparse.Namespace) -> int:
     settings = load_settings(home) if args.models_cmd == "use" else settings_for_reading(home)
     if args.models_cmd == "use":
         try:
-    from app.errors import FrontEnd, worded
             chosen = choose(home, settings, args.name)
         except ModelChoiceError as exc:
-            raise UsageError(worded(str(exc), exc.remedy, FrontEnd.CLI, exc.subject)) from exc
+            raise UsageError(str(exc)) from exc
         emit(
             {"chosen": chosen, "url": settings.llm.url, "model": settings.llm.model},
             args.json,
@@ -864,15 +863,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from broker.doctor import run_checks
 
     checks = run_checks(home_from(args), args.llm)
-    for c in checks:
-        c.detail = worded(c.detail, c.remedy, FrontEnd.CLI)
-    data = [{k: v for k, v in c.__dict__.items() if k != "remedy"} for c in checks]
+    data = [c.__dict__ for c in checks]
     lines: list[str] = []
     for c in checks:
         lines.append(f"[{'ok' if c.ok else '--'}] {c.name}: {c.detail}")
         if c.fix and not c.ok:
             lines.append(f"     to fix: {c.fix}")
-    from app.errors import FrontEnd, worded
     emit(data, args.json, "\n".join(lines))
     return EXIT_OK if all(c.ok or not c.required for c in checks) else EXIT_FAILED
 
@@ -1060,7 +1056,7 @@ def _main(argv: Sequence[str] | None) -> int:
         sys.stderr.write(f"chamberlain: {exc}\n")
         return EXIT_FAILED
     except Exception as exc:
-        from app.errors import user_message
+        from broker.errors import user_message
 
         message = user_message(exc)
         if message is None:

@@ -36,7 +36,6 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 from app import async_dialog
 from app.assistant import Assistant
 from app.launcher import EXIT_NO_DISPLAY, NO_DISPLAY_ADVICE
-from app.memory_words import memory_notice, reply_with_notices
 from app.single_instance import Claim, SingleInstance, lock_path, server_name, take_over
 from app.tray import Tray, icon
 from broker.events import MemoryNotice, TurnEnded, TurnEvent, TurnStarted
@@ -84,6 +83,9 @@ class Shell(QObject):
         # Settings updates), so a change applies to the next question.
         self.prompter: Prompter = prompter or GuiPrompter()
 
+        # The dialogs' prompter, when questions go to dialogs: the tray shows how many wait,
+        # and quitting withdraws every open one.
+        self.gui_prompter = self.prompter if isinstance(self.prompter, GuiPrompter) else None
         def make_session() -> Session:
             # On the io thread, after the tray is up: the broker's imports (tree-sitter, the
             # tools) and its files (keys, audit, grants) are read here.
@@ -114,9 +116,8 @@ class Shell(QObject):
             getattr(self.tray, f"open_{name}").connect(lambda n=name: self.show_window(n))
         self.tray.revoke_all.connect(self._revoke_all)
         self.tray.quit_requested.connect(self.quit)
-        waiting = getattr(self.prompter, "waiting_changed", None)
-        if waiting is not None:
-            waiting.connect(self.tray.set_waiting)
+        if self.gui_prompter is not None:
+            self.gui_prompter.waiting_changed.connect(self.tray.set_waiting)
         self.assistant.turn_event.connect(self._on_turn_event)
 
     # -- start-up --------------------------------------------------------------------------------
@@ -309,14 +310,13 @@ class Shell(QObject):
     def _on_turn_event(self, event: TurnEvent) -> None:
         if isinstance(event, TurnStarted):
             self._turn_started = time.monotonic()
-        elif isinstance(event, MemoryNotice) and event.memory.action == "pending":
-            self.tray.notify("A memory is waiting for your consent", memory_notice(event.memory))
+        elif isinstance(event, MemoryNotice) and event.action == "pending":
+            self.tray.notify("A memory is waiting for your consent", event.notice)
         elif isinstance(event, TurnEnded):
             took = time.monotonic() - self._turn_started
             chat = self.windows.get("chat")
             if took >= LONG_TURN_S and (chat is None or not chat.isVisible()):
-                said = reply_with_notices(event.result.reply, event.result.memory).strip()
-                first = said.splitlines()[0] if said else ""
+                first = event.result.reply.strip().splitlines()[0] if event.result.reply else ""
                 self.tray.notify("Chamberlain finished your request", first[:200])
 
     def _revoke_all(self) -> None:
@@ -336,9 +336,8 @@ class Shell(QObject):
         # waits for those threads here on the UI thread, and a dialog needs this thread's loop,
         # so a question left open would hold Quit (and SIGTERM at logout) for ever. A permission
         # question is answered "cancelled"; the passphrase question gets no passphrase.
-        cancel_all = getattr(self.prompter, "cancel_all", None)
-        if callable(cancel_all):
-            cancel_all("cancelled")
+        if self.gui_prompter is not None:
+            self.gui_prompter.cancel_all("cancelled")
         if self._passphrase is not None:
             self._passphrase.cancel()
         for widget in self.windows.values():
@@ -570,8 +569,7 @@ async def _unless_signalled(work: Coroutine[Any, Any, Claim]) -> Claim | None:
 
 
 async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
-    from app.errors import FrontEnd, user_message
-    from core.errors import ChamberlainError
+    from broker.settings import SettingsError
 
     instance = SingleInstance(server_name(home), lock_path(home))
     claim = instance.claim()
@@ -589,15 +587,13 @@ async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
         return 0
     try:
         shell = Shell(home)
-    except ChamberlainError as exc:
-        # Such as an environment variable that is not a valid setting (a broken settings.json
-        # is worked around): no default can stand in for what it meant.
+    except SettingsError as exc:
+        # An environment variable that is not a valid setting (a broken settings.json is worked
+        # around): no default can stand in for what it meant.
         instance.release()
-        sys.stderr.write(f"chamberlain: {user_message(exc, FrontEnd.CLI)}\n")
+        sys.stderr.write(f"chamberlain: {exc}\n")
         box = QMessageBox(
-            QMessageBox.Icon.Critical,
-            "Chamberlain",
-            f"Chamberlain cannot start: {user_message(exc, FrontEnd.APP)}.",
+            QMessageBox.Icon.Critical, "Chamberlain", f"Chamberlain cannot start: {exc}."
         )
         await async_dialog.show_dialog(box)
         return 1

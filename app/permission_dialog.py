@@ -1,4 +1,4 @@
-"""The permission dialog: one `PermissionQuestion`, rendered so a person can answer it safely.
+"""The permission dialog: one question (its `QuestionView`), rendered so a person can answer it.
 
 It says what is asked in plain words, who asked for it (the person's own words, or the model on
 its own mid-turn, shown with a warning accent), the exact path, command, site or display, how
@@ -42,7 +42,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import async_dialog
-from app.permission_prompt import TIMED_MINUTES, Choice, PermissionQuestion
+from app.permission_prompt import TIMED_MINUTES, Choice, QuestionView
 from app.prompt_view import (
     always_words,
     covers_note,
@@ -114,7 +114,7 @@ def duration_words(minutes: float) -> str:
     return f"{minutes:g} min"
 
 
-def always_rule_words(question: PermissionQuestion) -> str:
+def always_rule_words(question: QuestionView) -> str:
     """The rule "Always allow" saves, in words: "Always allow reading files in /home/ann"."""
     return always_words(question.request)
 
@@ -192,11 +192,11 @@ def _wrapping(text: str) -> QLabel:
 
 
 class PermissionDialog(QDialog):
-    """Renders one PermissionQuestion; every way it closes answers the question."""
+    """Renders one QuestionView; every way it closes answers the question."""
 
     def __init__(
         self,
-        question: PermissionQuestion,
+        question: QuestionView,
         *,
         activation_delay_s: float = ACTIVATION_DELAY_S,
         parent: QWidget | None = None,
@@ -336,7 +336,7 @@ class PermissionDialog(QDialog):
             label.setContentsMargins(0, margin, 0, 0)
         form.addRow(label, field)
 
-    def _add_detail_rows(self, form: QFormLayout, question: PermissionQuestion) -> None:
+    def _add_detail_rows(self, form: QFormLayout, question: QuestionView) -> None:
         """The rows of `app.prompt_view`, each value whole: what the call will do."""
         for row in prompt_rows(question.request):
             text = "\n".join(row.lines)
@@ -348,7 +348,7 @@ class PermissionDialog(QDialog):
             self.rows["Note"] = note
             self._add_row(form, "Note", note)
 
-    def _warning_frame(self, question: PermissionQuestion) -> QFrame:
+    def _warning_frame(self, question: QuestionView) -> QFrame:
         frame = QFrame()
         frame.setObjectName("caution")
         frame.setStyleSheet(
@@ -381,7 +381,7 @@ class PermissionDialog(QDialog):
         line.setFrameShadow(QFrame.Shadow.Sunken)
         return line
 
-    def _choices(self, question: PermissionQuestion) -> QVBoxLayout:
+    def _choices(self, question: QuestionView) -> QVBoxLayout:
         box = QVBoxLayout()
         box.setSpacing(6)
         caption = QLabel("How long may it do this?")
@@ -609,7 +609,7 @@ class PermissionDialog(QDialog):
 
 
 async def present_question(
-    question: PermissionQuestion, *, activation_delay_s: float = ACTIVATION_DELAY_S
+    question: QuestionView, *, activation_delay_s: float = ACTIVATION_DELAY_S
 ) -> PromptDecision | None:
     """Show `question` in a PermissionDialog and return once it is over, with its decision.
 

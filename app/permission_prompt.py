@@ -1,14 +1,14 @@
-"""Permission questions for the desktop app: the broker's `PendingPrompt`, shown in a dialog.
+"""Permission questions for the desktop app: the broker's `PermissionQuestion`, shown in a dialog.
 
-The broker asks on a worker thread and waits on its `PendingPrompt` until the request's
-deadline (`broker.permissions.ask_within`). `GuiPrompter.present` hands that prompt to the UI
-thread through a queued signal; there a `PermissionQuestion` — a thin Qt view of the one prompt,
-not a second state machine — is shown, one at a time. The person's answer resolves the prompt;
-the countdown reads the same deadline on the same (the broker's) clock; the broker ending the
-prompt first (its deadline, Stop) closes the dialog.
+The broker asks on its worker thread and waits on the `PermissionQuestion` until the request's
+deadline (`broker.permissions.pose`). `GuiPrompter.present` hands that question to the UI thread
+through a queued signal and returns; there a `QuestionView` — a thin Qt view of the one
+question, not a second state machine — is shown, one at a time. The person's answer is the
+question's answer; the countdown reads the question's remaining time on the broker's clock; the
+broker ending the question first (its deadline, Stop) closes the dialog.
 
-`PermissionQuestion` is what the dialog renders: the request, what may be offered for it, what
-each choice decides and the countdown. The dialog (`app.permission_dialog`) only renders it and
+`QuestionView` is what the dialog renders: the request, what may be offered for it, what each
+choice decides and the countdown. The dialog (`app.permission_dialog`) only renders it and
 forwards clicks, so everything that decides something is here and testable without a window.
 
 This module never grants anything itself (the broker turns a decision into a grant), never
@@ -25,9 +25,8 @@ from typing import Literal
 
 from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal
 
-from broker.permissions import PendingPrompt, PermissionRequest, PromptDecision
+from broker.permissions import PermissionQuestion, PromptDecision
 from broker.types import GrantMode
-from core.clock import Clock, SystemClock
 from tools.manual import Capability
 from tools.scopes import read_only_command_scope
 
@@ -65,14 +64,14 @@ def nearest_minutes(minutes: float) -> float:
     return min(TIMED_MINUTES, key=lambda offered: (abs(offered - minutes), offered))
 
 
-class PermissionQuestion(QObject):
-    """The Qt face of one `PendingPrompt`: what may be answered, and signals for the dialog.
+class QuestionView(QObject):
+    """The Qt face of one `PermissionQuestion`: what may be answered, and signals for the dialog.
 
     It holds no state of its own about the outcome: the answer, the deadline and the end are
-    the prompt's (`broker.permissions.PendingPrompt`), which the broker waits on. `answer`
-    resolves the prompt; the countdown reads the prompt's deadline on the broker's clock and
-    cancels it when it passes; the broker ending it (its timeout, Stop) is told through
-    `prompt_ended`, on the UI thread. However it ends: `answered(decision)` then `closed()`.
+    the question's (`broker.permissions.PermissionQuestion`), which the broker waits on.
+    `answer` answers the question; the countdown reads its remaining time on the broker's clock
+    and cancels it when it passes; the broker ending it (its timeout, Stop) is told through
+    `question_ended`, on the UI thread. However it ends: `answered(decision)` then `closed()`.
     Lives on the UI thread.
     """
 
@@ -85,10 +84,10 @@ class PermissionQuestion(QObject):
     # How many more questions wait behind this one.
     queue_changed = Signal(int)
 
-    def __init__(self, prompt: PendingPrompt, *, parent: QObject | None = None) -> None:
+    def __init__(self, question: PermissionQuestion, *, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.prompt = prompt
-        self.request = prompt.request
+        self.question = question
+        self.request = question.request
         self.shown_at: float | None = None
         self.queued_behind = 0
         self._told = False
@@ -177,11 +176,11 @@ class PermissionQuestion(QObject):
 
     @property
     def decision(self) -> PromptDecision | None:
-        return self.prompt.decision
+        return self.question.decision
 
     @property
     def done(self) -> bool:
-        return self.prompt.done
+        return self.question.done
 
     def choose(self, choice: Choice, minutes: float | None = None) -> bool:
         """Answer with `choice`; False when the question had already ended."""
@@ -189,47 +188,47 @@ class PermissionQuestion(QObject):
 
     def answer(self, decision: PromptDecision) -> bool:
         """End the question with `decision`; False (and ignored) when it had already ended."""
-        accepted = self.prompt.resolve(decision)
-        self.prompt_ended()
+        accepted = self.question.answer(decision)
+        self.question_ended()
         return accepted
 
     def cancel(self, reason: Literal["timeout", "cancelled", "error"]) -> bool:
         """End the question unanswered: a denial recorded with `reason`."""
-        ended = self.prompt.cancel(reason)
-        self.prompt_ended()
+        ended = self.question.cancel(reason)
+        self.question_ended()
         return ended
 
-    def prompt_ended(self) -> None:
-        """The prompt is over, whoever ended it: tell the dialog once (UI thread)."""
-        if self._told or not self.prompt.done:
+    def question_ended(self) -> None:
+        """The question is over, whoever ended it: tell the dialog once (UI thread)."""
+        if self._told or not self.question.done:
             return
         self._told = True
         self._timer.stop()
-        self.answered.emit(self.prompt.decision)
+        self.answered.emit(self.question.decision)
         self.closed.emit()
 
     # -- the countdown -------------------------------------------------------------------------
 
     @property
     def deadline(self) -> float:
-        return self.prompt.deadline
+        return self.question.deadline
 
     def remaining_s(self) -> float:
-        return self.prompt.remaining_s()
+        return self.question.remaining_s()
 
     def start(self) -> None:
         """The question is on screen: the countdown runs (it may end it at once)."""
         if self.done:
-            self.prompt_ended()
+            self.question_ended()
             return
         if self.shown_at is None:
-            self.shown_at = self.prompt.clock.now()
+            self.shown_at = self.question.clock.now()
         self._timer.start()
         self._tick()
 
     def _tick(self) -> None:
         if self.done:
-            self.prompt_ended()
+            self.question_ended()
             return
         left = self.remaining_s()
         self.remaining_changed.emit(left)
@@ -243,11 +242,11 @@ class PermissionQuestion(QObject):
 
 
 # Shows a question and returns once it is over (the default opens a PermissionDialog).
-Presenter = Callable[[PermissionQuestion], Awaitable[object]]
+Presenter = Callable[[QuestionView], Awaitable[object]]
 
 
-async def _present_in_dialog(question: PermissionQuestion) -> object:
-    # Imported here: the dialog module renders PermissionQuestion, so it imports this one.
+async def _present_in_dialog(question: QuestionView) -> object:
+    # Imported here: the dialog module renders QuestionView, so it imports this one.
     from app.permission_dialog import present_question
 
     return await present_question(question)
@@ -256,71 +255,61 @@ async def _present_in_dialog(question: PermissionQuestion) -> object:
 class GuiPrompter(QObject):
     """The broker's Prompter for the desktop app: questions answered in dialogs, one at a time.
 
-    The broker hands it each question's `PendingPrompt` (`present`, on a broker thread) and
-    waits on that prompt itself until its deadline; the prompter shows it on the UI thread and
-    the dialog's answer resolves it. When the broker ends a prompt first (its deadline, Stop),
-    the prompt's end reaches the UI thread and the dialog closes. Create it on the UI thread;
-    every question, its dialog and the queue are only ever touched there.
+    The broker hands it each `PermissionQuestion` (`present`, on the broker's worker thread)
+    and waits on that question itself until its deadline; the prompter shows it on the UI
+    thread and the dialog's answer answers it. When the broker ends a question first (its
+    deadline, Stop), the end reaches the UI thread and the dialog closes. Quitting withdraws
+    every open question (`cancel_all`). Create it on the UI thread; every view, its dialog and
+    the queue are only ever touched there.
     """
 
     # A question's dialog was shown: its capability value (the tray may say what is asked).
     question_shown = Signal(str)
     # How many questions are open or waiting for their turn.
     waiting_changed = Signal(int)
-    # Private: a PendingPrompt to show, from the broker's threads to the UI thread.
+    # Private: a PermissionQuestion to show, from the broker's thread to the UI thread.
     _asked = Signal(object)
-    # Private: a PendingPrompt that ended (answered elsewhere, timed out or stopped).
+    # Private: a PermissionQuestion that ended (answered elsewhere, timed out or stopped).
     _ended = Signal(object)
 
     def __init__(
         self,
         *,
         present: Presenter | None = None,
-        clock: Clock | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self._present_question: Presenter = present or _present_in_dialog
-        # Only for `ask` called directly (no broker around it): the broker's own prompts
-        # carry its clock.
-        self._clock: Clock = clock or SystemClock()
-        # UI thread only: each prompt's question, the one on screen and those waiting.
-        self._questions: dict[int, PermissionQuestion] = {}
-        self._current: PermissionQuestion | None = None
-        self._queue: list[PermissionQuestion] = []
+        # UI thread only: each question's view, the one on screen and those waiting.
+        self._views: dict[int, QuestionView] = {}
+        self._current: QuestionView | None = None
+        self._queue: list[QuestionView] = []
         self._waiting = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._asked.connect(self._enqueue, Qt.ConnectionType.QueuedConnection)
-        self._ended.connect(self._on_prompt_ended, Qt.ConnectionType.QueuedConnection)
+        self._ended.connect(self._on_question_ended, Qt.ConnectionType.QueuedConnection)
 
     # -- the broker's side (any thread) --------------------------------------------------------
 
-    def present(self, prompt: PendingPrompt) -> None:
-        """Show `prompt` on the UI thread; returns at once (the broker waits on the prompt)."""
+    def present(self, question: PermissionQuestion) -> None:
+        """Show `question` on the UI thread; returns at once (the broker waits on it)."""
         if QThread.currentThread() == self.thread():
             # The broker would then block the very loop that must show the dialog.
             log.error(
                 "a permission prompt was asked on the UI thread; it was denied instead of "
                 "freezing the app (%s for %s)",
-                prompt.request.capability.value,
-                prompt.request.tool,
+                question.request.capability.value,
+                question.request.tool,
             )
-            prompt.cancel("error")
+            question.cancel("error")
             return
-        prompt.on_end(self._ended.emit)
-        self._asked.emit(prompt)
-
-    def ask(self, request: PermissionRequest) -> PromptDecision:
-        """The Prompter protocol for a caller without the broker's `ask_within`: the same
-        prompt, on this prompter's clock, waited on until its deadline."""
-        prompt = PendingPrompt(request, self._clock)
-        self.present(prompt)
-        return prompt.wait_until_deadline()
+        question.add_done_callback(self._ended.emit)
+        self._asked.emit(question)
 
     # -- the UI thread -------------------------------------------------------------------------
 
     @property
-    def current(self) -> PermissionQuestion | None:
+    def current(self) -> QuestionView | None:
         """The question on screen, if any."""
         return self._current
 
@@ -330,32 +319,33 @@ class GuiPrompter(QObject):
         return self._waiting
 
     def cancel_all(self, reason: Literal["timeout", "cancelled"] = "cancelled") -> None:
-        """Close every question (the app is quitting): each waiting broker gets a denial."""
-        for question in [*self._queue, *([self._current] if self._current else [])]:
-            question.cancel(reason)
+        """Withdraw every open question (the app is quitting): each waiting broker gets a
+        denial with `reason` and every dialog closes."""
+        for view in [*self._queue, *([self._current] if self._current else [])]:
+            view.cancel(reason)
         self._queue.clear()
         self._update_waiting()
 
-    def _enqueue(self, prompt: PendingPrompt) -> None:
-        if prompt.done:
+    def _enqueue(self, question: PermissionQuestion) -> None:
+        if question.done:
             return  # ended before it reached the UI thread
         # Owned by this prompter and deleted (deleteLater) on this thread once over: never by
         # Python's collector, which may run on any thread.
-        question = PermissionQuestion(prompt, parent=self)
-        self._questions[id(prompt)] = question
-        question.answered.connect(lambda _decision: self._on_answered(question))
-        self._queue.append(question)
+        view = QuestionView(question, parent=self)
+        self._views[id(question)] = view
+        view.answered.connect(lambda _decision: self._on_answered(view))
+        self._queue.append(view)
         self._update_waiting()
         if self._current is None:
             self._show_next()
 
-    def _on_prompt_ended(self, prompt: PendingPrompt) -> None:
-        question = self._questions.get(id(prompt))
-        if question is not None:
-            question.prompt_ended()
+    def _on_question_ended(self, question: PermissionQuestion) -> None:
+        view = self._views.get(id(question))
+        if view is not None:
+            view.question_ended()
 
-    def _on_answered(self, question: PermissionQuestion) -> None:
-        self._questions.pop(id(question.prompt), None)
+    def _on_answered(self, question: QuestionView) -> None:
+        self._views.pop(id(question.question), None)
         presented = question.shown_at is not None
         if not presented:
             question.deleteLater()  # a presented one goes when its presenter has finished
@@ -381,7 +371,7 @@ class GuiPrompter(QObject):
             return
         self._update_waiting()
 
-    def _start_presenting(self, question: PermissionQuestion) -> None:
+    def _start_presenting(self, question: QuestionView) -> None:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -389,12 +379,12 @@ class GuiPrompter(QObject):
             log.error("cannot show the permission dialog: no asyncio loop is running; denied")
             question.cancel("error")
             return
-        question.shown_at = question.prompt.clock.now()
+        question.shown_at = question.question.clock.now()
         task = loop.create_task(self._present(question))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _present(self, question: PermissionQuestion) -> None:
+    async def _present(self, question: QuestionView) -> None:
         try:
             await self._present_question(question)
         except Exception:  # a broken dialog must deny, never leave the broker waiting

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
-from app.permission_prompt import Choice, PermissionQuestion
+from app.permission_prompt import Choice, QuestionView
 from broker.permissions import PermissionRequest
 
 log = logging.getLogger("chamberlain.app.smoke")
@@ -54,7 +54,7 @@ class DialogAnswerer:
         self.asked: list[PermissionRequest] = []
         self.unrendered: list[str] = []
 
-    async def __call__(self, question: PermissionQuestion) -> object:
+    async def __call__(self, question: QuestionView) -> object:
         from app.permission_dialog import PermissionDialog
 
         self.asked.append(question.request)

@@ -38,8 +38,8 @@ def test_parse_approval_forms():
 
 def test_plain_approval_answers_only_the_users_own_scope(tmp_path):
     prompter = FlagPrompter([parse_approval("file_read=once")], None)
-    assert prompter.ask(request(str(tmp_path / "Documents"), True)).allow is True
-    refused = prompter.ask(request(str(tmp_path / ".ssh/id_rsa"), False))
+    assert prompter.decide(request(str(tmp_path / "Documents"), True)).allow is True
+    refused = prompter.decide(request(str(tmp_path / ".ssh/id_rsa"), False))
     assert refused.allow is False
     assert refused.reason == "headless"
 
@@ -47,24 +47,24 @@ def test_plain_approval_answers_only_the_users_own_scope(tmp_path):
 def test_scoped_approval_answers_prompts_inside_its_scope_only(tmp_path):
     (tmp_path / "Projects" / "a").mkdir(parents=True)
     prompter = FlagPrompter([parse_approval(f"file_read=session:{tmp_path / 'Projects'}")], None)
-    inside = prompter.ask(request(str(tmp_path / "Projects" / "a"), False))
+    inside = prompter.decide(request(str(tmp_path / "Projects" / "a"), False))
     assert inside.allow is True
     assert inside.mode is GrantMode.SESSION
-    assert prompter.ask(request(str(tmp_path / "Projects2"), False)).allow is False
+    assert prompter.decide(request(str(tmp_path / "Projects2"), False)).allow is False
 
 
 def test_deny_rule_and_approve_all(tmp_path):
     deny = FlagPrompter([parse_approval("file_read=deny")], "once")
-    decision = deny.ask(request(str(tmp_path), True))
+    decision = deny.decide(request(str(tmp_path), True))
     assert decision.allow is False
     assert decision.reason == "user"
     everything = FlagPrompter([], "once")
-    assert everything.ask(request("/etc/shadow", False)).mode is GrantMode.ONCE
+    assert everything.decide(request("/etc/shadow", False)).mode is GrantMode.ONCE
 
 
 def test_rules_for_another_capability_do_not_answer(tmp_path):
     prompter = FlagPrompter([parse_approval("system_read=once")], None)
-    assert prompter.ask(request(str(tmp_path), True)).allow is False
+    assert prompter.decide(request(str(tmp_path), True)).allow is False
 
 
 @pytest.mark.parametrize(
@@ -92,7 +92,7 @@ def test_terminal_default_is_no(tmp_path, typed):
 
 def test_timed_approval_carries_the_chosen_duration(tmp_path):
     prompter = FlagPrompter([parse_approval("file_read=timed")], None, timed_s=600)
-    decision = prompter.ask(request(str(tmp_path), True))
+    decision = prompter.decide(request(str(tmp_path), True))
     assert decision.mode is GrantMode.TIMED
     assert decision.duration_s == 600
 
@@ -202,7 +202,7 @@ def test_the_timed_choice_shows_and_carries_the_chosen_minutes(tmp_path):
 def test_the_flag_prompter_passes_its_minutes_and_the_requests_timeout_to_the_terminal(tmp_path):
     shown = io.StringIO()
     prompter = FlagPrompter([], None, (io.StringIO("timed\n"), shown), timed_s=900)
-    decision = prompter.ask(request(str(tmp_path), True, timeout_s=45))
+    decision = prompter.decide(request(str(tmp_path), True, timeout_s=45))
     assert decision.duration_s == 900
     assert "[t]imed (15 min)" in shown.getvalue()
     assert "no answer within 45 s" in shown.getvalue()
@@ -270,7 +270,7 @@ def test_an_always_rule_where_always_is_not_offered_says_it_lasts_this_command_o
     secret = tmp_path / "Password ideas.md"
     prompter = FlagPrompter([parse_approval("file_read=always")], None)
     why = "its name looks like it holds a password, and saved permissions never hold one"
-    decision = prompter.ask(request(str(secret), True, always_unavailable=why))
+    decision = prompter.decide(request(str(secret), True, always_unavailable=why))
     assert decision.allow is True  # the broker turns it into a session grant, never saved
     said = capsys.readouterr().err
     assert f"file_read for {secret} is allowed for this command only, not saved: {why}" in said

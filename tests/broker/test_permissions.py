@@ -19,13 +19,15 @@ from broker.permissions import (
     DenyPrompter,
     GrantStore,
     PermissionBroker,
+    PermissionQuestion,
     PermissionRequest,
     PermissionStoreError,
     PermissionToken,
     PromptDecision,
+    RulePrompter,
     TokenAuthority,
     args_digest,
-    ask_within,
+    pose,
 )
 from broker.types import GrantMode
 from core.clock import ManualClock
@@ -35,14 +37,14 @@ SECRET = b"k" * 32
 GRANTS_KEY = b"g" * 32
 
 
-class ScriptedPrompter:
+class ScriptedPrompter(RulePrompter):
     """Answers every prompt with the same decision and records what it was asked."""
 
     def __init__(self, decision: PromptDecision) -> None:
         self.decision = decision
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         return self.decision
 
@@ -100,18 +102,21 @@ def test_headless_with_no_decision_denies_and_audits(tmp_path, docs):
 def test_prompt_timeout_is_a_deny_recorded_as_timeout(tmp_path, docs):
     """Nobody answers; the broker's clock passes the request's deadline: a timeout, audited
     with the figure that applied. The late "yes" is never used."""
-    release = threading.Event()
     clock = ManualClock()
 
     class Silent:
-        def ask(self, request):
-            clock.advance(request.timeout_s + 0.1)  # the person looks away past the deadline
-            release.wait(5)
-            return PromptDecision(allow=True, mode=GrantMode.SESSION)
+        def __init__(self) -> None:
+            self.questions: list[PermissionQuestion] = []
 
-    broker, _ = make_broker(tmp_path, Silent(), clock=clock, timeout=7.0)
+        def present(self, question: PermissionQuestion) -> None:
+            self.questions.append(question)
+            clock.advance(question.request.timeout_s + 0.1)  # the person looks away past it
+
+    silent = Silent()
+    broker, _ = make_broker(tmp_path, silent, clock=clock, timeout=7.0)
     outcome = authorize(broker, docs, docs / "a.txt")
-    release.set()
+    (question,) = silent.questions
+    assert question.answer(PromptDecision(allow=True, mode=GrantMode.SESSION)) is False
     assert isinstance(outcome, Denial)
     assert outcome.status == "timeout"
     assert "within 7 s" in outcome.reason
@@ -123,10 +128,11 @@ def test_prompt_timeout_is_a_deny_recorded_as_timeout(tmp_path, docs):
 
 def test_crashing_prompter_denies(tmp_path, docs):
     class Broken:
-        def ask(self, request):
+        def present(self, question: PermissionQuestion) -> None:
             raise RuntimeError("dialog exploded")
 
-    decision = ask_within(Broken(), _request(), ManualClock())
+    clock = ManualClock()
+    decision = pose(Broken(), PermissionQuestion(_request(), clock))
     assert decision.allow is False
     assert decision.reason == "error"
 
@@ -410,10 +416,8 @@ def test_an_always_grant_whose_scope_holds_a_password_is_never_written_to_disk(t
     from core.clock import ManualClock
     from tools.manual import Capability
 
-    class Always:
-        answers_instantly = True
-
-        def ask(self, request: PermissionRequest) -> PromptDecision:
+    class Always(RulePrompter):
+        def decide(self, request: PermissionRequest) -> PromptDecision:
             return PromptDecision(allow=True, mode=GrantMode.ALWAYS)
 
     clock = ManualClock()
@@ -494,7 +498,6 @@ def test_a_prompt_that_times_out_is_cancelled_and_a_late_allow_is_recorded_never
     from broker.permissions import (
         Denial,
         GrantStore,
-        PendingPrompt,
         PermissionBroker,
         PromptDecision,
         TokenAuthority,
@@ -511,18 +514,15 @@ def test_a_prompt_that_times_out_is_cancelled_and_a_late_allow_is_recorded_never
         "allow" only after the prompt's time is up on the broker's clock."""
 
         def __init__(self) -> None:
-            self.ended: list[PendingPrompt] = []
+            self.ended: list[PermissionQuestion] = []
 
-        def ask(self, request: object) -> PromptDecision:
-            raise AssertionError("a presenting front end is handed the prompt, not asked")
-
-        def present(self, prompt: PendingPrompt) -> None:
-            prompt.on_end(self.ended.append)
+        def present(self, question: PermissionQuestion) -> None:
+            question.add_done_callback(self.ended.append)
 
             def answer_late() -> None:
-                clock.advance(prompt.request.timeout_s + 1)
+                clock.advance(question.request.timeout_s + 1)
                 release.wait(10)
-                prompt.resolve(PromptDecision(allow=True, mode=GrantMode.SESSION))
+                question.answer(PromptDecision(allow=True, mode=GrantMode.SESSION))
                 answered.set()
 
             threading.Thread(target=answer_late, daemon=True).start()
@@ -561,6 +561,150 @@ def test_a_prompt_that_times_out_is_cancelled_and_a_late_allow_is_recorded_never
     assert broker.grants.live() == []  # the late "allow" granted nothing
 
 
+# --- the question: one future, the first end wins ----------------------------------------------
+#
+# The broker asks through one PermissionQuestion and waits on it; these drive it the way a front
+# end does, with the broker's ManualClock moved instead of any sleeping.
+
+
+def _asking_in_background(broker: PermissionBroker, docs: Path, calls: int = 1, stop=None):
+    """`calls` authorisations of distinct calls on one worker thread (as the session's worker
+    asks); their outcomes in a list, and the thread (already started)."""
+    from tools.stop import stopping
+
+    outcomes: list[object] = []
+
+    def run() -> None:
+        with stopping(stop):
+            for n in range(calls):
+                try:
+                    outcomes.append(authorize(broker, docs, docs / "a.txt", call_id=f"c{n}"))
+                except Exception as exc:
+                    outcomes.append(exc)
+
+    worker = threading.Thread(target=run, name="session-worker", daemon=True)
+    worker.start()
+    return outcomes, worker
+
+
+def test_a_click_before_the_deadline_wins_and_the_deadline_passing_later_changes_nothing():
+    clock = ManualClock()
+    question = PermissionQuestion(_request(), clock)
+    clock.advance(59.0)
+    assert question.answer(PromptDecision(allow=True, mode=GrantMode.ONCE)) is True
+    clock.advance(5.0)  # the countdown would have ended here
+    decision = question.wait()
+    assert (decision.allow, decision.mode, decision.reason) == (True, GrantMode.ONCE, "user")
+    assert question.cancel("timeout") is False
+    assert question.decision == decision
+
+
+def test_the_deadline_before_a_click_wins_and_the_click_is_kept_as_late_but_not_used():
+    clock = ManualClock()
+    late: list[PromptDecision] = []
+    question = PermissionQuestion(_request(), clock, on_late=late.append)
+    clock.advance(60.0)
+    assert question.wait().reason == "timeout"
+    assert question.answer(PromptDecision(allow=True, mode=GrantMode.ALWAYS)) is False
+    assert question.decision is not None
+    assert question.decision.allow is False
+    assert question.late is not None
+    assert question.late.mode is GrantMode.ALWAYS
+    assert [d.mode for d in late] == [GrantMode.ALWAYS]
+
+
+def test_a_click_after_the_countdown_grants_nothing_and_is_audited_as_late(tmp_path, docs):
+    from tests.support.prompts import HeldQuestions
+
+    held = HeldQuestions()
+    broker, clock = make_broker(tmp_path, held, timeout=30.0)
+    outcomes, worker = _asking_in_background(broker, docs)
+    question = held.question(0)
+    clock.advance(30.0)  # nobody clicked in time
+    worker.join(10)
+    assert question.answer(PromptDecision(allow=True, mode=GrantMode.SESSION)) is False
+    (outcome,) = outcomes
+    assert isinstance(outcome, Denial)
+    assert outcome.status == "timeout"
+    assert broker.grants.live() == []
+    assert "PERMISSION_LATE_ANSWER" in events(tmp_path)
+    # The next call is asked about again: the late "session" left nothing behind.
+    outcomes, worker = _asking_in_background(broker, docs)
+    held.question(1).answer(PromptDecision(allow=False))
+    worker.join(10)
+    assert isinstance(outcomes[0], Denial)
+
+
+def test_stop_ends_an_open_question_and_the_turn(tmp_path, docs):
+    from tests.support.prompts import HeldQuestions
+    from tools.stop import Stopped, StopSignal
+
+    held = HeldQuestions()
+    broker, _ = make_broker(tmp_path, held)
+    stop = StopSignal()
+    outcomes, worker = _asking_in_background(broker, docs, stop=stop)
+    question = held.question(0)
+    stop.stop()
+    worker.join(10)
+    assert [type(o) for o in outcomes] == [Stopped]
+    assert question.decision is not None
+    assert question.decision.reason == "cancelled"
+    assert question.answer(PromptDecision(allow=True, mode=GrantMode.ONCE)) is False
+    assert broker.grants.live() == []
+
+
+def test_a_question_answered_from_another_thread_completes_the_brokers_wait(tmp_path, docs):
+    from tests.support.prompts import HeldQuestions
+
+    held = HeldQuestions()
+    broker, _ = make_broker(tmp_path, held)
+
+    def person() -> None:
+        held.question(0).answer(PromptDecision(allow=True, mode=GrantMode.ONCE))
+
+    answering = threading.Thread(target=person, name="front-end", daemon=True)
+    answering.start()
+    outcome = authorize(broker, docs, docs / "a.txt")  # waits here, on this thread
+    answering.join(10)
+    assert isinstance(outcome, PermissionToken)
+    assert [g.mode for g in broker.grants.live()] == [GrantMode.ONCE]
+
+
+def test_no_thread_is_started_for_a_question_answered_by_rules(tmp_path, docs):
+    seen: list[int] = []
+
+    class Counting(RulePrompter):
+        def decide(self, request: PermissionRequest) -> PromptDecision:
+            seen.append(threading.active_count())
+            return PromptDecision(allow=True, mode=GrantMode.ONCE, reason="rule")
+
+    broker, _ = make_broker(tmp_path, Counting())
+    before = threading.active_count()
+    for n in range(20):
+        assert isinstance(authorize(broker, docs, docs / "a.txt", call_id=f"c{n}"), PermissionToken)
+    assert seen == [before] * 20
+    assert threading.active_count() == before
+
+
+def test_no_thread_is_started_for_a_question_a_front_end_answers_later(tmp_path, docs):
+    from tests.support.prompts import HeldQuestions
+
+    held = HeldQuestions()
+    broker, _ = make_broker(tmp_path, held)
+    before = threading.active_count()
+    outcomes, worker = _asking_in_background(broker, docs, calls=20)
+    counts = []
+    for n in range(20):
+        question = held.question(n)
+        counts.append(threading.active_count())  # while the broker waits on it
+        question.answer(PromptDecision(allow=True, mode=GrantMode.ONCE))
+    worker.join(10)
+    assert len(outcomes) == 20
+    assert all(isinstance(o, PermissionToken) for o in outcomes)
+    # The one worker that asks (the session's), and no thread of any question's own.
+    assert counts == [before + 1] * 20
+
+
 # --- grants shared between processes ----------------------------------------------------------
 #
 # The app, `chamberlain ask` and `chamberlain grants` run at the same time on one home. Each test
@@ -568,14 +712,14 @@ def test_a_prompt_that_times_out_is_cancelled_and_a_late_allow_is_recorded_never
 # Session in this test process holds grants of its own.
 
 
-class CountingPrompter:
+class CountingPrompter(RulePrompter):
     """The person: answers every prompt with `mode` (None: "deny") and counts the questions."""
 
     def __init__(self, mode: GrantMode | None) -> None:
         self.mode = mode
         self.asked = 0
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked += 1
         if self.mode is None:
             return PromptDecision(allow=False)

@@ -29,7 +29,7 @@ from app.permission_dialog import PermissionDialog, present_question
 from app.permission_prompt import Choice, GuiPrompter
 from app.windows.permissions import PermissionsWindow
 from broker.llm.openai_client import OpenAIChatModel
-from broker.permissions import Denial
+from broker.permissions import Denial, RulePrompter
 from broker.settings import Settings
 from broker.types import GrantMode
 from core.clock import ManualClock
@@ -261,12 +261,12 @@ MCP_PLAN = CallPlan(
 
 @pytest.mark.parametrize("plan", [MCP_PLAN, None], ids=["with its plan", "without a plan"])
 def test_an_mcp_call_shows_every_argument_in_full_with_the_path_before_a_long_content(qtbot, plan):
-    from app.permission_prompt import PermissionQuestion
-    from broker.permissions import PendingPrompt
+    from app.permission_prompt import QuestionView
+    from broker.permissions import PermissionQuestion
     from core.clock import SystemClock
 
     request = _mcp_request(plan)
-    question = PermissionQuestion(PendingPrompt(request, SystemClock()))
+    question = QuestionView(PermissionQuestion(request, SystemClock()))
     dialog = PermissionDialog(question, activation_delay_s=0)
     qtbot.addWidget(dialog)
     dialog.show()
@@ -339,8 +339,8 @@ def test_a_session_grant_on_the_right_to_left_file_itself_is_listed_escaped_in_b
     folder.mkdir()
     (folder / RTL_NAME).write_text("#!/bin/sh\n")
 
-    class Person:
-        def ask(self, request: Any) -> Any:
+    class Person(RulePrompter):
+        def decide(self, request: Any) -> Any:
             from broker.permissions import PromptDecision
 
             return PromptDecision(allow=True, mode=GrantMode.SESSION)

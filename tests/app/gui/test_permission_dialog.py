@@ -1,6 +1,6 @@
 """The permission dialog, its question model and the GuiPrompter bridge from the broker's threads.
 
-Real parts: real widgets (offscreen), real worker threads blocked in `GuiPrompter.ask`, the real
+Real parts: real widgets (offscreen), real worker threads waiting on the broker's question, the real
 qasync loop showing dialogs through `app.async_dialog.show_dialog`, and at the end a real
 Session whose broker asks through the dialog. Time that a clock drives (the countdown) is moved
 with `ManualClock`; the activation delay is a constructor argument, shortened where a test must
@@ -35,8 +35,8 @@ from app.permission_dialog import (
     capability_words,
     present_question,
 )
-from app.permission_prompt import Choice, GuiPrompter, PermissionQuestion
-from broker.permissions import PendingPrompt, PermissionRequest, PromptDecision
+from app.permission_prompt import Choice, GuiPrompter, QuestionView
+from broker.permissions import PermissionQuestion, PermissionRequest, PromptDecision, pose
 from broker.settings import Settings
 from broker.types import GrantMode
 from core.clock import Clock, ManualClock, SystemClock
@@ -79,13 +79,13 @@ def command(scope: str, **changes: Any) -> PermissionRequest:
     return make_request(**{**fields, **changes})
 
 
-def question_for(request: PermissionRequest, clock: Clock | None = None) -> PermissionQuestion:
-    """The dialog's view of the one prompt the broker would wait on."""
-    return PermissionQuestion(PendingPrompt(request, clock or SystemClock()))
+def question_for(request: PermissionRequest, clock: Clock | None = None) -> QuestionView:
+    """The dialog's view of the one question the broker would wait on."""
+    return QuestionView(PermissionQuestion(request, clock or SystemClock()))
 
 
 @pytest.fixture
-def show(qtbot: Any) -> Callable[..., tuple[PermissionQuestion, PermissionDialog]]:
+def show(qtbot: Any) -> Callable[..., tuple[QuestionView, PermissionDialog]]:
     """`show(request, delay_s=0, clock=None)`: a question in a shown dialog."""
 
     def make(
@@ -93,7 +93,7 @@ def show(qtbot: Any) -> Callable[..., tuple[PermissionQuestion, PermissionDialog
         *,
         delay_s: float = 0.0,
         clock: ManualClock | None = None,
-    ) -> tuple[PermissionQuestion, PermissionDialog]:
+    ) -> tuple[QuestionView, PermissionDialog]:
         question = question_for(request, clock)
         dialog = PermissionDialog(question, activation_delay_s=delay_s)
         qtbot.addWidget(dialog)
@@ -106,7 +106,7 @@ def show(qtbot: Any) -> Callable[..., tuple[PermissionQuestion, PermissionDialog
     return make
 
 
-def answers(question: PermissionQuestion) -> list[PromptDecision]:
+def answers(question: QuestionView) -> list[PromptDecision]:
     seen: list[PromptDecision] = []
     question.answered.connect(seen.append)
     return seen
@@ -489,20 +489,19 @@ def open_dialogs() -> list[PermissionDialog]:
 
 
 class Asker:
-    """The broker's side on a real worker thread, as `ask_within` does it: the prompt handed
-    to the prompter (`present`), then waited on until its deadline."""
+    """The broker's side on a real worker thread, as the broker does it (`pose`): the question
+    handed to the prompter (`present`), then waited on until its deadline."""
 
     def __init__(self, prompter: GuiPrompter, request: PermissionRequest) -> None:
         self.decision: PromptDecision | None = None
         self.thread_name = ""
-        self.prompt = PendingPrompt(request, SystemClock())
+        self.question = PermissionQuestion(request, SystemClock())
         self.thread = threading.Thread(target=self._ask, args=(prompter,), daemon=True)
         self.thread.start()
 
     def _ask(self, prompter: GuiPrompter) -> None:
         self.thread_name = threading.current_thread().name
-        prompter.present(self.prompt)
-        self.decision = self.prompt.wait_until_deadline()
+        self.decision = pose(prompter, self.question)
 
     @property
     def done(self) -> bool:
@@ -545,7 +544,7 @@ def test_a_worker_thread_gets_the_answer_given_in_the_dialog(qtbot, run, prompte
 
 def test_asking_on_the_ui_thread_denies_instead_of_freezing(prompter, caplog):
     started = time.monotonic()
-    decision = prompter.ask(file_read())
+    decision = pose(prompter, PermissionQuestion(file_read(), SystemClock()))
     assert decision == PromptDecision(allow=False, reason="error")
     assert time.monotonic() - started < 1
     assert "asked on the UI thread" in caplog.text
@@ -560,7 +559,7 @@ def test_cancel_from_another_thread_closes_the_open_dialog(run, prompter, reason
         asker = Asker(prompter, request)
         await until(open_dialogs)
         # As the broker does from its thread: the deadline passing, or the person's Stop.
-        canceller = threading.Thread(target=asker.prompt.cancel, args=(reason,))
+        canceller = threading.Thread(target=asker.question.cancel, args=(reason,))
         canceller.start()
         await until(lambda: asker.done and not open_dialogs())
         canceller.join(5)
@@ -618,7 +617,7 @@ def test_a_queued_prompt_cancelled_before_its_turn_is_never_shown(qtbot, run, pr
         await until(open_dialogs)
         two = Asker(prompter, second)
         await until(lambda: prompter.waiting == 2)
-        two.prompt.cancel("timeout")
+        two.question.cancel("timeout")
         await until(lambda: two.done and prompter.waiting == 1)
         (dialog,) = open_dialogs()
         assert not dialog.waiting_label.isVisible()

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QLineEdit
 from app.assistant import Assistant
 from app.main import Shell
 from app.permission_dialog import PermissionDialog
-from app.permission_prompt import PermissionQuestion
+from app.permission_prompt import QuestionView
 from app.windows.settings import SettingsWindow
 from broker.settings import Settings, load_settings, save_settings
 from tests.app.gui.conftest import make_session, open_settings, until
@@ -294,7 +294,7 @@ def test_the_app_connects_its_mcp_servers_after_start_and_ends_them_on_quit(
 
 
 def test_the_dialog_for_an_mcp_tool_that_changes_things_names_the_server_and_the_tool(qtbot):
-    from broker.permissions import PendingPrompt
+    from broker.permissions import PermissionQuestion
     from core.clock import SystemClock
     from tests.support.prompts import make_request
 
@@ -308,7 +308,7 @@ def test_the_dialog_for_an_mcp_tool_that_changes_things_names_the_server_and_the
         risk="moderate",
         reversibility="effort",
     )
-    question = PermissionQuestion(PendingPrompt(request, SystemClock()))
+    question = QuestionView(PermissionQuestion(request, SystemClock()))
     dialog = PermissionDialog(question, activation_delay_s=0)
     qtbot.addWidget(dialog)
     dialog.show()
