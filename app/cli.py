@@ -334,8 +334,14 @@ def home_from(args: argparse.Namespace) -> Path:
     return Path(args.home).expanduser() if args.home else default_home()
 
 
-def _turn_json(turn: Any) -> dict[str, Any]:
+def _turn_json(turn: Any, reply: str) -> dict[str, Any]:
+    """The turn as `ask --json` prints it: `reply` is the reply with memory's notices under it,
+    and each memory event carries its notice."""
+    from app.memory_words import memory_json
+
     data: dict[str, Any] = turn.model_dump(mode="json")
+    data["reply"] = reply
+    data["memory"] = [memory_json(event) for event in turn.memory]
     for call in data["tool_calls"]:
         call.pop("output_digest", None)
         call.pop("output_len", None)
@@ -389,6 +395,7 @@ def _trace_to_stderr(event: object) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    from app.memory_words import reply_with_notices
     from app.settings_notice import settings_for_reading
     from broker.session import MemoryUnavailable, Session, connect_model
 
@@ -439,10 +446,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
         turn = session.ask(text)
     finally:
         session.close()
+    # What memory did is said under the reply, in the terminal's words (app.memory_words).
+    shown = reply_with_notices(turn.reply, turn.memory)
     if args.json:
-        emit(_turn_json(turn), True)
+        emit(_turn_json(turn, shown), True)
     else:
-        emit(turn, False, turn.reply)
+        emit(turn, False, shown)
         for notice in turn.mcp_left_out:
             sys.stderr.write(f"chamberlain: {left_out_line(notice)}\n")
         for cap in _denied_capabilities(turn):
@@ -452,7 +461,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             )
     if turn.failed:
         if args.json:
-            sys.stderr.write(turn.reply.splitlines()[0] + "\n")
+            sys.stderr.write(shown.splitlines()[0] + "\n")
         return EXIT_FAILED
     return EXIT_OK
 
@@ -743,9 +752,10 @@ def cmd_models(args: argparse.Namespace) -> int:
     settings = load_settings(home) if args.models_cmd == "use" else settings_for_reading(home)
     if args.models_cmd == "use":
         try:
+    from app.errors import FrontEnd, worded
             chosen = choose(home, settings, args.name)
         except ModelChoiceError as exc:
-            raise UsageError(str(exc)) from exc
+            raise UsageError(worded(str(exc), exc.remedy, FrontEnd.CLI, exc.subject)) from exc
         emit(
             {"chosen": chosen, "url": settings.llm.url, "model": settings.llm.model},
             args.json,
@@ -863,12 +873,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from broker.doctor import run_checks
 
     checks = run_checks(home_from(args), args.llm)
-    data = [c.__dict__ for c in checks]
+    for c in checks:
+        c.detail = worded(c.detail, c.remedy, FrontEnd.CLI)
+    data = [{k: v for k, v in c.__dict__.items() if k != "remedy"} for c in checks]
     lines: list[str] = []
     for c in checks:
         lines.append(f"[{'ok' if c.ok else '--'}] {c.name}: {c.detail}")
         if c.fix and not c.ok:
             lines.append(f"     to fix: {c.fix}")
+    from app.errors import FrontEnd, worded
     emit(data, args.json, "\n".join(lines))
     return EXIT_OK if all(c.ok or not c.required for c in checks) else EXIT_FAILED
 
@@ -1056,7 +1069,7 @@ def _main(argv: Sequence[str] | None) -> int:
         sys.stderr.write(f"chamberlain: {exc}\n")
         return EXIT_FAILED
     except Exception as exc:
-        from broker.errors import user_message
+        from app.errors import user_message
 
         message = user_message(exc)
         if message is None:

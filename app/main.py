@@ -36,6 +36,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 from app import async_dialog
 from app.assistant import Assistant
 from app.launcher import EXIT_NO_DISPLAY, NO_DISPLAY_ADVICE
+from app.memory_words import memory_notice, reply_with_notices
 from app.single_instance import Claim, SingleInstance, lock_path, server_name, take_over
 from app.tray import Tray, icon
 from broker.events import MemoryNotice, TurnEnded, TurnEvent, TurnStarted
@@ -310,13 +311,14 @@ class Shell(QObject):
     def _on_turn_event(self, event: TurnEvent) -> None:
         if isinstance(event, TurnStarted):
             self._turn_started = time.monotonic()
-        elif isinstance(event, MemoryNotice) and event.action == "pending":
-            self.tray.notify("A memory is waiting for your consent", event.notice)
+        elif isinstance(event, MemoryNotice) and event.memory.action == "pending":
+            self.tray.notify("A memory is waiting for your consent", memory_notice(event.memory))
         elif isinstance(event, TurnEnded):
             took = time.monotonic() - self._turn_started
             chat = self.windows.get("chat")
             if took >= LONG_TURN_S and (chat is None or not chat.isVisible()):
-                first = event.result.reply.strip().splitlines()[0] if event.result.reply else ""
+                said = reply_with_notices(event.result.reply, event.result.memory).strip()
+                first = said.splitlines()[0] if said else ""
                 self.tray.notify("Chamberlain finished your request", first[:200])
 
     def _revoke_all(self) -> None:
@@ -569,7 +571,8 @@ async def _unless_signalled(work: Coroutine[Any, Any, Claim]) -> Claim | None:
 
 
 async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
-    from broker.settings import SettingsError
+    from app.errors import FrontEnd, user_message
+    from core.errors import ChamberlainError
 
     instance = SingleInstance(server_name(home), lock_path(home))
     claim = instance.claim()
@@ -587,13 +590,15 @@ async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
         return 0
     try:
         shell = Shell(home)
-    except SettingsError as exc:
-        # An environment variable that is not a valid setting (a broken settings.json is worked
-        # around): no default can stand in for what it meant.
+    except ChamberlainError as exc:
+        # Such as an environment variable that is not a valid setting (a broken settings.json
+        # is worked around): no default can stand in for what it meant.
         instance.release()
-        sys.stderr.write(f"chamberlain: {exc}\n")
+        sys.stderr.write(f"chamberlain: {user_message(exc, FrontEnd.CLI)}\n")
         box = QMessageBox(
-            QMessageBox.Icon.Critical, "Chamberlain", f"Chamberlain cannot start: {exc}."
+            QMessageBox.Icon.Critical,
+            "Chamberlain",
+            f"Chamberlain cannot start: {user_message(exc, FrontEnd.APP)}.",
         )
         await async_dialog.show_dialog(box)
         return 1
