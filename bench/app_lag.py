@@ -78,14 +78,14 @@ async def _round(home: Path, folder: Path, base_url: str, ticks: Ticks) -> dict[
     from app.assistant import Assistant
     from app.chat import ChatWindow
     from broker.llm.openai_client import OpenAIChatModel
-    from broker.permissions import PermissionRequest, PromptDecision
+    from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
     from broker.session import Session
     from broker.settings import Settings
     from broker.types import GrantMode
     from core.clock import SystemClock
 
-    class Allow:
-        def ask(self, request: PermissionRequest) -> PromptDecision:
+    class Allow(RulePrompter):
+        def decide(self, request: PermissionRequest) -> PromptDecision:
             return PromptDecision(allow=True, mode=GrantMode.ONCE)
 
     settings = Settings()

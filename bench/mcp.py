@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from bench.machine import machine_details
 
 if TYPE_CHECKING:  # imported for real only once the scratch home is set
-    from broker.permissions import PermissionRequest, PromptDecision
+    from broker.permissions import PermissionQuestion, PermissionRequest, PromptDecision
     from broker.session import Session
 
 REPO = Path(__file__).resolve().parents[1]
@@ -221,7 +221,10 @@ class SessionGrant:
     def __init__(self) -> None:
         self.asked = 0
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def present(self, question: PermissionQuestion) -> None:
+        question.answer(self.decide(question.request))
+
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         from broker.permissions import PromptDecision
         from broker.types import GrantMode
 

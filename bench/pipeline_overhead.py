@@ -52,7 +52,7 @@ from broker.audit.events import AuditEvent
 from broker.audit.redaction import digest
 from broker.audit.writer import AuditLog
 from broker.llm.base import AssistantMessage, ModelToolCall
-from broker.permissions import PermissionRequest, PromptDecision
+from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.router import route_heuristic
 from broker.session import Session
 from broker.settings import Settings
@@ -120,14 +120,14 @@ class InstantModel:
         return verdict
 
 
-class GrantingPrompter:
+class GrantingPrompter(RulePrompter):
     """Says yes at once, with the given mode, for the scope that was asked about."""
 
     def __init__(self, mode: GrantMode) -> None:
         self.mode = mode
         self.prompts = 0
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.prompts += 1
         return PromptDecision(allow=True, mode=self.mode, reason="user")
 

@@ -64,27 +64,28 @@ def _time_stop(session: Any, text: str, ready: threading.Event) -> tuple[float, 
 def measure(runs: int) -> dict[str, Any]:
     from broker.events import TextDelta, ToolStarted
     from broker.llm.openai_client import OpenAIChatModel
-    from broker.permissions import PermissionRequest, PromptDecision
+    from broker.permissions import (
+        PermissionQuestion,
+        PermissionRequest,
+        PromptDecision,
+        RulePrompter,
+    )
     from broker.types import GrantMode
     from tests.support.openai_server import ScriptedOpenAIServer, Text, Trickle
     from tools.sandbox import sandbox_status
 
-    class Allow:
-        def ask(self, request: PermissionRequest) -> PromptDecision:
+    class Allow(RulePrompter):
+        def decide(self, request: PermissionRequest) -> PromptDecision:
             return PromptDecision(allow=True, mode=GrantMode.ONCE)
 
     class Nobody:
+        """Shows the question and never answers it: only Stop ends it."""
+
         def __init__(self) -> None:
             self.asked = threading.Event()
-            self.released = threading.Event()
 
-        def ask(self, request: PermissionRequest) -> PromptDecision:
+        def present(self, question: PermissionQuestion) -> None:
             self.asked.set()
-            self.released.wait(60)
-            return PromptDecision(allow=False)
-
-        def cancel(self, pending: object) -> None:
-            self.released.set()
 
     results: dict[str, list[float]] = {"stream": [], "command": [], "prompt": []}
     statuses: dict[str, set[str]] = {name: set() for name in results}

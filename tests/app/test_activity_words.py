@@ -14,7 +14,7 @@ import pytest
 from app.activity_words import DAMAGED, last_uses, recent_denials, rows
 from broker.audit.events import AuditEvent
 from broker.audit.writer import AuditLog
-from broker.permissions import PermissionRequest, PromptDecision
+from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
@@ -23,13 +23,13 @@ from core.clock import ManualClock
 START = 1_800_000_000.0
 
 
-class Answer:
+class Answer(RulePrompter):
     """The person answers every prompt the same way (allow with a mode, or deny)."""
 
     def __init__(self, mode: GrantMode | None) -> None:
         self.mode = mode
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         if self.mode is None:
             return PromptDecision(allow=False)
         return PromptDecision(allow=True, mode=self.mode, duration_s=600)

@@ -33,7 +33,7 @@ from broker.llm.embedded import (
     runtime_available,
 )
 from broker.llm.tool_protocol import OPEN
-from broker.permissions import PermissionRequest, PromptDecision
+from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.runner import TurnScope
 from broker.session import Session
 from broker.settings import Settings
@@ -53,8 +53,8 @@ SECOND_QUESTION = "Hi!"
 AUTO_PORTS = (11434, 1234, 8080, 8000)
 
 
-class AllowOnce:
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+class AllowOnce(RulePrompter):
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         return PromptDecision(allow=True, mode=GrantMode.ONCE)
 
 

@@ -17,7 +17,7 @@ from broker.audit.events import AuditEvent
 from broker.audit.verify import verify
 from broker.audit.writer import AuditLog
 from broker.keys import load_install_secret
-from broker.permissions import DenyPrompter, PermissionRequest, PromptDecision
+from broker.permissions import DenyPrompter, PermissionRequest, PromptDecision, RulePrompter
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
@@ -25,10 +25,10 @@ from core.clock import ManualClock
 from tests.support.cli import make_user, run_cli
 
 
-class AllowAlways:
+class AllowAlways(RulePrompter):
     """The user answers every permission prompt with "always"."""
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         return PromptDecision(allow=True, mode=GrantMode.ALWAYS)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from broker.llm.openai_client import OpenAIChatModel
-from broker.permissions import DenyPrompter, PermissionRequest, PromptDecision
+from broker.permissions import DenyPrompter, PermissionRequest, PromptDecision, RulePrompter
 from broker.policy import decide, load_policy_table
 from broker.profiles import load_profiles, resolve
 from broker.runner import TurnScope
@@ -31,14 +31,14 @@ from tools.mcp.config import McpServerConfig, McpSettings
 ASK = "list the files in my notes folder"
 
 
-class Prompter:
+class Prompter(RulePrompter):
     """Answers every question the same way, and remembers each one."""
 
     def __init__(self, allow: bool, mode: GrantMode = GrantMode.ONCE) -> None:
         self.allow, self.mode = allow, mode
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         return PromptDecision(allow=self.allow, mode=self.mode if self.allow else None)
 
@@ -225,7 +225,7 @@ def test_a_tools_output_cannot_name_or_widen_a_grant(notes, session_with, script
     )
 
     class ReadsOnly(Prompter):
-        def ask(self, request: PermissionRequest) -> PromptDecision:
+        def decide(self, request: PermissionRequest) -> PromptDecision:
             self.asked.append(request)
             if request.capability is Capability.MCP_READ:
                 return PromptDecision(allow=True, mode=GrantMode.SESSION)

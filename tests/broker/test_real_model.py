@@ -19,7 +19,7 @@ import pytest
 
 from broker.events import BackendNamed, TextDelta, TurnEvent
 from broker.llm.openai_client import OpenAIChatModel
-from broker.permissions import PermissionRequest, PromptDecision
+from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.runner import TurnScope
 from broker.session import Session
 from broker.settings import Settings
@@ -44,20 +44,20 @@ def server() -> Iterator[LlamaServer]:
         yield running
 
 
-class AllowOnce:
+class AllowOnce(RulePrompter):
     def __init__(self) -> None:
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         return PromptDecision(allow=True, mode=GrantMode.ONCE)
 
 
-class Deny:
+class Deny(RulePrompter):
     def __init__(self) -> None:
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         return PromptDecision(allow=False)
 

@@ -12,7 +12,7 @@ import pytest
 from broker.executor import direct_arguments
 from broker.llm.base import ModelError, ModelUnavailable
 from broker.llm.openai_client import OpenAIChatModel
-from broker.permissions import PermissionRequest, PromptDecision
+from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.policy import decide, load_policy_table
 from broker.router import (
     DIRECT_ACTION_CONFIDENCE,
@@ -1055,8 +1055,8 @@ def test_reading_a_link_still_fetches_it(text: str) -> None:
     assert route(text).arguments.action != "open_url"
 
 
-class _AllowOnce:
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+class _AllowOnce(RulePrompter):
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         return PromptDecision(allow=True, mode=GrantMode.ONCE)
 
 

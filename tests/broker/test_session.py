@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from broker.audit.verify import verify
-from broker.permissions import PermissionRequest, PromptDecision
+from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.router import NEEDS_FIELDS, route_heuristic
 from broker.session import Session
 from broker.settings import Settings
@@ -24,13 +24,13 @@ from tests.support.classifier import read_as
 from tests.support.scripted_model import ScriptedModel, Step, by_kind, replies
 
 
-class AllowOnce:
+class AllowOnce(RulePrompter):
     """The user answers every permission prompt with "allow once"."""
 
     def __init__(self) -> None:
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         return PromptDecision(allow=True, mode=GrantMode.ONCE)
 
@@ -102,8 +102,8 @@ def test_ask_lists_a_folder_under_a_granted_permission(tmp_path, docs):
 
 
 def test_without_a_grant_the_turn_fails_and_nothing_is_read(tmp_path, docs):
-    class Deny:
-        def ask(self, request: PermissionRequest) -> PromptDecision:
+    class Deny(RulePrompter):
+        def decide(self, request: PermissionRequest) -> PromptDecision:
             return PromptDecision(allow=False)
 
     session = open_session(tmp_path, prompter=Deny())
@@ -229,13 +229,11 @@ def test_the_token_secret_falls_back_to_a_file_in_the_home(tmp_path):
 # --- a turn always ends ---------------------------------------------------------------------
 
 
-class InterruptedPrompter:
+class InterruptedPrompter(RulePrompter):
     """The person presses Ctrl-C while the permission prompt waits (asked inline, as the
     terminal's Ctrl-C reaches the main thread that waits for the answer)."""
 
-    answers_instantly = True
-
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         raise KeyboardInterrupt
 
 

@@ -25,6 +25,7 @@ from broker.permissions import (
     PermissionRequest,
     PermissionToken,
     PromptDecision,
+    RulePrompter,
     TokenAuthority,
 )
 from broker.session import tool_config
@@ -259,17 +260,15 @@ def test_the_reason_names_three_sources_and_counts_the_rest() -> None:
 # --- the broker: asked anew ------------------------------------------------------------------
 
 
-class Person:
+class Person(RulePrompter):
     """Answers every question with `mode` for exactly what was asked, and records it."""
-
-    answers_instantly = True
 
     def __init__(self, mode: GrantMode | None, reason: str = "user") -> None:
         self.mode = mode
         self.reason = reason
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         if self.mode is None:
             return PromptDecision(allow=False, reason="user")

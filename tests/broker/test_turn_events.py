@@ -29,7 +29,7 @@ from broker.events import (
     TurnStarted,
 )
 from broker.llm.openai_client import OpenAIChatModel
-from broker.permissions import PendingPrompt, PermissionRequest, PromptDecision
+from broker.permissions import PermissionQuestion, PermissionRequest, PromptDecision, RulePrompter
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
@@ -39,8 +39,8 @@ from tools.sandbox import sandbox_status
 from tools.stop import StopSignal
 
 
-class AllowOnce:
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+class AllowOnce(RulePrompter):
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         return PromptDecision(allow=True, mode=GrantMode.ONCE)
 
 
@@ -107,8 +107,8 @@ def test_a_granted_file_turn_reports_every_step_in_order(tmp_path, docs):
 
 
 def test_a_denied_call_is_reported_as_denied_and_never_started(tmp_path, docs):
-    class Deny:
-        def ask(self, request: PermissionRequest) -> PromptDecision:
+    class Deny(RulePrompter):
+        def decide(self, request: PermissionRequest) -> PromptDecision:
             return PromptDecision(allow=False)
 
     seen = Recorder()
@@ -171,17 +171,11 @@ class Waiting:
 
     def __init__(self) -> None:
         self.shown = threading.Event()
-        self.closed: list[PendingPrompt] = []
-        self._release = threading.Event()
+        self.closed: list[PermissionQuestion] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def present(self, question: PermissionQuestion) -> None:
+        question.add_done_callback(self.closed.append)
         self.shown.set()
-        self._release.wait(30)
-        return PromptDecision(allow=True, mode=GrantMode.ALWAYS)  # too late to count
-
-    def cancel(self, pending: PendingPrompt) -> None:
-        self.closed.append(pending)
-        self._release.set()
 
 
 def test_stop_at_an_open_prompt_cancels_it_closes_it_and_grants_nothing(tmp_path, docs):

@@ -33,7 +33,7 @@ import pytest
 
 from broker.audit.redaction import digest
 from broker.llm.openai_client import OpenAIChatModel
-from broker.permissions import PermissionRequest, PromptDecision
+from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode, TurnResult
@@ -117,17 +117,15 @@ def hits_with_the_note(web: WebServer) -> list[str]:
     return [hit.path for hit in web.hits if SECRET_BIT in hit.path]
 
 
-class Person:
+class Person(RulePrompter):
     """Someone at the desktop: answers each question with the mode given for its capability,
     for exactly what was asked (no answer: "no"), and remembers every question."""
-
-    answers_instantly = True
 
     def __init__(self, **modes: GrantMode | None) -> None:
         self.modes = modes
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         mode = self.modes.get(request.capability.value)
         if mode is None:
@@ -370,16 +368,14 @@ def test_a_note_read_through_an_mcp_server_makes_a_fetch_ask_anew(
     assert web.hits == []
 
 
-class Answers:
+class Answers(RulePrompter):
     """Someone who answers each capability's questions in turn from a list (None: no)."""
-
-    answers_instantly = True
 
     def __init__(self, **answers: list[GrantMode | None]) -> None:
         self.answers = {cap: list(modes) for cap, modes in answers.items()}
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         modes = self.answers.get(request.capability.value) or [None]
         mode = modes.pop(0)

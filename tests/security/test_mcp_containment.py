@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from broker.llm.openai_client import OpenAIChatModel
-from broker.permissions import PermissionRequest, PromptDecision
+from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.session import Session
 from broker.settings import Settings, save_settings
 from broker.types import GrantMode, TurnResult
@@ -52,15 +52,13 @@ NOTE = "shopping list: key lime pie\n"
 ASK = "read my notes with the hostile server"
 
 
-class ApproveEverything:
+class ApproveEverything(RulePrompter):
     """A person who allows, for the session, whatever they are asked."""
-
-    answers_instantly = True
 
     def __init__(self) -> None:
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         return PromptDecision(allow=True, mode=GrantMode.SESSION, scope=request.scope)
 

@@ -21,7 +21,13 @@ import psutil
 import pytest
 
 from broker.llm.openai_client import OpenAIChatModel
-from broker.permissions import DenyPrompter, PermissionRequest, PromptDecision, Prompter
+from broker.permissions import (
+    DenyPrompter,
+    PermissionRequest,
+    PromptDecision,
+    Prompter,
+    RulePrompter,
+)
 from broker.router import route_heuristic
 from broker.session import Session
 from broker.settings import load_settings
@@ -89,7 +95,7 @@ def notes(user: Path) -> Path:
     return user / "notes"
 
 
-class Answering:
+class Answering(RulePrompter):
     """The person at the permission dialog: records each question and answers it the same way
     ("allow once", or deny)."""
 
@@ -97,7 +103,7 @@ class Answering:
         self.allow = allow
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         if self.allow:
             return PromptDecision(allow=True, mode=GrantMode.ONCE)

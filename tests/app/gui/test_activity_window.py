@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 
 from app.assistant import Assistant
 from app.windows.activity import DECISION, STAGE, TOOL, ActivityWindow
-from broker.permissions import PermissionRequest, PromptDecision
+from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
@@ -23,11 +23,11 @@ from core.clock import ManualClock
 from tests.app.gui.conftest import until
 
 
-class Person:
+class Person(RulePrompter):
     def __init__(self, allow: bool) -> None:
         self.allow = allow
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         if not self.allow:
             return PromptDecision(allow=False)
         return PromptDecision(allow=True, mode=GrantMode.ONCE)

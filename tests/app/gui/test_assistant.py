@@ -13,16 +13,16 @@ import pytest
 
 from app.assistant import IDLE, TOOL, Assistant, Busy, Paused
 from broker.events import ToolStarted, TurnEnded, TurnEvent
-from broker.permissions import PermissionRequest, PromptDecision
+from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.types import GrantMode
 from tests.app.gui.conftest import make_session
 
 
-class AllowTimed:
+class AllowTimed(RulePrompter):
     def __init__(self) -> None:
         self.threads: list[str] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.threads.append(threading.current_thread().name)
         return PromptDecision(allow=True, mode=GrantMode.TIMED, duration_s=300)
 
@@ -60,8 +60,8 @@ def test_a_turn_runs_off_the_ui_thread_and_its_events_arrive_on_it(qapp, run, ap
 def test_a_second_request_while_one_runs_is_refused_not_queued_blindly(qapp, run, app_home):
     release = threading.Event()
 
-    class Slow:
-        def ask(self, request: PermissionRequest) -> PromptDecision:
+    class Slow(RulePrompter):
+        def decide(self, request: PermissionRequest) -> PromptDecision:
             release.wait(10)
             return PromptDecision(allow=False)
 

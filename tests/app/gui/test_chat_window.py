@@ -26,7 +26,7 @@ from app.chat_entries import NoticeEntry, UserEntry
 from app.chat_view import MAX_LIVE, PAGE, MemoryLine, ReplyBubble, ToolCard
 from broker.events import TextDelta, TurnEvent
 from broker.llm.openai_client import OpenAIChatModel
-from broker.permissions import PermissionRequest, PromptDecision
+from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.types import GrantMode
 from memory.conversations import ConversationNotFoundError, ConversationStore
 from memory.db import open_database
@@ -36,19 +36,19 @@ from tests.app.gui.conftest import make_session, until
 from tests.support.openai_server import Raw, Text, ToolCalls, Trickle
 
 
-class Allow:
+class Allow(RulePrompter):
     """Says yes, once, to every permission question."""
 
     def __init__(self) -> None:
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         return PromptDecision(allow=True, mode=GrantMode.ONCE)
 
 
-class Deny:
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+class Deny(RulePrompter):
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         return PromptDecision(allow=False)
 
 

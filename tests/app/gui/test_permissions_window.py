@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from app.assistant import Assistant
 from app.windows.permissions import PermissionsWindow
 from app.windows.words import when
-from broker.permissions import PermissionRequest, PromptDecision
+from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode
@@ -27,14 +27,14 @@ from tests.app.gui.conftest import until
 START = 1_800_000_000.0
 
 
-class Person:
+class Person(RulePrompter):
     """Answers every permission question with `mode` (None: no), and counts the questions."""
 
     def __init__(self, mode: GrantMode | None) -> None:
         self.mode = mode
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         if self.mode is None:
             return PromptDecision(allow=False)

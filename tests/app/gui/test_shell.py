@@ -15,16 +15,16 @@ import pytest
 from app.main import Shell
 from broker.events import ToolFinished
 from broker.llm.openai_client import OpenAIChatModel
-from broker.permissions import PermissionRequest, PromptDecision
+from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.types import GrantMode
 from tests.support.openai_server import Stall, Text, ToolCalls
 
 
-class AllowFiveMinutes:
+class AllowFiveMinutes(RulePrompter):
     def __init__(self) -> None:
         self.asked: list[PermissionRequest] = []
 
-    def ask(self, request: PermissionRequest) -> PromptDecision:
+    def decide(self, request: PermissionRequest) -> PromptDecision:
         self.asked.append(request)
         return PromptDecision(allow=True, mode=GrantMode.TIMED, duration_s=300)
 
