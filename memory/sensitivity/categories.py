@@ -1,7 +1,7 @@
 """The category set (small on purpose: a fact gets exactly one), each category's floor (the
 least level a fact of that category can have, whatever the detectors found), the words a model
 or a person may use for one of ours, and the categories found by pattern alone (finance, pet,
-schedule, preference) for a fact no detector placed.
+schedule, preference); when several apply, one fixed order decides.
 
 What this module must never do: give a fact a category outside CATEGORIES (an unknown one is
 `general`), or lower a level: a floor only raises.
@@ -10,10 +10,7 @@ What this module must never do: give a fact a category outside CATEGORIES (an un
 from __future__ import annotations
 
 from memory.sensitivity.text import Finding, Text, rx
-from memory.sensitivity.vocabulary import (
-    PET_ALT,
-    PETS,
-)
+from memory.sensitivity.vocabulary import PET_ALT, PETS
 from memory.types import Sensitivity
 
 # The category set: small on purpose. A fact gets exactly one; the floor is the least level a

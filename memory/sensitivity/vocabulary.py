@@ -7,8 +7,8 @@ regex alternations built from it (`alternation`). A list only says what may matc
 people and health modules decide what a match means.
 
 What this module must never do: hold a word in anything but lower case (the detectors compare
-lowercased tokens, so a capitalised word would never match), or import anything of ours:
-`memory.slots` reads FIRST_NAMES and JOB_WORDS from here.
+lowercased tokens, so a capitalised word would never trigger a rule or name a person), or import
+anything of ours: `memory.slots` reads FIRST_NAMES and JOB_WORDS from here.
 """
 
 from __future__ import annotations
