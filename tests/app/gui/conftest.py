@@ -32,7 +32,7 @@ def _collect_qt_garbage_on_the_ui_thread() -> Iterator[None]:
     """Collect each test's cyclic garbage here, on the main thread, after its fixtures closed.
 
     Otherwise Python's cycle collector may run on whichever thread allocates next, such as a
-    worker blocked in `GuiPrompter.ask` in the next test, and a QObject of this test (the qasync
+    worker waiting on a permission question in the next test, and a QObject of this test (the qasync
     loop's timer object still holds timers when the loop closes) would be destroyed there: Qt
     warns "Timers cannot be stopped from another thread", which fails that unrelated test.
     """
