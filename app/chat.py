@@ -48,6 +48,7 @@ from app.chat_entries import (
     UserEntry,
 )
 from app.chat_view import Transcript
+from app.errors import FrontEnd, worded
 from app.mcp_cli import left_out_line
 from app.memory_words import memory_notice
 from app.windows.confirm import confirm
@@ -622,7 +623,7 @@ class ChatWindow(QWidget):
                 self.transcript.refresh(card)
         # The reply is the model's own; what memory did is shown below it, each as its own
         # line (with Undo), from the turn's typed events (`result.memory`).
-        reply = result.reply.strip()
+        reply = worded(result.reply.strip(), result.remedy, FrontEnd.APP)
         if status == "cancelled":
             # What had streamed stays, as it was; the turn ends with the broker's "Stopped.".
             if turn.reply is not None:

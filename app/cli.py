@@ -341,6 +341,7 @@ def _turn_json(turn: Any, reply: str) -> dict[str, Any]:
 
     data: dict[str, Any] = turn.model_dump(mode="json")
     data["reply"] = reply
+    data.pop("remedy", None)  # worded into the reply
     data["memory"] = [memory_json(event) for event in turn.memory]
     for call in data["tool_calls"]:
         call.pop("output_digest", None)
@@ -395,6 +396,7 @@ def _trace_to_stderr(event: object) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    from app.errors import FrontEnd, worded
     from app.memory_words import reply_with_notices
     from app.settings_notice import settings_for_reading
     from broker.session import MemoryUnavailable, Session, connect_model
@@ -447,7 +449,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     finally:
         session.close()
     # What memory did is said under the reply, in the terminal's words (app.memory_words).
-    shown = reply_with_notices(turn.reply, turn.memory)
+    shown = reply_with_notices(worded(turn.reply, turn.remedy, FrontEnd.CLI), turn.memory)
     if args.json:
         emit(_turn_json(turn, shown), True)
     else:
@@ -743,6 +745,7 @@ def _audit_line(record: dict[str, Any]) -> str:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
+    from app.errors import FrontEnd, worded
     from app.settings_notice import settings_for_reading
     from broker.models import ModelChoiceError, catalog, choose
     from broker.settings import load_settings
@@ -752,7 +755,6 @@ def cmd_models(args: argparse.Namespace) -> int:
     settings = load_settings(home) if args.models_cmd == "use" else settings_for_reading(home)
     if args.models_cmd == "use":
         try:
-    from app.errors import FrontEnd, worded
             chosen = choose(home, settings, args.name)
         except ModelChoiceError as exc:
             raise UsageError(worded(str(exc), exc.remedy, FrontEnd.CLI, exc.subject)) from exc
@@ -870,6 +872,7 @@ def cmd_erase_data(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from app.errors import FrontEnd, worded
     from broker.doctor import run_checks
 
     checks = run_checks(home_from(args), args.llm)
@@ -881,7 +884,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         lines.append(f"[{'ok' if c.ok else '--'}] {c.name}: {c.detail}")
         if c.fix and not c.ok:
             lines.append(f"     to fix: {c.fix}")
-    from app.errors import FrontEnd, worded
     emit(data, args.json, "\n".join(lines))
     return EXIT_OK if all(c.ok or not c.required for c in checks) else EXIT_FAILED
 

@@ -33,8 +33,11 @@ class FrontEnd(enum.Enum):
 # front end already has), `{subject}` what the remedy is about (a file, a name), when it names one.
 # The CLI's are the sentences the broker used to write itself (tests/app/test_cli.py pins some).
 _CLI: dict[Remedy, str] = {
-    Remedy.START_MODEL: "{message}. Start a local server (Ollama, LM Studio, llama.cpp) or pass "
-    "--llm URL",
+    Remedy.START_MODEL: "{message} Start a local server (Ollama, LM Studio, llama.cpp) or pass "
+    "--llm URL.",
+    Remedy.CHAT_NEEDS_MODEL: "{message} To chat, start a local OpenAI-compatible server (Ollama, "
+    "LM Studio, llama.cpp server or vLLM) — Chamberlain finds it on its usual port — or pass "
+    "--llm URL.",
     Remedy.REVIEW_SETTINGS: "{message}; see `chamberlain settings pending`",
     Remedy.FIX_SETTINGS: "{message}. Fix or remove {subject}, or run `chamberlain settings "
     "pending` to see what waits",
@@ -48,8 +51,11 @@ _CLI: dict[Remedy, str] = {
 }
 
 _APP: dict[Remedy, str] = {
-    Remedy.START_MODEL: "{message}. Start a local server (Ollama, LM Studio, llama.cpp) or "
-    "choose one in Settings → Model",
+    Remedy.START_MODEL: "{message} Start a local server (Ollama, LM Studio, llama.cpp) or "
+    "choose one in Settings → Model.",
+    Remedy.CHAT_NEEDS_MODEL: "{message} To chat, start a local OpenAI-compatible server (Ollama, "
+    "LM Studio, llama.cpp server or vLLM) — Chamberlain finds it on its usual port — or set its "
+    "address in Settings → Model.",
     Remedy.REVIEW_SETTINGS: "{message}; review the changes in Settings",
     Remedy.FIX_SETTINGS: "{message}. Fix or remove {subject}, or change the setting in Settings",
     Remedy.CHECK_HOME_OWNER: "{message} — check the home directory's owner",

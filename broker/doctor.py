@@ -140,7 +140,9 @@ def _model(home: Path, url: str | None) -> Check:
         settings = Settings()
     setting = url or settings.llm.url
     if setting == "none":
-        return Check("model backend", False, "disabled (--llm none)", required=False)
+        return Check(
+            "model backend", False, "disabled", required=False, remedy=Remedy.MODEL_TURNED_OFF
+        )
     try:
         choice = connect_model(settings, url, home=home)
     except InvalidEndpoint as exc:

@@ -33,6 +33,7 @@ from broker.router import understood_command
 from broker.runner import CallOutcome, ToolRunner, TurnScope
 from broker.settings import ExecutorSettings
 from broker.types import Action, PolicyDecision, RouterOutput, ToolCallRecord
+from core.errors import Remedy
 from tools.registry import ToolRegistry
 
 log = logging.getLogger("chamberlain.broker.executor")
@@ -66,11 +67,11 @@ PHRASE_PROMPT = (
     "not invent anything that is not in the result."
 )
 
+# The last sentences of a reply without a model; how to connect one follows, in each front end's
+# words (Remedy.CHAT_NEEDS_MODEL on the result).
 NO_MODEL_HELP = (
     "No language model is connected, so I can only carry out clear requests such as "
-    '"list files in ~/Documents" or "how much memory is free". To chat, start a local '
-    "OpenAI-compatible server (Ollama, LM Studio, llama.cpp server or vLLM) — Chamberlain finds "
-    "it on its usual port — or pass --llm URL."
+    '"list files in ~/Documents" or "how much memory is free".'
 )
 
 
@@ -83,6 +84,8 @@ class ExecutionResult:
     failed: bool = False
     # The model's reply ended without its finish marker (the reply says so).
     cut: bool = False
+    # What the person can do, worded by the front end after the reply (how to connect a model).
+    remedy: Remedy | None = None
 
 
 def direct_arguments(router: RouterOutput) -> tuple[str, dict[str, Any]] | None:
@@ -159,11 +162,16 @@ class Executor:
         if direct is not None:
             return self._direct(router, turn, *direct)
         if self.model is None:
-            return ExecutionResult(reply=self._no_model_reply(router, policy), failed=True)
+            return ExecutionResult(
+                reply=self._no_model_reply(router, policy),
+                failed=True,
+                remedy=Remedy.CHAT_NEEDS_MODEL,
+            )
         failure = failure_in_turn(self.model, turn.turn_id)
         if failure is not None:
             # Already failed in this turn: asking again would cost another full deadline.
-            return ExecutionResult(reply=_model_failed(failure), failed=True)
+            reply, remedy = _model_failed(failure)
+            return ExecutionResult(reply=reply, failed=True, remedy=remedy)
         return self._loop(router, policy, turn, context or [])
 
     # --- direct actions ----------------------------------------------------------------------
@@ -241,7 +249,7 @@ class Executor:
             except ModelError as exc:
                 # The turn's reply names this one failure; nothing calls the model again.
                 note_failure(self.model, turn.turn_id, exc)
-                result.reply, result.failed = _model_failed(exc), True
+                (result.reply, result.remedy), result.failed = _model_failed(exc), True
                 return result
             problem = _problem_with(answer)
             if problem is not None:
@@ -369,10 +377,11 @@ def _image_of(outcome: CallOutcome) -> dict[str, Any] | None:
     return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + encoded}}
 
 
-def _model_failed(exc: ModelError) -> str:
+def _model_failed(exc: ModelError) -> tuple[str, Remedy | None]:
+    """The reply for a model that failed, and what the person can do about it."""
     if isinstance(exc, ModelUnavailable):
-        return f"{exc}\n\n{NO_MODEL_HELP}"
-    return f"The model failed: {exc}"
+        return f"{exc}\n\n{NO_MODEL_HELP}", Remedy.CHAT_NEEDS_MODEL
+    return f"The model failed: {exc}", None
 
 
 def _problem_with(answer: object) -> str | None:

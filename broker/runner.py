@@ -61,6 +61,10 @@ log = logging.getLogger("chamberlain.broker.runner")
 class SelfTestError(InstallationError):
     """A registered tool has no capability or no policy coverage: refuse to start."""
 
+    # The message names what is missing; the policy table it checks holds the person's own
+    # overrides too, so "reinstall" would not be the whole truth.
+    remedy = None
+
 
 def self_test(registry: ToolRegistry, table: PolicyTable) -> None:
     problems: list[str] = []

@@ -119,7 +119,7 @@ def connect_model(
 
     setting = url or settings.llm.url
     if setting.strip().lower() == "none":
-        return ModelChoice(None, "No model is configured (--llm none).")
+        return ModelChoice(None, "No model is configured (the model is set to none).")
     if setting.strip().lower() == "embedded":
         return embedded_model(settings, home)
     base = resolve_endpoint(setting)
@@ -525,6 +525,7 @@ class Session:
             iterations=result.iterations,
             model=self.model.name if self.model else None,
             failed=result.failed,
+            remedy=result.remedy,
         )
 
     def _end_once_grants_unrecorded(self) -> None:
@@ -638,6 +639,7 @@ class Session:
             iterations=result.iterations,
             direct=result.direct,
             model=self.model.name if self.model else None,
+            remedy=result.remedy,
             failed=result.failed,
             mcp_left_out=mcp_left_out,
         )

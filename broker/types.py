@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.errors import Remedy
 from memory.types import FactSource, FactStatus, Sensitivity
 from tools.manual import Capability
 from tools.mcp.failures import McpLeftOut
@@ -192,3 +193,6 @@ class TurnResult(BaseModel):
     # MCP servers whose tools this turn could have been shown but did not have, and why (each
     # front end words it: the server did not answer, and how to try it again).
     mcp_left_out: list[McpLeftOut] = Field(default_factory=list)
+    # What the person can do about a reply that says what could not be done (connect a model):
+    # each front end words it after the reply (app/errors.py).
+    remedy: Remedy | None = None

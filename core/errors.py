@@ -32,6 +32,9 @@ class Remedy(enum.Enum):
     # No language model answers: start a local server or name one (the CLI's --llm, the app's
     # Settings → Model).
     START_MODEL = "start_model"
+    # A reply that says what Chamberlain can do without a model: to chat, start a local server
+    # (found on its usual port) or name one. Worded after the reply, as its last sentence.
+    CHAT_NEEDS_MODEL = "chat_needs_model"
     # Settings changed outside Chamberlain wait for the person's confirmation.
     REVIEW_SETTINGS = "review_settings"
     # A settings file does not parse or holds a value out of range: fix or reset it.
@@ -93,7 +96,7 @@ class ToolError(ChamberlainError):
 class InstallationError(ChamberlainError):
     """Chamberlain's own code or data is damaged or does not match (a self test, a weight file)."""
 
-    remedy = Remedy.REINSTALL
+    remedy: Remedy | None = Remedy.REINSTALL
 
 
 class UsageError(ChamberlainError):

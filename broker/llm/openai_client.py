@@ -41,6 +41,7 @@ from broker.llm.budget import estimate_tokens, fit
 from broker.llm.endpoints import is_loopback_url
 from broker.llm.tool_protocol import PromptedTools
 from broker.settings import LLMSettings
+from core.errors import Remedy
 from tools.escapes import encodable
 from tools.stop import Stopped, stop_hook
 
@@ -60,8 +61,6 @@ NO_API_KEY = "chamberlain-no-key"
 # 4xx answers to a response_format that mean "not this one", so chat_json tries the next.
 # Auth, timeout and rate-limit answers would fail the same way again.
 _NO_FALLBACK_STATUSES = frozenset({401, 403, 408, 429})
-
-_HINT = "Start a local server (Ollama, LM Studio, llama.cpp) or pass --llm URL"
 
 
 @dataclass
@@ -847,7 +846,9 @@ class OpenAIChatModel:
                 "server's own log (it may have crashed or run out of memory)"
             )
         if isinstance(exc, openai.APIConnectionError):
-            return ModelUnavailable(f"No model answers at {url}: {_root_cause(exc)}. {_HINT}")
+            return ModelUnavailable(
+                f"No model answers at {url}: {_root_cause(exc)}.", remedy=Remedy.START_MODEL
+            )
         if isinstance(exc, httpx2.TransportError):
             # Raised by httpx itself, outside the SDK's wrapping: the answer was cut off.
             return ModelError(f"The connection to the model at {url} broke: {exc}")

@@ -80,3 +80,30 @@ def test_an_expected_failure_reaching_the_cli_is_one_line_and_exit_1(tmp_path: P
     assert proc.stderr.startswith("chamberlain: ")
     assert "Traceback" not in proc.stderr
     assert "llm.timeout_s" in proc.stderr or "CHAMBERLAIN_LLM__TIMEOUT_S" in proc.stderr
+
+
+def test_a_chat_without_a_model_says_how_to_connect_one_in_each_front_ends_words(
+    tmp_path: Path,
+) -> None:
+    """The reply ends with how to connect a model: the CLI names its flag, as it always did;
+    the app's words for the same remedy name its Settings instead."""
+    user = make_user(tmp_path / "user")
+
+    proc = run_cli(user, "ask", "tell me a joke", "--llm", "none")
+
+    assert proc.returncode == 1
+    assert proc.stdout.rstrip().endswith(
+        "To chat, start a local OpenAI-compatible server (Ollama, LM Studio, llama.cpp server or "
+        "vLLM) — Chamberlain finds it on its usual port — or pass --llm URL."
+    ), proc.stdout
+    app = worded("No model.", Remedy.CHAT_NEEDS_MODEL, FrontEnd.APP)
+    assert app.endswith("or set its address in Settings → Model.")
+    assert "--llm" not in app
+
+
+def test_doctor_says_how_the_model_was_turned_off_in_the_clis_words(tmp_path: Path) -> None:
+    user = make_user(tmp_path / "user")
+
+    proc = run_cli(user, "doctor", "--llm", "none")
+
+    assert "[--] model backend: disabled (--llm none)" in proc.stdout.splitlines(), proc.stdout

@@ -27,6 +27,7 @@ from broker.llm.openai_client import (
     OpenAIChatModel,
 )
 from broker.settings import LLMSettings
+from core.errors import Remedy
 from tests.support.openai_server import (
     Cut,
     KeepAlive,
@@ -318,7 +319,9 @@ def test_nothing_listening_is_model_unavailable_with_advice(stream: bool) -> Non
     message = str(caught.value)
     assert message.startswith(f"No model answers at {url}: ")
     assert "refused" in message.lower()
-    assert "Start a local server (Ollama, LM Studio, llama.cpp) or pass --llm URL" in message
+    # What to do is data the front end words (app/errors.py), never a flag named here.
+    assert caught.value.remedy is Remedy.START_MODEL
+    assert "--llm" not in message
 
 
 def test_nothing_listening_when_picking_a_model_is_model_unavailable() -> None:
