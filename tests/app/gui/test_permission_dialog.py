@@ -492,10 +492,12 @@ class Asker:
     """The broker's side on a real worker thread, as the broker does it (`pose`): the question
     handed to the prompter (`present`), then waited on until its deadline."""
 
-    def __init__(self, prompter: GuiPrompter, request: PermissionRequest) -> None:
+    def __init__(
+        self, prompter: GuiPrompter, request: PermissionRequest, clock: Clock | None = None
+    ) -> None:
         self.decision: PromptDecision | None = None
         self.thread_name = ""
-        self.question = PermissionQuestion(request, SystemClock())
+        self.question = PermissionQuestion(request, clock or SystemClock())
         self.thread = threading.Thread(target=self._ask, args=(prompter,), daemon=True)
         self.thread.start()
 
@@ -568,6 +570,28 @@ def test_cancel_from_another_thread_closes_the_open_dialog(run, prompter, reason
     asker = run(scenario())
     assert asker.decision == PromptDecision(allow=False, reason=reason)
     assert prompter.waiting == 0
+
+
+def test_at_the_brokers_deadline_the_dialog_closes_and_a_click_after_it_grants_nothing(
+    qtbot, run, prompter
+):
+    clock = ManualClock()
+
+    async def scenario() -> tuple[Asker, PermissionDialog]:
+        asker = Asker(prompter, file_read(clock=clock, timeout_s=30), clock)
+        await until(open_dialogs)
+        (dialog,) = open_dialogs()
+        click(qtbot, dialog.choice_buttons[Choice.SESSION])
+        clock.advance(30)  # the person hesitates past the deadline on the broker's clock
+        await until(lambda: asker.done and not open_dialogs())
+        return asker, dialog
+
+    asker, dialog = run(scenario())
+    assert asker.decision == PromptDecision(allow=False, reason="timeout")
+    # The click lands a moment too late: the question keeps it as late and stays denied.
+    assert asker.question.answer(dialog.question.decision_for(Choice.SESSION)) is False
+    assert asker.question.decision == PromptDecision(allow=False, reason="timeout")
+    assert asker.question.late == PromptDecision(allow=True, mode=GrantMode.SESSION)
 
 
 def test_several_prompts_are_shown_one_at_a_time_with_the_count_waiting(qtbot, run, prompter):
