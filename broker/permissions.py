@@ -5,7 +5,13 @@ runner checks before a tool runs: an HMAC over (capability, scope, tool call id,
 expiry) with the per-install secret, bound to the grant it came from. Tokens never enter the
 model's context. Default deny: no grant and no "yes" from the user means no token.
 
-This module never executes a tool. It never asks the model anything.
+A question to the person is one `PermissionQuestion` (its request, its deadline on the broker's
+clock, one future): a front end's `Prompter.present` is handed it and answers it; the broker
+waits on it (`pose`). Following a click to the runner: the dialog (app/permission_dialog.py),
+its view of the question (app/permission_prompt.py), and the question and the wait here.
+
+This module never executes a tool. It never asks the model anything. It never starts a thread
+to ask a question, and an answer that comes after a question ended never grants anything.
 """
 
 from __future__ import annotations
