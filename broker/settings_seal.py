@@ -63,6 +63,8 @@ SEALED_KEYS: tuple[str, ...] = (
     "web.allow_private",
     "web.searxng_url",
     "policy.intents",
+    # Another weight file reads messages as other intents, so other tools are offered.
+    "router.intent_weights",
     "profile",
 )
 # Lists whose fewer entries only narrow reach.
@@ -279,7 +281,7 @@ def narrows(key: str, value: Any, baseline: Any) -> bool:
         return isinstance(value, str) and (
             value.strip().lower() in _LOCAL_MODELS or is_loopback_url(value)
         )
-    if key == "web.searxng_url":
+    if key in ("web.searxng_url", "router.intent_weights"):
         return value is None
     return False
 

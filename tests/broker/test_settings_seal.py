@@ -98,6 +98,7 @@ def test_unsandboxed_commands_turned_on_by_a_file_write_stays_off(home):
         ("web.searxng_url", "https://collector.example", lambda s: s.web.searxng_url),
         ("profile", {"name": "everything", "add_tools": ["system_execute"]}, None),
         ("policy.intents", {"chat_only": {"add": ["system_execute"]}}, None),
+        ("router.intent_weights", "/tmp/planted.json", lambda s: str(s.router.intent_weights)),
     ],
 )
 def test_every_setting_that_widens_reach_waits_for_confirmation(home, key, value, read):
