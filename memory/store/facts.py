@@ -84,7 +84,14 @@ class Listing:
 
 
 class MemoryStore(RecallMethods, AnchorMethods, ExportMethods):
-    """Facts, anchors and events in one memory database. See the module docstring."""
+    """Facts, anchors and events in one memory database. See the module docstring.
+
+    Its methods live with what they do: ``recall`` in recall.py, the anchors in anchors.py,
+    export and import in export.py, and the transactions all of them write through in
+    connection.py (``StoreConnection``, the base of each part); the facts' own are here.
+    """
+
+    # --- facts by id, slot and history ----------------------------------------------------
 
     def _fetch(self, conn: sqlite3.Connection, fact_id: str) -> Fact | None:
         row = conn.execute(
