@@ -437,7 +437,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
         home=home,
         settings=settings,
         model=choice.model,
-        model_problem=choice.problem,
+        model_problem=(
+            worded(choice.problem, choice.remedy, FrontEnd.CLI) if choice.problem else None
+        ),
         prompter=prompter,
         events=_ask_events(debug=args.debug_routing, name_backend=not args.json),
         memory_opener=open_memory,

@@ -38,6 +38,7 @@ _CLI: dict[Remedy, str] = {
     Remedy.CHAT_NEEDS_MODEL: "{message} To chat, start a local OpenAI-compatible server (Ollama, "
     "LM Studio, llama.cpp server or vLLM) — Chamberlain finds it on its usual port — or pass "
     "--llm URL.",
+    Remedy.NAME_MODEL: "{message} or name one with --model",
     Remedy.REVIEW_SETTINGS: "{message}; see `chamberlain settings pending`",
     Remedy.FIX_SETTINGS: "{message}. Fix or remove {subject}, or run `chamberlain settings "
     "pending` to see what waits",
@@ -56,6 +57,7 @@ _APP: dict[Remedy, str] = {
     Remedy.CHAT_NEEDS_MODEL: "{message} To chat, start a local OpenAI-compatible server (Ollama, "
     "LM Studio, llama.cpp server or vLLM) — Chamberlain finds it on its usual port — or set its "
     "address in Settings → Model.",
+    Remedy.NAME_MODEL: "{message} or name one in Settings → Model",
     Remedy.REVIEW_SETTINGS: "{message}; review the changes in Settings",
     Remedy.FIX_SETTINGS: "{message}. Fix or remove {subject}, or change the setting in Settings",
     Remedy.CHECK_HOME_OWNER: "{message} — check the home directory's owner",

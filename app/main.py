@@ -168,6 +168,7 @@ class Shell(QObject):
             await self.connect_model()
 
     async def connect_model(self) -> None:
+        from app.errors import FrontEnd, worded
         from broker.session import connect_model
 
         session = self.assistant.session
@@ -175,7 +176,8 @@ class Shell(QObject):
             functools.partial(connect_model, session.settings, home=session.home)
         )
         old = session.model
-        session.use_model(choice.model, choice.problem)
+        problem = worded(choice.problem, choice.remedy, FrontEnd.APP) if choice.problem else None
+        session.use_model(choice.model, problem)
         close = getattr(old, "close", None)
         if old is not None and old is not choice.model and callable(close):
             # The embedded model frees its memory; a server client its connections.

@@ -49,7 +49,7 @@ from broker.settings import Settings, SettingsError
 from broker.taint import Egress, mcp_network_of
 from broker.types import GrantMode, Intent, PolicyDecision, RouterOutput, TurnResult
 from core.clock import Clock, SystemClock
-from core.errors import ChamberlainError, StorageError
+from core.errors import ChamberlainError, Remedy, StorageError
 from tools.limits import CommandLimits
 from tools.manual import RequestWords
 from tools.registry import ToolConfig, ToolRegistry, builtin_registry, mcp_hub
@@ -104,6 +104,8 @@ class ModelChoice:
     model: ChatModel | None
     # Why there is no model (shown to the user), when there is none.
     problem: str | None = None
+    # What the person can do about it, which each front end words after `problem`.
+    remedy: Remedy | None = None
 
 
 def connect_model(
@@ -149,7 +151,7 @@ def connect_model(
             temperature=settings.llm.temperature,
         )
     except ModelError as exc:
-        return ModelChoice(None, str(exc))
+        return ModelChoice(None, str(exc), exc.remedy)
     if model.context_tokens is None:
         # Not configured: a server on this machine may say (never asked of a remote one).
         from broker.llm.endpoints import context_tokens
@@ -188,7 +190,7 @@ def embedded_model(settings: Settings, home: Path | None = None) -> ModelChoice:
             record_path=None if home is None else home / EMBEDDED_RECORD,
         )
     except ModelError as exc:
-        return ModelChoice(None, str(exc))
+        return ModelChoice(None, str(exc), exc.remedy)
     return ModelChoice(model)
 
 

@@ -35,6 +35,9 @@ class Remedy(enum.Enum):
     # A reply that says what Chamberlain can do without a model: to chat, start a local server
     # (found on its usual port) or name one. Worded after the reply, as its last sentence.
     CHAT_NEEDS_MODEL = "chat_needs_model"
+    # The model server answers but lists no model: load one into it, or name the model to use
+    # (the CLI's --model, the app's Settings → Model).
+    NAME_MODEL = "name_model"
     # Settings changed outside Chamberlain wait for the person's confirmation.
     REVIEW_SETTINGS = "review_settings"
     # A settings file does not parse or holds a value out of range: fix or reset it.

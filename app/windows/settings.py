@@ -969,13 +969,15 @@ class SettingsWindow(QWidget):
         """Connect the model the new settings name, unless a request is running."""
         if self.assistant.busy:
             return "The model change applies after the current request; save again then."
+        from app.errors import FrontEnd, worded
         from broker.session import connect_model
 
         session = self.assistant.session
         choice = await self.assistant.run_io(connect_model, session.settings)
-        session.use_model(choice.model, choice.problem)
+        problem = worded(choice.problem, choice.remedy, FrontEnd.APP) if choice.problem else None
+        session.use_model(choice.model, problem)
         if choice.model is None:
-            return f"Model: {choice.problem}"
+            return f"Model: {problem}"
         return "The model was reconnected with the new settings."
 
     def _summary(self, changed: list[str], notes: list[str]) -> str:

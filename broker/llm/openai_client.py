@@ -679,7 +679,8 @@ class OpenAIChatModel:
         if not ids:
             raise ModelError(
                 f"The model server at {self._base_url} lists no models; load or pull one "
-                "(e.g. `ollama pull llama3.2`) or name one with --model"
+                "(e.g. `ollama pull llama3.2`)",
+                remedy=Remedy.NAME_MODEL,
             )
         log.info(
             "using model %s from %s (the first of %d listed)", ids[0], self._base_url, len(ids)

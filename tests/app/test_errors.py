@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,3 +108,18 @@ def test_doctor_says_how_the_model_was_turned_off_in_the_clis_words(tmp_path: Pa
     proc = run_cli(user, "doctor", "--llm", "none")
 
     assert "[--] model backend: disabled (--llm none)" in proc.stdout.splitlines(), proc.stdout
+
+
+def test_a_server_with_no_models_is_said_with_the_clis_way_to_name_one(
+    tmp_path: Path, scripted_server: Any
+) -> None:
+    """The model's failure at connect time, worded by the CLI before the session says it."""
+    user = make_user(tmp_path / "user")
+    server = scripted_server([], models=[])
+
+    proc = run_cli(user, "ask", "tell me a joke", "--llm", server.base_url)
+
+    assert proc.stdout.startswith(
+        f"The model server at {server.base_url} lists no models; load or pull one (e.g. "
+        "`ollama pull llama3.2`) or name one with --model"
+    ), proc.stdout

@@ -255,6 +255,8 @@ def test_a_server_without_models_is_a_clear_error(scripted_server: ServerFactory
 
     with pytest.raises(ModelError, match="lists no models"):
         OpenAIChatModel(server.base_url, model=None, timeout_s=10)
+    assert caught.value.remedy is Remedy.NAME_MODEL
+    assert "--model" not in str(caught.value)
 
 
 @pytest.mark.parametrize(
