@@ -253,7 +253,7 @@ def test_a_named_model_is_used_without_asking_the_server(scripted_server: Server
 def test_a_server_without_models_is_a_clear_error(scripted_server: ServerFactory) -> None:
     server = scripted_server(["hi"], models=[])
 
-    with pytest.raises(ModelError, match="lists no models"):
+    with pytest.raises(ModelError, match="lists no models") as caught:
         OpenAIChatModel(server.base_url, model=None, timeout_s=10)
     assert caught.value.remedy is Remedy.NAME_MODEL
     assert "--model" not in str(caught.value)
