@@ -83,10 +83,10 @@ class Shell(QObject):
         # The timeout and the timed default come with each request (from the broker, which
         # Settings updates), so a change applies to the next question.
         self.prompter: Prompter = prompter or GuiPrompter()
-
         # The dialogs' prompter, when questions go to dialogs: the tray shows how many wait,
         # and quitting withdraws every open one.
         self.gui_prompter = self.prompter if isinstance(self.prompter, GuiPrompter) else None
+
         def make_session() -> Session:
             # On the io thread, after the tray is up: the broker's imports (tree-sitter, the
             # tools) and its files (keys, audit, grants) are read here.
