@@ -80,18 +80,18 @@ CLARIFY_FILES = (
 )
 
 
-def _stopped_because(exc: BaseException) -> str | None:
+def _stopped_because(exc: BaseException) -> tuple[str, Remedy | None] | None:
     """Why a turn stopped, for its reply: a failure Chamberlain expects (a ChamberlainError, or a
-    file that cannot be read or written) in words; None for a bug. The reply is the same in every
-    front end, so a remedy that a front end would word is left out (app/errors.py words it where
-    the failure reaches a front end itself)."""
+    file that cannot be read or written) as what happened and what the person can do (which
+    each front end words after the reply, as it does where a failure reaches it directly:
+    app/errors.py); None for a bug."""
     if isinstance(exc, ChamberlainError):
-        return str(exc)
+        return str(exc), exc.remedy
     if isinstance(exc, PermissionError):
-        return f"permission denied: {exc.filename or exc} — check the home directory's owner"
+        return f"permission denied: {exc.filename or exc}", Remedy.CHECK_HOME_OWNER
     if isinstance(exc, OSError):
         where = f" ({exc.filename})" if exc.filename else ""
-        return f"{exc.strerror or exc}{where}"
+        return f"{exc.strerror or exc}{where}", None
     return None
 
 
@@ -486,13 +486,14 @@ class Session:
             known = _stopped_because(exc)
             if known is None:
                 log.exception("turn %s failed", turn_id)
-            reply = (
-                f"This request was stopped, and nothing more was run: {known}"
-                if known is not None
-                else f"Something went wrong inside Chamberlain ({type(exc).__name__}), so this "
-                "request was stopped; nothing more was run. The log has the details."
-            )
-            return self._end_abruptly(turn_id, router, policy, "failed", reply)
+                reply = (
+                    f"Something went wrong inside Chamberlain ({type(exc).__name__}), so this "
+                    "request was stopped; nothing more was run. The log has the details."
+                )
+                return self._end_abruptly(turn_id, router, policy, "failed", reply)
+            said, remedy = known
+            reply = f"This request was stopped, and nothing more was run: {said}"
+            return self._end_abruptly(turn_id, router, policy, "failed", reply, remedy)
         return turn
 
     def _unrecorded_turn(
@@ -537,11 +538,20 @@ class Session:
                 self.permissions.grants.revoke(grant.id)
 
     def _end_abruptly(
-        self, turn_id: str, router: RouterOutput, policy: PolicyDecision, how: str, reply: str
+        self,
+        turn_id: str,
+        router: RouterOutput,
+        policy: PolicyDecision,
+        how: str,
+        reply: str,
+        remedy: Remedy | None = None,
     ) -> TurnResult:
-        """End a turn a stage could not finish: one-shot grants end, the summary is audited."""
+        """End a turn a stage could not finish: one-shot grants end, the summary is audited.
+        `remedy`: what the person can do, worded after `reply` by the front end."""
         status: Literal["failed", "cancelled"] = "cancelled" if how == "cancelled" else "failed"
-        turn = TurnResult(router=router, policy=policy, reply=reply, failed=True, status=status)
+        turn = TurnResult(
+            router=router, policy=policy, reply=reply, failed=True, status=status, remedy=remedy
+        )
         try:
             for grant in self.permissions.grants.live():
                 if grant.mode is GrantMode.ONCE:

@@ -424,3 +424,57 @@ def test_a_direct_action_without_a_model_names_no_model(tmp_path, docs):
     session = open_session(tmp_path, events=named.append)
     session.ask(f"list files in {docs}")
     assert not [e for e in named if isinstance(e, BackendNamed)]
+
+
+def _failing_model(exc: BaseException) -> ScriptedModel:
+    """A backend that fails in a way no model error covers (a bug, or a file of ours)."""
+
+    def handler(request: Any) -> Any:
+        raise exc
+
+    return ScriptedModel(handler, name="failing")
+
+
+def test_a_turn_stopped_by_a_file_it_cannot_write_says_so_and_the_cli_words_what_to_do(
+    tmp_path: Path,
+) -> None:
+    from app.errors import FrontEnd, worded
+    from core.errors import Remedy
+
+    denied = PermissionError(13, "Permission denied", "/home/x/.chamberlain/grants.json")
+    session = open_session(tmp_path, model=_failing_model(denied))
+
+    turn = session.ask("tell me a joke")
+
+    assert turn.status == "failed"
+    assert turn.remedy is Remedy.CHECK_HOME_OWNER
+    assert worded(turn.reply, turn.remedy, FrontEnd.CLI) == (
+        "This request was stopped, and nothing more was run: permission denied: "
+        "/home/x/.chamberlain/grants.json — check the home directory's owner"
+    )
+
+
+def test_a_turn_stopped_by_an_expected_failure_carries_its_remedy_for_the_front_end(
+    tmp_path: Path,
+) -> None:
+    from core.errors import ConfigError, Remedy
+
+    failure = ConfigError("the settings say two things at once", remedy=Remedy.FIX_SETTINGS)
+    session = open_session(tmp_path, model=_failing_model(failure))
+
+    turn = session.ask("tell me a joke")
+
+    assert turn.reply == (
+        "This request was stopped, and nothing more was run: the settings say two things at once"
+    )
+    assert turn.remedy is Remedy.FIX_SETTINGS
+
+
+def test_a_bug_in_a_turn_is_something_that_went_wrong_inside_chamberlain(tmp_path: Path) -> None:
+    session = open_session(tmp_path, model=_failing_model(KeyError("slot")))
+
+    turn = session.ask("tell me a joke")
+
+    assert turn.status == "failed"
+    assert turn.reply.startswith("Something went wrong inside Chamberlain (KeyError)")
+    assert turn.remedy is None
