@@ -1,12 +1,12 @@
 """The chat window: past conversations, the transcript of this one, and the box to type in.
 
-It renders what a turn reports (`Assistant.turn_event`): the reply streaming in as markdown, each
+It renders what a turn reports (`QtSession.turn_event`): the reply streaming in as markdown, each
 tool call as a card, memory lines with Undo, the turn's details on demand. Conversations are
 kept through the `ConversationStore` the window is given (when memory is open), written on the
-Assistant's io thread; a temporary chat writes nothing at all, and the broker is told it is
+QtSession's io thread; a temporary chat writes nothing at all, and the broker is told it is
 temporary so nothing is recalled or remembered either.
 
-The window decides nothing about permissions, routing or memory: it asks the Assistant and shows
+The window decides nothing about permissions, routing or memory: it asks the QtSession and shows
 the answer. It never blocks the UI thread (every read and write goes through `run_io`) and never
 opens a dialog with `exec()` (deleting asks through `app.windows.confirm`).
 """
@@ -36,7 +36,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.assistant import Assistant, Busy, Paused
 from app.chat_entries import (
     Details,
     Entry,
@@ -51,6 +50,7 @@ from app.chat_view import Transcript
 from app.errors import FrontEnd, worded
 from app.mcp_cli import left_out_line
 from app.memory_words import memory_notice
+from app.qt_session import Busy, Paused, QtSession
 from app.windows.confirm import confirm
 from app.windows.palette import problem_color
 from app.windows.tasks import spawn
@@ -146,7 +146,7 @@ class ChatWindow(QWidget):
 
     def __init__(
         self,
-        assistant: Assistant,
+        assistant: QtSession,
         history: Callable[[], ConversationStore | None],
         parent: QWidget | None = None,
     ) -> None:
@@ -470,7 +470,7 @@ class ChatWindow(QWidget):
         self._start(self.send(text))
 
     async def send(self, text: str) -> TurnResult | None:
-        """Ask `text` as one turn and show it; None when the Assistant refused to start it."""
+        """Ask `text` as one turn and show it; None when the QtSession refused to start it."""
         if self._turn is not None:
             self._hint(BUSY_HINT)
             return None

@@ -1,7 +1,7 @@
 """The desktop app's one bootstrap: the qasync loop, the tray, the windows, the long-lived session.
 
 `run_app(argv)` builds the QApplication and a qasync event loop over it, routes uncaught
-exceptions and Qt's own messages into logging, claims the single instance, and runs `Shell`
+exceptions and Qt's own messages into logging, claims the single instance, and runs `DesktopApp`
 until Quit is chosen from the tray menu (closing the last window never quits a tray app).
 
 Start-up order keeps the tray quick: the session (keys, audit, grants) and the tray first;
@@ -34,9 +34,9 @@ from PySide6.QtCore import QObject, Qt, QTimer, QtMsgType, qInstallMessageHandle
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from app import async_dialog
-from app.assistant import Assistant
 from app.launcher import EXIT_NO_DISPLAY, NO_DISPLAY_ADVICE
 from app.memory_words import memory_notice, reply_with_notices
+from app.qt_session import QtSession
 from app.single_instance import Claim, SingleInstance, lock_path, server_name, take_over
 from app.tray import Tray, icon
 from broker.events import MemoryNotice, TurnEnded, TurnEvent, TurnStarted
@@ -60,8 +60,9 @@ NO_TRAY_TEXT = (
 )
 
 
-class Shell(QObject):
-    """The running app: the assistant, the tray, the windows."""
+class DesktopApp(QObject):
+    """The running desktop app: wraps one `QtSession` (which wraps the broker's `Session`) and
+    holds the tray and the windows that render it."""
 
     def __init__(
         self,
@@ -99,7 +100,7 @@ class Shell(QObject):
                 model_problem="Chamberlain is still looking for a model.",
             )
 
-        self.assistant = Assistant(make_session, self)
+        self.assistant = QtSession(make_session, self)
         self.tray = Tray(self.assistant, self)
         self.windows: dict[str, QWidget] = {}
         self.finished: asyncio.Future[int] = asyncio.get_event_loop().create_future()
@@ -534,7 +535,7 @@ def run_app(argv: Sequence[str] = ()) -> int:
             cleanup()
 
 
-def _quit_on_signals(shell: Shell) -> None:
+def _quit_on_signals(shell: DesktopApp) -> None:
     """SIGTERM (logout, `kill`, a package upgrade) and SIGHUP end the app as Quit does: the turn
     stopped, MCP servers ended, memory closed, rather than the process simply vanishing."""
     loop = asyncio.get_running_loop()
@@ -591,7 +592,7 @@ async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
         log.info("Chamberlain is already running; asked it to show its window")
         return 0
     try:
-        shell = Shell(home)
+        shell = DesktopApp(home)
     except ChamberlainError as exc:
         # Such as an environment variable that is not a valid setting (a broken settings.json
         # is worked around): no default can stand in for what it meant.

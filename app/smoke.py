@@ -89,7 +89,7 @@ async def _answer_passphrase_dialog() -> None:
 
 
 async def smoke_test(home: Path) -> int:
-    from app.main import WINDOWS, Shell, end_pending_work
+    from app.main import WINDOWS, DesktopApp, end_pending_work
 
     problems: list[str] = []
     documents = Path.home() / "Documents"
@@ -99,7 +99,7 @@ async def smoke_test(home: Path) -> int:
 
     answerer = DialogAnswerer()
     prompter = GuiPrompter(present=answerer)
-    shell = Shell(home, prompter=prompter, connect_model=False)
+    shell = DesktopApp(home, prompter=prompter, connect_model=False)
     try:
         shell.start()
         answering = asyncio.ensure_future(_answer_passphrase_dialog())

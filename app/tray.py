@@ -5,7 +5,7 @@ while a question waits), using a tool (one glyph per kind of capability), paused
 files that the icon engine renders sharp at any size. The menu opens the windows, pauses the
 assistant, revokes every permission and quits; quitting is only ever done from here.
 
-It renders the Assistant's state and forwards the person's choices; it decides nothing.
+It renders the QtSession's state and forwards the person's choices; it decides nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance
 from PySide6.QtGui import QAction, QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from app.assistant import ASKING, PAUSED, THINKING, TOOL, Assistant
+from app.qt_session import ASKING, PAUSED, THINKING, TOOL, QtSession
 
 log = logging.getLogger("chamberlain.app.tray")
 
@@ -69,7 +69,7 @@ class Tray(QObject):
     revoke_all = Signal()
     quit_requested = Signal()
 
-    def __init__(self, assistant: Assistant, parent: QObject | None = None) -> None:
+    def __init__(self, assistant: QtSession, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.assistant = assistant
         self.icon = QSystemTrayIcon(icon("idle"), self)

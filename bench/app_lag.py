@@ -3,7 +3,7 @@
     python -m bench.app_lag [--runs 5] [--files 20000] [--items 100] [--json]
 
 Offscreen Qt (QT_QPA_PLATFORM=offscreen unless set), a qasync loop, the real chat window with
-the real Assistant and Session in a scratch home, and the scripted OpenAI server on 127.0.0.1 as
+the real QtSession and Session in a scratch home, and the scripted OpenAI server on 127.0.0.1 as
 the model. Each turn: the model calls `file_search` over a folder of `--files` small files (a
 tool that keeps a worker thread busy in Python, so it competes for the GIL), then streams a
 markdown reply of `--items` list items in up to 400 pieces, a byte at a time. A 10 ms QTimer
@@ -75,8 +75,8 @@ class Ticks:
 
 
 async def _round(home: Path, folder: Path, base_url: str, ticks: Ticks) -> dict[str, Any]:
-    from app.assistant import Assistant
     from app.chat import ChatWindow
+    from app.qt_session import QtSession
     from broker.llm.openai_client import OpenAIChatModel
     from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
     from broker.session import Session
@@ -94,7 +94,7 @@ async def _round(home: Path, folder: Path, base_url: str, ticks: Ticks) -> dict[
     session = Session(home=home, settings=settings, clock=SystemClock(), prompter=Allow())
     model = OpenAIChatModel(base_url, model="bench")
     session.use_model(model)
-    assistant = Assistant(session)
+    assistant = QtSession(session)
     chat = ChatWindow(assistant, lambda: None)
     chat.resize(900, 650)
     chat.show()

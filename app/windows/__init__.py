@@ -1,6 +1,6 @@
-"""The app's windows, each rendering models and forwarding the person's choices to the Assistant.
+"""The app's windows, each rendering models and forwarding the person's choices to the QtSession.
 
-The work itself (reading grants and the audit log, every memory call) runs on the Assistant's io
+The work itself (reading grants and the audit log, every memory call) runs on the QtSession's io
 thread; nothing in a window may block the UI thread, and no dialog is ever `exec()`ed.
 
 - about.py: the About window.

@@ -13,14 +13,14 @@ from PySide6.QtCore import Qt, qVersion
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from app.assistant import Assistant
+from app.qt_session import QtSession
 from app.tray import icon
 from app.version import version
 
 TAGLINE = "A desktop assistant that asks before it acts, and shows you everything it did."
 
 
-def details(assistant: Assistant) -> str:
+def details(assistant: QtSession) -> str:
     """The facts a bug report wants, one per line."""
     session = assistant.session if assistant.started else None
     lines = [
@@ -35,7 +35,7 @@ def details(assistant: Assistant) -> str:
 
 
 class AboutWindow(QWidget):
-    def __init__(self, assistant: Assistant, parent: QWidget | None = None) -> None:
+    def __init__(self, assistant: QtSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.assistant = assistant
         self.setWindowTitle("About Chamberlain")

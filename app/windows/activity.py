@@ -6,7 +6,7 @@ from its end), filtered by stage, tool, capability and decision — each a list 
 — and by free text. "Verify log" runs `broker.audit.verify` with the session's key and says in
 plain words whether the log is intact, naming the first bad line when it is not.
 
-It renders rows; it never writes the log. Reading and verifying run on the Assistant's io
+It renders rows; it never writes the log. Reading and verifying run on the QtSession's io
 thread.
 """
 
@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.activity_words import ActivityRow, rows
-from app.assistant import Assistant
+from app.qt_session import QtSession
 from app.windows.palette import good_color, problem_color
 from app.windows.tables import EmptyOr, table
 from app.windows.tasks import Coalesced, spawn
@@ -203,7 +203,7 @@ class ActivityFilter(QSortFilterProxyModel):
 class ActivityWindow(QWidget):
     """The audit log, filterable, with a Verify button."""
 
-    def __init__(self, assistant: Assistant, parent: QWidget | None = None) -> None:
+    def __init__(self, assistant: QtSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.assistant = assistant
         self.setWindowTitle("Chamberlain — Activity")

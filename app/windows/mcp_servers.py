@@ -2,14 +2,14 @@
 one is doing now, and what each of its tools was judged to do.
 
 The list shows the servers `mcp.servers` names, with the live status the session's MCP hub
-reports (through `Assistant.mcp_changed`, queued onto the UI thread). A server is added or
+reports (through `QtSession.mcp_changed`, queued onto the UI thread). A server is added or
 edited in the form under the list and saved at once — checked by the settings model itself
 (``Settings.model_validate``), so a bad name, a URL off this computer, or a command and a URL
 together are the model's own messages, shown beside their fields, and nothing is saved. Saving
-writes ``settings.json`` on the Assistant's io thread and then hands the new servers to the
-session (``Assistant.use_mcp``), which reconnects them off the UI thread.
+writes ``settings.json`` on the QtSession's io thread and then hands the new servers to the
+session (``QtSession.use_mcp``), which reconnects them off the UI thread.
 
-What it must never do: block the UI thread (a test or a reconnection runs on the Assistant's
+What it must never do: block the UI thread (a test or a reconnection runs on the QtSession's
 MCP threads), save a configuration the model rejects, or decide what a tool may do — the
 classes shown are the hub's; the person's only lever here is to deny a tool.
 """
@@ -42,7 +42,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.assistant import Assistant
+from app.qt_session import QtSession
 from app.windows.confirm import confirm
 from app.windows.fields import SettingField
 from app.windows.palette import good_color, problem_color
@@ -120,7 +120,7 @@ def parse_env(text: str) -> dict[str, str]:
 class McpServersSection(QGroupBox):
     """The "MCP servers" group of the Settings window. See the module docstring."""
 
-    def __init__(self, assistant: Assistant, parent: QWidget | None = None) -> None:
+    def __init__(self, assistant: QtSession, parent: QWidget | None = None) -> None:
         super().__init__("MCP servers", parent)
         self.assistant = assistant
         self.setAccessibleName("MCP servers")

@@ -7,7 +7,7 @@ into every prompt, within a character budget), and a "Pause memory" switch that 
 the settings.
 
 It renders the store's answers and forwards the person's choices. Every store call runs on the
-Assistant's io thread (the store is shared with the turn thread and has its own lock); a store
+QtSession's io thread (the store is shared with the turn thread and has its own lock); a store
 error is shown as the sentence the store wrote, and what the person typed is kept so nothing is
 lost. When the session has no store, the window says why and its editing controls are off.
 """
@@ -55,7 +55,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.assistant import Assistant
+from app.qt_session import QtSession
 from app.windows.confirm import confirm
 from app.windows.palette import problem_color
 from app.windows.tables import EmptyOr, table
@@ -331,7 +331,7 @@ class MemoryWindow(QWidget):
     # The person's action finished (the status line says how); tests and the tray listen.
     changed = Signal()
 
-    def __init__(self, assistant: Assistant, parent: QWidget | None = None) -> None:
+    def __init__(self, assistant: QtSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.assistant = assistant
         self.setWindowTitle("Chamberlain — Memory")

@@ -4,10 +4,10 @@ refused lately.
 Three lists: the live grants (once, timed, session) with the time each has left, counting down
 every second; the "always" rules with when each was last used; the recent denials and
 timeouts. A grant is revoked from here (the selected one, or all after a confirmation) through
-the Assistant, which audits it; the next request then asks again.
+the QtSession, which audits it; the next request then asks again.
 
 It renders what the broker reports and forwards the person's choices. Grants and the audit log
-are read on the Assistant's io thread; the countdown only re-renders the labels from the expiry
+are read on the QtSession's io thread; the countdown only re-renders the labels from the expiry
 times it already has, and never re-reads storage.
 """
 
@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.activity_words import DenialRow, last_uses, recent_denials
-from app.assistant import Assistant
+from app.qt_session import QtSession
 from app.windows.confirm import confirm
 from app.windows.palette import problem_color
 from app.windows.tables import EmptyOr, caption, table
@@ -217,7 +217,7 @@ def _heading(text: str) -> QLabel:
 class PermissionsWindow(QWidget):
     """Live grants with their time left, always-rules with their last use, recent denials."""
 
-    def __init__(self, assistant: Assistant, parent: QWidget | None = None) -> None:
+    def __init__(self, assistant: QtSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.assistant = assistant
         self.setWindowTitle("Chamberlain — Permissions")

@@ -4,7 +4,7 @@ Every edit is checked by building the candidate ``Settings`` from the edited val
 (``Settings.model_validate``), so the window holds no range or rule of its own: each
 validation error is shown beside the field it names, the first bad field takes the focus, and
 nothing is saved until every field is valid. Saving writes ``settings.json`` (``save_settings``)
-on the Assistant's io thread, then updates the running session's settings in place where that
+on the QtSession's io thread, then updates the running session's settings in place where that
 is safe, and says which changes wait for the next start. An API key goes to the system keyring
 only (``broker.keys``); with no keyring the window says so beside the field and writes the key
 nowhere. Start at login writes or removes the XDG autostart entry (``app.autostart``).
@@ -20,7 +20,7 @@ widen reach, in full, with Confirm and Discard; until then those changes are not
 
 What it must never do: save a value the model rejects, write an API key to any file, probe any
 address but the loopback ports ``broker.llm.endpoints`` names, or block the UI thread (the
-probe, the keyring and every file write run through ``Assistant.run_io``).
+probe, the keyring and every file write run through ``QtSession.run_io``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import autostart
-from app.assistant import Assistant
+from app.qt_session import QtSession
 from app.windows.fields import SettingField
 from app.windows.mcp_servers import McpServersSection
 from app.windows.palette import problem_color
@@ -308,11 +308,11 @@ def _failed(done: str, exc: Exception, home: Any) -> str:
 
 
 class SettingsWindow(QWidget):
-    """Settings for the Assistant's session. See the module docstring."""
+    """Settings for the QtSession's session. See the module docstring."""
 
     def __init__(
         self,
-        assistant: Assistant,
+        assistant: QtSession,
         parent: QWidget | None = None,
         *,
         autostart_command: Sequence[str] | None = None,

@@ -23,10 +23,10 @@ import pytest
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QApplication, QLabel, QLineEdit, QTextEdit
 
-from app.assistant import Assistant
 from app.cli import ask_on_terminal
 from app.permission_dialog import PermissionDialog, present_question
 from app.permission_prompt import Choice, GuiPrompter
+from app.qt_session import QtSession
 from app.windows.permissions import PermissionsWindow
 from broker.llm.openai_client import OpenAIChatModel
 from broker.permissions import Denial, RulePrompter
@@ -63,7 +63,7 @@ HIDDEN = ("\u202e", "\u202d", "\u200b", "\x1b")
 def _no_qt_garbage_left_for_other_threads() -> Iterator[None]:
     """Collect cyclic garbage on the UI thread before each test, and after it.
 
-    A desktop test's qasync loop, Assistant and prompter stay referenced by pytest (the `run`
+    A desktop test's qasync loop, QtSession and prompter stay referenced by pytest (the `run`
     fixture's closure) until after every teardown, so they become garbage only then. Collected
     later by whichever thread allocates (the next test's MCP server's AnyIO thread), a QObject
     with timers would be destroyed there, which Qt warns about."""
@@ -99,10 +99,10 @@ class Seen:
 
 @pytest.fixture
 def desktop(app_home: Path, scripted_server: Any, run: Any, qtbot: Any) -> Iterator[Any]:
-    """`desktop(script, clock=None)`: an Assistant on a real Session asking through the real
+    """`desktop(script, clock=None)`: a QtSession on a real Session asking through the real
     GuiPrompter and dialog; `.turn(text, answer)` runs a turn, answering the first dialog with
     `answer(dialog)` and returning (the turn, what the dialog showed)."""
-    made: list[tuple[GuiPrompter, Assistant]] = []
+    made: list[tuple[GuiPrompter, QtSession]] = []
 
     class Desktop:
         def __init__(self, script: list[Any], clock: ManualClock | None) -> None:
@@ -115,7 +115,7 @@ def desktop(app_home: Path, scripted_server: Any, run: Any, qtbot: Any) -> Itera
             if script:
                 server = scripted_server(script)
                 session.use_model(OpenAIChatModel(server.base_url, model="scripted"))
-            self.assistant = Assistant(session)
+            self.assistant = QtSession(session)
             made.append((self.prompter, self.assistant))
 
         def turn(
@@ -304,7 +304,7 @@ def test_a_right_to_left_override_in_a_file_name_is_shown_escaped_in_the_dialog_
     from app.chat import ChatWindow
 
     app = desktop([ToolCalls([("file_read", {"path": f"{docs}/{RTL_NAME}"})]), "A script."])
-    chat = ChatWindow(app.assistant, lambda: None)
+    chat = ChatWindow(app.qt_session, lambda: None)
     qtbot.addWidget(chat)
     hints: list[str] = []
 
@@ -318,7 +318,7 @@ def test_a_right_to_left_override_in_a_file_name_is_shown_escaped_in_the_dialog_
     assert not [t for t in seen.texts if any(ch in t for ch in HIDDEN)]
     assert hints == [f"Waiting for your permission (file_read: {docs}/{RTL_SHOWN})…"]
 
-    window = PermissionsWindow(app.assistant)
+    window = PermissionsWindow(app.qt_session)
     qtbot.addWidget(window)
     window.show()
     run(window.refresh())
@@ -346,7 +346,7 @@ def test_a_session_grant_on_the_right_to_left_file_itself_is_listed_escaped_in_b
             return PromptDecision(allow=True, mode=GrantMode.SESSION)
 
     session = make_session(app_home, prompter=Person())
-    assistant = Assistant(session)
+    assistant = QtSession(session)
     try:
         outcome = session.permissions.authorize(
             tool="file_read",
@@ -440,9 +440,9 @@ def test_always_is_not_offered_for_a_secret_looking_path_and_the_dialog_says_why
     assert "“Always” is not offered" in seen.no_always
     assert "looks like it holds a password" in seen.no_always
     assert not [t for t in seen.texts if "Saved until you remove it" in t]
-    grants = app.assistant.session.permissions.grants.live()
+    grants = app.qt_session.session.permissions.grants.live()
     assert [g.mode for g in grants] == [GrantMode.SESSION]
-    saved = app.assistant.session.home / "grants.json"
+    saved = app.qt_session.session.home / "grants.json"
     assert not saved.exists() or "Password" not in saved.read_text()
 
 
@@ -475,7 +475,7 @@ def test_a_timeout_changed_in_settings_is_the_dialogs_countdown_the_brokers_dead
     the broker denies at 20 on the same clock, the dialog closes then, and the audit says 20."""
     clock = ManualClock()
     prompter = GuiPrompter(present=functools.partial(present_question, activation_delay_s=0))
-    assistant = Assistant(make_session(app_home, prompter=prompter, clock=clock))
+    assistant = QtSession(make_session(app_home, prompter=prompter, clock=clock))
     try:
         settings_window = open_settings(qtbot, assistant)
         _type(qtbot, settings_window.numbers["permissions.prompt_timeout_s"], "20")

@@ -1,7 +1,7 @@
 """The Activity window: the audit log as a filterable table, and Verify naming a bad line.
 
 Real parts: real widgets offscreen, a real Session on a real home and files, real turns through
-the Assistant writing the real audit log, which one test then damages by hand. The prompter
+the QtSession writing the real audit log, which one test then damages by hand. The prompter
 stands in for the person.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.assistant import Assistant
+from app.qt_session import QtSession
 from app.windows.activity import DECISION, STAGE, TOOL, ActivityWindow
 from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.session import Session
@@ -33,11 +33,11 @@ class Person(RulePrompter):
         return PromptDecision(allow=True, mode=GrantMode.ONCE)
 
 
-def open_assistant(home: Path, allow: bool = True) -> Assistant:
+def open_assistant(home: Path, allow: bool = True) -> QtSession:
     settings = Settings()
     settings.router.model_refinement = False
     session = Session(home=home, settings=settings, clock=ManualClock(), prompter=Person(allow))
-    return Assistant(session)
+    return QtSession(session)
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The chat window: tool cards, streaming, Stop, keys, temporary chats, kept conversations, Undo.
 
 Real parts: real widgets offscreen driven by real key presses and clicks, a real Session on a
-real home and files, real turns through the Assistant on a qasync loop, a real plaintext memory
+real home and files, real turns through the QtSession on a qasync loop, a real plaintext memory
 database (facts and conversations in one SQLite file, reopened from disk for the restart test),
 the real OpenAI client against the scripted OpenAI server on 127.0.0.1 where a model is needed,
 and the real confirmation box, answered by clicking its button. The prompters stand in for the
@@ -20,10 +20,10 @@ import pytest
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtWidgets import QMessageBox
 
-from app.assistant import Assistant
 from app.chat import ChatWindow
 from app.chat_entries import NoticeEntry, UserEntry
 from app.chat_view import MAX_LIVE, PAGE, MemoryLine, ReplyBubble, ToolCard
+from app.qt_session import QtSession
 from broker.events import TextDelta, TurnEvent
 from broker.llm.openai_client import OpenAIChatModel
 from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
@@ -75,7 +75,7 @@ def memory(tmp_path: Path) -> Iterator[MemoryStore]:
 class Rig:
     """One assistant and its chat window; `close()` stops both."""
 
-    def __init__(self, qtbot: Any, assistant: Assistant, history: ConversationStore | None):
+    def __init__(self, qtbot: Any, assistant: QtSession, history: ConversationStore | None):
         self.assistant = assistant
         self.history = history
         self.window = ChatWindow(assistant, lambda: self.history)
@@ -95,7 +95,7 @@ class Rig:
 
 def rig(qtbot: Any, home: Path, memory: MemoryStore | None = None, **options: Any) -> Rig:
     session = make_session(home, memory=memory, **options)
-    return Rig(qtbot, Assistant(session), ConversationStore(memory) if memory else None)
+    return Rig(qtbot, QtSession(session), ConversationStore(memory) if memory else None)
 
 
 async def type_and_send(qtbot: Any, window: ChatWindow, text: str) -> None:

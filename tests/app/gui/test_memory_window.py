@@ -16,7 +16,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QMessageBox
 
-from app.assistant import Assistant
+from app.qt_session import QtSession
 from app.windows.memory import BadgeDelegate, MemoryWindow
 from broker.session import Session
 from broker.settings import Settings, load_settings
@@ -43,7 +43,7 @@ def open_window(qtbot, home: Path, store: MemoryStore | None, **settings: int) -
     for name, value in settings.items():
         setattr(chosen.memory, name, value)
     session = Session(home=home, settings=chosen, clock=ManualClock(START), memory=store)
-    assistant = Assistant(session)
+    assistant = QtSession(session)
     window = MemoryWindow(assistant)
     qtbot.addWidget(window)
     return window

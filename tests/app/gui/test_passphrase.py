@@ -2,7 +2,7 @@
 
 Real parts: the real broker key derivation and SQLCipher memory file under a tmp home (the
 keyring is the failing backend, as on a desktop without one), real dialogs offscreen, the app's
-Shell on a qasync loop. The person typing is played by setting the dialog's fields.
+DesktopApp on a qasync loop. The person typing is played by setting the dialog's fields.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import contextlib
 import pytest
 from PySide6.QtWidgets import QApplication, QLabel
 
-from app.main import Shell
+from app.main import DesktopApp
 from app.passphrase import ENCRYPTION_OFF, PassphraseDialog
 from app.permission_prompt import GuiPrompter
 from app.smoke import DialogAnswerer
@@ -48,7 +48,7 @@ async def answer(passphrase: str, again: str | None = None, *, off: bool = False
 
 @pytest.fixture
 def shell(qapp, app_home, event_loop_qt):
-    made = Shell(app_home, prompter=allowing(), use_tray=True, connect_model=False)
+    made = DesktopApp(app_home, prompter=allowing(), use_tray=True, connect_model=False)
     yield made
     made.quit()
 
@@ -93,7 +93,7 @@ def test_turning_encryption_off_warns_first_and_then_stores_memory_unencrypted(
 
 
 def test_a_wrong_passphrase_is_asked_again_and_says_so(qapp, app_home, run):
-    first = Shell(app_home, prompter=allowing(), use_tray=True, connect_model=False)
+    first = DesktopApp(app_home, prompter=allowing(), use_tray=True, connect_model=False)
 
     async def create() -> None:
         answering = asyncio.ensure_future(answer("the right one"))
@@ -103,7 +103,7 @@ def test_a_wrong_passphrase_is_asked_again_and_says_so(qapp, app_home, run):
     run(create())
     first.quit()
 
-    second = Shell(app_home, prompter=allowing(), use_tray=True, connect_model=False)
+    second = DesktopApp(app_home, prompter=allowing(), use_tray=True, connect_model=False)
 
     async def reopen() -> list[str]:
         async def wrong_then_right() -> list[str]:
@@ -159,7 +159,7 @@ def test_quit_while_the_passphrase_dialog_is_open_ends_at_once_and_creates_no_me
     """Quit used to wait for ever here: it waits for the io thread, which waited for this very
     dialog, which needs the loop Quit was holding. (tests/app/test_app_signals.py does the same
     with SIGTERM to the real app.)"""
-    shell = Shell(app_home, prompter=allowing(), use_tray=True, connect_model=False)
+    shell = DesktopApp(app_home, prompter=allowing(), use_tray=True, connect_model=False)
 
     async def quit_during_the_dialog() -> None:
         loading = asyncio.ensure_future(shell.load())

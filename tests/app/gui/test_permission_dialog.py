@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
 )
 
 from app import async_dialog
-from app.assistant import Assistant
 from app.permission_dialog import (
     ACTIVATION_DELAY_S,
     PermissionDialog,
@@ -36,6 +35,7 @@ from app.permission_dialog import (
     present_question,
 )
 from app.permission_prompt import Choice, GuiPrompter, QuestionView
+from app.qt_session import QtSession
 from broker.permissions import PermissionQuestion, PermissionRequest, PromptDecision, pose
 from broker.settings import Settings
 from broker.types import GrantMode
@@ -667,7 +667,7 @@ def test_a_turn_asks_through_the_dialog_and_allow_for_5_min_grants_a_timed_lease
     settings = Settings()
     settings.permissions.timed_default_minutes = 15  # the dialog must not just take the default
     gui = GuiPrompter(present=functools.partial(present_question, activation_delay_s=0))
-    assistant = Assistant(make_session(app_home, prompter=gui, settings=settings))
+    assistant = QtSession(make_session(app_home, prompter=gui, settings=settings))
 
     async def scenario() -> Any:
         turn = asyncio.ensure_future(assistant.ask(f"list files in {docs}"))
@@ -704,7 +704,7 @@ def test_stop_while_the_dialog_is_open_closes_it_and_ends_the_turn_as_cancelled(
     docs = app_home.parent / "user" / "Documents"
     docs.mkdir()
     gui = GuiPrompter()
-    assistant = Assistant(make_session(app_home, prompter=gui))
+    assistant = QtSession(make_session(app_home, prompter=gui))
 
     async def scenario() -> Any:
         turn = asyncio.ensure_future(assistant.ask(f"list files in {docs}"))

@@ -1,7 +1,7 @@
 """The Permissions window: live grants counting down, always-rules, revoking, recent denials.
 
 Real parts: real widgets offscreen, a real Session on a real home and files (with a ManualClock,
-so the countdown is tested by moving the clock), real turns through the Assistant, and the real
+so the countdown is tested by moving the clock), real turns through the QtSession, and the real
 confirmation box, answered by clicking its button. The prompter stands in for the person.
 """
 
@@ -14,7 +14,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from app.assistant import Assistant
+from app.qt_session import QtSession
 from app.windows.permissions import PermissionsWindow
 from app.windows.words import when
 from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
@@ -41,10 +41,10 @@ class Person(RulePrompter):
         return PromptDecision(allow=True, mode=self.mode, duration_s=300)
 
 
-def open_assistant(home: Path, person: Person, clock: ManualClock) -> Assistant:
+def open_assistant(home: Path, person: Person, clock: ManualClock) -> QtSession:
     settings = Settings()
     settings.router.model_refinement = False
-    return Assistant(Session(home=home, settings=settings, clock=clock, prompter=person))
+    return QtSession(Session(home=home, settings=settings, clock=clock, prompter=person))
 
 
 @pytest.fixture

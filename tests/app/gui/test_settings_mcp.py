@@ -20,10 +20,10 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLineEdit
 
-from app.assistant import Assistant
-from app.main import Shell
+from app.main import DesktopApp
 from app.permission_dialog import PermissionDialog
 from app.permission_prompt import QuestionView
+from app.qt_session import QtSession
 from app.windows.settings import SettingsWindow
 from broker.settings import Settings, load_settings, save_settings
 from tests.app.gui.conftest import make_session, open_settings, until
@@ -55,14 +55,14 @@ def configured(app_home: Path, notes_folder: Path) -> Settings:
 
 
 @pytest.fixture
-def assistant(app_home: Path, configured: Settings) -> Iterator[Assistant]:
-    made = Assistant(make_session(app_home, settings=configured))
+def assistant(app_home: Path, configured: Settings) -> Iterator[QtSession]:
+    made = QtSession(make_session(app_home, settings=configured))
     yield made
     made.close()
 
 
 @pytest.fixture
-def window(qtbot: Any, assistant: Assistant) -> SettingsWindow:
+def window(qtbot: Any, assistant: QtSession) -> SettingsWindow:
     return open_settings(qtbot, assistant)
 
 
@@ -271,7 +271,7 @@ def test_the_app_connects_its_mcp_servers_after_start_and_ends_them_on_quit(
     qapp, app_home, configured, event_loop_qt, run, monkeypatch
 ):
     monkeypatch.setenv("CHAMBERLAIN_MEMORY__ENCRYPTION", "off")
-    shell = Shell(app_home, use_tray=True, connect_model=False)
+    shell = DesktopApp(app_home, use_tray=True, connect_model=False)
     try:
 
         async def start() -> None:

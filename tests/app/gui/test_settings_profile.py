@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from app.assistant import Assistant
+from app.qt_session import QtSession
 from app.windows.settings import SettingsWindow
 from broker.settings import Settings, load_settings, save_settings
 from broker.types import Intent, RouterOutput
@@ -29,14 +29,14 @@ HANDING_OFF = ("system_execute", "open_path", "open_url")
 
 
 @pytest.fixture
-def assistant(app_home: Path, config_home: Path) -> Iterator[Assistant]:
-    made = Assistant(make_session(app_home))
+def assistant(app_home: Path, config_home: Path) -> Iterator[QtSession]:
+    made = QtSession(make_session(app_home))
     yield made
     made.close()
 
 
 @pytest.fixture
-def window(qtbot: Any, assistant: Assistant) -> SettingsWindow:
+def window(qtbot: Any, assistant: QtSession) -> SettingsWindow:
     return open_settings(qtbot, assistant)
 
 
@@ -51,7 +51,7 @@ def _choose(qtbot: Any, window: SettingsWindow, name: str) -> None:
         qtbot.keyClick(box, key)
 
 
-def _allowed(assistant: Assistant, intent: Intent) -> set[str]:
+def _allowed(assistant: QtSession, intent: Intent) -> set[str]:
     return set(assistant.session.decide(RouterOutput(intent=intent)).allowed_tools)
 
 
@@ -74,7 +74,7 @@ def test_the_bundled_profiles_are_offered_with_the_one_in_use_chosen(window: Set
 
 
 def test_choosing_read_only_says_what_it_leaves_out_and_changes_nothing_until_save(
-    qtbot, window: SettingsWindow, assistant: Assistant, app_home: Path
+    qtbot, window: SettingsWindow, assistant: QtSession, app_home: Path
 ):
     _choose(qtbot, window, "read_only")
 
@@ -96,7 +96,7 @@ def test_choosing_read_only_says_what_it_leaves_out_and_changes_nothing_until_sa
 
 
 def test_a_saved_profile_is_in_settings_json_and_the_next_decision_leaves_its_tools_out(
-    qtbot, run, window: SettingsWindow, assistant: Assistant, app_home: Path
+    qtbot, run, window: SettingsWindow, assistant: QtSession, app_home: Path
 ):
     assert "system_execute" in _allowed(assistant, Intent.SYSTEM_TASK)
     _choose(qtbot, window, "read_only")
@@ -123,7 +123,7 @@ def test_the_users_own_changes_in_settings_json_are_counted_and_kept_on_save(
     settings = Settings()
     settings.profile.deny_tools = frozenset({"web_search"})
     save_settings(app_home, settings)
-    assistant = Assistant(make_session(app_home, settings=load_settings(app_home)))
+    assistant = QtSession(make_session(app_home, settings=load_settings(app_home)))
     try:
         window = SettingsWindow(assistant, autostart_command=["/opt/chamberlain/bin/chamberlain"])
         qtbot.addWidget(window)
@@ -150,7 +150,7 @@ def test_what_a_profile_leaves_out_follows_the_mcp_servers_tools(
     settings = Settings()
     settings.mcp = McpSettings(servers={"notes": notes_config(notes)})
     save_settings(app_home, settings)
-    assistant = Assistant(make_session(app_home, settings=settings))
+    assistant = QtSession(make_session(app_home, settings=settings))
     try:
         window = SettingsWindow(assistant, autostart_command=["/opt/chamberlain/bin/chamberlain"])
         qtbot.addWidget(window)

@@ -1,6 +1,6 @@
 """The desktop app with a broken settings.json: it starts, says what is wrong, offers a way out.
 
-Real parts: the app's Shell on a real home with a real broken file, the real message box shown
+Real parts: the app's DesktopApp on a real home with a real broken file, the real message box shown
 through the app's one dialog seam (app.async_dialog), offscreen, clicked as a person clicks it.
 The desktop's editor, which "Open the File" hands the file to, is the one edge not run here: a
 recorder stands in for it.
@@ -17,7 +17,7 @@ import pytest
 from PySide6.QtCore import QUrl
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from app.main import Shell
+from app.main import DesktopApp
 from app.settings_repair import OPENED, offer_repair
 from broker.settings import Settings, read_settings
 from tests.app.gui.conftest import until
@@ -47,7 +47,7 @@ def test_the_app_starts_on_defaults_says_which_line_and_reset_keeps_the_broken_f
 ) -> None:
     path = app_home / "settings.json"
     path.write_text(TRUNCATED)
-    shell = Shell(app_home, use_tray=True, connect_model=False)
+    shell = DesktopApp(app_home, use_tray=True, connect_model=False)
     try:
         assert shell.loaded_settings.settings == Settings()
         shell.start()
@@ -82,7 +82,7 @@ def test_a_wrong_setting_is_named_and_the_rest_of_the_file_stays_in_use(
 ) -> None:
     path = app_home / "settings.json"
     path.write_text('{\n  "llm": {"url": "none"},\n  "executor": {"max_iterations": 0}\n}\n')
-    shell = Shell(app_home, use_tray=True, connect_model=False)
+    shell = DesktopApp(app_home, use_tray=True, connect_model=False)
     try:
         assert shell.loaded_settings.settings.llm.url == "none"
         shell.start()

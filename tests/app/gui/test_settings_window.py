@@ -18,7 +18,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QLineEdit, QWidget
 
 from app import autostart
-from app.assistant import Assistant
+from app.qt_session import QtSession
 from app.windows.settings import SettingsWindow
 from broker.keys import load_api_key
 from broker.llm import endpoints
@@ -39,14 +39,14 @@ def _collect_on_the_ui_thread() -> Iterator[None]:
 
 
 @pytest.fixture
-def assistant(app_home: Path, config_home: Path) -> Iterator[Assistant]:
-    made = Assistant(make_session(app_home))
+def assistant(app_home: Path, config_home: Path) -> Iterator[QtSession]:
+    made = QtSession(make_session(app_home))
     yield made
     made.close()
 
 
 @pytest.fixture
-def window(qtbot, assistant: Assistant) -> SettingsWindow:
+def window(qtbot, assistant: QtSession) -> SettingsWindow:
     return open_settings(qtbot, assistant)
 
 
@@ -285,7 +285,7 @@ def test_a_setting_an_environment_variable_decides_is_shown_as_such(
     qtbot, app_home, config_home, monkeypatch
 ):
     monkeypatch.setenv("CHAMBERLAIN_EXECUTOR__MAX_ITERATIONS", "7")
-    assistant = Assistant(make_session(app_home))
+    assistant = QtSession(make_session(app_home))
     try:
         shown = SettingsWindow(assistant)
         qtbot.addWidget(shown)

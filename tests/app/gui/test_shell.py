@@ -1,4 +1,4 @@
-"""The running app (Shell): the tray's Revoke all mid-turn, notifications, windows on demand.
+"""The running app (DesktopApp): the tray's Revoke all mid-turn, notifications, windows on demand.
 
 Real parts: a real Session on a real home and files, the real OpenAI client against the
 scripted OpenAI server on 127.0.0.1, real Qt offscreen on a qasync loop. The person answering
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.main import Shell
+from app.main import DesktopApp
 from broker.events import ToolFinished
 from broker.llm.openai_client import OpenAIChatModel
 from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
@@ -40,7 +40,7 @@ def docs(app_home: Path) -> Path:
 @pytest.fixture
 def shell(qapp, app_home, event_loop_qt, monkeypatch):
     monkeypatch.setenv("CHAMBERLAIN_MEMORY__ENCRYPTION", "off")
-    made = Shell(app_home, prompter=AllowFiveMinutes(), use_tray=True, connect_model=False)
+    made = DesktopApp(app_home, prompter=AllowFiveMinutes(), use_tray=True, connect_model=False)
     yield made
     made.quit()
 

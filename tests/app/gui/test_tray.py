@@ -1,6 +1,6 @@
 """The tray: its menu, its icon per state, pausing, flashing, and the SVG icons.
 
-Real parts: real Qt widgets offscreen, a real Session on a real home behind the Assistant.
+Real parts: real Qt widgets offscreen, a real Session on a real home behind the QtSession.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QImage
 
-from app.assistant import ASKING, IDLE, PAUSED, THINKING, TOOL, Assistant, Paused
+from app.qt_session import ASKING, IDLE, PAUSED, THINKING, TOOL, Paused, QtSession
 from app.tray import Tray, icon, icon_for
 from tests.app.gui.conftest import make_session
 
@@ -24,7 +24,7 @@ def image(qicon, size: int = 64) -> QImage:
 
 @pytest.fixture
 def tray(qapp, app_home):
-    assistant = Assistant(make_session(app_home))
+    assistant = QtSession(make_session(app_home))
     made = Tray(assistant)
     yield made
     assistant.close()

@@ -1,7 +1,7 @@
 """One whole turn as a person drives it: typed in the chat window, asked in the permission
 dialog, answered "Allow for 5 min", answered by the model.
 
-Real parts throughout: the chat window, the GuiPrompter and its dialog, the Assistant and a
+Real parts throughout: the chat window, the GuiPrompter and its dialog, the QtSession and a
 Session on a real home and files, the real OpenAI client against the scripted OpenAI server on
 127.0.0.1 (the model asks for `file_list`, then answers from its result), offscreen Qt on a
 qasync loop. Only the person is played: keys into the input, a click on the dialog's button.
@@ -12,11 +12,11 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from app.assistant import Assistant
 from app.chat import ChatWindow
 from app.chat_view import ReplyBubble, ToolCard
 from app.permission_dialog import PermissionDialog
 from app.permission_prompt import Choice, GuiPrompter
+from app.qt_session import QtSession
 from broker.llm.openai_client import OpenAIChatModel
 from broker.types import GrantMode
 from tests.app.gui.conftest import make_session, until
@@ -40,7 +40,7 @@ def test_a_turn_from_the_chat_window_through_the_dialog_to_the_reply(
     session = make_session(app_home, prompter=prompter)
     session.settings.memory.extract = False
     session.use_model(OpenAIChatModel(server.base_url, model="scripted"))
-    assistant = Assistant(session)
+    assistant = QtSession(session)
     chat = ChatWindow(assistant, lambda: None)
     qtbot.addWidget(chat)
     chat.show()

@@ -1,6 +1,6 @@
 """The desktop app's one long-lived Session, driven from the UI thread without ever blocking it.
 
-`Assistant` is a QObject that lives on the UI thread. Turns run on a worker thread of their
+`QtSession` is a QObject that lives on the UI thread. Turns run on a worker thread of their
 own (one at a time); everything else that blocks — opening memory (key derivation), database
 writes from the windows, revoking grants — runs on a second, single "io" thread, so a window can
 still revoke a grant or list memory while a turn is running. Every step of a turn arrives as a
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from broker.session import Session
     from tools.mcp.config import McpSettings
 
-log = logging.getLogger("chamberlain.app.assistant")
+log = logging.getLogger("chamberlain.app.qt_session")
 
 T = TypeVar("T")
 
@@ -53,8 +53,9 @@ class Paused(Exception):
     """The assistant is paused from the tray; nothing runs until it is resumed."""
 
 
-class Assistant(QObject):
-    """The app's session, its turns and its state, for the windows and the tray."""
+class QtSession(QObject):
+    """A broker `Session` wrapped for Qt: its turns and blocking work on threads of their own,
+    everything it reports as signals on the UI thread, for the windows and the tray."""
 
     # A broker.events.TurnEvent, on the UI thread, in the order the turn produced them.
     turn_event = Signal(object)
@@ -94,7 +95,7 @@ class Assistant(QObject):
     @property
     def session(self) -> Session:
         if self._session is None:
-            raise RuntimeError("the session is not started yet (await Assistant.start())")
+            raise RuntimeError("the session is not started yet (await QtSession.start())")
         return self._session
 
     @property

@@ -1,4 +1,4 @@
-"""The app's Assistant: one long-lived Session driven off the UI thread, events on the UI thread.
+"""The app's QtSession: one long-lived Session driven off the UI thread, events on the UI thread.
 
 Real parts: a real Session on a real home and files, real Qt (offscreen) and a qasync loop.
 """
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.assistant import IDLE, TOOL, Assistant, Busy, Paused
+from app.qt_session import IDLE, TOOL, Busy, Paused, QtSession
 from broker.events import ToolStarted, TurnEnded, TurnEvent
 from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
 from broker.types import GrantMode
@@ -37,7 +37,7 @@ def docs(app_home: Path) -> Path:
 
 def test_a_turn_runs_off_the_ui_thread_and_its_events_arrive_on_it(qapp, run, app_home, docs):
     prompter = AllowTimed()
-    assistant = Assistant(make_session(app_home, prompter=prompter))
+    assistant = QtSession(make_session(app_home, prompter=prompter))
     seen: list[tuple[TurnEvent, str]] = []
     assistant.turn_event.connect(lambda e: seen.append((e, threading.current_thread().name)))
     states: list[str] = []
@@ -65,7 +65,7 @@ def test_a_second_request_while_one_runs_is_refused_not_queued_blindly(qapp, run
             release.wait(10)
             return PromptDecision(allow=False)
 
-    assistant = Assistant(make_session(app_home, prompter=Slow()))
+    assistant = QtSession(make_session(app_home, prompter=Slow()))
 
     async def both() -> Any:
         import asyncio
@@ -83,7 +83,7 @@ def test_a_second_request_while_one_runs_is_refused_not_queued_blindly(qapp, run
 
 
 def test_pausing_refuses_new_requests_until_resumed(qapp, run, app_home, docs):
-    assistant = Assistant(make_session(app_home, prompter=AllowTimed()))
+    assistant = QtSession(make_session(app_home, prompter=AllowTimed()))
     assistant.set_paused(True)
     with pytest.raises(Paused):
         run(assistant.ask(f"list files in {docs}"))
@@ -94,7 +94,7 @@ def test_pausing_refuses_new_requests_until_resumed(qapp, run, app_home, docs):
 
 def test_revoke_all_from_the_app_ends_a_timed_grant_before_the_next_call(qapp, run, app_home, docs):
     prompter = AllowTimed()
-    assistant = Assistant(make_session(app_home, prompter=prompter))
+    assistant = QtSession(make_session(app_home, prompter=prompter))
     run(assistant.ask(f"list files in {docs}"))
     assert len(prompter.threads) == 1
     run(assistant.ask(f"list files in {docs}"))
