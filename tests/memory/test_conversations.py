@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from core.clock import ManualClock
 from memory.conversations import (
     MAX_MESSAGE_CHARS,
     MAX_TITLE_CHARS,
@@ -27,17 +28,6 @@ from memory.types import Sensitivity
 KEY = bytes(range(32))
 DAY = 86400.0
 DATA = Path(__file__).resolve().parent / "data"
-
-
-class ManualClock:
-    def __init__(self, t: float = 1_700_000_000.0) -> None:
-        self.t = t
-
-    def now(self) -> float:
-        return self.t
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
 
 
 def _open(path: Path, encrypted: bool, clock: ManualClock) -> MemoryStore:
@@ -57,7 +47,7 @@ def _holds(path: Path, marker: str) -> list[str]:
 
 @pytest.fixture
 def clock() -> ManualClock:
-    return ManualClock()
+    return ManualClock(1_700_000_000.0)
 
 
 @pytest.fixture(params=[False, True], ids=["plaintext", "encrypted"])

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import pytest
 import sqlcipher3  # type: ignore[import-untyped]
 
+from core.clock import ManualClock
 from memory import db as memory_db
 from memory.db import (
     MemoryCorruptError,
@@ -39,14 +40,6 @@ OTHER_KEY = bytes(range(1, 33))
 PASSPHRASE = "correct horse 'battery' staple"
 
 
-class ManualClock:
-    def __init__(self, t: float = 1_700_000_000.0) -> None:
-        self.t = t
-
-    def now(self) -> float:
-        return self.t
-
-
 def _snapshot(directory: Path, *, ignore_shm: bool = False) -> dict[str, bytes]:
     """Every file in the directory, by name, with its bytes. The -shm file is only an index
     of the WAL that any reader may rebuild; with ignore_shm its bytes are not compared."""
@@ -61,7 +54,7 @@ def _make(
     path: Path, *, encrypted: bool, facts: tuple[str, ...] = ("my dog is called Rex",)
 ) -> None:
     database = open_database(path, key=KEY if encrypted else None, encrypted=encrypted)
-    store = MemoryStore(database, ManualClock())
+    store = MemoryStore(database, ManualClock(1_700_000_000.0))
     for text in facts:
         store.add(text, sensitivity=Sensitivity.LOW)
     store.close()
@@ -233,7 +226,9 @@ def test_wrong_key_is_refused_and_the_file_untouched(tmp_path, capfd):
 def test_passphrase_opens_what_it_made_and_a_wrong_one_is_refused(tmp_path):
     path = tmp_path / "memory.db"
     database = open_database(path, passphrase=PASSPHRASE)
-    MemoryStore(database, ManualClock()).add("my cat is Tom", sensitivity=Sensitivity.LOW)
+    MemoryStore(database, ManualClock(1_700_000_000.0)).add(
+        "my cat is Tom", sensitivity=Sensitivity.LOW
+    )
     database.close()
 
     _assert_refused_unchanged(
@@ -335,7 +330,7 @@ def test_refused_open_leaves_an_unfinished_wal_alone(tmp_path, encrypted):
     live = tmp_path / "live"
     live.mkdir()
     database = _open(live / "memory.db", encrypted)
-    store = MemoryStore(database, ManualClock())
+    store = MemoryStore(database, ManualClock(1_700_000_000.0))
     store.add("my dog is called Rex", sensitivity=Sensitivity.LOW)
     store.add("my cat is called Tom", sensitivity=Sensitivity.LOW)
     crashed = _copy_files(live, tmp_path / "crashed")  # as a killed process would leave it
@@ -523,7 +518,7 @@ def test_an_empty_memory_file_beside_a_wal_with_data_is_refused_and_kept(tmp_pat
     integrity check calls damaged. It is refused, and both files are left as they were."""
     live = tmp_path / "live"
     live.mkdir()
-    store = MemoryStore(_open(live / "memory.db", encrypted), ManualClock())
+    store = MemoryStore(_open(live / "memory.db", encrypted), ManualClock(1_700_000_000.0))
     store.add("my dog is called Rex", sensitivity=Sensitivity.LOW)
     crashed = _copy_files(live, tmp_path / "crashed")
     store.close()

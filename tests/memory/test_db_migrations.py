@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from core.clock import ManualClock
 from memory import db as memory_db
 from memory.db import open_database, schema_version
 from memory.store.facts import MemoryStore
@@ -34,14 +35,6 @@ if TYPE_CHECKING:
 DATA = Path(__file__).resolve().parent / "data"
 KEY = bytes(range(32))
 REPO = Path(__file__).resolve().parents[2]
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.t = 1_800_000_000.0
-
-    def now(self) -> float:
-        return self.t
 
 
 @pytest.fixture
@@ -72,7 +65,7 @@ def _by_id(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_a_store_written_by_schema_1_code_opens_with_every_fact_anchor_and_event(old_store):
     written = _written()
-    with MemoryStore(open_database(old_store, key=KEY), _Clock()) as store:
+    with MemoryStore(open_database(old_store, key=KEY), ManualClock()) as store:
         assert store.database.version == schema_version()
         facts, anchors = _everything(store)
         assert facts == _by_id(written["facts"])
@@ -100,7 +93,7 @@ def test_a_sqlite_utils_migration_step_upgrades_an_old_store_and_keeps_every_fac
     written = _written()
     current = schema_version()
     monkeypatch.setattr(memory_db, "MIGRATIONS", [*memory_db.MIGRATIONS, _add_pinned_column])
-    with MemoryStore(open_database(old_store, key=KEY), _Clock()) as store:
+    with MemoryStore(open_database(old_store, key=KEY), ManualClock()) as store:
         assert store.database.version == current + 1
         facts, anchors = _everything(store)
         assert facts == _by_id(written["facts"])
@@ -109,7 +102,7 @@ def test_a_sqlite_utils_migration_step_upgrades_an_old_store_and_keeps_every_fac
         assert pinned.fetchone()[0] == len(written["facts"])
         assert store.recall("climbing on friday")
         assert store.integrity_check() == "ok"
-    with MemoryStore(open_database(old_store, key=KEY), _Clock()) as store:
+    with MemoryStore(open_database(old_store, key=KEY), ManualClock()) as store:
         assert store.database.version == current + 1  # not migrated twice
         assert len(store.facts(include_superseded=True, limit=1000)) == len(written["facts"])
 
@@ -157,11 +150,11 @@ def test_a_new_store_has_exactly_the_schema_that_schema_1_code_wrote(tmp_path, o
 
 
 def test_export_and_import_through_sqlite_utils_round_trip_every_kind_of_fact(old_store, tmp_path):
-    with MemoryStore(open_database(old_store, key=KEY), _Clock()) as store:
+    with MemoryStore(open_database(old_store, key=KEY), ManualClock()) as store:
         exported = store.export_json()
     facts = [Fact.model_validate(f) for f in exported["facts"]]
     assert _by_id([f.model_dump(mode="json") for f in facts]) == _by_id(_written()["facts"])
-    with MemoryStore(open_database(tmp_path / "new.db", key=KEY), _Clock()) as fresh:
+    with MemoryStore(open_database(tmp_path / "new.db", key=KEY), ManualClock()) as fresh:
         imported = fresh.import_json(exported)
         # Superseded versions stay behind; every other fact arrives once, pending, indexed.
         expected = sorted(f.text for f in facts if f.status is not FactStatus.SUPERSEDED)
