@@ -209,17 +209,28 @@ class PermissionQuestion:
         return True
 
     def answer(self, decision: PromptDecision) -> bool:
-        """Answer the question; False (and kept as `late`) when it had already ended."""
+        """Answer the question; False (and kept as `late`) when it had already ended.
+
+        The deadline is checked here, on the question's clock, not only by whoever waits: an
+        answer given after it (a click in the moment before the dialog's next tick, a terminal
+        read that returned late) finds the question ended as a timeout and grants nothing."""
+        if self.remaining_s() <= 0:
+            self.cancel("timeout")
         if self._end(decision, cancelled=False):
             return True
         with self._lock:
-            first_late = self.late is None
-            if first_late:
+            # The first late "allow" is what the audit must show (a late deny grants nothing
+            # either way, and must not hide an allow that follows it).
+            first_late_allow = decision.allow and (self.late is None or not self.late.allow)
+            if self.late is None or first_late_allow:
                 self.late = decision
-        if first_late and decision.allow:
+        if first_late_allow:
             log.warning("an answer came after the permission prompt had ended; not used")
             if self.on_late is not None:
-                self.on_late(decision)
+                try:
+                    self.on_late(decision)
+                except Exception as exc:  # noqa: BLE001 - a click handler must not see it
+                    log.error("a late answer could not be recorded: %s", exc)
         return False
 
     def cancel(self, reason: DecisionReason = "timeout") -> bool:
@@ -241,11 +252,13 @@ class Prompter(Protocol):
 
     `present` is handed each question as the broker asks it and returns at once; the front end
     answers it later with `question.answer(decision)`, or `question.cancel(reason)` when its
-    own way of asking goes away, from any thread. The broker waits on the question itself, so
-    its deadline and Stop hold whatever the front end does. A prompter that decides from rules
-    answers inside `present`; one whose nature is to block (a terminal reading a line on the
-    thread that asked, with nothing else to do meanwhile) may block in `present` until it has
-    answered. `present` must never raise for a "no"; if it raises, the question is denied.
+    own way of asking goes away, from any thread. The broker waits on the question itself, and
+    an answer after the deadline is refused by the question, so no front end can grant late. A
+    prompter that decides from rules answers inside `present`; one whose nature is to block (a
+    terminal reading a line on the thread that asked, with nothing else to do meanwhile) may
+    block in `present` until it has answered, but then Stop and the deadline only end the wait
+    once `present` returns: such a prompter must give up by the deadline itself (the terminal's
+    does). `present` must never raise for a "no"; if it raises, the question is denied.
     """
 
     def present(self, question: PermissionQuestion) -> None: ...

@@ -613,6 +613,44 @@ def test_the_deadline_before_a_click_wins_and_the_click_is_kept_as_late_but_not_
     assert [d.mode for d in late] == [GrantMode.ALWAYS]
 
 
+def test_an_allow_given_after_the_deadline_with_nobody_waiting_yet_grants_nothing():
+    # Nobody has looked at the clock since the deadline passed (no tick, no wait): the answer
+    # itself must find the question over.
+    clock = ManualClock()
+    late: list[PromptDecision] = []
+    question = PermissionQuestion(_request(), clock, on_late=late.append)
+    clock.advance(60.5)
+    assert question.answer(PromptDecision(allow=True, mode=GrantMode.SESSION)) is False
+    decision = question.wait()
+    assert (decision.allow, decision.reason) == (False, "timeout")
+    assert [d.mode for d in late] == [GrantMode.SESSION]
+
+
+def test_a_late_deny_does_not_hide_a_late_allow_from_the_record():
+    clock = ManualClock()
+    late: list[PromptDecision] = []
+    question = PermissionQuestion(_request(), clock, on_late=late.append)
+    clock.advance(61.0)
+    assert question.wait().reason == "timeout"
+    question.answer(PromptDecision(allow=False))
+    question.answer(PromptDecision(allow=True, mode=GrantMode.ONCE))
+    assert [d.allow for d in late] == [True]
+    assert question.late is not None
+    assert question.late.allow
+
+
+def test_a_late_answer_that_cannot_be_recorded_does_not_reach_the_front_end():
+    def broken(_decision: PromptDecision) -> None:
+        raise OSError(28, "No space left on device")
+
+    clock = ManualClock()
+    question = PermissionQuestion(_request(), clock, on_late=broken)
+    clock.advance(61.0)
+    assert question.answer(PromptDecision(allow=True, mode=GrantMode.ONCE)) is False
+    assert question.decision is not None
+    assert not question.decision.allow
+
+
 def test_a_click_after_the_countdown_grants_nothing_and_is_audited_as_late(tmp_path, docs):
     from tests.support.prompts import HeldQuestions
 
