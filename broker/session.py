@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -43,7 +43,7 @@ from broker.permissions import (
 from broker.policy import PolicyTable, decide, load_policy_table
 from broker.posthooks import MemoryHook, run_posthooks
 from broker.profiles import ProfileError, load_profiles, resolve
-from broker.router import refine_with_model, route_heuristic, understood_reading
+from broker.router import Earlier, refine_with_model, route_in_conversation, understood_reading
 from broker.runner import ToolRunner, TurnScope, self_test
 from broker.settings import Settings, SettingsError
 from broker.taint import Egress, mcp_network_of
@@ -388,11 +388,20 @@ class Session:
         setting = self.settings.router.model_refinement
         return (not self.model.is_embedded) if setting is None else setting
 
-    def route(self, text: str, turn_id: str | None = None) -> RouterOutput:
-        base = route_heuristic(text, weights=self.settings.router.intent_weights)
+    def route(
+        self, text: str, turn_id: str | None = None, earlier: Sequence[Earlier] = ()
+    ) -> RouterOutput:
+        """`earlier`: the conversation's turns before this one, oldest first (the person's words
+        and what each turn named and listed; see broker.router.followup)."""
+        base, followed = route_in_conversation(
+            text, earlier, weights=self.settings.router.intent_weights
+        )
         # A model round trip only where the heuristics are unsure: a request they are certain
-        # of (a direct action, a prefix) gains nothing from a second opinion but latency.
+        # of (a direct action, a prefix) gains nothing from a second opinion but latency. A
+        # follow-up the earlier turns decided is not refined: the model would read it alone.
         if self.model is None or not self._refine() or base.confidence >= DIRECT_CONFIDENCE:
+            return base
+        if followed:
             return base
         if base.source == "prefix" or not base.text:
             return base

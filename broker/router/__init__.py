@@ -24,7 +24,10 @@ them all; none of them imports it):
 - `intent_model`: the learned classifier's features, weight file and prediction.
 - `classifier`: the learned classifier beside the rules, unless they are sure (the rules alone
   when its weight file cannot be used).
-- `heuristic`: `route_heuristic`, `route_rules`, `explain_route` and the `/prefix` fast path.
+- `followup`: `Earlier` (what the router may know of the turns a message follows) and
+  `follow_up`: a follow-up routes like the turn it follows, its "the second one" resolved.
+- `heuristic`: `route_heuristic` (with the earlier turns, `route_in_conversation`),
+  `route_rules`, `explain_route` and the `/prefix` fast path.
 - `refinement`: `refine_with_model`.
 - `understood`: `understood_command`, for a command read but not run; `understood_reading`,
   for an unsure reading nobody refined.
@@ -32,6 +35,7 @@ them all; none of them imports it):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from broker.llm.base import ChatModel
@@ -43,7 +47,14 @@ from broker.router.classifier import (
     RULES_DECIDE,
 )
 from broker.router.extraction import MAX_PATHS, SCAN_LIMIT
-from broker.router.heuristic import PREFIX_INTENTS, explain_route, route_heuristic, route_rules
+from broker.router.followup import Earlier
+from broker.router.heuristic import (
+    PREFIX_INTENTS,
+    explain_route,
+    route_heuristic,
+    route_in_conversation,
+    route_rules,
+)
 from broker.router.patterns import TOPICS
 from broker.router.refinement import MODEL_TEXT_LIMIT, refine_with_model
 from broker.router.scoring import (
@@ -74,10 +85,12 @@ __all__ = [
     "TOPICS",
     "TRUNCATED_CONFIDENCE",
     "UNSURE_COMMAND_CONFIDENCE",
+    "Earlier",
     "explain_route",
     "refine_with_model",
     "route",
     "route_heuristic",
+    "route_in_conversation",
     "route_rules",
     "router_schema",
     "understood_command",
@@ -92,10 +105,13 @@ def route(
     threshold: float = 0.5,
     refine: bool = False,
     weights: Path | None = None,
+    earlier: Sequence[Earlier] = (),
 ) -> RouterOutput:
     """Route one message: prefix → heuristics → (if `refine` and a model) model refinement.
-    `weights`: the classifier's weight file, None for the shipped one."""
-    base = route_heuristic(text, weights=weights)
-    if not refine or model is None or base.source == "prefix" or not base.text:
+    `weights`: the classifier's weight file, None for the shipped one. `earlier`: the turns
+    this message follows, oldest first; a follow-up they decide is not refined (the model
+    would read the message without them)."""
+    base, followed = route_in_conversation(text, earlier, weights=weights)
+    if followed or not refine or model is None or base.source == "prefix" or not base.text:
         return base
     return refine_with_model(base, base.text, model, threshold)

@@ -8,11 +8,13 @@ or log the user's text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from broker.router.classifier import _classifier, _rules_decide, _with_classifier
 from broker.router.extraction import _make_view
+from broker.router.followup import Earlier, follow_up
 from broker.router.patterns import _ACTIVE_WINDOW_RE, _PREFIX_RE
 from broker.router.rules import _RULES, _file_guess
 from broker.router.scoring import (
@@ -73,11 +75,31 @@ def _route_prefix(name: str, rest: str) -> RouterOutput:
     return _build(guess, view, rest, source="prefix")
 
 
-def route_heuristic(text: str, *, weights: Path | None = None) -> RouterOutput:
+def route_heuristic(
+    text: str, *, weights: Path | None = None, earlier: Sequence[Earlier] = ()
+) -> RouterOutput:
     """Prefix, then the rules, then — where the rules are unsure — the learned classifier (its
     weight file `weights`, None for the shipped one). Deterministic, no model, no I/O (but
-    reading the classifier's weights once)."""
-    return _route(text, classifier=True, weights=weights)
+    reading the classifier's weights once). `earlier`: the turns of the conversation this
+    message follows, oldest first; a follow-up routes like the last of them unless its own
+    words say otherwise (`broker.router.followup`)."""
+    return route_in_conversation(text, earlier, weights=weights)[0]
+
+
+def route_in_conversation(
+    text: str, earlier: Sequence[Earlier], *, weights: Path | None = None
+) -> tuple[RouterOutput, bool]:
+    """`route_heuristic`, and whether the earlier turns decided the reading (a follow-up, which
+    a model refining the message alone must not overrule: it never sees the earlier turns)."""
+    if earlier:
+
+        def alone(words: str) -> RouterOutput:
+            return _route(words, classifier=True, weights=weights)
+
+        followed = follow_up(text, earlier, alone)
+        if followed is not None:
+            return followed, True
+    return _route(text, classifier=True, weights=weights), False
 
 
 def explain_route(text: str, top: int = 6, *, weights: Path | None = None) -> dict[str, Any]:
