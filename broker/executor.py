@@ -19,6 +19,7 @@ from typing import Any
 
 from broker.audit.events import AuditEvent
 from broker.audit.writer import AuditLog
+from broker.conversation import Conversation, Step, ToolExchange, arguments_text
 from broker.llm.base import (
     AssistantMessage,
     ChatModel,
@@ -86,6 +87,21 @@ class ExecutionResult:
     cut: bool = False
     # What the person can do, worded by the front end after the reply (how to connect a model).
     remedy: Remedy | None = None
+    # The turn's tool calls with what each gave back, round by round, for its conversation.
+    steps: list[Step] = field(default_factory=list)
+
+
+def exchange_of(outcome: CallOutcome, arguments: str | dict[str, Any]) -> ToolExchange:
+    """A call as a conversation keeps it: the arguments sent, what the model was given back."""
+    record = outcome.record
+    return ToolExchange.kept(
+        call_id=record.call_id,
+        tool=record.tool,
+        arguments=arguments_text(arguments),
+        result=outcome.model_text,
+        ok=record.status == "ok",
+        listed=outcome.result.listed if outcome.result is not None else (),
+    )
 
 
 def direct_arguments(router: RouterOutput) -> tuple[str, dict[str, Any]] | None:
@@ -157,7 +173,11 @@ class Executor:
         policy: PolicyDecision,
         turn: TurnScope,
         context: list[str] | None = None,
+        conversation: Conversation | None = None,
     ) -> ExecutionResult:
+        """Carry out one turn. `context`: lines for the system prompt (anchors, recalled facts);
+        `conversation`: the earlier turns, sent to the model before this message (data, as
+        they were: broker/conversation.py)."""
         direct = takes_direct(router, policy)
         if direct is not None:
             return self._direct(router, turn, *direct)
@@ -172,7 +192,7 @@ class Executor:
             # Already failed in this turn: asking again would cost another full deadline.
             reply, remedy = _model_failed(failure)
             return ExecutionResult(reply=reply, failed=True, remedy=remedy)
-        return self._loop(router, policy, turn, context or [])
+        return self._loop(router, policy, turn, context or [], conversation)
 
     # --- direct actions ----------------------------------------------------------------------
 
@@ -180,7 +200,12 @@ class Executor:
         self, router: RouterOutput, turn: TurnScope, tool: str, arguments: dict[str, Any]
     ) -> ExecutionResult:
         outcome = self.runner.execute(turn, tool, arguments)
-        result = ExecutionResult(reply="", tool_calls=[outcome.record], direct=True)
+        result = ExecutionResult(
+            reply="",
+            tool_calls=[outcome.record],
+            direct=True,
+            steps=[Step(calls=(exchange_of(outcome, arguments),))],
+        )
         if outcome.result is None:
             result.reply = describe_failure(outcome.record)
             result.failed = True
@@ -227,15 +252,25 @@ class Executor:
     # --- the model's tool loop ---------------------------------------------------------------
 
     def _loop(
-        self, router: RouterOutput, policy: PolicyDecision, turn: TurnScope, context: list[str]
+        self,
+        router: RouterOutput,
+        policy: PolicyDecision,
+        turn: TurnScope,
+        context: list[str],
+        conversation: Conversation | None,
     ) -> ExecutionResult:
         assert self.model is not None
         tools = [m.openai_schema() for m in self.registry.manuals(policy.allowed_tools)]
         system = SYSTEM_PROMPT
         if context:
             system += "\n\n" + "\n".join(context)
+        # The earlier turns go between the system prompt and this message, as the messages
+        # they were (results in tool messages, wrapped by each backend as this turn's are),
+        # never into the system prompt: nothing in them is an instruction.
+        earlier = conversation.messages() if conversation is not None else []
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
+            *earlier,
             {"role": "user", "content": router.text},
         ]
         result = ExecutionResult(reply="")
@@ -305,6 +340,8 @@ class Executor:
             )
             stalled = False
             images: list[dict[str, Any]] = []
+            exchanges: list[ToolExchange] = []
+            result.steps.append(Step(calls=(), content=answer.content[:MAX_REPLY_CHARS]))
             for n, call in enumerate(calls):
                 key = _call_key(call.name, call.arguments, limit)
                 seen[key] = seen.get(key, 0) + 1
@@ -312,6 +349,8 @@ class Executor:
                     stalled = True
                 outcome = self.runner.execute(turn, call.name, call.arguments)
                 result.tool_calls.append(outcome.record)
+                exchanges.append(exchange_of(outcome, call.arguments[:limit]))
+                result.steps[-1] = Step(calls=tuple(exchanges), content=result.steps[-1].content)
                 if outcome.record.status == "ok":
                     errors = 0
                 else:

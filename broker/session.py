@@ -18,6 +18,7 @@ from broker.audit.errors import AuditWriteError
 from broker.audit.events import AuditEvent
 from broker.audit.redaction import digest
 from broker.audit.writer import AuditLog
+from broker.conversation import Conversation, Step, Turn
 from broker.events import (
     BackendNamed,
     MemoryNotice,
@@ -450,8 +451,15 @@ class Session:
         *,
         events: TurnObserver | None = None,
         stop: StopSignal | None = None,
+        conversation: Conversation | None = None,
     ) -> TurnResult:
-        """One whole turn. It always ends: an exception inside any stage ends it as failed;
+        """One whole turn, within `conversation` when given: the model sees its earlier turns
+        (broker/conversation.py), and the turn is appended to it when it ends, however it ends
+        (a front end that keeps the conversation then saves it: `save_turn`). What the turn may
+        reach still comes from this message's words alone: an earlier reply or tool result never
+        shows a tool or names the person's own path, and a once-grant ended with its turn.
+
+        It always ends: an exception inside any stage ends it as failed;
         `stop` fired (the person's Stop) or Ctrl-C (KeyboardInterrupt) ends it as cancelled;
         either way one-shot grants end and the turn's summary is audited. A turn cancelled by
         Ctrl-C re-raises KeyboardInterrupt after that.
@@ -466,18 +474,33 @@ class Session:
         def delta(piece: str) -> None:
             emit(observer, TextDelta(turn_id, piece))
 
-        with stopping(stop), deltas_to(delta if observer is not None else None):
-            turn = self._ask(text, turn_id, observer)
+        steps: list[Step] = []
+        try:
+            with stopping(stop), deltas_to(delta if observer is not None else None):
+                turn = self._ask(text, turn_id, observer, conversation, steps)
+        except KeyboardInterrupt:
+            if conversation is not None:
+                conversation.append(Turn(text=text, reply="Cancelled.", status="cancelled"))
+            raise
+        if conversation is not None:
+            conversation.append(conversation_turn(text, turn, steps))
         emit(observer, TurnEnded(turn_id, turn.status, turn))
         return turn
 
-    def _ask(self, text: str, turn_id: str, observer: TurnObserver | None) -> TurnResult:
+    def _ask(
+        self,
+        text: str,
+        turn_id: str,
+        observer: TurnObserver | None,
+        conversation: Conversation | None = None,
+        steps: list[Step] | None = None,
+    ) -> TurnResult:
         router = RouterOutput(text=text)
         policy = PolicyDecision(
             intent=router.intent, allowed_tools=[], forbidden_tools=[], required_capabilities=[]
         )
         try:
-            turn = self._turn(text, turn_id, observer)
+            turn = self._turn(text, turn_id, observer, conversation, steps)
         except Stopped:
             return self._end_abruptly(turn_id, router, policy, "cancelled", "Stopped.")
         except KeyboardInterrupt:
@@ -511,6 +534,7 @@ class Session:
         turn_id: str,
         observer: TurnObserver | None,
         problem: AuditWriteError,
+        conversation: Conversation | None = None,
     ) -> TurnResult:
         """A turn whose audit cannot be written (a full disk, a read-only home). Nothing that
         acts may run unrecorded (invariant 6): no tool, no memory read or write. A conversation
@@ -528,7 +552,7 @@ class Session:
                 router=router, policy=policy, reply=reply, failed=True, status="failed"
             )
         scope = TurnScope(turn_id=turn_id, allowed=[], capabilities={}, user_scopes=[])
-        result = self._execute(router, policy, scope, None)
+        result = self._execute(router, policy, scope, None, conversation)
         note = f"(This reply was not recorded in the audit log, because {problem}.)"
         return TurnResult(
             router=router,
@@ -580,7 +604,14 @@ class Session:
             log.exception("ending turn %s as %s failed too", turn_id, how)
         return turn
 
-    def _turn(self, text: str, turn_id: str, observer: TurnObserver | None) -> TurnResult:
+    def _turn(
+        self,
+        text: str,
+        turn_id: str,
+        observer: TurnObserver | None,
+        conversation: Conversation | None = None,
+        steps: list[Step] | None = None,
+    ) -> TurnResult:
         router = self.route(text, turn_id)
         try:
             self.audit.append(
@@ -591,7 +622,7 @@ class Session:
                 arguments=_auditable_arguments(router),
             )
         except AuditWriteError as exc:
-            return self._unrecorded_turn(router, turn_id, observer, exc)
+            return self._unrecorded_turn(router, turn_id, observer, exc, conversation)
         emit(observer, Routed(turn_id, router))
         check_stopped()
 
@@ -601,7 +632,7 @@ class Session:
                 AuditEvent.POLICY_DECISION, turn_id=turn_id, **policy.model_dump(mode="json")
             )
         except AuditWriteError as exc:
-            return self._unrecorded_turn(router, turn_id, observer, exc)
+            return self._unrecorded_turn(router, turn_id, observer, exc, conversation)
         emit(observer, PolicyDecided(turn_id, policy))
         check_stopped()
 
@@ -629,7 +660,9 @@ class Session:
         if question is not None:
             result = ExecutionResult(reply=question)
         else:
-            result = self._execute(router, policy, scope, recollection)
+            result = self._execute(router, policy, scope, recollection, conversation)
+            if steps is not None:
+                steps.extend(result.steps)
             note = self._understood_note(router)
             if note is not None:
                 result.reply = f"{result.reply}\n\n{note}" if result.reply else note
@@ -752,6 +785,7 @@ class Session:
         policy: PolicyDecision,
         scope: TurnScope,
         recollection: Recollection | None,
+        conversation: Conversation | None = None,
     ) -> ExecutionResult:
         if router.intent is Intent.MEMORY_WRITE:
             # Written by the post-hook, which also says what happened: no model round trip.
@@ -765,7 +799,23 @@ class Session:
 
                 return ExecutionResult(reply=answer_from_memory(recollection or Recollection()))
         context = recollection.context_lines() if recollection is not None else []
-        return self.executor.run(router, policy, scope, context)
+        return self.executor.run(router, policy, scope, context, conversation)
+
+
+def conversation_turn(text: str, turn: TurnResult, steps: list[Step]) -> Turn:
+    """A finished turn as its conversation keeps it. `named` is what the router read from the
+    person's words (their paths, folder, site); the steps are the tool calls with their results,
+    kept as data."""
+    args = turn.router.arguments
+    named = [*args.paths, *([args.cwd] if args.cwd else []), *([args.url] if args.url else [])]
+    return Turn(
+        text=text,
+        reply=turn.reply,
+        intent=turn.router.intent,
+        named=tuple(dict.fromkeys(named)),
+        steps=tuple(steps),
+        status=turn.status,
+    )
 
 
 def user_scopes(

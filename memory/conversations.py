@@ -26,7 +26,7 @@ import json
 import logging
 import secrets
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
@@ -41,7 +41,7 @@ __all__ = [
     "MAX_META_CHARS",
     "MAX_TITLE_CHARS",
     "ChatMessage",
-    "Conversation",
+    "ConversationInfo",
     "ConversationNotFoundError",
     "ConversationStore",
     "InvalidInputError",
@@ -70,7 +70,9 @@ class ConversationNotFoundError(MemoryStoreError, KeyError):
 
 
 @dataclass(frozen=True)
-class Conversation:
+class ConversationInfo:
+    """A stored conversation's header (its messages are read with ``messages``)."""
+
     id: str
     title: str
     created_at: float
@@ -160,8 +162,8 @@ _SELECT_CONVERSATION = (
 )
 
 
-def _conversation(row: tuple[Any, ...]) -> Conversation:
-    return Conversation(
+def _conversation(row: tuple[Any, ...]) -> ConversationInfo:
+    return ConversationInfo(
         id=str(row[0]),
         title=str(row[1]),
         created_at=float(row[2]),
@@ -178,7 +180,7 @@ class ConversationStore:
 
     # --- reading ----------------------------------------------------------------------------
 
-    def conversations(self, limit: int = 200) -> list[Conversation]:
+    def conversations(self, limit: int = 200) -> list[ConversationInfo]:
         """The most recently updated conversations first (at most ``limit``)."""
         with self._store.read_transaction() as conn:
             rows = conn.execute(
@@ -187,7 +189,7 @@ class ConversationStore:
             ).fetchall()
         return [_conversation(r) for r in rows]
 
-    def get(self, conversation_id: str) -> Conversation | None:
+    def get(self, conversation_id: str) -> ConversationInfo | None:
         """One conversation, or None when there is none with that id."""
         with self._store.read_transaction() as conn:
             return self._fetch(conn, conversation_id)
@@ -215,11 +217,11 @@ class ConversationStore:
 
     # --- writing ----------------------------------------------------------------------------
 
-    def start(self, title: str) -> Conversation:
+    def start(self, title: str) -> ConversationInfo:
         """A new, empty conversation (a blank title becomes "New conversation")."""
         text = _title(title)
         now = self._store.now()
-        conversation = Conversation(
+        conversation = ConversationInfo(
             id=_new_id(), title=text, created_at=now, updated_at=now, messages=0
         )
         with self._store.write_transaction("the conversation was not saved") as conn:
@@ -267,6 +269,47 @@ class ConversationStore:
             )
         return message
 
+    def add_many(
+        self,
+        conversation_id: str,
+        messages: Sequence[tuple[str, str, Mapping[str, Any] | None]],
+    ) -> list[ChatMessage]:
+        """Append several messages (role, text, metadata), in order, in one transaction: all
+        of them are kept or none (a turn's message, its tool calls and its reply together).
+
+        Every message is checked first; the errors are ``add``'s, and nothing is written then.
+        """
+        checked = [
+            (_role(role), _message_text(text), _meta_json(meta)) for role, text, meta in messages
+        ]
+        now = self._store.now()
+        kept = [
+            ChatMessage(
+                id=_new_id(),
+                conversation_id=conversation_id,
+                role=role,
+                text=body,
+                created_at=now,
+                meta=json.loads(meta_json),
+            )
+            for role, body, meta_json in checked
+        ]
+        with self._store.write_transaction("the messages were not saved") as conn:
+            self._require(conn, conversation_id)
+            conn.executemany(
+                "INSERT INTO chat_messages (id, conversation_id, role, text, meta, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (m.id, conversation_id, m.role, m.text, meta_json, now)
+                    for m, (_, _, meta_json) in zip(kept, checked, strict=True)
+                ],
+            )
+            conn.execute(
+                "UPDATE conversations SET updated_at = max(updated_at, ?) WHERE id = ?",
+                (now, conversation_id),
+            )
+        return kept
+
     def rename(self, conversation_id: str, title: str) -> None:
         """Give a conversation a new title (it does not count as activity for retention)."""
         text = _title(title)
@@ -305,11 +348,11 @@ class ConversationStore:
     # --- plumbing ---------------------------------------------------------------------------
 
     @staticmethod
-    def _fetch(conn: sqlite3.Connection, conversation_id: str) -> Conversation | None:
+    def _fetch(conn: sqlite3.Connection, conversation_id: str) -> ConversationInfo | None:
         row = conn.execute(f"{_SELECT_CONVERSATION} WHERE c.id = ?", (conversation_id,)).fetchone()
         return _conversation(row) if row else None
 
-    def _require(self, conn: sqlite3.Connection, conversation_id: str) -> Conversation:
+    def _require(self, conn: sqlite3.Connection, conversation_id: str) -> ConversationInfo:
         found = self._fetch(conn, conversation_id)
         if found is None:
             raise ConversationNotFoundError(

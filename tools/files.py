@@ -586,7 +586,8 @@ def _list_folder(book: _PathBook, args: FileListArguments, at: Path | None = Non
     }
     if scan_capped:
         data["note"] = f"the folder has more than {LIST_SCAN_CAP:,} entries; only some were read"
-    return ToolResult(data=data, text=_render_listing(data), truncated=truncated)
+    listed = tuple(os.path.join(_shown(path), e["name"]) for e in entries)
+    return ToolResult(data=data, text=_render_listing(data), truncated=truncated, listed=listed)
 
 
 def _describe_entry(dir_fd: int, name: str, entry: os.DirEntry[str]) -> dict[str, Any]:
@@ -801,7 +802,8 @@ def _search(
         "truncated": truncated,
         "stopped_because": state.stopped,
     }
-    return ToolResult(data=data, text=_render_search(data), truncated=truncated)
+    listed = tuple(str(hit["path"]) for hit in state.hits)
+    return ToolResult(data=data, text=_render_search(data), truncated=truncated, listed=listed)
 
 
 def _open_folder(folder: Path, identity: tuple[int, int]) -> int:

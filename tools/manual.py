@@ -103,6 +103,9 @@ class ToolResult:
     text: str
     truncated: bool = False
     meta: Mapping[str, Any] = field(default_factory=dict)
+    # What the result lists, in the order shown (a folder's entries, found files, as paths), so
+    # that a follow-up's "the second one" can point at one: data, never a request.
+    listed: tuple[str, ...] = ()
 
 
 class CallPlan(BaseModel):

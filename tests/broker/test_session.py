@@ -380,7 +380,7 @@ def test_an_unsure_reading_that_would_act_asks_one_question_and_runs_nothing(
     prompter = AllowOnce()
     session = open_session(tmp_path, prompter=prompter)
     unsure = RouterOutput(intent=intent, confidence=0.3, text="meh", **needs)
-    session.route = lambda text, turn_id=None: unsure  # type: ignore[method-assign]
+    session.route = lambda text, turn_id=None, earlier=(): unsure  # type: ignore[method-assign]
     turn = session.ask("meh")
     assert turn.reply.startswith("I'm not sure what you'd like here")
     assert "?" in turn.reply
@@ -394,7 +394,7 @@ def test_a_sure_reading_or_a_chat_is_never_questioned(tmp_path, docs):
     session = open_session(tmp_path)
     assert "plan.txt" in session.ask(f"list files in {docs}").reply
     unsure_chat = RouterOutput(intent=Intent.CHAT_ONLY, confidence=0.3, text="meh")
-    session.route = lambda text, turn_id=None: unsure_chat  # type: ignore[method-assign]
+    session.route = lambda text, turn_id=None, earlier=(): unsure_chat  # type: ignore[method-assign]
     assert not session.ask("meh").reply.startswith("I'm not sure what you'd like here")
 
 
