@@ -1,10 +1,11 @@
 """The chat window: past conversations, the transcript of this one, and the box to type in.
 
 It renders what a turn reports (`QtSession.turn_event`): the reply streaming in as markdown, each
-tool call as a card, memory lines with Undo, the turn's details on demand. Conversations are
-kept through the `ConversationStore` the window is given (when memory is open), written on the
-QtSession's io thread; a temporary chat writes nothing at all, and the broker is told it is
-temporary so nothing is recalled or remembered either.
+tool call as a card, memory lines (Approve, Edit… and Reject for a fact waiting for consent, Undo
+for one remembered; they follow changes made in the Memory window), the turn's details on demand.
+Conversations are kept through the `ConversationStore` the window is given (when memory is
+open), written on the QtSession's io thread; a temporary chat writes nothing at all, and the
+broker is told it is temporary so nothing is recalled or remembered either.
 
 The window decides nothing about permissions, routing or memory: it asks the QtSession and shows
 the answer. It never blocks the UI thread (every read and write goes through `run_io`) and never
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import Qt, QTimer, QUrl
 from PySide6.QtGui import QGuiApplication, QKeyEvent, QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QHBoxLayout,
     QLabel,
@@ -36,10 +38,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import memory_consent
 from app.chat_entries import (
     Details,
     Entry,
     MemoryEntry,
+    MemoryState,
     NoticeEntry,
     ReplyEntry,
     ToolCall,
@@ -49,11 +53,11 @@ from app.chat_entries import (
 from app.chat_view import Transcript
 from app.errors import FrontEnd, worded
 from app.mcp_cli import left_out_line
-from app.memory_words import memory_notice
+from app.memory_words import app_line
 from app.qt_session import Busy, Paused, QtSession
 from app.windows.confirm import confirm
 from app.windows.palette import problem_color
-from app.windows.tasks import spawn
+from app.windows.tasks import Coalesced, spawn
 from app.windows.words import when
 from broker.events import (
     BackendNamed,
@@ -71,6 +75,7 @@ from broker.events import (
 )
 from broker.types import MemoryEvent, TurnResult
 from memory.db import MemoryStoreError
+from memory.types import FactStatus
 from tools.escapes import visible
 from tools.scopes import describe_scope
 
@@ -84,6 +89,7 @@ RENDER_MS = 50
 TITLE_CHARS = 60
 # Memory actions that kept something new, which Undo forgets again ("duplicate" kept nothing).
 KEPT_ACTIONS = ("added", "superseded", "pending")
+MEMORY_CLOSED = "Memory is closed now; nothing was changed."
 
 BUSY_HINT = "Wait for this request to finish, or press Stop, to send your next message."
 TEMPORARY_BANNER = "Temporary: nothing is kept or remembered"
@@ -167,6 +173,8 @@ class ChatWindow(QWidget):
         self.resize(900, 650)
         self._build()
         assistant.turn_event.connect(self._on_event)
+        assistant.memory_changed.connect(self._memory_changed)
+        self._catch_up = Coalesced(self._catch_up_with_memory)
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.hide)
         QShortcut(QKeySequence("Ctrl+N"), self, self.new_chat)
         self._update_controls()
@@ -234,6 +242,9 @@ class ChatWindow(QWidget):
         self.transcript = Transcript()
         self.transcript.link_activated.connect(self._link)
         self.transcript.undo_requested.connect(lambda entry: self._start(self.undo(entry)))
+        self.transcript.approve_requested.connect(lambda e: self._start(self.approve(e)))
+        self.transcript.reject_requested.connect(lambda e: self._start(self.reject(e)))
+        self.transcript.edit_requested.connect(lambda e, text: self._start(self.edit(e, text)))
         column.addWidget(self.transcript, 1)
 
         self.hint = QLabel("")
@@ -407,6 +418,8 @@ class ChatWindow(QWidget):
         self.transcript.load(entries_of(messages))
         self._hint("")
         self._update_controls()
+        if self.transcript.memory_entries():
+            await self._catch_up()  # a line's fact may have been approved or forgotten since
 
     async def delete_selected(self) -> None:
         """Delete the selected conversation for good, once the person confirms."""
@@ -518,7 +531,7 @@ class ChatWindow(QWidget):
         if reply or turn.cards or result.status != "cancelled":
             await self._keep("assistant", reply, meta)
         for notice in turn.shown_memory:
-            await self._keep("notice", notice.body, {"kind": "memory"})
+            await self._keep("notice", notice.body, notice.to_meta())
         if result.status == "cancelled":
             await self._keep("notice", result.reply or "Stopped.", {"kind": "stopped"})
 
@@ -657,24 +670,119 @@ class ChatWindow(QWidget):
 
     # -- memory ------------------------------------------------------------------------------
 
-    async def undo(self, entry: MemoryEntry) -> None:
-        """Forget a fact this chat just remembered."""
-        if entry.state != "kept" or entry.fact_id is None:
+    async def approve(self, entry: MemoryEntry) -> None:
+        """Remember a fact that waits for the person's consent (Approve, or Save unchanged)."""
+        await self._settle(entry, "Not approved", memory_consent.approve)
+
+    async def reject(self, entry: MemoryEntry) -> None:
+        """Keep nothing of a fact that waits for consent."""
+        await self._settle(entry, "Not rejected", memory_consent.reject)
+
+    async def edit(self, entry: MemoryEntry, text: str) -> None:
+        """Remember the person's own words in place of the waiting fact."""
+        await self._settle(entry, "Not saved", memory_consent.edit, text)
+
+    async def _settle(
+        self,
+        entry: MemoryEntry,
+        failed: str,
+        work: Callable[..., memory_consent.Settled],
+        *args: Any,
+    ) -> None:
+        if entry.state != "waiting" or entry.fact_id is None or entry.busy:
             return
         memory = self.assistant.session.memory
         if memory is None:
-            entry.state, entry.problem = "failed", "Memory is closed now; nothing was forgotten."
+            entry.problem = MEMORY_CLOSED
             self.transcript.refresh(entry)
             return
-        entry.state = "forgetting"
+        entry.busy, entry.problem = True, ""
         self.transcript.refresh(entry)
         try:
-            await self.assistant.run_io(memory.forget, entry.fact_id)
+            settled = await self.assistant.change_memory(self, work, memory, entry.fact_id, *args)
         except MemoryStoreError as exc:
-            entry.state, entry.problem = "failed", f"Not forgotten: {exc}"
+            # The line keeps its buttons (and the editor what was typed): try again, or not.
+            entry.problem = f"{failed}: {exc}" if failed not in str(exc) else str(exc)
         else:
-            entry.state = "forgotten"
+            entry.editing = False
+            fact = settled.fact
+            if settled.outcome == "rejected" or fact is None:
+                entry.state, entry.note = "rejected", "Rejected; nothing of it is kept."
+            else:
+                entry.state, entry.fact_id, entry.text = "kept", fact.id, fact.text
+                entry.body = f"Remembered: {fact.text}"
+                entry.note = "Approved." if settled.outcome == "approved" else "Your edit."
+        finally:
+            entry.busy = False
         self.transcript.refresh(entry)
+        self._focus_after(entry)
+
+    async def undo(self, entry: MemoryEntry) -> None:
+        """Forget a fact this chat just remembered."""
+        if entry.state != "kept" or entry.fact_id is None or entry.busy:
+            return
+        memory = self.assistant.session.memory
+        if memory is None:
+            entry.problem = MEMORY_CLOSED
+            self.transcript.refresh(entry)
+            return
+        entry.busy, entry.problem = True, ""
+        self.transcript.refresh(entry)
+        try:
+            await self.assistant.change_memory(self, memory.forget, entry.fact_id)
+        except MemoryStoreError as exc:
+            entry.problem = f"Not forgotten: {exc}"
+        else:
+            entry.state, entry.note = "forgotten", "Forgotten."
+        finally:
+            entry.busy = False
+        self.transcript.refresh(entry)
+        self._focus_after(entry)
+
+    def _focus_after(self, entry: MemoryEntry) -> None:
+        """The button pressed may be gone now: the keyboard goes back to the message box rather
+        than to nowhere."""
+        widget = entry.widget
+        focus = QApplication.focusWidget()
+        if widget is not None and (focus is None or not focus.isVisible()):
+            self.input.setFocus()
+
+    def _memory_changed(self, origin: object) -> None:
+        if origin is not self and self.transcript.memory_entries():
+            self._start(self._catch_up())
+
+    async def _catch_up_with_memory(self) -> None:
+        """Lines whose fact was approved, edited, rejected or forgotten elsewhere (the Memory
+        window) say so, and stop offering what no longer applies."""
+        memory = self.assistant.session.memory
+        entries = [e for e in self.transcript.memory_entries() if not e.busy]
+        if memory is None or not entries:
+            return
+        ids = [e.fact_id for e in entries if e.fact_id]
+        try:
+            found = await self.assistant.run_io(memory_consent.status_of, memory, ids)
+        except MemoryStoreError as exc:
+            log.warning("the memory lines could not be checked: %s", exc)
+            return
+        for entry in entries:
+            if entry.busy or entry.fact_id not in found:
+                continue  # acted on while the store was read: that answer is newer
+            status = found[entry.fact_id]
+            if status is FactStatus.PENDING and entry.state == "waiting":
+                continue
+            if status is FactStatus.ACTIVE:
+                if entry.state == "kept":
+                    continue
+                entry.state, entry.note = "kept", "Approved in Memory."
+                entry.body = f"Remembered: {entry.text}" if entry.text else entry.body
+            elif status is FactStatus.SUPERSEDED:
+                entry.state, entry.note = "plain", "Changed since in Memory."
+            elif entry.state == "waiting":
+                entry.state, entry.note = "rejected", "Rejected in Memory."
+            else:
+                entry.state, entry.note = "forgotten", "Forgotten."
+            entry.editing = False
+            self.transcript.refresh(entry)
 
     # -- links -------------------------------------------------------------------------------
 
@@ -686,16 +794,15 @@ class ChatWindow(QWidget):
 
 
 def memory_entry(event: MemoryEvent) -> MemoryEntry:
-    """A memory line: "Remembered: … (Undo)" for a fact just kept, else the notice the terminal
-    would show (refused, already remembered, nothing to remember)."""
+    """A memory line: a fact waiting for consent (Approve, Edit…, Reject), one just remembered
+    (Undo), else what memory did in the app's words (refused, already remembered, nothing to
+    remember)."""
     text = event.text.strip()
+    body = app_line(event)
     if event.fact_id and event.action in KEPT_ACTIONS and text:
-        if event.action == "pending":
-            body = f"Waiting for your approval in the Memory window: {text}"
-        else:
-            body = f"Remembered: {text}"
-        return MemoryEntry(body=body, fact_id=event.fact_id, state="kept")
-    return MemoryEntry(body=memory_notice(event), state="plain")
+        state: MemoryState = "waiting" if event.status is FactStatus.PENDING else "kept"
+        return MemoryEntry(body=body, fact_id=event.fact_id, state=state, text=text)
+    return MemoryEntry(body=body, state="plain")
 
 
 def entries_of(messages: list[ChatMessage]) -> list[Entry]:
@@ -721,7 +828,7 @@ def entries_of(messages: list[ChatMessage]) -> list[Entry]:
         elif message.role == "tool":
             entries.append(ToolEntry(call=ToolCall.from_meta(message.meta)))
         elif message.meta.get("kind") == "memory":
-            entries.append(MemoryEntry(body=message.text, state="plain"))
+            entries.append(MemoryEntry.from_meta(message.text, message.meta))
         else:
             stopped = message.meta.get("kind") == "stopped"
             entries.append(NoticeEntry(body=message.text, tone="stopped" if stopped else "info"))

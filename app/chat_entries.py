@@ -160,10 +160,35 @@ class NoticeEntry(Entry):
     tone: Tone = "info"
 
 
+MemoryState = Literal["waiting", "kept", "forgotten", "rejected", "plain"]
+
+
 @dataclass(eq=False)
 class MemoryEntry(Entry):
+    """A memory line: "waiting" offers Approve, Edit… and Reject; "kept" offers Undo;
+    "forgotten", "rejected" and "plain" offer nothing. `busy` while the store is being asked,
+    `editing` while the person writes their own text, `note` says what their choice did and
+    `problem` why it did not."""
+
     body: str = ""
     fact_id: str | None = None
-    # "kept" (Undo offered) | "forgetting" | "forgotten" | "plain" (no Undo) | "failed"
-    state: str = "plain"
+    state: MemoryState = "plain"
+    # The fact's own text (what Edit… starts from).
+    text: str = ""
+    note: str = ""
     problem: str = ""
+    busy: bool = False
+    editing: bool = False
+
+    def to_meta(self) -> dict[str, Any]:
+        """How the line is kept with the conversation: enough to offer its buttons again
+        (once the store says the fact is still there and still waiting)."""
+        return {"kind": "memory", "fact_id": self.fact_id, "state": self.state, "text": self.text}
+
+    @classmethod
+    def from_meta(cls, body: str, meta: dict[str, Any]) -> MemoryEntry:
+        state = meta.get("state")
+        fact_id = meta.get("fact_id")
+        if not isinstance(fact_id, str) or state not in ("waiting", "kept"):
+            return cls(body=body, state="plain")
+        return cls(body=body, fact_id=fact_id, state=state, text=str(meta.get("text", "")))

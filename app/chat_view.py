@@ -19,11 +19,19 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QFont, QFontDatabase, QPalette, QResizeEvent, QTextDocument
+from PySide6.QtGui import (
+    QFont,
+    QFontDatabase,
+    QKeyEvent,
+    QPalette,
+    QResizeEvent,
+    QTextDocument,
+)
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QProgressBar,
     QPushButton,
     QScrollArea,
@@ -407,35 +415,151 @@ class NoticeLine(QLabel):
             self.setFont(font)
 
 
+class FactEditor(QLineEdit):
+    """Where the person writes a fact in their own words: Enter saves, Esc puts it back (and
+    does not hide the window, as Esc does elsewhere in the chat)."""
+
+    save = Signal()
+    cancel = Signal()
+
+    def event(self, event: QEvent) -> bool:
+        override = event.type() == QEvent.Type.ShortcutOverride
+        if override and isinstance(event, QKeyEvent) and event.key() == Qt.Key.Key_Escape:
+            event.accept()  # ours, not the window's Esc shortcut
+            return True
+        return super().event(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Escape:
+            self.cancel.emit()
+        elif event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.save.emit()
+        else:
+            super().keyPressEvent(event)
+
+
+# The memory line's buttons: (attribute, words with their mnemonic, accessible name).
+MEMORY_BUTTONS = (
+    ("approve", "&Approve", "Approve: remember this"),
+    ("edit", "&Edit…", "Edit this memory before it is remembered"),
+    ("reject", "&Reject", "Reject: remember nothing of this"),
+)
+
+
 class MemoryLine(QFrame):
-    """ "Remembered: … (Undo)"; the window does the forgetting and calls `refresh`."""
+    """What memory did with one fact, and what the person can do about it: Approve, Edit… and
+    Reject while it waits for consent, Undo once it is remembered. The window does the work and
+    calls `refresh`."""
 
     undo_requested = Signal(object)  # the MemoryEntry
+    approve_requested = Signal(object)
+    reject_requested = Signal(object)
+    edit_requested = Signal(object, str)  # the MemoryEntry, the person's text
 
     def __init__(self, entry: MemoryEntry) -> None:
         super().__init__()
         self.entry = entry
         self.setObjectName("memoryLine")
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(8, 4, 8, 4)
+        self.setAccessibleName("Memory")
+        column = QVBoxLayout(self)
+        column.setContentsMargins(8, 4, 8, 4)
+        column.setSpacing(4)
+        layout = QHBoxLayout()
+        layout.setContentsMargins(0, 0, 0, 0)
         self.label = _label(selectable=True)
         self.label.setAccessibleName("Memory")
         layout.addWidget(self.label, 1)
+        self.buttons: dict[str, QPushButton] = {}
+        for key, words, name in MEMORY_BUTTONS:
+            button = QPushButton(words.replace("&", ""))
+            button.setAccessibleName(name)
+            button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+            layout.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
+            self.buttons[key] = button
+        self.approve, self.edit, self.reject = (self.buttons[k] for k, _, _ in MEMORY_BUTTONS)
+        self.approve.clicked.connect(lambda: self.approve_requested.emit(self.entry))
+        self.reject.clicked.connect(lambda: self.reject_requested.emit(self.entry))
+        self.edit.clicked.connect(self.start_editing)
         self.undo = _link_button("Undo", "Forget this again")
         self.undo.clicked.connect(lambda: self.undo_requested.emit(self.entry))
         layout.addWidget(self.undo, 0, Qt.AlignmentFlag.AlignTop)
+        column.addLayout(layout)
+
+        self.editor_row = QWidget()
+        editing = QHBoxLayout(self.editor_row)
+        editing.setContentsMargins(0, 0, 0, 0)
+        self.editor = FactEditor()
+        self.editor.setAccessibleName("What to remember")
+        self.editor.setAccessibleDescription("Enter saves and remembers it, Esc cancels")
+        self.editor.save.connect(self._save)
+        self.editor.cancel.connect(self.stop_editing)
+        self.save = QPushButton("Save")
+        self.save.setAccessibleName("Save and remember this text")
+        self.save.clicked.connect(self._save)
+        self.cancel = QPushButton("Cancel")
+        self.cancel.setAccessibleName("Cancel editing")
+        self.cancel.clicked.connect(self.stop_editing)
+        editing.addWidget(self.editor, 1)
+        editing.addWidget(self.save)
+        editing.addWidget(self.cancel)
+        column.addWidget(self.editor_row)
+        self._mnemonics = (False, False)
         self.refresh()
+
+    def set_mnemonics(self, consent: bool, undo: bool) -> None:
+        """Alt+A/E/R (`consent`) and Alt+U (`undo`) on this line. Only the newest line offering
+        each has them, so a key never means two things."""
+        if (consent, undo) == self._mnemonics:
+            return
+        self._mnemonics = (consent, undo)
+        for key, words, _ in MEMORY_BUTTONS:
+            self.buttons[key].setText(words if consent else words.replace("&", ""))
+        self.undo.setText("&Undo" if undo else "Undo")
+
+    def start_editing(self) -> None:
+        entry = self.entry
+        if entry.state != "waiting" or entry.busy:
+            return
+        entry.editing = True
+        self.editor.setText(entry.text)
+        self.refresh()
+        self.editor.setFocus()
+        self.editor.selectAll()
+
+    def stop_editing(self) -> None:
+        self.entry.editing = False
+        self.refresh()
+        if self.edit.isVisible():
+            self.edit.setFocus()
+
+    def _save(self) -> None:
+        text = self.editor.text().strip()
+        if not text or self.entry.busy:
+            return
+        if text == self.entry.text:
+            self.approve_requested.emit(self.entry)  # unchanged: what they approve is this
+        else:
+            self.edit_requested.emit(self.entry, text)
 
     def refresh(self) -> None:
         entry = self.entry
         text = entry.body
-        if entry.state == "forgotten":
-            text = f"{entry.body}  —  Forgotten."
-        elif entry.state == "failed":
-            text = f"{entry.body}  —  {entry.problem}"
+        for said in (entry.note, entry.problem):
+            if said:
+                text = f"{text}  —  {said}"
         self.label.setText(text)
-        self.undo.setVisible(entry.state in ("kept", "forgetting"))
-        self.undo.setEnabled(entry.state == "kept")
+        waiting = entry.state == "waiting" and entry.fact_id is not None
+        for button in self.buttons.values():
+            button.setVisible(waiting and not entry.editing)
+            button.setEnabled(not entry.busy)
+        self.editor_row.setVisible(waiting and entry.editing)
+        for control in (self.editor, self.save, self.cancel):
+            control.setEnabled(not entry.busy)
+        self.undo.setVisible(entry.state == "kept" and entry.fact_id is not None)
+        self.undo.setEnabled(not entry.busy)
+        if entry.text:
+            for button in (*self.buttons.values(), self.undo):
+                button.setAccessibleDescription(entry.text)
 
 
 # -- the transcript -----------------------------------------------------------------------------
@@ -446,6 +570,9 @@ class Transcript(QScrollArea):
 
     link_activated = Signal(QUrl)
     undo_requested = Signal(object)  # a MemoryEntry
+    approve_requested = Signal(object)  # a MemoryEntry
+    reject_requested = Signal(object)  # a MemoryEntry
+    edit_requested = Signal(object, str)  # a MemoryEntry, the person's text
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -529,6 +656,25 @@ class Transcript(QScrollArea):
         widget = entry.widget
         if isinstance(widget, ReplyBubble | ToolCard | MemoryLine):
             widget.refresh()
+        if isinstance(widget, MemoryLine):
+            self._assign_mnemonics()
+
+    def memory_entries(self) -> list[MemoryEntry]:
+        """The memory lines of this conversation that offer something (buttons), on show or
+        not."""
+        return [
+            e
+            for e in self.entries
+            if isinstance(e, MemoryEntry) and e.fact_id and e.state in ("waiting", "kept")
+        ]
+
+    def _assign_mnemonics(self) -> None:
+        lines = [e.widget for e in self.entries[self.first : self.last]]
+        memory = [w for w in lines if isinstance(w, MemoryLine) and w.entry.fact_id]
+        waiting = next((w for w in reversed(memory) if w.entry.state == "waiting"), None)
+        kept = next((w for w in reversed(memory) if w.entry.state == "kept"), None)
+        for line in memory:
+            line.set_mnemonics(line is waiting, line is kept)
 
     def text(self) -> str:
         """Everything on show, as plain text, in order (what a screen reader would read)."""
@@ -620,6 +766,7 @@ class Transcript(QScrollArea):
             self.last -= 1
 
     def _update_ends(self) -> None:
+        self._assign_mnemonics()
         self.earlier.setVisible(self.first > 0)
         self.later.setVisible(self.last < len(self.entries))
         self.placeholder.setVisible(not self.entries)
@@ -698,6 +845,9 @@ class Transcript(QScrollArea):
         elif isinstance(entry, MemoryEntry):
             line = MemoryLine(entry)
             line.undo_requested.connect(self.undo_requested.emit)
+            line.approve_requested.connect(self.approve_requested.emit)
+            line.reject_requested.connect(self.reject_requested.emit)
+            line.edit_requested.connect(self.edit_requested.emit)
             widget = line
         elif isinstance(entry, NoticeEntry):
             widget = NoticeLine(entry)

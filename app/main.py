@@ -35,7 +35,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from app import async_dialog
 from app.launcher import EXIT_NO_DISPLAY, NO_DISPLAY_ADVICE
-from app.memory_words import memory_notice, reply_with_notices
+from app.memory_words import app_line, waiting_notification
 from app.qt_session import QtSession
 from app.single_instance import Claim, SingleInstance, lock_path, server_name, take_over
 from app.tray import Tray, icon
@@ -315,14 +315,21 @@ class DesktopApp(QObject):
         if isinstance(event, TurnStarted):
             self._turn_started = time.monotonic()
         elif isinstance(event, MemoryNotice) and event.memory.action == "pending":
-            self.tray.notify("A memory is waiting for your consent", memory_notice(event.memory))
+            fact_id = event.memory.fact_id
+            title, text = waiting_notification(event.memory)
+            if fact_id is not None:
+                self.tray.notify(title, text, lambda: self.show_memory(fact_id))
         elif isinstance(event, TurnEnded):
             took = time.monotonic() - self._turn_started
             chat = self.windows.get("chat")
             if took >= LONG_TURN_S and (chat is None or not chat.isVisible()):
                 said = reply_with_notices(event.result.reply, event.result.memory).strip()
                 first = said.splitlines()[0] if said else ""
-                self.tray.notify("Chamberlain finished your request", first[:200])
+                self.tray.notify(
+                    "Chamberlain finished your request",
+                    first[:200],
+                    self.bring_to_front,
+                )
 
     def _revoke_all(self) -> None:
         self._spawn(self._revoke_all_now())
@@ -349,6 +356,22 @@ class DesktopApp(QObject):
             widget.close()
         self.tray.hide()
         self.assistant.close()
+    def show_memory(self, fact_id: str) -> None:
+        """Open Memory on the fact `fact_id`, on whichever tab it is (a waiting one under
+        "Waiting for approval"), selected."""
+        self._spawn(self._show_memory(fact_id))
+
+    async def _show_memory(self, fact_id: str) -> None:
+        from app.windows.memory import MemoryWindow
+
+        await self.assistant.start()
+        widget = self.window("memory")
+        assert isinstance(widget, MemoryWindow)
+        # Asked before the window shows, so its first reload opens on the fact.
+        shown = widget.show_fact(fact_id)
+        self.show_window("memory")
+        await shown
+
         if not self.finished.done():
             self.finished.set_result(0)
 

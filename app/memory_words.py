@@ -1,5 +1,6 @@
 """What memory did after a turn, in the words a person reads: the terminal's sentences (with the
-commands that approve, reject or undo a fact) and the shape `chamberlain ask --json` prints.
+commands that approve, reject or undo a fact), the shape `chamberlain ask --json` prints, and the
+desktop's lines and notification (where the buttons and a click do what the commands do).
 
 The broker reports what memory did as typed `MemoryEvent`s on the turn and never words them; the
 CLI, the chat window and the tray all say it from here, so the sentences are the same wherever a
@@ -48,6 +49,34 @@ def memory_notice(event: MemoryEvent) -> str:
     lead = "Remembered" if explicit else "Remembered from your message"
     replaces = f'; replaces "{event.replaces}"' if event.replaces else ""
     return f"{lead}: {quoted}{replaces} (undo: `chamberlain memory forget {event.fact_id}`)."
+
+
+def _why(event: MemoryEvent) -> str:
+    """ "secret (health)": how sensitive a waiting fact is, and what made it so."""
+    level = event.sensitivity.value if event.sensitivity is not None else "personal"
+    return f"{level} ({', '.join(event.reasons)})" if event.reasons else level
+
+
+def app_line(event: MemoryEvent) -> str:
+    """One event as the desktop app's chat says it, beside its buttons (Approve, Edit…, Reject;
+    Undo): never a command to type."""
+    text = event.text.strip()
+    if event.fact_id and text and event.action in ("added", "superseded", "pending"):
+        if event.status is FactStatus.PENDING:
+            return f"To remember “{text}” I need your approval: it is {_why(event)}."
+        replaces = f" (replaces “{event.replaces}”)" if event.replaces else ""
+        return f"Remembered: {text}{replaces}"
+    return memory_notice(event)
+
+
+def waiting_notification(event: MemoryEvent) -> tuple[str, str]:
+    """(title, text) of the desktop notification for a fact waiting for consent: what waits,
+    why, and that a click opens it where it is approved, edited or rejected."""
+    return (
+        "A memory waits for your approval",
+        f"Chamberlain would like to remember “{event.text.strip()}” ({_why(event)}). "
+        "Click here to approve, edit or reject it in Memory, or use the buttons in the chat.",
+    )
 
 
 def reply_with_notices(reply: str, events: Iterable[MemoryEvent]) -> str:

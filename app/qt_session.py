@@ -66,6 +66,10 @@ class QtSession(QObject):
     # An MCP server connected, failed, stopped or listed new tools (emitted from the MCP hub's
     # own thread; queued onto the UI thread like every signal here).
     mcp_changed = Signal()
+    # Memory was written (a fact approved, edited, rejected, forgotten; an anchor; a turn's own
+    # remembering and recall): every window showing facts reads it again. The argument is the
+    # window whose action it was (it has reloaded already), or None (a turn).
+    memory_changed = Signal(object)
 
     def __init__(
         self, session: Session | Callable[[], Session], parent: QObject | None = None
@@ -149,6 +153,8 @@ class QtSession(QObject):
         finally:
             self._stop = None
             self.grants_changed.emit()
+            # The turn may have remembered a fact, and recall counts each use.
+            self.memory_changed.emit(None)
 
     def stop(self) -> bool:
         """Stop the running turn (the Stop button, Esc in the dialog is not this); False when
@@ -174,6 +180,15 @@ class QtSession(QObject):
         """Run `work(*args)` on the io thread (one at a time: the single writer)."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._io, lambda: work(*args))
+
+    async def change_memory(self, origin: object, work: Callable[..., T], *args: Any) -> T:
+        """Run a memory write `work(*args)` on the io thread, then tell every window showing
+        facts (`memory_changed`, with `origin`: the window that asked), whether it succeeded
+        or not (a failed write may still have changed something before it stopped)."""
+        try:
+            return await self.run_io(work, *args)
+        finally:
+            self.memory_changed.emit(origin)
 
     async def run_mcp(self, work: Callable[..., T], *args: Any) -> T:
         """Run `work(*args)` on a thread for MCP connections (a test, a reconnection)."""

@@ -11,6 +11,7 @@ It renders the QtSession's state and forwards the person's choices; it decides n
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from importlib import resources
 
 from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance
@@ -94,6 +95,9 @@ class Tray(QObject):
         self.icon.activated.connect(self._activated)
 
         self._state = ("idle", "")
+        # What clicking the notification on show does (opening the window it is about).
+        self._on_click: Callable[[], None] | None = None
+        self.icon.messageClicked.connect(self.notification_clicked)
         self._waiting = 0
         self._flash_on = False
         self._flash = QTimer(self)
@@ -158,14 +162,22 @@ class Tray(QObject):
         self._flash_on = not self._flash_on
         self.icon.setIcon(icon(ASKING) if self._flash_on else icon_for(*self._state))
 
-    def notify(self, title: str, text: str) -> None:
-        """A desktop notification, where the tray can show one."""
+    def notify(self, title: str, text: str, clicked: Callable[[], None] | None = None) -> None:
+        """A desktop notification, where the tray can show one; clicking it runs `clicked`
+        (a newer notification replaces the older one, and what its click does)."""
+        self._on_click = clicked
         if self.icon.isVisible() and QSystemTrayIcon.supportsMessages():
             self.icon.showMessage(title, text, icon("idle"), 8000)
         else:
             log.info("notification (no tray to show it): %s — %s", title, text)
 
     # -- the person's choices --------------------------------------------------------------------
+
+    def notification_clicked(self) -> None:
+        """The person clicked the notification: open what it is about (once)."""
+        clicked, self._on_click = self._on_click, None
+        if clicked is not None:
+            clicked()
 
     def _pause_toggled(self, paused: bool) -> None:
         self.assistant.set_paused(paused)

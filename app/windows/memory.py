@@ -10,6 +10,9 @@ It renders the store's answers and forwards the person's choices. Every store ca
 QtSession's io thread (the store is shared with the turn thread and has its own lock); a store
 error is shown as the sentence the store wrote, and what the person typed is kept so nothing is
 lost. When the session has no store, the window says why and its editing controls are off.
+It reads the store again whenever memory changes anywhere in the app (`QtSession.memory_changed`:
+the chat's buttons, a turn's remembering), so it never shows a fact that is gone; and it opens on
+the fact it is asked to show (`show_fact`), on whichever tab that fact is.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -55,21 +58,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.memory_consent import edit_fact
 from app.qt_session import QtSession
 from app.windows.confirm import confirm
 from app.windows.palette import problem_color
 from app.windows.tables import EmptyOr, table
 from app.windows.tasks import Coalesced, spawn
 from app.windows.words import when
-from broker.events import MemoryNotice, TurnEnded, TurnEvent
 from broker.settings import save_settings
 from memory.db import MemoryStoreError
-from memory.sensitivity.assessment import assess, combine
-from memory.sensitivity.categories import normalise_category
+from memory.sensitivity.assessment import assess
 from memory.store.anchors import AnchorsPrompt
 from memory.store.export import read_import
 from memory.store.facts import MemoryStore
-from memory.types import Anchor, Fact, FactSource, FactStatus, Sensitivity, highest
+from memory.types import Anchor, Fact, FactSource, FactStatus, Sensitivity
 
 log = logging.getLogger("chamberlain.app.windows.memory")
 
@@ -125,17 +127,6 @@ def pin_anchor(store: MemoryStore, text: str, budget: int) -> Anchor:
             "(the budget is in Settings → Memory)."
         )
     return store.add_anchor(text)
-
-
-def edit_fact(store: MemoryStore, fact: Fact, text: str) -> Fact:
-    """Replace a fact's text with the person's, re-assessed: the new text can only keep or
-    raise the level (an edit never quietly makes a fact shareable). A credential is refused
-    by the store."""
-    found = assess(text)
-    if found.refused:
-        raise MemoryStoreError(found.refused)
-    level = highest(fact.sensitivity, combine(found.level, None, normalise_category(fact.category)))
-    return store.edit(fact.id, text, sensitivity=level, reasons=[*fact.reasons, *found.reasons])
 
 
 def import_file(store: MemoryStore, path: Path) -> list[Fact]:
@@ -338,6 +329,10 @@ class MemoryWindow(QWidget):
         self.setAccessibleName("Memory")
         self.resize(920, 640)
         self._reload = Coalesced(self._load)
+        # The fact `show_fact` was asked for, selected once a reload has it.
+        self._target: str | None = None
+        # On the first reload after being shown: open on the tab that has something in it.
+        self._choose_tab = True
         self._dialogs: list[QFileDialog] = []
 
         self.banner = QLabel("")
@@ -381,7 +376,7 @@ class MemoryWindow(QWidget):
             "export; the facts appear here with how sensitive each is and where it came from.",
         )
         self.edit_button = _button("&Edit", "Edit the selected fact", "Edit the fact (F2)")
-        self.forget_button = _button("&Forget…", "Forget the selected fact", "Delete it for good")
+        self.forget_button = _button("F&orget…", "Forget the selected fact", "Delete it for good")
         self.export_button = _button("E&xport…", "Export memory to a file")
         self.import_button = _button("&Import…", "Import memory from an export file")
         self.more = QLabel("")
@@ -442,12 +437,12 @@ class MemoryWindow(QWidget):
         self.anchor_input = QLineEdit()
         self.anchor_input.setPlaceholderText("A note to pin, e.g. “Answer in British English”")
         self.anchor_input.setAccessibleName("New anchor")
-        anchor_label = QLabel("&New anchor")
+        anchor_label = QLabel("New an&chor")
         anchor_label.setBuddy(self.anchor_input)
         self.anchor_cost = QLabel("")
         self.pin_button = _button("Pi&n", "Pin the new anchor")
         self.unpin_button = _button("&Unpin", "Unpin the selected anchor")
-        self.up_button = _button("Move u&p", "Move the selected anchor up")
+        self.up_button = _button("&Move up", "Move the selected anchor up")
         self.down_button = _button("Move do&wn", "Move the selected anchor down")
         anchors_tab = QWidget()
         layout = QVBoxLayout(anchors_tab)
@@ -513,7 +508,7 @@ class MemoryWindow(QWidget):
         QShortcut(QKeySequence(QKeySequence.StandardKey.Find), self, self.search.setFocus)
         QShortcut(QKeySequence(QKeySequence.StandardKey.Refresh), self, self.request_refresh)
         QShortcut(QKeySequence(QKeySequence.StandardKey.Close), self, self.close)
-        assistant.turn_event.connect(self._on_turn_event)
+        assistant.memory_changed.connect(self._memory_changed)
 
         self._prompt: AnchorsPrompt | None = None
         self._anchors: list[Anchor] = []
@@ -551,14 +546,24 @@ class MemoryWindow(QWidget):
 
     def showEvent(self, event: Any) -> None:
         super().showEvent(event)
+        self._choose_tab = self._target is None
         self.request_refresh()
 
     def request_refresh(self) -> None:
         spawn(self.refresh())
 
-    def _on_turn_event(self, event: TurnEvent) -> None:
-        if isinstance(event, TurnEnded | MemoryNotice):
+    def _memory_changed(self, origin: object) -> None:
+        # This window's own changes reloaded it already; a hidden one reloads when shown.
+        if origin is not self and self.isVisible():
             self.request_refresh()
+
+    def show_fact(self, fact_id: str) -> Awaitable[None]:
+        """Read the store and select the fact `fact_id` on the tab where it is (a fact waiting
+        for approval on "Waiting for approval"); say so when it is there no longer. Aimed at
+        once (the reload a showing window starts finds it too); the reload is awaited."""
+        self._target = fact_id
+        self.search.clear()  # a search could hide it
+        return self.refresh()
 
     async def refresh(self) -> None:
         """Read the store again (io thread). Asked for while one runs: once more after it."""
@@ -573,13 +578,26 @@ class MemoryWindow(QWidget):
             self._show_anchors([], None)
             return
         query, budget = self.search.text(), self.budget
-        view = await self._call("Memory could not be read", read_memory, store, query, budget)
+        view = await self._call(
+            "Memory could not be read", read_memory, store, query, budget, writes=False
+        )
         if view is not None:
             self._show(view)
 
     def _show(self, view: MemoryView) -> None:
+        selected = {
+            name: fact.id if fact is not None else None
+            for name, fact in (
+                ("facts", self._selected(self.facts_view)),
+                ("pending", self._selected(self.pending_view)),
+            )
+        }
         self.facts_model.set_facts(view.facts)
         self.pending_model.set_facts(view.pending)
+        # A reload keeps what the person had selected (when it is still there).
+        for name, fact_id in selected.items():
+            if fact_id is not None:
+                self._select(name, fact_id, focus=False)
         waiting = f" ({len(view.pending)})" if view.pending else ""
         self.tabs.setTabText(1, f"Waiting for appro&val{waiting}")
         query = self.search.text().strip()
@@ -598,7 +616,40 @@ class MemoryWindow(QWidget):
                 else f"{view.total} fact{'s' if view.total != 1 else ''}"
             )
         self._show_anchors(view.anchors, view.prompt)
+        self._show_target(view)
         self._update_controls()
+
+    def _show_target(self, view: MemoryView) -> None:
+        target, self._target = self._target, None
+        choose, self._choose_tab = self._choose_tab, False
+        if target is not None:
+            if self._select("pending", target) or self._select("facts", target):
+                return
+            self._say(
+                "That memory is no longer waiting: it was approved, rejected or forgotten "
+                "meanwhile."
+            )
+        elif choose and view.pending and not view.facts and not self.search.text().strip():
+            self.tabs.setCurrentIndex(1)  # nothing to see on Facts; what waits is the news
+
+    def _select(self, which: str, fact_id: str, *, focus: bool = True) -> bool:
+        """Select `fact_id` in its table (and, with `focus`, bring its tab forward and give it
+        the keyboard); False when that table does not have it."""
+        model, view = (
+            (self.facts_model, self.facts_view)
+            if which == "facts"
+            else (self.pending_model, self.pending_view)
+        )
+        row = model.row_of(fact_id)
+        if row is None:
+            return False
+        view.selectRow(row)
+        view.setCurrentIndex(model.index(row, 0))
+        view.scrollTo(model.index(row, 0))
+        if focus:
+            self.tabs.setCurrentIndex(0 if which == "facts" else 1)
+            view.setFocus()
+        return True
 
     def _show_anchors(self, anchors: list[Anchor], prompt: AnchorsPrompt | None) -> None:
         self._anchors, self._prompt = anchors, prompt
@@ -675,9 +726,14 @@ class MemoryWindow(QWidget):
 
     # -- the person's actions ----------------------------------------------------------------------
 
-    async def _call(self, failed: str, work: Callable[..., T], *args: Any) -> T | None:
-        """Run a store call on the io thread; a store error becomes the status line."""
+    async def _call(
+        self, failed: str, work: Callable[..., T], *args: Any, writes: bool = True
+    ) -> T | None:
+        """Run a store call on the io thread; a store error becomes the status line. A write
+        (the default) tells the other windows that memory changed."""
         try:
+            if writes:
+                return await self.assistant.change_memory(self, work, *args)
             return await self.assistant.run_io(work, *args)
         except MemoryStoreError as exc:
             self._say(f"{failed}. {exc}" if failed else str(exc), problem=True)
@@ -857,7 +913,9 @@ class MemoryWindow(QWidget):
         store = self.store
         if store is None:
             return
-        count = await self._call(f"Nothing was exported to {path}", export_file, store, path)
+        count = await self._call(
+            f"Nothing was exported to {path}", export_file, store, path, writes=False
+        )
         if count is not None:
             self._say(f"Exported {count} fact{'s' if count != 1 else ''} to {path}.")
         self.changed.emit()

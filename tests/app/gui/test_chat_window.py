@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt, QUrl
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QAbstractButton, QMessageBox
 
 from app.chat import ChatWindow
 from app.chat_entries import NoticeEntry, UserEntry
@@ -31,7 +31,7 @@ from broker.types import GrantMode
 from memory.conversations import ConversationNotFoundError, ConversationStore
 from memory.db import open_database
 from memory.store.facts import MemoryStore
-from memory.types import Sensitivity
+from memory.types import FactSource, FactStatus, Sensitivity
 from tests.app.gui.conftest import make_session, until
 from tests.support.openai_server import Raw, Text, ToolCalls, Trickle
 
@@ -717,3 +717,250 @@ def test_a_server_whose_tools_the_request_went_without_is_named_below_the_reply(
     assert "vault code" in reply.view.toPlainText()
     chat.close()
     model.close()
+
+
+# -- consent in the chat: Approve, Edit…, Reject, and the Memory window following along ---------
+
+
+def memory_lines(window: ChatWindow) -> list[MemoryLine]:
+    return [w for w in window.transcript.widgets() if isinstance(w, MemoryLine)]
+
+
+def open_memory_window(qtbot: Any, chat: Rig) -> Any:
+    """The Memory window on the chat's own QtSession, open beside it (as the app has it)."""
+    from app.windows.memory import MemoryWindow
+
+    shown = MemoryWindow(chat.assistant)
+    qtbot.addWidget(shown)
+    shown.show()
+    return shown
+
+
+def pending_texts(window: Any) -> list[str]:
+    return [f.text for f in window.pending_model.facts]
+
+
+def fact_texts(window: Any) -> list[str]:
+    return [f.text for f in window.facts_model.facts]
+
+
+async def ask_to_remember(qtbot: Any, chat: Rig, text: str) -> MemoryLine:
+    window = await chat.shown()
+    await type_and_send(qtbot, window, f"remember that {text}")
+    await turn_done(window)
+    [line] = [ln for ln in memory_lines(window) if text in ln.entry.text]
+    return line
+
+
+def test_approving_a_waiting_fact_in_the_chat_remembers_it_and_the_open_memory_window_shows_it(
+    qtbot, run, app_home, memory
+):
+    chat = rig(qtbot, app_home, memory)
+    window = chat.window
+    shelf = open_memory_window(qtbot, chat)
+
+    async def scenario() -> MemoryLine:
+        line = await ask_to_remember(qtbot, chat, "I take insulin every morning")
+        # The turn's own write reaches the open Memory window, without F5.
+        await until(lambda: pending_texts(shelf) == ["I take insulin every morning"])
+        return line
+
+    line = run(scenario())
+    fact_id = line.entry.fact_id
+    assert fact_id is not None
+    text = line.label.text()
+    assert text.startswith("To remember “I take insulin every morning” I need your approval")
+    assert "chamberlain memory" not in window.transcript.text()
+    assert [b.isVisibleTo(line) for b in (line.approve, line.edit, line.reject)] == [True] * 3
+    assert not line.undo.isVisibleTo(line)
+    assert line.approve.accessibleName() == "Approve: remember this"
+    assert line.approve.accessibleDescription() == "I take insulin every morning"
+
+    async def approve_from_the_keyboard() -> None:
+        window.activateWindow()
+        window.input.setFocus()
+        qtbot.keyClick(window.input, Qt.Key.Key_A, Qt.KeyboardModifier.AltModifier)
+        await until(lambda: "Approved." in line.label.text())
+        await window.settled()
+        await until(lambda: fact_texts(shelf) == ["I take insulin every morning"])
+
+    run(approve_from_the_keyboard())
+    approved = memory.get(fact_id)
+    assert approved is not None
+    assert approved.status is FactStatus.ACTIVE
+    assert line.label.text() == "Remembered: I take insulin every morning  —  Approved."
+    assert not line.approve.isVisibleTo(line)
+    assert line.undo.isVisibleTo(line)  # a remembered fact keeps Undo
+    assert pending_texts(shelf) == []
+    assert window.input.hasFocus()  # the keyboard is not left on a button that went away
+    chat.close()
+
+
+def test_rejecting_a_waiting_fact_keeps_nothing_of_it_and_the_memory_window_drops_it(
+    qtbot, run, app_home, memory
+):
+    chat = rig(qtbot, app_home, memory)
+    shelf = open_memory_window(qtbot, chat)
+
+    async def scenario() -> MemoryLine:
+        line = await ask_to_remember(qtbot, chat, "my doctor says I have asthma")
+        await until(lambda: pending_texts(shelf) == ["my doctor says I have asthma"])
+        line.reject.click()
+        await until(lambda: "Rejected" in line.label.text())
+        await chat.window.settled()
+        await until(lambda: pending_texts(shelf) == [])
+        return line
+
+    line = run(scenario())
+    assert line.entry.fact_id is not None
+    assert memory.get(line.entry.fact_id) is None
+    assert memory.count() == 0
+    assert line.label.text().endswith("—  Rejected; nothing of it is kept.")
+    assert not any(b.isVisibleTo(line) for b in (line.approve, line.edit, line.reject, line.undo))
+    chat.close()
+
+
+def test_editing_a_waiting_fact_remembers_the_persons_own_words_and_esc_only_cancels(
+    qtbot, run, app_home, memory
+):
+    chat = rig(qtbot, app_home, memory)
+    window = chat.window
+    shelf = open_memory_window(qtbot, chat)
+
+    async def scenario() -> MemoryLine:
+        line = await ask_to_remember(qtbot, chat, "I take insulin every morning")
+        line.edit.click()
+        assert line.editor.isVisibleTo(line)
+        assert line.editor.text() == "I take insulin every morning"
+        assert line.editor.hasFocus()
+        qtbot.keyClick(line.editor, Qt.Key.Key_Escape)  # cancels the edit, not the window
+        assert window.isVisible()
+        assert not line.editor.isVisibleTo(line)
+        assert line.approve.isVisibleTo(line)
+        line.edit.click()
+        line.editor.selectAll()
+        qtbot.keyClicks(line.editor, "I take insulin at breakfast")
+        qtbot.keyClick(line.editor, Qt.Key.Key_Return)
+        await until(lambda: "Your edit." in line.label.text())
+        await window.settled()
+        await until(lambda: fact_texts(shelf) == ["I take insulin at breakfast"])
+        return line
+
+    line = run(scenario())
+    [kept] = memory.facts(status=FactStatus.ACTIVE)
+    assert (kept.text, kept.source) == ("I take insulin at breakfast", FactSource.USER_EDIT)
+    assert kept.sensitivity is Sensitivity.SECRET  # an edit never makes it shareable
+    assert memory.facts(status=FactStatus.PENDING) == []
+    assert line.entry.fact_id == kept.id  # Undo forgets what is remembered now
+    assert line.label.text() == "Remembered: I take insulin at breakfast  —  Your edit."
+    assert pending_texts(shelf) == []
+    chat.close()
+
+
+def test_undo_in_the_chat_takes_the_fact_out_of_the_open_memory_window_without_a_reload(
+    qtbot, run, app_home, memory
+):
+    chat = rig(qtbot, app_home, memory)
+    shelf = open_memory_window(qtbot, chat)
+
+    async def scenario() -> None:
+        line = await ask_to_remember(qtbot, chat, "my cat is called Tom")
+        await until(lambda: fact_texts(shelf) == ["my cat is called Tom"])
+        line.undo.click()
+        await until(lambda: fact_texts(shelf) == [])
+
+    run(scenario())
+    assert memory.count() == 0
+    chat.close()
+
+
+def test_a_fact_approved_in_the_memory_window_is_shown_approved_in_the_chat(
+    qtbot, run, app_home, memory
+):
+    chat = rig(qtbot, app_home, memory)
+    shelf = open_memory_window(qtbot, chat)
+
+    async def scenario() -> MemoryLine:
+        line = await ask_to_remember(qtbot, chat, "I take insulin every morning")
+        await until(lambda: pending_texts(shelf) == ["I take insulin every morning"])
+        assert line.entry.fact_id is not None
+        await shelf.approve(line.entry.fact_id)
+        await until(lambda: "Approved in Memory." in line.label.text())
+        return line
+
+    line = run(scenario())
+    assert not line.approve.isVisibleTo(line)
+    assert line.undo.isVisibleTo(line)
+    chat.close()
+
+
+def test_only_the_newest_waiting_line_has_the_alt_keys_so_none_means_two_things(
+    qtbot, run, app_home, memory
+):
+    chat = rig(qtbot, app_home, memory)
+
+    async def scenario() -> None:
+        await ask_to_remember(qtbot, chat, "I take insulin every morning")
+        await ask_to_remember(qtbot, chat, "my doctor says I have asthma")
+        await ask_to_remember(qtbot, chat, "my cat is called Tom")
+
+    run(scenario())
+    older, newer, kept = memory_lines(chat.window)
+    assert [older.entry.state, newer.entry.state, kept.entry.state] == [
+        "waiting",
+        "waiting",
+        "kept",
+    ]
+    assert [b.text() for b in (newer.approve, newer.edit, newer.reject)] == [
+        "&Approve",
+        "&Edit…",
+        "&Reject",
+    ]
+    assert kept.undo.text() == "&Undo"
+    assert "&" not in "".join(b.text() for b in (older.approve, older.edit, older.reject))
+    mnemonics = [
+        b.text().split("&")[1][0].lower()
+        for b in chat.window.findChildren(QAbstractButton)
+        if b.isVisibleTo(chat.window) and "&" in b.text()
+    ]
+    assert len(mnemonics) == len(set(mnemonics)), mnemonics
+    chat.close()
+
+
+def test_a_waiting_line_kept_with_the_conversation_offers_its_buttons_again_after_a_restart(
+    qtbot, run, app_home, tmp_path
+):
+    path = tmp_path / "kept.db"
+    first_memory = open_memory(path)
+    chat = rig(qtbot, app_home, first_memory)
+
+    async def first() -> str | None:
+        line = await ask_to_remember(qtbot, chat, "I take insulin every morning")
+        await chat.window.settled()
+        return line.entry.fact_id
+
+    fact_id = run(first())
+    chat.close()
+    first_memory.close()
+
+    memory = open_memory(path)  # a restart: the file read afresh
+    again = rig(qtbot, app_home, memory)
+
+    async def reopened() -> MemoryLine:
+        window = await again.shown()
+        await until(lambda: window.conversation_list.count() == 1)
+        await window.open_conversation(
+            window.conversation_list.item(0).data(Qt.ItemDataRole.UserRole)
+        )
+        [line] = memory_lines(window)
+        line.approve.click()
+        await until(lambda: "Approved." in line.label.text())
+        return line
+
+    line = run(reopened())
+    assert line.entry.fact_id == fact_id
+    fact = memory.get(fact_id)
+    assert fact is not None
+    assert fact.status is FactStatus.ACTIVE
+    again.close()
+    memory.close()

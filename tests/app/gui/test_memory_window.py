@@ -306,3 +306,94 @@ def test_a_fact_is_edited_from_the_keyboard_alone(qtbot, run, app_home, store):
 
     run(edit())
     assert [f.text for f in store.facts(status=FactStatus.ACTIVE)] == ["I work at Initech"]
+
+
+def selected_texts(window: MemoryWindow, which: str) -> list[str]:
+    view = window.facts_view if which == "facts" else window.pending_view
+    model = window.facts_model if which == "facts" else window.pending_model
+    return [model.facts[i.row()].text for i in view.selectionModel().selectedRows()]
+
+
+def test_asked_to_show_a_waiting_fact_the_window_opens_on_its_tab_with_it_selected(
+    qtbot, run, app_home, store
+):
+    store.add("I prefer tea", sensitivity=Sensitivity.LOW)
+    store.add("I live in Leeds", sensitivity=Sensitivity.PERSONAL)
+    waiting = store.add("I take insulin every morning", sensitivity=Sensitivity.SECRET).fact
+    window = open_window(qtbot, app_home, store)
+    window.search.setText("tea")  # left from before: it would hide the fact
+
+    async def show() -> None:
+        shown = window.show_fact(waiting.id)
+        window.show()
+        await shown
+        await until(lambda: selected_texts(window, "pending") == [waiting.text])
+
+    run(show())
+    assert window.tabs.currentIndex() == 1
+    assert window.search.text() == ""
+    assert window.approve_button.isEnabled()  # Approve, Edit, Reject act on it at once
+
+    async def approve_then_show_it_again() -> None:
+        window.approve_button.click()
+        await until(lambda: waiting.text in texts(window))
+        await window.show_fact(waiting.id)
+        await until(lambda: selected_texts(window, "facts") == [waiting.text])
+
+    run(approve_then_show_it_again())
+    assert window.tabs.currentIndex() == 0  # approved since: it is under Facts now
+
+    store.reject(store.facts(status=FactStatus.PENDING)[0].id)
+    run(window.show_fact("no-such-fact"))
+    assert window.status.text() == (
+        "That memory is no longer waiting: it was approved, rejected or forgotten meanwhile."
+    )
+
+
+def test_with_nothing_remembered_yet_the_window_opens_on_what_waits(qtbot, run, app_home, store):
+    store.add("I live in Leeds", sensitivity=Sensitivity.PERSONAL)
+    window = open_window(qtbot, app_home, store)
+
+    async def show() -> None:
+        window.show()
+        await until(lambda: texts(window, "pending") == ["I live in Leeds"])
+
+    run(show())
+    assert window.tabs.currentIndex() == 1
+
+
+def test_a_change_made_elsewhere_shows_at_once_and_keeps_the_selection(qtbot, run, app_home, store):
+    """Another window's write (here the chat's, through the same QtSession) reloads this one:
+    no F5. The person's selection survives the reload."""
+    store.add("I prefer tea", sensitivity=Sensitivity.LOW)
+    kept = store.add("My cat is called Miso", sensitivity=Sensitivity.LOW).fact
+    window = open_window(qtbot, app_home, store)
+    window.show()
+    run(window.refresh())
+    window.facts_view.selectRow(window.facts_model.row_of(kept.id))
+    tea = next(f for f in store.facts() if f.text == "I prefer tea")
+
+    async def forget_from_elsewhere() -> None:
+        await window.assistant.change_memory(object(), store.forget, tea.id)
+        await until(lambda: texts(window) == ["My cat is called Miso"])
+
+    run(forget_from_elsewhere())
+    assert selected_texts(window, "facts") == ["My cat is called Miso"]
+
+
+def test_no_alt_key_means_two_things_on_any_tab(qtbot, run, app_home, store):
+    from PySide6.QtWidgets import QAbstractButton, QLabel
+
+    window = open_window(qtbot, app_home, store)
+    window.show()
+    run(window.refresh())
+    for tab in range(window.tabs.count()):
+        window.tabs.setCurrentIndex(tab)
+        words = [window.tabs.tabText(i) for i in range(window.tabs.count())]
+        words += [
+            w.text()
+            for w in window.findChildren(QAbstractButton) + window.findChildren(QLabel)
+            if w.isVisibleTo(window)
+        ]
+        keys = [w.split("&")[1][0].lower() for w in words if "&" in w and "&&" not in w]
+        assert len(keys) == len(set(keys)), (window.tabs.tabText(tab), sorted(keys))

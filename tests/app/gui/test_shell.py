@@ -104,32 +104,46 @@ def test_quit_from_the_tray_ends_the_app(shell, run):
     assert shell.finished.result() == 0
 
 
-def test_a_memory_waiting_for_consent_is_announced_on_the_desktop(shell, run):
-    from broker.events import MemoryNotice
-    from broker.types import MemoryEvent
-    from memory.types import FactSource, FactStatus, Sensitivity
+def test_a_memory_waiting_for_consent_is_announced_and_a_click_opens_memory_on_it(shell, run):
+    """A real turn remembers a fact that waits for consent, in the real memory file; the
+    notification says what waits and how to act in the app (no command), and clicking it
+    (the tray icon's real messageClicked signal) opens Memory on that fact, selected."""
+    from app.windows.memory import MemoryWindow
+    from memory.types import FactStatus
+    from tests.app.gui.conftest import until
 
-    run(shell.load())
     shown: list[tuple[str, str]] = []
-    shell.tray.notify = lambda title, text: shown.append((title, text))  # type: ignore[method-assign]
-    waiting = MemoryEvent(
-        "pending",
-        fact_id="f-1",
-        text="I take insulin",
-        sensitivity=Sensitivity.SECRET,
-        status=FactStatus.PENDING,
-        reasons=("health",),
-        source=FactSource.USER_EXPLICIT,
-    )
-    shell.assistant.turn_event.emit(MemoryNotice("t-1", waiting))
-    assert shown == [
-        (
-            "A memory is waiting for your consent",
-            'To remember "I take insulin" I need your approval: it is secret (health). '
-            "Approve with `chamberlain memory approve f-1`, or drop it with "
-            "`chamberlain memory reject f-1`.",
-        )
-    ]
+    notify = shell.tray.notify
+
+    def record(title: str, text: str, clicked=None) -> None:  # type: ignore[no-untyped-def]
+        shown.append((title, text))
+        notify(title, text, clicked)
+
+    shell.tray.notify = record  # type: ignore[method-assign]
+
+    async def scenario() -> MemoryWindow:
+        await shell.load()
+        await shell.assistant.ask("remember that I take insulin every morning")
+        shell.tray.icon.messageClicked.emit()  # the person clicks the notification
+        await until(lambda: "memory" in shell.windows and shell.windows["memory"].isVisible())
+        window = shell.windows["memory"]
+        assert isinstance(window, MemoryWindow)
+        await until(lambda: bool(window.pending_view.selectionModel().selectedRows()))
+        return window
+
+    window = run(scenario())
+    store = shell.assistant.session.memory
+    assert store is not None
+    [waiting] = store.facts(status=FactStatus.PENDING)
+    [(title, text)] = shown
+    assert title == "A memory waits for your approval"
+    assert "“I take insulin every morning”" in text
+    assert "Click here to approve, edit or reject it in Memory" in text
+    assert "chamberlain memory" not in text
+    assert waiting.id not in text
+    assert window.tabs.currentIndex() == 1  # "Waiting for approval", not the empty Facts tab
+    assert window._selected(window.pending_view) == waiting
+    assert window.facts_model.facts == []
 
 
 def test_a_long_turn_finishing_while_the_chat_is_hidden_is_announced(shell, run, monkeypatch):
@@ -138,7 +152,7 @@ def test_a_long_turn_finishing_while_the_chat_is_hidden_is_announced(shell, run,
 
     run(shell.load())
     shown: list[tuple[str, str]] = []
-    shell.tray.notify = lambda title, text: shown.append((title, text))  # type: ignore[method-assign]
+    shell.tray.notify = lambda title, text, clicked=None: shown.append((title, text))  # type: ignore[method-assign]
     clock = iter([100.0, 100.0 + 30.0, 200.0, 201.0])
     monkeypatch.setattr("app.main.time.monotonic", lambda: next(clock))
     result = TurnResult(
