@@ -323,7 +323,8 @@ class DesktopApp(QObject):
             took = time.monotonic() - self._turn_started
             chat = self.windows.get("chat")
             if took >= LONG_TURN_S and (chat is None or not chat.isVisible()):
-                said = reply_with_notices(event.result.reply, event.result.memory).strip()
+                lines = [event.result.reply, *(app_line(m) for m in event.result.memory)]
+                said = "\n".join(line for line in lines if line).strip()
                 first = said.splitlines()[0] if said else ""
                 self.tray.notify(
                     "Chamberlain finished your request",
