@@ -776,7 +776,7 @@ class ChatWindow(QWidget):
                 entry.state, entry.note = "kept", "Approved in Memory."
                 entry.body = f"Remembered: {entry.text}" if entry.text else entry.body
             elif status is FactStatus.SUPERSEDED:
-                entry.state, entry.note = "plain", "Changed since in Memory."
+                entry.state, entry.note = "plain", "Since replaced by a newer version."
             elif entry.state == "waiting":
                 entry.state, entry.note = "rejected", "Rejected in Memory."
             else:

@@ -52,9 +52,9 @@ def memory_notice(event: MemoryEvent) -> str:
 
 
 def _why(event: MemoryEvent) -> str:
-    """ "secret (health)": how sensitive a waiting fact is, and what made it so."""
+    """ "secret: medication (insulin)": how sensitive a waiting fact looks, and what made it so."""
     level = event.sensitivity.value if event.sensitivity is not None else "personal"
-    return f"{level} ({', '.join(event.reasons)})" if event.reasons else level
+    return f"{level}: {', '.join(event.reasons)}" if event.reasons else level
 
 
 def app_line(event: MemoryEvent) -> str:
@@ -63,7 +63,7 @@ def app_line(event: MemoryEvent) -> str:
     text = event.text.strip()
     if event.fact_id and text and event.action in ("added", "superseded", "pending"):
         if event.status is FactStatus.PENDING:
-            return f"To remember “{text}” I need your approval: it is {_why(event)}."
+            return f"To remember “{text}” I need your approval — it looks {_why(event)}."
         replaces = f" (replaces “{event.replaces}”)" if event.replaces else ""
         return f"Remembered: {text}{replaces}"
     return memory_notice(event)
@@ -74,7 +74,7 @@ def waiting_notification(event: MemoryEvent) -> tuple[str, str]:
     why, and that a click opens it where it is approved, edited or rejected."""
     return (
         "A memory waits for your approval",
-        f"Chamberlain would like to remember “{event.text.strip()}” ({_why(event)}). "
+        f"Chamberlain would like to remember “{event.text.strip()}” — it looks {_why(event)}. "
         "Click here to approve, edit or reject it in Memory, or use the buttons in the chat.",
     )
 

@@ -159,3 +159,39 @@ def test_ask_json_keeps_the_shape_it_had_a_kept_fact_with_its_notice_and_a_refus
         "action": "refused",
         "notice": "Not remembered: that looks like a password.",
     }
+
+
+def test_the_desktop_says_a_waiting_fact_with_why_it_waits_and_never_a_command(tmp_path, store):
+    """The chat line and the notification are read by someone who never opens a terminal: they
+    say what waits and why, and where to act in the app; the terminal's notice keeps its
+    commands."""
+    from app.memory_words import app_line, waiting_notification
+
+    [event] = remember(tmp_path, store, "remember that I take insulin every morning")
+    assert event.status is FactStatus.PENDING
+    assert app_line(event) == (
+        "To remember “I take insulin every morning” I need your approval — it looks "
+        "secret: medication (insulin)."
+    )
+    title, text = waiting_notification(event)
+    assert title == "A memory waits for your approval"
+    assert text == (
+        "Chamberlain would like to remember “I take insulin every morning” — it looks secret: "
+        "medication (insulin). Click here to approve, edit or reject it in Memory, or use the "
+        "buttons in the chat."
+    )
+    for said in (app_line(event), title, text):
+        assert "chamberlain memory" not in said
+        assert str(event.fact_id) not in said
+    assert f"chamberlain memory approve {event.fact_id}" in memory_notice(event)
+
+
+def test_the_desktop_says_a_remembered_fact_and_what_it_replaces_without_the_undo_command(
+    tmp_path, store
+):
+    from app.memory_words import app_line
+
+    [event] = remember(
+        tmp_path, store, "remember that my timezone is CET", "remember that my timezone is UTC+1"
+    )
+    assert app_line(event) == "Remembered: my timezone is UTC+1 (replaces “my timezone is CET”)"
