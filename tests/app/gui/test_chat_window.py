@@ -964,3 +964,37 @@ def test_a_waiting_line_kept_with_the_conversation_offers_its_buttons_again_afte
     assert fact.status is FactStatus.ACTIVE
     again.close()
     memory.close()
+
+
+def test_the_consent_buttons_are_reached_with_tab_from_the_message_box(
+    qtbot, run, app_home, memory
+):
+    from PySide6.QtWidgets import QApplication
+
+    chat = rig(qtbot, app_home, memory)
+
+    async def scenario() -> MemoryLine:
+        return await ask_to_remember(qtbot, chat, "I take insulin every morning")
+
+    line = run(scenario())
+    window = chat.window
+    window.activateWindow()
+    window.input.setFocus()
+    reached = []
+    for _ in range(40):
+        focus = QApplication.focusWidget()
+        assert focus is not None
+        qtbot.keyClick(focus, Qt.Key.Key_Tab)
+        reached.append(QApplication.focusWidget())
+        if reached[-1] is line.reject:
+            break
+    assert reached[-3:] == [line.approve, line.edit, line.reject]
+
+    async def rejected() -> None:
+        qtbot.keyClick(line.reject, Qt.Key.Key_Space)
+        await until(lambda: "Rejected" in line.label.text())
+        await window.settled()
+
+    run(rejected())
+    assert memory.count() == 0
+    chat.close()
