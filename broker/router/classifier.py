@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.router.extraction import _View
-from broker.router.intent_model import IntentModel, IntentModelError
+from broker.router.intent_model import IntentModel, IntentModelError, Prediction
 from broker.router.scoring import (
     DIRECT_ACTION_CONFIDENCE,
     NOTHING_MATCHED_CONFIDENCE,
@@ -87,6 +87,27 @@ def _classifier(weights: Path | None = None) -> IntentModel | None:
     return loaded if isinstance(loaded, IntentModel) else None
 
 
+# The last reading: (classifier, text, prediction). One tuple, replaced whole, so a reader on
+# another thread sees an old entry or a new one, and uses it only if both keys match.
+_last: tuple[object, str, Prediction] | None = None
+
+
+def _predicted(weights: Path | None, text: str) -> Prediction | None:
+    """The classifier's reading of `text` (None without a usable classifier). The last one is
+    kept in memory, never written anywhere: a follow-up reads its message's probabilities
+    again in context (broker.router.followup) without paying for a second prediction."""
+    global _last
+    classifier = _classifier(weights)
+    if classifier is None:
+        return None
+    last = _last
+    if last is not None and last[0] is classifier and last[1] == text:
+        return last[2]
+    predicted = classifier.predict(text)
+    _last = (classifier, text, predicted)
+    return predicted
+
+
 def classifier_problem(weights: Path | None = None) -> ClassifierProblem | None:
     """Why the classifier with `weights` is not used (loading it now, if it was not yet), or
     None when it is."""
@@ -127,10 +148,9 @@ def _with_classifier(
     """`guess`, the rules' reading of `stripped`, is not one they decide alone: the classifier
     reads the message too, and the answer is built for `text` as given. Without a usable
     classifier the rules' reading stands, as `route_rules` gives it."""
-    classifier = _classifier(weights)
-    if classifier is None:
+    predicted = _predicted(weights, stripped)
+    if predicted is None:
         return _build(guess, view, text.strip())
-    predicted = classifier.predict(stripped)
     if predicted.intent is guess.intent:
         if guess.confidence < DIRECT_ACTION_CONFIDENCE:
             guess.confidence = max(guess.confidence, _calibrated(predicted.probability))

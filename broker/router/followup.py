@@ -5,30 +5,41 @@ A follow-up ("the second one", "do the same for Downloads", "and tomorrow?") rou
 turn it follows unless its own words say otherwise, and its referring words resolve to what that
 turn named (the folder used) or listed (the files, in the order the person saw them).
 
-`follow_up` reads one message against the earlier turns, in this order:
+`follow_up` reads one message against the earlier turns, first match wins:
 
-1. a closer ("thanks!", "cool") is chat;
-2. a pointer into what a turn listed ("the second one", "the last link", "the pdf", a listed
-   name typed again) picks that item: a file is read, a link is fetched, unless the words ask
-   for something else ("delete the second one" is a file task with no direct action, rated as
-   its words and the item are);
-3. a verb on "it" / "that" ("open it", "summarise that") acts on the one thing the last turn
-   named or listed;
-4. a continuation ("do the same for Downloads", "what about Berlin?", "and tomorrow?", "and in
+1. a self-correction keeps only what follows it ("pause it? no, just kill it" → "just kill it");
+2. a closer ("thanks!", "cool", "typical lol") is chat;
+3. a pointer into what a turn listed ("the second one", "the last link", "the pdf", "the chai
+   one", a listed name typed again) picks that item: a file is read, a link is fetched, unless
+   the words ask for something else ("delete the second one" is a file task with no direct
+   action, rated as its words and the item are);
+4. words that plainly name their own target (a URL, a command, a typed path with its verb)
+   route by themselves;
+5. "remember that", "keep it in mind" is a memory write (of the person's words only);
+6. a verb on "it" / "that" ("open it", "summarise that", "list what's in there") acts on the one
+   thing the last turn named or listed;
+7. "why?" / "how come?" after a status readout asks for an investigation, after anything else
+   is chat; an investigation's cue ("work out what's going on") after a status readout is one;
+8. "tell me more", "again" repeat the earlier intent; "do it for port 8080" after a how-to
+   asks for what the how-to described;
+9. a continuation ("do the same for Downloads", "what about Berlin?", "and tomorrow?", "and in
    French?", "Downloads too") repeats the earlier turn's intent with the new folder, URL, topic
    or words;
-5. a question about the answer ("why?", "tell me more") is chat, or the earlier intent when it
-   asks for more of the same;
-6. anything else routes by its own words (`None`: the caller keeps its own reading).
+10. a new value for a remembered fact ("it's 0800 555 0211 now") is a memory write;
+11. a short message the rules are unsure of continues the earlier intent, with what that turn
+    named, when the classifier finds that intent likely enough in context (`_continues`);
+12. anything else routes by its own words (`None`: the caller keeps its own reading).
 
 Trust: `Earlier.text` and `Earlier.named` come from the person's messages only. `Earlier.listed`
 holds the names a tool returned (a listing, search results), kept only so that "the second one"
 can pick one of them; a listed name is data: it never widens which tools are shown and it is
 never taken as the person's request unless the follow-up's own words point at it by position or
 by name. A picked item only ever raises risk (a credential file picked by position is high, as
-typed), never sets an action the follow-up's words do not ask for, and a name that does not look
-like a file name or a web link (a line break, a shell character, an overlong string) is never
-picked. This module must never read files, run anything, or look inside a reply's text.
+typed), never sets an action the follow-up's words do not ask for, a high-risk one never gets a
+direct action, and a name that does not look like a file name or a web link (a line break, a
+shell character, an overlong string) is never picked. A memory write here never takes its fact
+from an earlier turn. This module must never read files, run anything, or look inside a reply's
+text.
 """
 
 from __future__ import annotations
@@ -38,13 +49,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from broker.router.extraction import _make_view
-from broker.router.patterns import _KNOWN_FOLDERS, _URL_RE
-from broker.router.scoring import (
-    DIRECT_ACTION_CONFIDENCE,
-    _high_risk,
-    _needs,
-    _risk,
+from broker.router.patterns import (
+    _DISCOVERY_CUE_RE,
+    _KNOWN_FOLDERS,
+    _QUESTION_RE,
+    _URL_RE,
+    _words,
 )
+from broker.router.scoring import DIRECT_ACTION_CONFIDENCE, _high_risk, _needs, _risk
 from broker.types import RISK_ORDER, Action, Intent, RiskLevel, RouterArguments, RouterOutput
 
 
@@ -64,12 +76,22 @@ class Earlier:
 
 # A follow-up whose words plainly continue or point: as sure as a plain request.
 FOLLOW_UP_CONFIDENCE = DIRECT_ACTION_CONFIDENCE
-# A bare fragment ("Berlin?") read as a continuation: a guess, below a direct action.
-GUESSED_FOLLOW_UP_CONFIDENCE = 0.75
-# Longer than this, a message is read as a follow-up only when it points into a listing: a
-# continuation or a fragment this long carries a request of its own.
+# A continuation read from weaker words ("and X"), or an unsure message taken as continuing.
+LIKELY_FOLLOW_UP_CONFIDENCE = 0.8
+# An unsure message: how much likelier the last turn's intent is than without a conversation.
+SAME_INTENT_PRIOR = 3.0
+# Without the classifier, a message the rules read below this continues the last turn.
+UNSURE_OWN_READING = 0.7
+# Longer than this, a message is read only by its own words and by what it points at.
 FOLLOW_UP_CHARS = 300
+# A continuation's new part ("do the same for X") longer than this is a request of its own.
 CONTINUATION_WORDS = 10
+# An unsure message longer than this is not taken as continuing the last turn.
+UNSURE_WORDS = 12
+# "how come it lost so much? anything on the system making it worse?" is still a why.
+WHY_WORDS = 16
+# A continuation's new part this short is read as a fragment of the earlier request, unless
+# it reads plainly as another one with a direct action of its own.
 FRAGMENT_WORDS = 4
 # How many turns back "the second one" may look for a listing.
 LOOK_BACK = 3
@@ -79,98 +101,33 @@ MAX_LISTED_CHARS = 1024
 # The module's own few words: what only a follow-up needs. Each pattern is anchored or bounded
 # and has no nested unbounded quantifier that can overlap; all run on at most FOLLOW_UP_CHARS.
 _I = re.IGNORECASE
-_LEAD = r"(?:(?:ok(?:ay)?|so|now|and|also|great|cool|thanks|nice|perfect|alright|right|then|hmm|please|pls|can you|could you|would you)[\s,.!]+)*"  # noqa: E501
+_LEAD = (
+    r"(?:(?:ok(?:ay)?|so|now|and|also|great|cool|thanks|nice|perfect|alright|right|then|hmm|"
+    r"please|pls|just|can\s+you|could\s+you|would\s+you|go\s+ahead\s+and)[\s,.!]+)*"
+)
 
-_CLOSER_WORDS = frozenset(
-    {
-        "ok",
-        "okay",
-        "k",
-        "kk",
-        "cool",
-        "great",
-        "nice",
-        "perfect",
-        "awesome",
-        "thanks",
-        "thank",
-        "thx",
-        "ty",
-        "tysm",
-        "cheers",
-        "gotcha",
-        "alright",
-        "sounds",
-        "good",
-        "helpful",
-        "works",
-        "helps",
-        "sense",
-        "understood",
-        "noted",
-        "lol",
-        "haha",
-        "wow",
-        "neat",
-        "sweet",
-        "brilliant",
-        "appreciate",
-        "appreciated",
-        "bye",
-        "goodbye",
-        "nvm",
-        "excellent",
-        "amazing",
-        "super",
-        "fantastic",
-        "wonderful",
-        "lovely",
-        "fine",
-        "done",
-        "nevermind",
-    }
+_CLOSER_WORDS = _words(
+    "ok okay k kk cool great nice perfect awesome thanks thank thx ty tysm ta cheers gotcha "
+    "alright good helpful works helps sense understood noted lol lmao haha hah heh wow neat "
+    "sweet brilliant appreciate appreciated bye goodbye nvm excellent amazing super fantastic "
+    "wonderful lovely fine nevermind typical yay ugh oh ah meh yikes damn fab legend star "
+    "phew whoa oops hmm interesting fair lovely cute"
 )
 # Words a closer may hold besides the closers themselves ("thank you so much", "got it").
-_CLOSER_FILLER = frozenset(
-    {
-        "you",
-        "so",
-        "much",
-        "very",
-        "a",
-        "lot",
-        "that's",
-        "thats",
-        "that",
-        "it",
-        "is",
-        "was",
-        "all",
-        "i",
-        "see",
-        "got",
-        "makes",
-        "never",
-        "mind",
-        "for",
-        "the",
-        "help",
-        "man",
-        "mate",
-        "buddy",
-        "dude",
-        "really",
-        "just",
-        "again",
-        "good",
-        "night",
-        "great",
-        "job",
-        "one",
-        "this",
-    }
+_CLOSER_FILLER = _words(
+    "you so much very a lot that's thats that it is was all i see got makes never mind for "
+    "the help man mate buddy dude really just again night job one this you're youre ur u "
+    "are what enough sounds ok"
 )
-_WORD_RE = re.compile(r"[a-z']+")
+_WORD_RE = re.compile(r"[a-z0-9']+")
+
+# "pause the render? no just kill it", "nope, the docx", "X. actually, Y".
+_CORRECTION_RE = re.compile(
+    r"(?:(?:^|[?.!,;]\s*|\s-+\s*)(?:no+|nah|nope|actually|wait|scratch\s+that|or\s+rather)\b"
+    r"(?:[\s,.!]+(?:no+|wait|actually|sorry))*[\s,.!]+|^not\s+[^,.;?!]{1,60},\s*)"
+    r"(?P<rest>\S[^?]{0,200}[?.!]*)$",
+    _I,
+)
 
 _ORD_WORDS: dict[str, int] = {
     "first": 1,
@@ -221,13 +178,18 @@ _NUMBER_RE = re.compile(
 )
 # "the pdf", "that spreadsheet", "the png one": a file type pointed at.
 _TYPE_REF_RE = re.compile(
-    r"\b(?:the|that|this)\s+(?:\.)?([a-z0-9]{2,12})(?:\s+(?:one|file|doc|document))?\b", _I
+    r"\b(?:the|that|this)\s+\.?([a-z0-9]{2,12})(?:\s+(?:one|file|doc|document))?\b", _I
+)
+# "the chai one", "the explainer link", "the 2025 one": a word of one listed name.
+_NAME_FRAME_RE = re.compile(
+    r"\b(?:the|that|this)\s+([\w\-]{2,40})\s+(?:one|link|page|site|article|file|doc|"
+    r"document|result|folder|version)\b",
+    _I,
 )
 _TYPE_WORDS: dict[str, frozenset[str]] = {
     "pdf": frozenset({"pdf"}),
     "spreadsheet": frozenset({"xlsx", "xls", "csv", "ods", "tsv"}),
     "excel": frozenset({"xlsx", "xls"}),
-    "csv": frozenset({"csv"}),
     "image": frozenset({"png", "jpg", "jpeg", "gif", "webp", "heic", "bmp", "svg", "tif", "tiff"}),
     "photo": frozenset({"png", "jpg", "jpeg", "heic", "webp"}),
     "picture": frozenset({"png", "jpg", "jpeg", "gif", "heic", "webp", "bmp"}),
@@ -240,78 +202,75 @@ _TYPE_WORDS: dict[str, frozenset[str]] = {
     "presentation": frozenset({"ppt", "pptx", "odp", "key"}),
     "slides": frozenset({"ppt", "pptx", "odp", "key"}),
     "archive": frozenset({"zip", "tar", "gz", "tgz", "7z", "rar", "xz", "bz2"}),
-    "zip": frozenset({"zip"}),
-    "log": frozenset({"log"}),
+    "iso": frozenset({"iso"}),
+    "installer": frozenset({"exe", "msi", "dmg", "pkg", "deb", "rpm", "appimage"}),
     "script": frozenset({"sh", "py", "js", "ps1", "bat"}),
 }
 # Every extension names its own type ("the docx", "that csv").
-for _one in (
-    "txt",
-    "md",
-    "docx",
-    "doc",
-    "xlsx",
-    "xls",
-    "pptx",
-    "ppt",
-    "odt",
-    "ods",
-    "json",
-    "yaml",
-    "yml",
-    "toml",
-    "csv",
-    "png",
-    "jpg",
-    "jpeg",
-    "gif",
-    "mp3",
-    "mp4",
-    "py",
-    "sh",
-    "js",
-    "html",
-    "xml",
-    "log",
-    "ini",
-    "cfg",
-    "conf",
-    "epub",
-    "mov",
-    "mkv",
-    "wav",
-    "flac",
-    "svg",
-    "heic",
-    "webp",
-    "zip",
-    "tar",
-    "gz",
+for _one in _words(
+    "txt md docx doc xlsx xls pptx ppt odt ods json yaml yml toml csv png jpg jpeg gif mp3 mp4 "
+    "py sh js html xml log ini cfg conf epub mov mkv wav flac svg heic webp zip tar gz exe msi "
+    "dmg deb rpm"
 ):
     _TYPE_WORDS.setdefault(_one, frozenset({_one}))
 
-# A verb that acts on something pointed at ("open it", "summarise the second one").
-_READ_VERB_RE = re.compile(
-    r"^" + _LEAD + r"(?:open|read|show|display|view|print|cat|preview|check|look\s+at|"
-    r"go\s+through|skim|summari[sz]e|sum\s+up|tl;?dr|give\s+me|go\s+to|visit|fetch|load|"
-    r"what'?s\s+in|whats\s+in|what\s+is\s+in|what\s+does|tell\s+me\s+about|"
-    r"describe|explain|pull\s+up|bring\s+up)\b",
-    _I,
+# A verb that reads what it is pointed at ("open it", "summarise the second one").
+_READ_VERB = (
+    r"(?:open|read|show|display|view|print|cat|preview|check|look\s+at|go\s+through|skim|"
+    r"summari[sz]e|sum\s+up|tl;?dr|give\s+me(?:\s+the\s+gist\s+of)?|go\s+to|visit|fetch|load|"
+    r"list|ls|describe|explain|pull\s+up|bring\s+up|fire\s+up|what'?s\s+in|whats\s+in|"
+    r"what\s+is\s+in|what'?s\s+inside|tell\s+me\s+about)"
 )
+_READ_VERB_RE = re.compile(r"^" + _LEAD + _READ_VERB + r"\b", _I)
 _WRITE_VERB_RE = re.compile(
     r"\b(?:delete|remove|trash|bin|rm|erase|wipe|shred|rename|move|mv|copy|cp|duplicate|edit|"
-    r"modify|change|overwrite|replace|compress|zip|unzip|extract|back\s*up|backup|share|send|"
-    r"upload|email|mail|attach|convert|print|install|run|execute|launch)\b",
+    r"modify|change|overwrite|replace|compress|zip|unzip|unpack|extract|back\s*up|backup|share|"
+    r"send|upload|email|mail|attach|convert|print|install|run|execute|launch|play|save|"
+    r"download|store)\b",
     _I,
 )
 _IN_BROWSER_RE = re.compile(r"\b(?:in|with)\s+(?:my|the|a)\s+(?:browser|new\s+tab)\b", _I)
-# "open it", "summarise that", "delete them", "what's in it".
-_PRONOUN_RE = re.compile(
-    r"\b(?:it|that|this|them|those|these|that\s+one|this\s+one|the\s+same\s+file|"
-    r"th(?:at|is|e)\s+(?:file|page|link|site|article|folder|document|doc|url))\b",
+_PRONOUN = (
+    r"(?:it|that|this|them|those|these|that\s+one|this\s+one|there|in\s+there|in\s+it|"
+    r"th(?:at|is|e)\s+(?:file|page|link|site|article|folder|document|doc|url|thing))"
+)
+# A verb with "it" as its object: "open it", "delete that one", "pull it up", "list what's in
+# there", "move it to ~/old". "that om-1 guide" is not a pronoun but a name.
+_ACT_ON_IT_RE = re.compile(
+    r"^"
+    + _LEAD
+    + r"(?:(?P<verb>[a-z]+(?:\s+(?:up|down|out|through|at))?)\s+(?:me\s+)?"
+    + _PRONOUN
+    + r"(?:\s+(?:up|again|please|for\s+me|now|then))*\s*(?:$|[?.!,]|\s+(?:to|into|in|as|on|"
+    r"next|from|and|with|so)\b)|"
+    r"(?:list\s+)?(?:what'?s|whats|what\s+is)\s+(?:in|inside)\s+" + _PRONOUN + r"\b)",
     _I,
 )
-# "do the same for Downloads", "same with ./src", "now for Berlin", "try it in ~/work".
+# Verbs that act on a file or a page when "it" is their object ("pull it up", "bin it").
+_ACTING_VERBS = _words(
+    "open read show display view print cat preview check skim summarise summarize sum tldr "
+    "list ls describe explain pull bring fire load visit fetch play delete remove trash bin rm "
+    "erase rename move copy edit unzip unpack extract save download share send upload email "
+    "attach convert run launch install close go look scan search grep"
+)
+# Words that refer to what the last turn named ("the reviews on there", "that page").
+_REFERS_RE = re.compile(
+    r"\b(?:(?:on|in|from|of|at)\s+(?:there|it)|there|th(?:at|is|e)\s+(?:page|site|article|"
+    r"doc|document|file|folder|link|url|tab))\b",
+    _I,
+)
+# "remember that", "keep it in mind", "store that as well", "save that password for me".
+_KEEP_THAT_RE = re.compile(
+    r"^" + _LEAD + r"(?:please\s+)?(?:remember|memori[sz]e|store|save|note|jot\s+down|"
+    r"write\s+down|make\s+a\s+note\s+of|keep|add)\s+(?:that|it|this|those|these)\b|"
+    r"\bkeep\s+(?:that|it|this)\s+in\s+mind\b|"
+    r"[,.;!]\s*(?:please\s+)?(?:remember|memori[sz]e|note)\s+(?!(?:when|how|what|where|who|"
+    r"which|if|the\s+time)\b)\S",
+    _I,
+)
+# "save it next to my reports in ~/work": a file, not a memory.
+_TO_A_PLACE_RE = re.compile(r"\b(?:in|into|to|next\s+to|under|inside)\s+(?:my|the|~|/|\.)", _I)
+# "do the same for Downloads", "same with ./src", "now for Berlin", "do it for port 8080".
 _SAME_RE = re.compile(
     r"^" + _LEAD + r"(?:(?:do|try|run|repeat|check)\s+(?:the\s+same(?:\s+thing)?|that|it|this)"
     r"(?:\s+again)?|(?:the\s+)?same(?:\s+thing)?|again|now|repeat|same\s+question)\s*,?\s*"
@@ -321,16 +280,23 @@ _SAME_RE = re.compile(
 # "and tomorrow?", "what about Berlin?", "how about in French?".
 _ABOUT_RE = re.compile(
     r"^(?:(?:ok(?:ay)?|so|cool|thanks|great|nice|alright|hmm|right)[\s,.!]+)?"
-    r"(?:and\s+(?:what|how)\s+about|what\s+about|how\s+about|what\s+of|and\s+for|"
-    r"and\s+also|also\s+for|and|or|but\s+for|also|then|now)\b[\s,]*(?P<rest>.*)$",
+    r"(?:and\s+(?:what|wh?at|wot|how)\s+about|(?:what|wh?at|wot)\s+about|how\s+about|"
+    r"what\s+of|and\s+for|and\s+also|also\s+for|and|or|but\s+for|also|then|now)\b[\s,]*"
+    r"(?P<rest>.*)$",
     _I | re.S,
 )
 # "Downloads too", "the battery as well".
 _TOO_RE = re.compile(r"^(?P<rest>\S.{0,200}?)\s+(?:too|as\s+well|also)\s*[?.!]*$", _I | re.S)
+# "why?", "how come?": after a status readout an investigation, after anything else chat.
+_WHY_RE = re.compile(
+    r"^(?:but\s+|and\s+|so\s+|ok(?:ay)?[\s,]+|hmm[\s,]+)?(?:why|why\s+not|how\s+come|how\s+so|"
+    r"what\s+caused\s+(?:it|that|this)|why\s+is\s+(?:it|that))\b[^\n]{0,80}$",
+    _I,
+)
 # Questions about the answer just given.
 _META_RE = re.compile(
-    r"^(?:but\s+|and\s+|so\s+|ok(?:ay)?[\s,]+)?(?:why|why\s+not|how\s+come|how\s+so|really|"
-    r"are\s+you\s+sure|what\s+do\s+you\s+mean|what\s+does\s+that\s+mean|meaning|"
+    r"^(?:but\s+|and\s+|so\s+|ok(?:ay)?[\s,]+)?(?:really|are\s+you\s+sure|what\s+do\s+you\s+"
+    r"mean|what\s+does\s+that\s+mean|meaning|"
     r"is\s+that\s+(?:good|bad|normal|a\s+lot|ok|okay|right|true|correct|enough|high|low)|"
     r"explain(?:\s+that|\s+it|\s+why)?|elaborate|can\s+you\s+elaborate|in\s+what\s+way|"
     r"which\s+is\s+better|which\s+one\s+is\s+better|is\s+it\s+(?:safe|worth\s+it|bad|good)|"
@@ -345,6 +311,22 @@ _MORE_RE = re.compile(
     r"more|go\s+on|continue|keep\s+going|what\s+else|anything\s+else|show\s+me\s+more|"
     r"any\s+more|the\s+rest|refresh|again|try\s+again|once\s+more|and\s+now|now|check\s+again|"
     r"do\s+it\s+again|(?:and|what\s+about)\s+now)\b[\s?.!]*$",
+    _I,
+)
+# "how do I check which port ...": a how-to; "do it for port 8080" then asks for it done.
+_HOWTO_LEAD_RE = re.compile(
+    r"^(?:so\s+|and\s+)?(?:how\s+(?:do|can|should|would|could)\s+(?:i|we|you|one)\s+|"
+    r"how\s+to\s+|is\s+there\s+a\s+way\s+to\s+|what'?s\s+the\s+command\s+to\s+)",
+    _I,
+)
+_DO_IT_RE = re.compile(
+    r"^" + _LEAD + r"(?:do\s+(?:it|that|this)|go\s+ahead|try\s+it|run\s+it|yes\s+do\s+it)\b",
+    _I,
+)
+# A remembered value changed: "they changed it, it's 0800 555 0211 now", "i moved to days".
+_NEW_VALUE_RE = re.compile(
+    r"\b(?:now|anymore|changed|moved|switched|updated|out\s+of\s+date|outdated|no\s+longer|"
+    r"not\s+anymore|instead|actually\s+it'?s|it'?s\s+now|add\b)",
     _I,
 )
 _BARE_FOLDER_RE = re.compile(
@@ -365,50 +347,150 @@ _READ_ACTIONS: frozenset[str] = frozenset(
     }
 )
 _FILE_READS = frozenset({Intent.FILE_TASK, Intent.ONE_SHOT_DISCOVERY})
+_STATUS = frozenset({Intent.SYSTEM_TASK, Intent.ONE_SHOT_DISCOVERY})
+_MEMORY = frozenset({Intent.MEMORY_READ, Intent.MEMORY_WRITE})
 
 Reroute = Callable[[str], RouterOutput]
+# The classifier's probability of each intent for some words ({} without a classifier).
+Ranked = Callable[[str], dict[Intent, float]]
 
 
-def follow_up(text: str, earlier: Sequence[Earlier], reroute: Reroute) -> RouterOutput | None:
+def follow_up(
+    text: str,
+    earlier: Sequence[Earlier],
+    own: RouterOutput,
+    alone: Reroute,
+    rules: Reroute,
+    ranked: Ranked | None = None,
+) -> RouterOutput | None:
     """`text` read as a follow-up to `earlier` (oldest first; the last is the turn it follows),
-    or None when its own words decide. `reroute` routes a message without earlier turns (the
-    follow-up's own words, an earlier message with a new folder)."""
+    or None when its own words decide. `own` is how `text` routes alone; `alone` routes other
+    words the same way (rules and classifier), `rules` by the rules only (an earlier message
+    read again for its arguments); `ranked` gives the classifier's probabilities."""
     if not earlier or len(text) > FOLLOW_UP_CHARS:
         return None
     message = " ".join(text.split())
     if not message or message.startswith("/"):
         return None
+    whole = own
+    corrected = _CORRECTION_RE.search(message)
+    if corrected is not None and len(corrected.group("rest").split()) >= 2:
+        # "pause the render? no, just kill it": what the person settled on.
+        message = corrected.group("rest").strip()
+        own = alone(message)
+    out = _follow(message, earlier, own, alone, rules, ranked)
+    if out is None:
+        if own is whole:
+            return None
+        out = own
+    # The message as typed goes on (the model reads all of it), never rated below its own
+    # reading: a correction chooses the reading, not a lower risk.
+    return out.model_copy(
+        update={"text": text.strip(), "risk_level": _max_risk(out.risk_level, whole.risk_level)}
+    )
+
+
+def _follow(
+    message: str,
+    earlier: Sequence[Earlier],
+    own: RouterOutput,
+    alone: Reroute,
+    rules: Reroute,
+    ranked: Ranked | None,
+) -> RouterOutput | None:
+    """`follow_up` on the normalised message the person settled on."""
     if _closer(message):
         return _chat(message)
     last = earlier[-1]
     pointed = _pointed(message, earlier)
     if pointed is not None:
-        return _act_on(message, pointed, reroute)
-    own = reroute(message)
+        return _act_on(message, pointed, own)
     if _own_request(own):
         return None
-    if _READ_VERB_RE.match(message) or _WRITE_VERB_RE.search(message):
-        target = _pronoun_target(message, earlier)
-        if target is not None:
-            return _act_on(message, target, reroute)
+    if _KEEP_THAT_RE.search(message) and not _TO_A_PLACE_RE.search(message):
+        return _memory_write(message, own)
+    acted = _ACT_ON_IT_RE.match(message)
+    if acted is not None:
+        target = _pronoun_target(earlier)
+        verb = acted.group("verb")
+        if target is not None and (verb is None or _verb_acts(verb, message, own)):
+            return _act_on(message, target, own)
     words = len(message.split())
-    if _META_RE.match(message) and words <= CONTINUATION_WORDS:
+    if (
+        own.confidence < DIRECT_ACTION_CONFIDENCE
+        and words <= UNSURE_WORDS
+        and _REFERS_RE.search(message)
+        and len(_named(last)) == 1
+        and last.intent in (Intent.FILE_TASK, Intent.BROWSE_ONCE)
+    ):
+        # "what are people complaining about in the reviews on there": the page just named.
+        return _like(last.intent, last, message, None, rules, own, LIKELY_FOLLOW_UP_CONFIDENCE)
+    if words <= WHY_WORDS and _WHY_RE.match(message):
+        if last.intent in _STATUS:
+            return _like(Intent.ONE_SHOT_DISCOVERY, last, message, None, rules, own)
+        return _chat(message)
+    if (
+        last.intent in _STATUS
+        and _DISCOVERY_CUE_RE.search(message)
+        and own.intent is not Intent.ONE_SHOT_DISCOVERY
+        and own.confidence < DIRECT_ACTION_CONFIDENCE
+    ):
+        return _like(Intent.ONE_SHOT_DISCOVERY, last, message, None, rules, own)
+    if words <= CONTINUATION_WORDS and _META_RE.match(message):
         return _chat(message)
     if _MORE_RE.match(message):
-        return _like(last, message, None, reroute, FOLLOW_UP_CONFIDENCE)
-    rest, sure = _continuation(message)
-    if rest is not None and len(rest.split()) <= CONTINUATION_WORDS:
-        # "and what's the weather tomorrow?" after a listing: a request of its own.
-        if (
-            own.confidence >= DIRECT_ACTION_CONFIDENCE
-            and own.intent is not last.intent
-            and (len(rest.split()) > FRAGMENT_WORDS or own.arguments.action is not None)
-        ):
-            return None
-        return _like(last, message, rest, reroute, FOLLOW_UP_CONFIDENCE if sure else 0.8)
-    if words <= FRAGMENT_WORDS and own.confidence < 0.8:
-        return _like(last, message, message, reroute, GUESSED_FOLLOW_UP_CONFIDENCE)
+        return _like(last.intent, last, message, None, rules, own)
+    task = _howto_task(last, message, alone, rules)
+    if task is not None:
+        return task
+    rest, plain = _continuation(message)
+    if rest is not None and not _own_turn(rest, own, last):
+        sure = FOLLOW_UP_CONFIDENCE if plain else LIKELY_FOLLOW_UP_CONFIDENCE
+        return _like(last.intent, last, message, rest, rules, own, sure)
+    if (
+        last.intent in _MEMORY
+        and own.confidence < DIRECT_ACTION_CONFIDENCE
+        and _NEW_VALUE_RE.search(message)
+        and not _QUESTION_RE.search(message)
+    ):
+        return _memory_write(message, own)
+    if _continues(message, words, own, last, ranked):
+        return _like(last.intent, last, message, message, rules, own, LIKELY_FOLLOW_UP_CONFIDENCE)
     return None
+
+
+def _continues(
+    message: str, words: int, own: RouterOutput, last: Earlier, ranked: Ranked | None
+) -> bool:
+    """An unsure message read in context: the classifier's probabilities with the last turn's
+    intent `SAME_INTENT_PRIOR` times as likely as without a conversation (people mostly go on
+    with what they were doing), against its own reading. Without the classifier, an unsure
+    reading of a short message continues."""
+    if own.confidence >= DIRECT_ACTION_CONFIDENCE or own.arguments.action is not None:
+        return False
+    if words > UNSURE_WORDS or own.intent is last.intent:
+        return False
+    if words <= FRAGMENT_WORDS:
+        return True  # "silver?", "the Danube, next one": a fragment of the same request
+    probabilities = ranked(own.text) if ranked is not None else {}
+    if not probabilities:
+        return own.confidence < UNSURE_OWN_READING
+    return SAME_INTENT_PRIOR * probabilities.get(last.intent, 0.0) > probabilities.get(
+        own.intent, own.confidence
+    )
+
+
+def _own_turn(rest: str, own: RouterOutput, last: Earlier) -> bool:
+    """A continuation's new part that is a request of its own ("and what's the weather
+    tomorrow?" after a listing)."""
+    words = len(rest.split())
+    if words > CONTINUATION_WORDS:
+        return True
+    return (
+        own.confidence >= DIRECT_ACTION_CONFIDENCE
+        and own.intent is not last.intent
+        and (words > FRAGMENT_WORDS or own.arguments.action is not None)
+    )
 
 
 def _own_request(own: RouterOutput) -> bool:
@@ -421,7 +503,10 @@ def _own_request(own: RouterOutput) -> bool:
 
 def _closer(message: str) -> bool:
     words = _WORD_RE.findall(message.lower())
-    if not words or len(words) > 8:
+    if not words:
+        # Only punctuation or emoji ("👍", "!!"): a reaction.
+        return True
+    if len(words) > 8:
         return False
     closer = False
     for word in words:
@@ -429,14 +514,25 @@ def _closer(message: str) -> bool:
             closer = True
         elif word not in _CLOSER_FILLER:
             return False
-    return closer or message.strip(" !.") == "" or words in (["got", "it"], ["i", "see"])
+    return closer or words in (["got", "it"], ["i", "see"], ["makes", "sense"])
 
 
 def _chat(message: str) -> RouterOutput:
     return RouterOutput(
-        intent=Intent.CHAT_ONLY,
+        intent=Intent.CHAT_ONLY, confidence=FOLLOW_UP_CONFIDENCE, source="heuristic", text=message
+    )
+
+
+def _memory_write(message: str, own: RouterOutput) -> RouterOutput:
+    """A memory write of the person's own words in this message: never a fact taken from an
+    earlier turn, a reply or a listing."""
+    fact = own.arguments.fact if own.intent is Intent.MEMORY_WRITE else None
+    return RouterOutput(
+        intent=Intent.MEMORY_WRITE,
+        **_needs(Intent.MEMORY_WRITE, False, False),
         confidence=FOLLOW_UP_CONFIDENCE,
         source="heuristic",
+        arguments=RouterArguments(fact=fact),
         text=message,
     )
 
@@ -467,6 +563,8 @@ def _base(name: str) -> str:
 
 
 def _ext(name: str) -> str:
+    if _is_url(name):
+        return ""
     base = _base(name)
     return base.rsplit(".", 1)[-1].lower() if "." in base.strip(".") else ""
 
@@ -474,11 +572,8 @@ def _ext(name: str) -> str:
 def _pointed(message: str, earlier: Sequence[Earlier]) -> _Target | None:
     """The listed item the words point at by position, by type or by name, if exactly one."""
     for turn in reversed(earlier[-LOOK_BACK:]):
-        listed = [name for name in turn.listed if _pickable(name)]
-        if len(listed) != len(turn.listed):
-            # One unusable name shifts every position after it: point at nothing rather than
-            # at the wrong item.
-            listed = list(turn.listed)
+        # An unusable name keeps its place: positions count what the person saw.
+        listed = list(turn.listed)
         if not listed:
             continue
         index = _position(message)
@@ -486,10 +581,8 @@ def _pointed(message: str, earlier: Sequence[Earlier]) -> _Target | None:
             if -len(listed) <= index < len(listed) and _pickable(listed[index]):
                 return _Target(listed[index], turn, listed=True)
             return None
-        named = _by_name(message, listed)
-        if named is not None:
-            return _Target(named, turn, listed=True)
-        return None
+        named = _by_name(message, [name for name in listed if _pickable(name)])
+        return _Target(named, turn, listed=True) if named is not None else None
     return None
 
 
@@ -508,30 +601,43 @@ def _position(message: str) -> int | None:
 
 
 def _by_name(message: str, listed: list[str]) -> str | None:
+    """A listed name typed again ("budget.xlsx"), a word of one in "the chai one", or a file
+    type only one of them has ("the pdf")."""
     lowered = message.lower()
-    exact = [n for n in listed if _pickable(n) and _mentions(lowered, _base(n).lower())]
-    if len(exact) == 1:
-        return exact[0]
-    if len(exact) > 1:
-        return None
-    stems = [
-        n
-        for n in listed
-        if _pickable(n)
-        and len(stem := _base(n).rsplit(".", 1)[0].lower()) >= 4
-        and _mentions(lowered, stem)
-    ]
-    if len(stems) == 1:
-        return stems[0]
-    if stems:
-        return None
+    exact = [n for n in listed if not _is_url(n) and _mentions(lowered, _base(n).lower())]
+    exact += [n for n in listed if _is_url(n) and _mentions(lowered, n.lower())]
+    if exact:
+        return exact[0] if len(exact) == 1 else None
+    for found in _NAME_FRAME_RE.finditer(message):
+        word = found.group(1).lower()
+        if word in ("same", "other", "next", "new", "old", "right", "wrong", "whole", "first"):
+            continue
+        framed = [n for n in listed if _word_in(word, _tail(n))]
+        if len(framed) == 1:
+            return framed[0]
+        if framed:
+            return None
     for found in _TYPE_REF_RE.finditer(message):
         extensions = _TYPE_WORDS.get(found.group(1).lower())
         if extensions is None:
             continue
-        typed = [n for n in listed if _pickable(n) and _ext(n) in extensions]
+        typed = [n for n in listed if _ext(n) in extensions]
         return typed[0] if len(typed) == 1 else None
     return None
+
+
+def _word_in(word: str, name: str) -> bool:
+    """`word` is one of the name's words, or its singular ("doc" in "docs.example.com")."""
+    words = _WORD_RE.findall(name.lower())
+    return word in words or word + "s" in words
+
+
+def _tail(name: str) -> str:
+    """The part of a listed name a person would call it by: a file's name, a link's host and
+    path (without the scheme)."""
+    if _is_url(name):
+        return name.split("://", 1)[-1]
+    return _base(name)
 
 
 def _mentions(lowered: str, name: str) -> bool:
@@ -549,10 +655,8 @@ def _mentions(lowered: str, name: str) -> bool:
     return False
 
 
-def _pronoun_target(message: str, earlier: Sequence[Earlier]) -> _Target | None:
-    """What "it" / "that" means: the one thing the last turn named or listed."""
-    if not _PRONOUN_RE.search(message):
-        return None
+def _pronoun_target(earlier: Sequence[Earlier]) -> _Target | None:
+    """What "it" / "that" means: the one thing the last turn named or, failing that, listed."""
     last = earlier[-1]
     named = _named(last)
     if len(named) == 1:
@@ -561,6 +665,14 @@ def _pronoun_target(message: str, earlier: Sequence[Earlier]) -> _Target | None:
     if len(listed) == 1 and not named:
         return _Target(listed[0], last, listed=True)
     return None
+
+
+def _verb_acts(verb: str, message: str, own: RouterOutput) -> bool:
+    """The verb before "it" acts on a file or a page (read, pull up, delete, …), or the message
+    alone already reads as a file or web task."""
+    if verb.split()[0].lower() in _ACTING_VERBS or _READ_VERB_RE.match(message):
+        return True
+    return own.intent in (Intent.FILE_TASK, Intent.BROWSE_ONCE)
 
 
 def _named(turn: Earlier) -> list[str]:
@@ -574,34 +686,39 @@ def _named(turn: Earlier) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _act_on(message: str, target: _Target, reroute: Reroute) -> RouterOutput:
+def _act_on(message: str, target: _Target, own: RouterOutput) -> RouterOutput:
     """The follow-up's words applied to the item it points at. Reading is the default; any
     other verb keeps its own weight and the item never lowers the risk."""
     value = target.value
     if target.listed:
         value = _in_folder(value, target.turn)
     writes = bool(_WRITE_VERB_RE.search(message)) and not _READ_VERB_RE.match(message)
-    own = reroute(message)
-    if _is_url(value):
+    action: Action | None = None
+    if own.intent is Intent.SYSTEM_TASK and own.confidence >= DIRECT_ACTION_CONFIDENCE:
+        # "kill it", "run the second one": a command reading, never a direct one from a name.
+        intent = Intent.SYSTEM_TASK
+        args = RouterArguments(paths=[] if _is_url(value) else [value])
+    elif _is_url(value):
         intent = Intent.BROWSE_ONCE
-        action: Action | None = None
         if not writes:
             action = "open_url" if _IN_BROWSER_RE.search(message) else "fetch_url"
         args = RouterArguments(url=value, action=action)
-    elif writes and own.intent is Intent.SYSTEM_TASK and own.confidence >= 0.85:
-        # "run the second one": a command reading, never a direct one from a listed name.
-        intent = Intent.SYSTEM_TASK
-        args = RouterArguments(paths=[value])
+        if writes and _TO_A_PLACE_RE.search(message):
+            # "save it in ~/work/reports": the page into a folder is a file task.
+            intent = Intent.FILE_TASK
+            args = RouterArguments(url=value, paths=list(own.arguments.paths))
     else:
         intent = Intent.FILE_TASK
-        action = None
         if not writes:
             folder = not _ext(value) or value.endswith(("/", "\\"))
             action = "list_files" if folder else "read_file"
-        args = RouterArguments(paths=[value], action=action)
-    subject = message + " " + value
+        # "read budget.xlsx" names the listed file itself: one path, the one listed.
+        others = [p for p in own.arguments.paths if _base(p) != _base(value)]
+        args = RouterArguments(paths=list(dict.fromkeys([value, *others])), action=action)
+        if len(args.paths) > 1:
+            args.action = None
     execute = intent is Intent.SYSTEM_TASK
-    risk = _risk(intent, subject, None, execute, writes)
+    risk = _risk(intent, message + " " + value, None, execute, writes)
     if _high_risk(value):
         risk = "high"
     risk = _max_risk(risk, own.risk_level)
@@ -639,7 +756,7 @@ def _max_risk(a: RiskLevel, b: RiskLevel) -> RiskLevel:
 
 def _continuation(message: str) -> tuple[str | None, bool]:
     """What follows "do the same for" / "what about" / "and", and whether the words say plainly
-    that it continues ("do the same for" does; a bare "and X" less so)."""
+    that it continues ("do the same for" does; "X too" less so)."""
     same = _SAME_RE.match(message)
     if same is not None:
         return same.group("rest").strip(" ?.!"), True
@@ -648,8 +765,23 @@ def _continuation(message: str) -> tuple[str | None, bool]:
         return about.group("rest").strip(" ?.!"), True
     too = _TOO_RE.match(message)
     if too is not None:
-        return too.group("rest").strip(" ?.!"), True
+        return too.group("rest").strip(" ?.!"), False
     return None, False
+
+
+def _howto_task(last: Earlier, message: str, alone: Reroute, rules: Reroute) -> RouterOutput | None:
+    """ "do it for port 8080" after "how do I check what port something is listening on": the
+    how-to's own words, read as a request."""
+    if last.intent is not Intent.CHAT_ONLY or not _DO_IT_RE.match(message):
+        return None
+    lead = _HOWTO_LEAD_RE.match(last.text.strip())
+    if lead is None:
+        return None
+    task = alone(last.text.strip()[lead.end() :])
+    if task.intent is Intent.CHAT_ONLY:
+        return None
+    rest, _ = _continuation(message)
+    return _like(task.intent, Earlier(last.text, task.intent), message, rest, rules, task)
 
 
 def _new_folder(rest: str) -> str | None:
@@ -664,20 +796,30 @@ def _new_folder(rest: str) -> str | None:
 
 
 def _like(
-    last: Earlier, message: str, rest: str | None, reroute: Reroute, confidence: float
+    intent: Intent,
+    last: Earlier,
+    message: str,
+    rest: str | None,
+    rules: Reroute,
+    own: RouterOutput,
+    confidence: float = FOLLOW_UP_CONFIDENCE,
 ) -> RouterOutput:
-    """The earlier turn's intent again, with what `rest` changes (a folder, a URL, a topic)."""
-    intent = last.intent
-    before = reroute(last.text)
-    args = (
-        before.arguments.model_copy(deep=True)
-        if before.intent is intent
-        else RouterArguments(paths=list(_named(last)) if intent in _FILE_READS else [])
+    """`intent` (the earlier turn's, usually) with the earlier turn's arguments and what `rest`
+    changes (a folder, a URL, a topic, words added to a search)."""
+    before = rules(last.text)
+    named = _named(last)
+    same = before.intent is intent
+    args = before.arguments.model_copy(deep=True) if same else RouterArguments()
+    if intent in _FILE_READS and not args.paths:
+        args.paths = [n for n in named if not _is_url(n)]
+    if intent is Intent.BROWSE_ONCE and args.url is None:
+        args.url = next((n for n in named if _is_url(n)), None)
+    execute = intent is Intent.SYSTEM_TASK and before.intent is intent
+    execute = execute and bool(before.needs_system_execute)
+    file_domain = intent is Intent.ONE_SHOT_DISCOVERY and (
+        bool(before.needs_file_access) or bool(args.paths)
     )
-    execute = intent is Intent.SYSTEM_TASK and bool(before.needs_system_execute)
-    file_domain = bool(before.needs_file_access) if intent is Intent.ONE_SHOT_DISCOVERY else False
     if rest is not None:
-        view = _make_view(rest)
         folder = _new_folder(rest)
         if intent in _FILE_READS and folder is not None:
             args.paths = [folder]
@@ -686,17 +828,17 @@ def _like(
             args.cwd = folder
         elif intent is Intent.SYSTEM_TASK and folder is not None:
             args.paths = [folder]
-        elif intent is Intent.BROWSE_ONCE and view.url is not None:
-            args.url = view.url
+        elif intent is Intent.BROWSE_ONCE and own.arguments.url is not None:
+            args.url = own.arguments.url
         elif intent is Intent.LOOKUP_SEARCH:
             args.query = _merged_query(args.query or last.text, rest)
             args.action = None  # merged words: the model (or the search) reads them as a whole
-        elif intent is Intent.SYSTEM_TASK:
-            topics = reroute(rest).arguments.topics
-            if topics:
-                args.topics = topics
+        elif intent is Intent.SYSTEM_TASK and own.arguments.topics:
+            args.topics = list(own.arguments.topics)
         elif intent is Intent.MEMORY_WRITE:
-            args.fact = None  # a fragment is not a fact to keep on its own
+            args.fact = None  # never a fact taken from an earlier turn
+    if intent is Intent.MEMORY_WRITE:
+        args.fact = own.arguments.fact if own.intent is Intent.MEMORY_WRITE else None
     if confidence < DIRECT_ACTION_CONFIDENCE or (args.action not in _READ_ACTIONS):
         args.action = None
     subject = last.text + " " + message
@@ -708,7 +850,7 @@ def _like(
     return RouterOutput(
         intent=intent,
         **_needs(intent, execute, file_domain),
-        risk_level=risk,
+        risk_level=_max_risk(risk, own.risk_level),
         confidence=confidence,
         source="heuristic",
         arguments=args,
@@ -716,9 +858,20 @@ def _like(
     )
 
 
+_WHEN_WORDS_RE = re.compile(
+    r"\b(?:today|tonight|tomorrow|yesterday|this\s+(?:week|weekend|month|year|morning|evening)|"
+    r"next\s+(?:week|weekend|month|year)|last\s+(?:week|weekend|month|year)|now|"
+    r"(?:on\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b",
+    _I,
+)
+
+
 def _merged_query(query: str, rest: str) -> str:
-    """The earlier search with the follow-up's words added ("weather in paris" + "tomorrow")."""
+    """The earlier search with the follow-up's words: a new day replaces the old one ("weather
+    in Lyon today" + "tomorrow" → "weather in Lyon tomorrow"), other words are added."""
     rest = rest.strip(" ?.!")
     if not rest or rest.lower() in query.lower():
         return query
+    if _WHEN_WORDS_RE.search(rest) and _WHEN_WORDS_RE.search(query):
+        return " ".join(_WHEN_WORDS_RE.sub(rest, query, count=1).split())
     return f"{query} {rest}"

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from broker.router.classifier import _classifier, _rules_decide, _with_classifier
+from broker.router.classifier import _classifier, _predicted, _rules_decide, _with_classifier
 from broker.router.extraction import _make_view
 from broker.router.followup import Earlier, follow_up
 from broker.router.patterns import _ACTIVE_WINDOW_RE, _PREFIX_RE
@@ -91,15 +91,19 @@ def route_in_conversation(
 ) -> tuple[RouterOutput, bool]:
     """`route_heuristic`, and whether the earlier turns decided the reading (a follow-up, which
     a model refining the message alone must not overrule: it never sees the earlier turns)."""
-    if earlier:
+    own = _route(text, classifier=True, weights=weights)
+    if not earlier:
+        return own, False
 
-        def alone(words: str) -> RouterOutput:
-            return _route(words, classifier=True, weights=weights)
+    def alone(words: str) -> RouterOutput:
+        return _route(words, classifier=True, weights=weights)
 
-        followed = follow_up(text, earlier, alone)
-        if followed is not None:
-            return followed, True
-    return _route(text, classifier=True, weights=weights), False
+    def ranked(words: str) -> dict[Intent, float]:
+        predicted = _predicted(weights, words.lstrip())
+        return {} if predicted is None else dict(predicted.ranked)
+
+    followed = follow_up(text, earlier, own, alone, route_rules, ranked)
+    return (own, False) if followed is None else (followed, True)
 
 
 def explain_route(text: str, top: int = 6, *, weights: Path | None = None) -> dict[str, Any]:

@@ -1,0 +1,266 @@
+"""How well the router reads follow-ups: intent and target of the last message of each dialogue in
+tests/broker/data/dialogues_{tuning,heldout}.jsonl (written blind; see that folder's README).
+
+    python -m bench.router_followups                 # the tuning split, with its misses
+    python -m bench.router_followups --split heldout # totals and per-intent figures only
+
+Each dialogue's earlier turns become `Earlier` values as a conversation would give them: the
+person's text, the labelled intent, what the router's arguments named for that turn (its paths,
+folder and URL, routed in turn with the turns before it), and, as `listed`, the paths and URLs
+in the turn's reply in order (only the numbered or bulleted lines when the reply has a list, so
+a heading such as "~/garden:" is not an item). The follow-up is routed with them by
+`broker.router.route` (no model).
+
+Targets, scored by kind:
+- a path, folder or URL: right when the router's arguments carry it (paths, URL or command
+  folder; a URL compared without scheme, "www." or trailing slash);
+- none (`null`): right when the earlier turns added nothing to the arguments (no path, URL,
+  folder or search words the message alone would not have);
+- a topic, place or fact: right when every word of it is in the router's arguments. Most such
+  targets appear only in a reply's text, which the router never reads, so this figure is
+  reported apart and is not the router's goal.
+
+The held-out split prints no message, only totals and per-intent figures: it is scored once,
+after tuning, and nobody looks at its misses. A benchmark reports figures; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from broker.router import Earlier, classifier, route
+from broker.router.extraction import _strip_trailing
+from broker.router.patterns import _PATH_RE, _URL_RE
+from broker.types import Intent, RouterOutput
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "broker" / "data"
+_LIST_LINE_RE = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*•])\s+")
+_WORD_RE = re.compile(r"[\w]+", re.UNICODE)
+
+
+def _pct(right: int, total: int) -> str:
+    return f"{right}/{total} ({100.0 * right / total:.1f}%)" if total else "-"
+
+
+def listed_in(reply: str) -> tuple[str, ...]:
+    """The paths and URLs a reply shows, in order: its list items when it has a list."""
+    lines = reply.splitlines()
+    items = [line for line in lines if _LIST_LINE_RE.match(line)]
+    found: list[str] = []
+    for line in items or lines:
+        spans: list[tuple[int, str]] = []
+        scan = line
+        for match in _URL_RE.finditer(line):
+            spans.append((match.start(), _strip_trailing(match.group(0))))
+            scan = scan[: match.start()] + " " * (match.end() - match.start()) + scan[match.end() :]
+        for match in _PATH_RE.finditer(scan):
+            token = _strip_trailing(match.group(1))
+            if token not in ("/", ".", ".."):
+                spans.append((match.start(), token))
+        found.extend(token for _, token in sorted(spans))
+    return tuple(dict.fromkeys(found))
+
+
+def named_by(out: RouterOutput) -> tuple[str, ...]:
+    """What a turn's arguments named, as the conversation keeps it (broker/session.py)."""
+    args = out.arguments
+    named = [*args.paths, *([args.cwd] if args.cwd else []), *([args.url] if args.url else [])]
+    return tuple(dict.fromkeys(named))
+
+
+def earlier_turns(turns: list[dict[str, Any]]) -> list[Earlier]:
+    earlier: list[Earlier] = []
+    for turn in turns:
+        out = route(turn["user"], earlier=earlier)
+        earlier.append(
+            Earlier(
+                text=turn["user"],
+                intent=Intent(turn["intent"]),
+                named=named_by(out),
+                listed=listed_in(turn.get("assistant") or ""),
+            )
+        )
+    return earlier
+
+
+def _norm(value: str) -> str:
+    value = value.strip().rstrip("/\\")
+    lowered = value.lower()
+    for prefix in ("https://", "http://"):
+        if lowered.startswith(prefix):
+            value, lowered = value[len(prefix) :], lowered[len(prefix) :]
+    if lowered.startswith("www."):
+        value = value[4:]
+    return value
+
+
+def target_kind(target: str | None) -> str:
+    if target is None:
+        return "none"
+    stripped = target.strip()
+    if stripped.startswith(("~", "/", "./", "../", "\\\\")):
+        return "place"
+    if re.match(r"[a-z]:\\", stripped, re.I):
+        return "place"
+    if _URL_RE.fullmatch(stripped) or stripped.lower().startswith(("http://", "https://")):
+        return "place"
+    return "topic"
+
+
+def _carried(out: RouterOutput) -> list[str]:
+    args = out.arguments
+    return [*args.paths, *([args.url] if args.url else []), *([args.cwd] if args.cwd else [])]
+
+
+def target_right(target: str | None, out: RouterOutput, alone: RouterOutput) -> bool:
+    kind = target_kind(target)
+    if kind == "place":
+        assert target is not None
+        return _norm(target) in {_norm(value) for value in _carried(out)}
+    added = set(_carried(out)) - set(_carried(alone))
+    if kind == "none":
+        return not added and out.arguments.query in (None, alone.arguments.query)
+    assert target is not None
+    args = out.arguments
+    text = " ".join(
+        [*_carried(out), args.query or "", args.fact or "", args.pattern or "", *args.topics]
+    ).lower()
+    words = [w for w in _WORD_RE.findall(target.lower()) if len(w) > 2]
+    return bool(words) and all(word in text for word in words)
+
+
+@dataclass
+class Scored:
+    dialogue: dict[str, Any]
+    out: RouterOutput
+    intent_ok: bool
+    target_ok: bool
+    kind: str
+
+
+def score(path: Path) -> list[Scored]:
+    scored: list[Scored] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        dialogue = json.loads(line)
+        follow = dialogue["follow_up"]
+        earlier = earlier_turns(dialogue["turns"])
+        out = route(follow["user"], earlier=earlier)
+        alone = route(follow["user"])
+        scored.append(
+            Scored(
+                dialogue,
+                out,
+                out.intent is Intent(follow["intent"]),
+                target_right(follow.get("target"), out, alone),
+                target_kind(follow.get("target")),
+            )
+        )
+    return scored
+
+
+def report(scored: list[Scored], *, show_misses: bool) -> None:
+    total: Counter[str] = Counter()
+    right: Counter[str] = Counter()
+    for item in scored:
+        expected = item.dialogue["follow_up"]["intent"]
+        total[expected] += 1
+        right[expected] += item.intent_ok
+    print(f"\nFollow-ups: {len(scored)}\n")
+    print("| intent | intent right |")
+    print("|---|---|")
+    for intent in Intent:
+        print(f"| {intent.value} | {_pct(right[intent.value], total[intent.value])} |")
+    print(f"| **overall** | **{_pct(sum(right.values()), len(scored))}** |")
+    print("\n| target kind | right |")
+    print("|---|---|")
+    for kind, label in (
+        ("place", "path, folder or URL"),
+        ("none", "none (nothing referred to)"),
+        ("topic", "topic, place or fact"),
+    ):
+        group = [item for item in scored if item.kind == kind]
+        print(f"| {label} | {_pct(sum(item.target_ok for item in group), len(group))} |")
+    resolvable = [item for item in scored if item.kind != "topic"]
+    print(
+        f"| **path/folder/URL or none** | "
+        f"**{_pct(sum(item.target_ok for item in resolvable), len(resolvable))}** |"
+    )
+    both = sum(item.intent_ok and item.target_ok for item in resolvable)
+    print(
+        "\nIntent and target both right (path, folder, URL or none):",
+        _pct(both, len(resolvable)),
+    )
+    if not show_misses:
+        return
+    print("\nMisses:\n")
+    for item in scored:
+        if item.intent_ok and (item.target_ok or item.kind == "topic"):
+            continue
+        d = item.dialogue
+        history = " || ".join(f"{t['user']} [{t['intent']}]" for t in d["turns"])
+        follow = d["follow_up"]
+        print(
+            f"- {d['id']} {history} ==> {follow['user']!r}: want {follow['intent']} "
+            f"{follow.get('target')!r}; got {item.out.intent.value} ({item.out.confidence:.2f}) "
+            f"{item.out.arguments.model_dump(exclude_defaults=True)}"
+        )
+
+
+def latency(path: Path, rounds: int) -> None:
+    """Each follow-up routed with its earlier turns and, interleaved (same machine, same
+    moment), alone: what reading the conversation adds."""
+    cases = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            dialogue = json.loads(line)
+            cases.append((dialogue["follow_up"]["user"], earlier_turns(dialogue["turns"])))
+    with_earlier: list[int] = []
+    alone: list[int] = []
+    for _ in range(rounds):
+        for text, earlier in cases:
+            # Neither may use the other's cached classifier reading.
+            classifier._last = None
+            start = time.perf_counter_ns()
+            route(text)
+            alone.append(time.perf_counter_ns() - start)
+            classifier._last = None
+            start = time.perf_counter_ns()
+            route(text, earlier=earlier)
+            with_earlier.append(time.perf_counter_ns() - start)
+    for name, samples in (("alone", alone), ("with its earlier turns", with_earlier)):
+        samples.sort()
+
+        def at(q: float, samples: list[int] = samples) -> float:
+            return samples[min(len(samples) - 1, int(q * len(samples)))] / 1e6
+
+        print(
+            f"\nLatency, each follow-up {name} ({len(samples)} routings): "
+            f"p50 {at(0.5):.2f} ms, p99 {at(0.99):.2f} ms, max {samples[-1] / 1e6:.2f} ms"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("tuning", "heldout"), default="tuning")
+    parser.add_argument("--rounds", type=int, default=20, help="latency rounds (tuning split)")
+    args = parser.parse_args(argv)
+    path = DATA / f"dialogues_{args.split}.jsonl"
+    route("warm up", earlier=[Earlier("warm up", Intent.CHAT_ONLY)])
+    report(score(path), show_misses=args.split == "tuning")
+    if args.split == "tuning" and args.rounds > 0:
+        latency(path, args.rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
