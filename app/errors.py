@@ -44,8 +44,11 @@ _CLI: dict[Remedy, str] = {
     "pending` to see what waits",
     Remedy.CHECK_HOME_OWNER: "{message} — check the home directory's owner",
     Remedy.FREE_DISK_SPACE: "{message}. Free some disk space and try again",
-    Remedy.UNLOCK_MEMORY: "{message}. Give the memory passphrase in the environment variable "
-    "CHAMBERLAIN_MEMORY_PASSPHRASE, or unlock the system keyring",
+    Remedy.UNLOCK_MEMORY: "{message}: give a passphrase in CHAMBERLAIN_MEMORY_PASSPHRASE, or run "
+    "in a terminal to type one, or start a system keyring (GNOME Keyring, KWallet or KeePassXC's "
+    "Secret Service)",
+    Remedy.RETYPE_PASSPHRASE: "{message} Run again and type the passphrase chosen when this "
+    "memory was created.",
     Remedy.REINSTALL: "{message}. Reinstall Chamberlain",
     Remedy.LIST_MODELS: "{message} (see `chamberlain models list`)",
     Remedy.MODEL_TURNED_OFF: "{message} (--llm none)",
@@ -62,8 +65,11 @@ _APP: dict[Remedy, str] = {
     Remedy.FIX_SETTINGS: "{message}. Fix or remove {subject}, or change the setting in Settings",
     Remedy.CHECK_HOME_OWNER: "{message} — check the home directory's owner",
     Remedy.FREE_DISK_SPACE: "{message}. Free some disk space and try again",
-    Remedy.UNLOCK_MEMORY: "{message}. Type the memory passphrase when Chamberlain asks, or "
-    "unlock the system keyring",
+    Remedy.UNLOCK_MEMORY: "{message}: quit Chamberlain and start it again to type the memory "
+    "passphrase when it asks, or start a system keyring (GNOME Keyring, KWallet or KeePassXC's "
+    "Secret Service)",
+    Remedy.RETYPE_PASSPHRASE: "{message} Quit Chamberlain and start it again, then type the "
+    "passphrase chosen when this memory was created.",
     Remedy.REINSTALL: "{message}. Reinstall Chamberlain",
     Remedy.LIST_MODELS: "{message} (Settings → Model lists them)",
     Remedy.MODEL_TURNED_OFF: "{message} (Settings → Model is set to none)",

@@ -186,6 +186,7 @@ class DesktopApp(QObject):
 
     async def open_memory(self) -> None:
         """Open memory once per start; ask for the passphrase in a dialog where needed."""
+        from app.errors import FrontEnd, user_message
         from app.passphrase import PassphraseAsker
         from broker.keys import MemoryKeyUnavailable
         from broker.memory_hooks import MEMORY_FILE, open_memory
@@ -206,7 +207,8 @@ class DesktopApp(QObject):
             store = await self.assistant.run_io(opened)
         except (MemoryKeyUnavailable, MemoryStoreError) as exc:
             if not asker.outcome.encryption_off:
-                session.memory_problem = str(exc)
+                # With what to do in the app's terms (a passphrase is asked once per start).
+                session.memory_problem = user_message(exc, FrontEnd.APP) or str(exc)
                 log.info("memory not opened: %s", exc)
                 return
             settings.memory.encryption = "off"
@@ -214,7 +216,7 @@ class DesktopApp(QObject):
             try:
                 store = await self.assistant.run_io(opened)
             except (MemoryKeyUnavailable, MemoryStoreError) as again:
-                session.memory_problem = str(again)
+                session.memory_problem = user_message(again, FrontEnd.APP) or str(again)
                 return
         session.attach_memory(store)
         await self.assistant.run_io(self._prune_history)

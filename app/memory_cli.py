@@ -39,6 +39,7 @@ def passphrase_prompt() -> Callable[[str], str | None] | None:
 
 def open_store(home: Path, settings: Any) -> Any:
     """Open the memory store or raise MemoryCommandError with what to do."""
+    from app.errors import FrontEnd, user_message
     from broker.keys import MemoryKeyUnavailable
     from broker.memory_hooks import open_memory
     from core.clock import SystemClock
@@ -49,7 +50,8 @@ def open_store(home: Path, settings: Any) -> Any:
             home, settings.memory, SystemClock(), ask_passphrase=passphrase_prompt()
         )
     except (MemoryKeyUnavailable, MemoryStoreError) as exc:
-        raise MemoryCommandError(str(exc)) from exc
+        # Worded here, with what to do in the command line's terms (the session shows it as is).
+        raise MemoryCommandError(user_message(exc, FrontEnd.CLI) or str(exc)) from exc
     store.expire()
     return store
 

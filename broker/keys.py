@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from core.errors import SecretUnavailable
+from core.errors import Remedy, SecretUnavailable
 
 log = logging.getLogger("chamberlain.broker.keys")
 
@@ -328,8 +328,10 @@ class MemoryKeyUnavailable(SecretUnavailable):
     memory did not match), as opposed to a keyring that is locked or gone.
     """
 
-    def __init__(self, message: str, *, needs_passphrase: bool = False) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, *, needs_passphrase: bool = False, remedy: Remedy | None = None
+    ) -> None:
+        super().__init__(message, remedy=remedy)
         self.needs_passphrase = needs_passphrase
 
 
@@ -441,11 +443,11 @@ def load_memory_key(
         typed = passphrase is not None
     if passphrase is None:
         no_keyring = keyring_trouble or "there is no system keyring here"
+        # What to do (give a passphrase, or start a keyring) is the front end's to word.
         raise MemoryKeyUnavailable(
-            f"memory is encrypted and {no_keyring}: give a passphrase in "
-            f"{PASSPHRASE_ENV}, or run in a terminal to type one, or start a system keyring "
-            "(GNOME Keyring, KWallet or KeePassXC's Secret Service)",
+            f"memory is encrypted and {no_keyring}",
             needs_passphrase=True,
+            remedy=Remedy.UNLOCK_MEMORY,
         )
     return MemoryKey(None, passphrase, "passphrase", f"passphrase ({why})", typed=typed)
 

@@ -36,6 +36,7 @@ from broker.keys import PASSPHRASE_TRIES, MemoryKey, load_memory_key, record_key
 from broker.llm.base import ChatModel, ModelError, failure_in_turn, note_failure
 from broker.settings import MemorySettings
 from broker.types import Intent, MemoryEvent, RouterOutput, TurnResult
+from core.errors import Remedy
 from memory.db import MemoryLockedError, open_database
 from memory.sensitivity.assessment import assess, combine, refuse_credentials
 from memory.slots import detect_slot, fact_from_request
@@ -84,8 +85,8 @@ def open_memory(
                 raise MemoryLockedError(
                     f"The passphrase typed did not open the memory in {path} ({tries} tries), "
                     "so nothing was recalled or remembered this time; the file was not "
-                    "changed. Run again and type the passphrase chosen when this memory was "
-                    "created."
+                    "changed.",
+                    remedy=Remedy.RETYPE_PASSPHRASE,
                 ) from exc
         tries += 1
         key = load_memory_key(home, settings.encryption, ask_passphrase=_again(ask_passphrase))

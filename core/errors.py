@@ -46,8 +46,11 @@ class Remedy(enum.Enum):
     CHECK_HOME_OWNER = "check_home_owner"
     # The disk holding Chamberlain's home is full.
     FREE_DISK_SPACE = "free_disk_space"
-    # Memory is locked: unlock it (passphrase) or set up the keyring.
+    # Memory is encrypted and no passphrase or keyring was there to open it: give a passphrase
+    # (how depends on the front end) or start a system keyring.
     UNLOCK_MEMORY = "unlock_memory"
+    # The passphrase typed did not open memory: start again and type the one it was created with.
+    RETYPE_PASSPHRASE = "retype_passphrase"
     # Reinstall Chamberlain: its own files do not match.
     REINSTALL = "reinstall"
     # A model was asked for by a name that names none (or several): the front end says where the

@@ -127,6 +127,14 @@ def test_no_keyring_and_no_passphrase_says_what_to_do(user):
     proc = run_cli(user, "ask", "remember that my dog is called Rex", "--llm", "none", env=env)
     assert proc.returncode == 1
     assert "CHAMBERLAIN_MEMORY_PASSPHRASE" in proc.stdout + proc.stderr
+    # The command line's words for it, the same sentence since before the broker stopped
+    # writing them (the app words the same failure its own way).
+    listed = run_cli(user, "memory", "list", env=env)
+    assert listed.stderr == (
+        "chamberlain: memory is encrypted and there is no system keyring here: give a passphrase "
+        "in CHAMBERLAIN_MEMORY_PASSPHRASE, or run in a terminal to type one, or start a system "
+        "keyring (GNOME Keyring, KWallet or KeePassXC's Secret Service)\n"
+    )
     # Other requests still work without memory.
     listing = run_cli(
         user,
