@@ -815,7 +815,7 @@ def test_rejecting_a_waiting_fact_keeps_nothing_of_it_and_the_memory_window_drop
     assert line.entry.fact_id is not None
     assert memory.get(line.entry.fact_id) is None
     assert memory.count() == 0
-    assert line.label.text().endswith("—  Rejected; nothing of it is kept.")
+    assert line.label.text() == "Not remembered: my doctor says I have asthma  —  Rejected."
     assert not any(b.isVisibleTo(line) for b in (line.approve, line.edit, line.reject, line.undo))
     chat.close()
 
