@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from app.passphrase import PassphraseAsker
     from broker.permissions import Prompter
     from broker.session import Session
+    from core.errors import ChamberlainError
     from memory.conversations import ConversationStore
 
 log = logging.getLogger("chamberlain.app")
@@ -599,8 +600,22 @@ async def _unless_signalled(work: Coroutine[Any, Any, Claim]) -> Claim | None:
                 loop.remove_signal_handler(number)
 
 
-async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
+async def _cannot_start(exc: ChamberlainError | OSError) -> None:
+    """Say why the app cannot start, on stderr and in a box a person starting it from a menu
+    sees (each in its front end's words)."""
     from app.errors import FrontEnd, user_message
+
+    log.warning("Chamberlain cannot start: %s", exc)
+    sys.stderr.write(f"chamberlain: {user_message(exc, FrontEnd.CLI)}\n")
+    box = QMessageBox(
+        QMessageBox.Icon.Critical,
+        "Chamberlain",
+        f"Chamberlain cannot start: {user_message(exc, FrontEnd.APP)}.",
+    )
+    await async_dialog.show_dialog(box)
+
+
+async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
     from core.errors import ChamberlainError
 
     instance = SingleInstance(server_name(home), lock_path(home))
@@ -623,13 +638,7 @@ async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
         # Such as an environment variable that is not a valid setting (a broken settings.json
         # is worked around): no default can stand in for what it meant.
         instance.release()
-        sys.stderr.write(f"chamberlain: {user_message(exc, FrontEnd.CLI)}\n")
-        box = QMessageBox(
-            QMessageBox.Icon.Critical,
-            "Chamberlain",
-            f"Chamberlain cannot start: {user_message(exc, FrontEnd.APP)}.",
-        )
-        await async_dialog.show_dialog(box)
+        await _cannot_start(exc)
         return 1
     instance.activated.connect(shell.bring_to_front)
     _quit_on_signals(shell)
@@ -644,6 +653,12 @@ async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
     try:
         try:
             await shell.load()
+        except (ChamberlainError, OSError) as exc:
+            # The session is built here (keys, audit log, grants, policy, self test): a damaged
+            # file of ours is said in the same box, never a traceback.
+            shell.quit()
+            await _cannot_start(exc)
+            return 1
         except (asyncio.CancelledError, RuntimeError):
             # Quit (the tray, or a signal) while still loading ends the io work under load:
             # that is the way out, not a failure.
