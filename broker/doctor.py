@@ -149,12 +149,14 @@ def _model(home: Path, url: str | None) -> Check:
         return Check("model backend", False, str(exc), required=False)
     model = choice.model
     if model is None:
+        # What to do is the remedy the front end words after it: the choice's own (name a
+        # model the server has), else start a server or name one.
         return Check(
             "model backend",
             False,
-            f"{choice.problem} Clear requests still work without a model; start Ollama, LM "
-            "Studio, llama.cpp server or vLLM, or set llm.url.",
+            choice.problem or "",
             required=False,
+            remedy=choice.remedy or Remedy.START_MODEL,
         )
     if model.is_embedded:
         return _embedded(model)

@@ -7,6 +7,7 @@ every `Remedy` directly (no member may be left without words in either front end
 from __future__ import annotations
 
 import errno
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +124,23 @@ def test_a_server_with_no_models_is_said_with_the_clis_way_to_name_one(
         f"The model server at {server.base_url} lists no models; load or pull one (e.g. "
         "`ollama pull llama3.2`) or name one with --model"
     ), proc.stdout
+
+
+def test_doctor_says_how_to_connect_a_model_when_the_named_server_does_not_answer(
+    tmp_path: Path,
+) -> None:
+    """The model line carries its remedy, worded by the CLI once (as before the broker stopped
+    writing it), with no hand-written advice repeating it."""
+    user = make_user(tmp_path / "user")
+    with socket.socket() as probe:  # a port nothing listens on: the connection is refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    proc = run_cli(user, "doctor", "--llm", f"http://127.0.0.1:{port}/v1")
+
+    (line,) = [line for line in proc.stdout.splitlines() if "] model backend:" in line]
+    assert line.startswith(f"[--] model backend: No model answers at http://127.0.0.1:{port}/v1")
+    assert line.endswith(
+        "Start a local server (Ollama, LM Studio, llama.cpp) or pass --llm URL."
+    ), line
+    assert line.count("Ollama") == 1, line
