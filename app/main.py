@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("chamberlain.app")
 
-WINDOWS = ("chat", "permissions", "memory", "activity", "settings", "about")
+WINDOWS = ("chat", "permissions", "memory", "activity", "settings", "about", "welcome")
 # A turn that takes longer than this, finishing while the chat is hidden, is announced.
 LONG_TURN_S = 10.0
 
@@ -113,9 +113,14 @@ class DesktopApp(QObject):
         self._pending: list[asyncio.Future[Any]] = []
         self._connect_model = connect_model
         self.use_tray = Tray.available() if use_tray is None else use_tray
+        # What start-up has finished finding, for the welcome window: memory open (or why
+        # not), the model connected (or why not).
+        self._memory_found = False
+        self._model_found = False
+        self._quitting = False
 
         self.tray.open_chat.connect(lambda: self.show_window("chat"))
-        for name in ("permissions", "memory", "activity", "settings", "about"):
+        for name in ("permissions", "memory", "activity", "settings", "about", "welcome"):
             getattr(self.tray, f"open_{name}").connect(lambda n=name: self.show_window(n))
         self.tray.revoke_all.connect(self._revoke_all)
         self.tray.quit_requested.connect(self.quit)
@@ -134,6 +139,11 @@ class DesktopApp(QObject):
             log.info("no system tray here: opening the chat window instead")
             self.show_window("chat")
             self._say_once_no_tray()
+        from app.windows.welcome import welcomed
+
+        if not welcomed(self.home):
+            # The first start of this home (until the person closes it): on top of the chat.
+            self.show_window("welcome")
         if self.loaded_settings.problem is not None:
             self._spawn(self._offer_settings_repair())
         if self.loaded_settings.pending:
@@ -166,8 +176,10 @@ class DesktopApp(QObject):
         # MCP servers connect on their own threads; their status reaches Settings as it changes.
         await self.assistant.start_mcp()
         await self.open_memory()
+        self._found(memory=True)
         if self._connect_model:
             await self.connect_model()
+        self._found(model=True)
 
     async def connect_model(self) -> None:
         from app.errors import FrontEnd, worded
@@ -274,10 +286,57 @@ class DesktopApp(QObject):
             from app.windows.about import AboutWindow
 
             widget = AboutWindow(self.assistant)
+        elif name == "welcome":
+            widget = self._build_welcome()
         else:
             raise KeyError(name)
         widget.setWindowIcon(icon("chamberlain"))
         return widget
+
+    def _build_welcome(self) -> QWidget:
+        from app.windows.welcome import Found, WelcomeWindow
+
+        welcome = WelcomeWindow(self.assistant, from_tray=self.use_tray)
+        welcome.example_chosen.connect(self.put_in_chat)
+        welcome.settings_requested.connect(lambda: self.show_window("settings"))
+        welcome.dismissed.connect(self._welcome_dismissed)
+        welcome.set_found(Found(model=self._model_found, memory=self._memory_found))
+        return welcome
+
+    def _found(self, *, memory: bool = False, model: bool = False) -> None:
+        """Start-up has found memory or the model: the welcome window says which."""
+        from app.windows.welcome import Found, WelcomeWindow
+
+        self._memory_found = self._memory_found or memory
+        self._model_found = self._model_found or model
+        welcome = self.windows.get("welcome")
+        if isinstance(welcome, WelcomeWindow):
+            welcome.set_found(Found(model=self._model_found, memory=self._memory_found))
+
+    def _welcome_dismissed(self) -> None:
+        # Closed by the person; quitting with it open is not closing it, and the io thread
+        # is ending then.
+        if not self._quitting:
+            from app.windows.welcome import mark_welcomed
+
+            self._spawn(self.assistant.run_io(mark_welcomed, self.home))
+
+    def put_in_chat(self, text: str) -> None:
+        """Open the chat with `text` in its message box, for the person to send (or edit)."""
+        self._spawn(self._put_in_chat(text))
+
+    async def _put_in_chat(self, text: str) -> None:
+        from app.chat import ChatWindow
+
+        await self.assistant.start()
+        chat = self.show_window("chat")
+        assert isinstance(chat, ChatWindow)
+        # Through the cursor, not setPlainText: a draft it replaces comes back with Ctrl+Z.
+        cursor = chat.input.textCursor()
+        cursor.select(cursor.SelectionType.Document)
+        cursor.insertText(text)
+        chat.input.setTextCursor(cursor)
+        chat.input.setFocus()
 
     def show_window(self, name: str) -> QWidget | None:
         """Show the window `name` (built now if new). Before the session is up, it is shown as
@@ -290,6 +349,22 @@ class DesktopApp(QObject):
         widget.raise_()
         widget.activateWindow()
         return widget
+
+    def show_memory(self, fact_id: str) -> None:
+        """Open Memory on the fact `fact_id`, on whichever tab it is (a waiting one under
+        "Waiting for approval"), selected."""
+        self._spawn(self._show_memory(fact_id))
+
+    async def _show_memory(self, fact_id: str) -> None:
+        from app.windows.memory import MemoryWindow
+
+        await self.assistant.start()
+        widget = self.window("memory")
+        assert isinstance(widget, MemoryWindow)
+        # Asked before the window shows, so its first reload opens on the fact.
+        shown = widget.show_fact(fact_id)
+        self.show_window("memory")
+        await shown
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` on the loop; a failure is logged (the app stays up)."""
@@ -348,6 +423,7 @@ class DesktopApp(QObject):
     # -- quitting --------------------------------------------------------------------------------
 
     def quit(self) -> None:
+        self._quitting = True
         # Every question a worker thread waits on is withdrawn first: closing the assistant
         # waits for those threads here on the UI thread, and a dialog needs this thread's loop,
         # so a question left open would hold Quit (and SIGTERM at logout) for ever. A permission
@@ -360,22 +436,6 @@ class DesktopApp(QObject):
             widget.close()
         self.tray.hide()
         self.assistant.close()
-    def show_memory(self, fact_id: str) -> None:
-        """Open Memory on the fact `fact_id`, on whichever tab it is (a waiting one under
-        "Waiting for approval"), selected."""
-        self._spawn(self._show_memory(fact_id))
-
-    async def _show_memory(self, fact_id: str) -> None:
-        from app.windows.memory import MemoryWindow
-
-        await self.assistant.start()
-        widget = self.window("memory")
-        assert isinstance(widget, MemoryWindow)
-        # Asked before the window shows, so its first reload opens on the fact.
-        shown = widget.show_fact(fact_id)
-        self.show_window("memory")
-        await shown
-
         if not self.finished.done():
             self.finished.set_result(0)
 

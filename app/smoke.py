@@ -1,12 +1,13 @@
 """`chamberlain --smoke-test`: the app starts, every window opens, one request runs, it quits.
 
 Run offscreen in a throwaway home (see app.main). It creates a memory with a passphrase through
-the real passphrase dialog, opens the chat, Permissions, Memory, Activity and Settings windows
-and renders each, asks "list files in ~/Documents" through the real session, whose permission
-question opens the real permission dialog (through the real GuiPrompter) and is answered "Allow
-once" there, checks the reply names the file it put there, closes everything and exits 0.
-Anything that fails is printed on stderr with exit 1: a build is not done until this passes from
-the installed files.
+the real passphrase dialog, checks the welcome window opened by itself (the home's first start),
+opens the chat, Permissions, Memory, Activity, Settings, About and welcome windows and renders
+each, closes the welcome (which notes in the home that it was seen), asks "list files in
+~/Documents" through the real session, whose permission question opens the real permission
+dialog (through the real GuiPrompter) and is answered "Allow once" there, checks the reply
+names the file it put there, closes everything and exits 0. Anything that fails is printed on
+stderr with exit 1: a build is not done until this passes from the installed files.
 
 Its result must never depend on the caller's environment: the caller's CHAMBERLAIN_* variables
 (a memory passphrase, any setting) are removed before it starts (`clear_caller_settings`).
@@ -19,11 +20,15 @@ import logging
 import sys
 from collections.abc import MutableMapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QApplication
 
 from app.permission_prompt import Choice, QuestionView
 from broker.permissions import PermissionRequest
+
+if TYPE_CHECKING:
+    from app.main import DesktopApp
 
 log = logging.getLogger("chamberlain.app.smoke")
 
@@ -88,6 +93,18 @@ async def _answer_passphrase_dialog() -> None:
     raise RuntimeError("the memory passphrase dialog never appeared")
 
 
+async def _close_welcome(shell: DesktopApp, home: Path) -> list[str]:
+    """Close the welcome as a person would; it must note so in the home (on the io thread)."""
+    from app.windows.welcome import welcomed
+
+    shell.window("welcome").close()
+    for _ in range(200):
+        if welcomed(home):
+            return []
+        await asyncio.sleep(0.025)
+    return ["closing the welcome window did not note it in the home"]
+
+
 async def smoke_test(home: Path) -> int:
     from app.main import WINDOWS, DesktopApp, end_pending_work
 
@@ -107,11 +124,15 @@ async def smoke_test(home: Path) -> int:
         await answering
         if shell.assistant.session.memory is None:
             problems.append(f"memory did not open: {shell.assistant.session.memory_problem}")
+        welcome = shell.windows.get("welcome")
+        if welcome is None or not welcome.isVisible():
+            problems.append("the welcome window did not open on the first start")
         for name in WINDOWS:
             widget = shell.show_window(name)
             await asyncio.sleep(0.05)  # let it lay out, paint and start its first refresh
             if widget is None or widget.grab().isNull():
                 problems.append(f"the {name} window did not render")
+        problems.extend(await _close_welcome(shell, home))
         turn = await asyncio.wait_for(shell.assistant.ask("list files in ~/Documents"), 60)
         if turn.status != "done" or MARKER not in turn.reply:
             problems.append(f"the request did not list the folder: {turn.status}: {turn.reply}")

@@ -67,6 +67,7 @@ class Tray(QObject):
     open_activity = Signal()
     open_settings = Signal()
     open_about = Signal()
+    open_welcome = Signal()
     revoke_all = Signal()
     quit_requested = Signal()
 
@@ -89,15 +90,16 @@ class Tray(QObject):
         self._add("activity", "Activity…", self.open_activity)
         self._add("settings", "Settings…", self.open_settings)
         self._add("about", "About Chamberlain", self.open_about)
+        self._add("welcome", "Welcome…", self.open_welcome)
         self.menu.addSeparator()
         self._add("quit", "Quit Chamberlain", self.quit_requested)
         self.icon.setContextMenu(self.menu)
         self.icon.activated.connect(self._activated)
-
-        self._state = ("idle", "")
         # What clicking the notification on show does (opening the window it is about).
         self._on_click: Callable[[], None] | None = None
         self.icon.messageClicked.connect(self.notification_clicked)
+
+        self._state = ("idle", "")
         self._waiting = 0
         self._flash_on = False
         self._flash = QTimer(self)
@@ -171,13 +173,13 @@ class Tray(QObject):
         else:
             log.info("notification (no tray to show it): %s — %s", title, text)
 
-    # -- the person's choices --------------------------------------------------------------------
-
     def notification_clicked(self) -> None:
         """The person clicked the notification: open what it is about (once)."""
         clicked, self._on_click = self._on_click, None
         if clicked is not None:
             clicked()
+
+    # -- the person's choices --------------------------------------------------------------------
 
     def _pause_toggled(self, paused: bool) -> None:
         self.assistant.set_paused(paused)

@@ -41,6 +41,7 @@ def test_the_menu_offers_what_the_issues_list_in_order(tray):
         "Activity…",
         "Settings…",
         "About Chamberlain",
+        "Welcome…",
         "Quit Chamberlain",
     ]
 
