@@ -612,7 +612,9 @@ class Session:
         conversation: Conversation | None = None,
         steps: list[Step] | None = None,
     ) -> TurnResult:
-        router = self.route(text, turn_id)
+        # The router reads the person's earlier words and what their turns listed, as data.
+        earlier = conversation.earlier() if conversation is not None else ()
+        router = self.route(text, turn_id, earlier)
         try:
             self.audit.append(
                 AuditEvent.ROUTER_OUTPUT,
@@ -791,6 +793,11 @@ class Session:
             # Written by the post-hook, which also says what happened: no model round trip.
             return ExecutionResult(reply="")
         if router.intent is Intent.MEMORY_READ:
+            said_earlier = conversation is not None and bool(conversation.turns)
+            if self.memory is None and self.model is not None and said_earlier:
+                # "What is my sister's name?" may be answered by what was said in this
+                # conversation: the model reads it, with no facts recalled.
+                return self.executor.run(router, policy, scope, [], conversation)
             if self.memory is None:
                 why = self.memory_problem or "not configured"
                 return ExecutionResult(reply=f"Memory is not available: {why}", failed=True)

@@ -164,3 +164,98 @@ def test_a_reply_cut_short_still_says_what_was_left_out_of_the_request(
     assert turn.reply.startswith("The first part")
     assert "cut off" in turn.reply
     assert "I left out part of your message" in turn.reply
+
+
+# --- a conversation's earlier turns ----------------------------------------------------------
+
+
+def earlier_turn(n: int, result: str) -> list[dict[str, object]]:
+    """Turn `n` of a conversation as the executor sends it: the person's message, a tool call
+    with its result, the reply (an assistant message without calls ends every earlier turn)."""
+    return [
+        {"role": "user", "content": f"question {n}"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"e{n}",
+                    "type": "function",
+                    "function": {"name": "file_read", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": f"e{n}", "content": result},
+        {"role": "assistant", "content": f"answer {n}"},
+    ]
+
+
+def conversation(*results: str, now: tuple[str, ...] = ()) -> list[dict[str, object]]:
+    """A system prompt, one earlier turn per result, then the current turn (with `now`'s
+    results)."""
+    current = turn(*now)
+    history = [m for n, result in enumerate(results) for m in earlier_turn(n, result)]
+    return [current[0], *history, *current[1:]]
+
+
+def test_a_conversation_loses_its_old_tool_results_before_any_of_its_words() -> None:
+    messages = conversation("old " * 400, "older " * 400, now=("fresh " * 50,))
+    total = sum(message_tokens(m, words) for m in messages)
+    fitted = fit(messages, context_tokens=total - 300 + 100, reply_tokens=100, count=words)
+    contents = [m.get("content") for m in fitted.messages]
+    # The oldest result went first; every message of every turn is still there.
+    assert contents[3] == DROPPED_NOTE
+    assert "older " * 400 in contents
+    assert [m["role"] for m in fitted.messages] == [m["role"] for m in messages]
+    assert "question 0" in contents
+    assert "answer 0" in contents
+    assert contents[-1] == "fresh " * 50  # this turn's newest result is kept whole
+    assert fitted.cuts == ["an earlier tool result"]
+
+
+def test_then_the_earliest_turns_are_left_out_whole_and_the_model_and_person_are_told() -> None:
+    chat = [f"line {n} of a long earlier answer" for n in range(60)]
+    messages = conversation("a " * 50, "b " * 50, "c " * 50, now=("fresh " * 50,))
+    for message in messages:
+        if str(message.get("content")).startswith("answer"):
+            message["content"] = " ".join(chat)
+    total = sum(message_tokens(m, words) for m in messages)
+    # Room for everything but about one and a half earlier turns, even with no results at all.
+    fitted = fit(messages, context_tokens=total - 600 + 100, reply_tokens=100, count=words)
+    contents = [m.get("content") for m in fitted.messages]
+    # Turn 0 and turn 1 went whole (4 messages each), oldest first; turn 2 stayed whole.
+    assert "question 0" not in contents
+    assert "question 1" not in contents
+    assert "question 2" in contents
+    assert not any(m.get("tool_call_id") in ("e0", "e1") for m in fitted.messages)
+    assert any(m.get("tool_call_id") == "e2" for m in fitted.messages)
+    # The system prompt keeps its words and says how many messages were left out.
+    system = fitted.messages[0]["content"]
+    assert system.startswith(messages[0]["content"])
+    assert "8 earlier messages of this conversation were left out" in system
+    # This turn is untouched: the person's message and the newest result.
+    assert fitted.messages[-3]["content"] == "summarise my notes please"
+    assert contents[-1] == "fresh " * 50
+    assert fitted.cuts == [
+        "an earlier tool result",
+        "an earlier tool result",
+        "an earlier tool result",
+        "the 8 earliest messages of our conversation",
+    ]
+    said = describe_cuts(fitted.cuts)
+    assert said is not None
+    assert "the 8 earliest messages of our conversation" in said
+    assert not fitted.over
+    assert fitted.tokens <= total - 600
+
+
+def test_an_earlier_turns_last_result_is_not_taken_for_the_one_the_model_is_about_to_use() -> None:
+    """The current turn has no result yet: every earlier result may go, and none is shortened
+    as if it were this turn's newest."""
+    messages = conversation("x " * 500, "y " * 500)
+    total = sum(message_tokens(m, words) for m in messages)
+    fitted = fit(messages, context_tokens=total - 900 + 100, reply_tokens=100, count=words)
+    results = [m["content"] for m in fitted.messages if m["role"] == "tool"]
+    assert results == [DROPPED_NOTE, DROPPED_NOTE]
+    assert "part of the latest tool result" not in fitted.cuts
+    assert fitted.messages[-1]["content"] == "summarise my notes please"
