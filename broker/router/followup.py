@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from broker.router.extraction import _make_view
 from broker.router.patterns import (
@@ -186,6 +186,15 @@ _NAME_FRAME_RE = re.compile(
     r"document|result|folder|version)\b",
     _I,
 )
+# "open the lease", "delete the setlist": an acting verb and a word of one listed name.
+_VERB_NAME_RE = re.compile(
+    r"^" + _LEAD + r"([a-z]+)(?:\s+(?:up|me))?\s+(?:the|that|my)\s+([\w\-]{3,40})\b", _I
+)
+# Words that follow "the" without naming anything.
+_NOT_A_NAME = _words(
+    "same other next new old right wrong whole first last one ones file files folder thing "
+    "list link page site rest top bottom latest newest oldest biggest smallest"
+)
 _TYPE_WORDS: dict[str, frozenset[str]] = {
     "pdf": frozenset({"pdf"}),
     "spreadsheet": frozenset({"xlsx", "xls", "csv", "ods", "tsv"}),
@@ -281,7 +290,7 @@ _SAME_RE = re.compile(
 _ABOUT_RE = re.compile(
     r"^(?:(?:ok(?:ay)?|so|cool|thanks|great|nice|alright|hmm|right)[\s,.!]+)?"
     r"(?:and\s+(?:what|wh?at|wot|how)\s+about|(?:what|wh?at|wot)\s+about|how\s+about|"
-    r"what\s+of|and\s+for|and\s+also|also\s+for|and|or|but\s+for|also|then|now)\b[\s,]*"
+    r"what\s+of|and\s+for|and\s+also|also\s+for|and|n|or|but\s+for|also|then|now)\b[\s,]*"
     r"(?P<rest>.*)$",
     _I | re.S,
 )
@@ -327,6 +336,18 @@ _DO_IT_RE = re.compile(
 _NEW_VALUE_RE = re.compile(
     r"\b(?:now|anymore|changed|moved|switched|updated|out\s+of\s+date|outdated|no\s+longer|"
     r"not\s+anymore|instead|actually\s+it'?s|it'?s\s+now|add\b)",
+    _I,
+)
+# A short message that is a whole question of its own ("what time is it"), not a fragment.
+_ASKS_RE = re.compile(
+    r"^(?:what|what'?s|whats|who|who'?s|when|where|which|why|how|is|are|was|were|will|does|do|"
+    r"did|can|could|should|would|tell|show|give|find|open|play|take|set|turn|make)\b",
+    _I,
+)
+# "which one is the biggest", "which of those do i need": a question about what was listed.
+_WHICH_OF_RE = re.compile(
+    r"\bwhich\s+(?:one|ones|of\s+(?:them|those|these|the\s+\w+))\b|"
+    r"\b(?:any|all|each|some|none|both|either)\s+of\s+(?:them|those|these)\b",
     _I,
 )
 _BARE_FOLDER_RE = re.compile(
@@ -401,7 +422,7 @@ def _follow(
     """`follow_up` on the normalised message the person settled on."""
     if _closer(message):
         return _chat(message)
-    last = earlier[-1]
+    last = _thread(earlier)
     pointed = _pointed(message, earlier)
     if pointed is not None:
         return _act_on(message, pointed, own)
@@ -413,9 +434,16 @@ def _follow(
     if acted is not None:
         target = _pronoun_target(earlier)
         verb = acted.group("verb")
-        if target is not None and (verb is None or _verb_acts(verb, message, own)):
-            return _act_on(message, target, own)
+        if verb is None or _verb_acts(verb, message, own):
+            if target is not None:
+                return _act_on(message, target, own)
+            if own.confidence < DIRECT_ACTION_CONFIDENCE and any(map(_is_url, last.listed)):
+                # "open it" after several results: a page is to be read, the model picks which.
+                return _like(Intent.BROWSE_ONCE, last, message, None, rules, own, 0.8)
     words = len(message.split())
+    if _WHICH_OF_RE.search(message) and own.confidence < DIRECT_ACTION_CONFIDENCE and last.listed:
+        # "which one is the biggest", "which of those do i need": about what the turn showed.
+        return _like(last.intent, last, message, None, rules, own, LIKELY_FOLLOW_UP_CONFIDENCE)
     if (
         own.confidence < DIRECT_ACTION_CONFIDENCE
         and words <= UNSURE_WORDS
@@ -470,7 +498,7 @@ def _continues(
         return False
     if words > UNSURE_WORDS or own.intent is last.intent:
         return False
-    if words <= FRAGMENT_WORDS:
+    if words <= FRAGMENT_WORDS and not _ASKS_RE.match(message):
         return True  # "silver?", "the Danube, next one": a fragment of the same request
     probabilities = ranked(own.text) if ranked is not None else {}
     if not probabilities:
@@ -478,6 +506,21 @@ def _continues(
     return SAME_INTENT_PRIOR * probabilities.get(last.intent, 0.0) > probabilities.get(
         own.intent, own.confidence
     )
+
+
+def _thread(earlier: Sequence[Earlier]) -> Earlier:
+    """The last turn, naming what the run of turns with its intent named: "what's question 1"
+    after "open quiz.example.com/daily" is still about that page."""
+    last = earlier[-1]
+    if _named(last):
+        return last
+    for turn in reversed(earlier[:-1]):
+        if turn.intent is not last.intent:
+            break
+        named = _named(turn)
+        if named:
+            return replace(last, named=tuple(named))
+    return last
 
 
 def _own_turn(rest: str, own: RouterOutput, last: Earlier) -> bool:
@@ -527,6 +570,8 @@ def _memory_write(message: str, own: RouterOutput) -> RouterOutput:
     """A memory write of the person's own words in this message: never a fact taken from an
     earlier turn, a reply or a listing."""
     fact = own.arguments.fact if own.intent is Intent.MEMORY_WRITE else None
+    if fact is not None and len(fact.split()) < 2:
+        fact = None  # "remember that too": no fact in the words, the turn's text stands
     return RouterOutput(
         intent=Intent.MEMORY_WRITE,
         **_needs(Intent.MEMORY_WRITE, False, False),
@@ -608,9 +653,12 @@ def _by_name(message: str, listed: list[str]) -> str | None:
     exact += [n for n in listed if _is_url(n) and _mentions(lowered, n.lower())]
     if exact:
         return exact[0] if len(exact) == 1 else None
-    for found in _NAME_FRAME_RE.finditer(message):
-        word = found.group(1).lower()
-        if word in ("same", "other", "next", "new", "old", "right", "wrong", "whole", "first"):
+    words = [found.group(1).lower() for found in _NAME_FRAME_RE.finditer(message)]
+    verb = _VERB_NAME_RE.match(message)
+    if verb is not None and verb.group(1).lower() in _ACTING_VERBS:
+        words.append(verb.group(2).lower())
+    for word in words:
+        if word in _NOT_A_NAME:
             continue
         framed = [n for n in listed if _word_in(word, _tail(n))]
         if len(framed) == 1:

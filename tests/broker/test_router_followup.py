@@ -4,10 +4,13 @@ may do. Every case is routed through the public `route` with the earlier turns a
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from broker.router import Earlier, route
+from broker.router import NEEDS_FIELDS, Earlier, route
 from broker.types import Intent
+from tests.support.scripted_model import ScriptedModel, by_kind, replies
 
 DOCS = Earlier(
     "list my documents",
@@ -177,3 +180,80 @@ def test_a_follow_up_that_asks_something_else_routes_by_its_own_words() -> None:
 def test_without_earlier_turns_a_fragment_routes_as_it_always_did() -> None:
     assert route("the second one") == route("the second one", earlier=())
     assert route("the second one").arguments.paths == []
+
+
+def test_a_self_correction_routes_by_what_the_person_settled_on() -> None:
+    earlier = [Earlier("whats chewing the cpu", Intent.SYSTEM_TASK)]
+    out = route("pause the render? no, just kill it", earlier=earlier)
+    assert out.intent is Intent.SYSTEM_TASK
+    assert out.text == "pause the render? no, just kill it"  # the model still reads it all
+
+
+@pytest.mark.parametrize("words", ["keep that in mind for me", "store that as well", "memorise it"])
+def test_remember_that_after_a_turn_is_a_memory_write_of_the_persons_own_words(words: str) -> None:
+    read = Earlier(
+        "read ~/Documents/permit.txt", Intent.FILE_TASK, named=("~/Documents/permit.txt",)
+    )
+    out = route(words, earlier=[read])
+    assert out.intent is Intent.MEMORY_WRITE
+    # Nothing from the earlier turn (a path, a reply) becomes the fact.
+    assert out.arguments.fact is None
+    assert out.arguments.paths == []
+
+
+def test_why_after_a_status_readout_asks_for_an_investigation() -> None:
+    for words in ("why?", "how come?"):
+        out = route(words, earlier=[Earlier("ram usage?", Intent.SYSTEM_TASK)])
+        assert out.intent is Intent.ONE_SHOT_DISCOVERY
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [("bin the chai one", "~/recipes/chai.md"), ("open the biryani", "~/recipes/biryani.md")],
+)
+def test_a_word_of_one_listed_name_picks_it(words: str, expected: str) -> None:
+    found = Earlier(
+        "grep my recipes for cardamom",
+        Intent.FILE_TASK,
+        listed=("~/recipes/chai.md", "~/recipes/buns.md", "~/recipes/biryani.md"),
+    )
+    assert route(words, earlier=[found]).arguments.paths == [expected]
+
+
+def test_open_it_after_several_results_reads_a_page_without_picking_one() -> None:
+    out = route("open it", earlier=[SEARCH])
+    assert out.intent is Intent.BROWSE_ONCE
+    assert out.arguments.url is None
+    assert out.arguments.action is None
+
+
+def test_a_fragment_continues_the_last_turn_but_a_whole_question_does_not() -> None:
+    gold = [Earlier("gold price per ounce", Intent.LOOKUP_SEARCH)]
+    assert route("silver?", earlier=gold).intent is Intent.LOOKUP_SEARCH
+    assert route("what time is it", earlier=[DOCS]).intent is not Intent.FILE_TASK
+
+
+QUIZ = "quiz.example.com/daily"
+
+
+def test_a_question_about_the_page_a_thread_named_stays_on_that_page() -> None:
+    thread = [
+        Earlier(
+            "open quiz.example.com/daily", Intent.BROWSE_ONCE, named=("quiz.example.com/daily",)
+        ),
+        Earlier("what's question 1", Intent.BROWSE_ONCE),
+    ]
+    out = route("the Danube, next one", earlier=thread)
+    assert (out.intent, out.arguments.url) == (Intent.BROWSE_ONCE, QUIZ)
+
+
+def test_a_follow_up_is_not_sent_to_the_model_to_refine_but_the_same_words_alone_are() -> None:
+    verdict: dict[str, object] = {name: False for name in NEEDS_FIELDS}
+    verdict.update(intent="chat_only", risk_level="low", confidence=0.95)
+    model = ScriptedModel(by_kind(json=replies(json.dumps(verdict))))
+    earlier = [Earlier("gold price per ounce", Intent.LOOKUP_SEARCH)]
+    # The model would read "silver?" alone, without the turn it follows.
+    assert route("silver?", model, refine=True, earlier=earlier).intent is Intent.LOOKUP_SEARCH
+    assert model.json_requests == []
+    route("silver?", model, refine=True)
+    assert len(model.json_requests) == 1
