@@ -79,16 +79,16 @@ class Head:
         return (canonical(out) + "\n").encode("ascii")
 
     def signed(self, key: bytes) -> Head:
-        return dataclasses.replace(self, mac=head_mac(self, key))
+        return dataclasses.replace(self, mac=_head_mac(self, key))
 
 
-def head_mac(head: Head, key: bytes) -> str:
+def _head_mac(head: Head, key: bytes) -> str:
     body = _HEAD_MAC_CONTEXT + canonical(head.fields()).encode("ascii")
     return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
 def head_mac_ok(head: Head, key: bytes) -> bool:
-    return head.mac is not None and hmac.compare_digest(head_mac(head, key), head.mac)
+    return head.mac is not None and hmac.compare_digest(_head_mac(head, key), head.mac)
 
 
 def parse_head(raw: bytes) -> Head | None:

@@ -1,6 +1,6 @@
 """How the store keeps facts and anchors in SQLite: columns, conversions, ids, text checks.
 
-``FACT_COLUMNS`` are the columns a ``Fact`` has; a stored row (``ROW_COLUMNS``) adds the digest
+``FACT_COLUMNS`` are the columns a ``Fact`` has; a stored row (``_ROW_COLUMNS``) adds the digest
 of the normalised text that dedupe looks up and the sensitivity's rank that recall filters on.
 ``check_text`` is what every written text goes through first (stripped, not empty, within its
 limit, real UTF-8), and ``text_digest`` is what events record instead of a text.
@@ -95,7 +95,7 @@ def fact_from_record(record: dict[str, Any]) -> Fact:
 
 def fact_record(fact: Fact) -> dict[str, Any]:
     """A fact as the row ``facts`` holds: the columns Fact has, plus the dedupe digest and the
-    sensitivity rank recall filters on (keys in ROW_COLUMNS order)."""
+    sensitivity rank recall filters on (keys in _ROW_COLUMNS order)."""
     values = (
         fact.id,
         fact.text,
@@ -116,11 +116,11 @@ def fact_record(fact: Fact) -> dict[str, Any]:
         fact.expires_at,
         fact.superseded_by,
     )
-    return dict(zip(ROW_COLUMNS, values, strict=True))
+    return dict(zip(_ROW_COLUMNS, values, strict=True))
 
 
 # A stored row: the fact's columns, plus the digest used for dedupe and the sensitivity's rank.
-ROW_COLUMNS = (
+_ROW_COLUMNS = (
     "id",
     "text",
     "norm_digest",
@@ -129,7 +129,7 @@ ROW_COLUMNS = (
     *FACT_COLUMNS[FACT_COLUMNS.index("sensitivity") + 1 :],
 )
 INSERT_FACT = (
-    f"INSERT INTO facts ({', '.join(ROW_COLUMNS)}) VALUES ({', '.join('?' * len(ROW_COLUMNS))})"
+    f"INSERT INTO facts ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})"
 )
 
 

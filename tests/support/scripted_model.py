@@ -121,7 +121,7 @@ class ScriptedModel:
         reply = self.handler(self.requests[number - 1])
         if isinstance(reply, AsIs):
             return reply.value  # type: ignore[no-any-return]  # untrusted: may be anything
-        return as_message(reply, number)
+        return _as_message(reply, number)
 
     def chat_json(
         self, messages: list[dict[str, Any]], schema: dict[str, Any], schema_name: str
@@ -143,7 +143,7 @@ class ScriptedModel:
             return len(self.requests)
 
 
-def as_message(
+def _as_message(
     reply: str | Text | ToolCalls | AssistantMessage, number: int = 1
 ) -> AssistantMessage:
     """The AssistantMessage a backend returns for `reply` as the `number`th completion."""
