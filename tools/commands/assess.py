@@ -46,10 +46,6 @@ from tools.scopes import exact_command_scope
 
 log = logging.getLogger("chamberlain.tools.commands")
 
-READONLY_PREFIX = "readonly:"
-COMMAND_PREFIX = "command:"
-CODE_PREFIX = "code:"
-
 # Programs that act on whole folder trees: refused on any folder above a protected file.
 _WHOLE_TREE = frozenset(
     {"rm", "rmdir", "shred", "srm", "wipe", "trash", "trash-put", "chmod", "chown", "chgrp",

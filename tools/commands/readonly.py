@@ -110,8 +110,6 @@ _READONLY_WRAPPERS = frozenset(
     {"env", "nice", "ionice", "timeout", "nohup", "stdbuf", "time", "command", "exec"}
 )
 
-READONLY_PROGRAMS: frozenset[str] = frozenset(_READONLY)
-
 
 def readonly_problem(
     chain: Sequence[Invocation], locate: Callable[[str], Path | None]
