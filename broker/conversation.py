@@ -48,11 +48,13 @@ TurnStatus = Literal["done", "failed", "cancelled"]
 # for a follow-up about it, well under what one stored message may hold (200 000 characters).
 KEPT_RESULT_CHARS = 60_000
 KEPT_RESULT_NOTE = "\n[… {n} more characters of this result were not kept in the conversation]"
-# What a conversation keeps of a call's arguments and of what the model wrote beside its calls.
-KEPT_ARGUMENT_CHARS = 16_000
+# What a conversation keeps of a call's arguments and of what the model wrote beside its calls,
+# and of what a result listed (for "the second one": the first ones shown). With the front end's
+# display copy they stay within what a stored message's metadata may hold (64 KiB).
+KEPT_ARGUMENT_CHARS = 8_000
 KEPT_STEP_CHARS = 4_000
-# The names a listing kept for "the second one": the first ones shown.
 KEPT_LISTED = 200
+KEPT_LISTED_CHARS = 8_000
 # The reply of an earlier turn that ended without one (stopped before the model answered).
 NO_REPLY = "(No reply: this request was stopped before it was answered.)"
 
@@ -94,8 +96,20 @@ class ToolExchange:
             arguments=arguments[:KEPT_ARGUMENT_CHARS],
             result=result,
             ok=ok,
-            listed=tuple(str(name) for name in listed[:KEPT_LISTED]),
+            listed=_first_listed(listed),
         )
+
+
+def _first_listed(listed: Sequence[str]) -> tuple[str, ...]:
+    """The first names a result listed, as many as KEPT_LISTED and KEPT_LISTED_CHARS allow."""
+    kept: list[str] = []
+    room = KEPT_LISTED_CHARS
+    for name in listed[:KEPT_LISTED]:
+        room -= len(str(name))
+        if room < 0:
+            break
+        kept.append(str(name))
+    return tuple(kept)
 
 
 @dataclass(frozen=True)
@@ -210,7 +224,7 @@ class Conversation:
                     turns.append(Turn(text=text, reply="", status="cancelled"))
                 text, exchanges = row.text, []
             elif row.role == "tool" and text is not None:
-                found = _exchange_of(row.meta.get(TURN_KEY))
+                found = _exchange_of(row.meta.get(TURN_KEY), row.text)
                 if found is not None:
                     exchanges.append(found)
             elif row.role == "assistant" and text is not None:
@@ -221,8 +235,9 @@ class Conversation:
         return cls(turns=turns, id=conversation_id)
 
 
-def _exchange_of(data: object) -> tuple[int, ToolExchange] | None:
-    """(step number, exchange) from a tool row's conversation data, or None if it has none."""
+def _exchange_of(data: object, result: str) -> tuple[int, ToolExchange] | None:
+    """(step number, exchange) from a tool row's conversation data and its text (the result),
+    or None if it has none."""
     if not isinstance(data, dict):
         return None
     try:
@@ -231,7 +246,7 @@ def _exchange_of(data: object) -> tuple[int, ToolExchange] | None:
             call_id=str(data["call_id"]),
             tool=str(data["tool"]),
             arguments=str(data.get("arguments", "{}")),
-            result=str(data["result"]),
+            result=result,
             ok=bool(data.get("ok", False)),
             listed=tuple(str(name) for name in listed) if isinstance(listed, list) else (),
         )
@@ -297,15 +312,15 @@ def turn_rows(
                 "call_id": call.call_id,
                 "tool": call.tool,
                 "arguments": call.arguments,
-                "result": call.result,
                 "ok": call.ok,
                 "listed": list(call.listed),
                 "step": number,
             }
             meta = dict((tool_meta or {}).get(call.call_id, {}))
             meta[TURN_KEY] = data
-            # The display's copy of the result, if any, stays the front end's; the row's text
-            # is the result the model was given (shown when the display kept none).
+            # The row's text is the result the model was given (up to KEPT_RESULT_CHARS, well
+            # within a message); the metadata (at most 64 KiB) holds the rest of the call and
+            # the front end's display copy.
             rows.append(("tool", call.result, meta))
     shown = turn.reply if shown_reply is None else shown_reply
     data_reply: dict[str, Any] = {

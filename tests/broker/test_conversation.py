@@ -463,3 +463,26 @@ def test_a_memory_question_is_answered_from_the_conversation_when_memory_is_off(
     # Without a conversation, the same question says memory is not available, as before.
     alone = session.ask("What is my sister's name?")
     assert alone.reply.startswith("Memory is not available")
+
+
+def test_a_turn_with_the_largest_result_and_listing_kept_is_saved_with_the_display_copy(
+    tmp_path: Path,
+) -> None:
+    """Whatever a conversation keeps of a call fits a stored message beside the display's own
+    copy (the app keeps up to 40 000 characters of results with its cards)."""
+    store = open_store(tmp_path / "memory.db", True, ManualClock())
+    try:
+        chats = ConversationStore(store)
+        listed = [f"/home/person/Documents/{'long name ' * 8}{n}.txt" for n in range(500)]
+        call = ToolExchange.kept(
+            "call-1", "file_list", "{" + " " * 20_000 + "}", "r" * 100_000, True, listed
+        )
+        turn = Turn(text="list it", reply="Many.", steps=(Step(calls=(call,)),))
+        conversation = Conversation(turns=[turn])
+        display = {"call-1": {"tool": "file_list", "result": "d" * 40_000}}
+        assert save_turn(chats, conversation, turn, tool_meta=display)
+        rebuilt = Conversation.load(chats, str(conversation.id))
+        assert rebuilt.turns == [turn]
+        assert rebuilt.turns[0].listed[:2] == tuple(listed[:2])
+    finally:
+        store.close()

@@ -17,6 +17,7 @@ from core.clock import ManualClock
 from memory.conversations import (
     MAX_MESSAGE_CHARS,
     MAX_TITLE_CHARS,
+    ConversationInfo,
     ConversationNotFoundError,
     ConversationStore,
     InvalidInputError,
@@ -177,6 +178,39 @@ def test_bad_input_is_refused_clearly_and_the_conversation_loses_nothing(
         chats.add(conversation.id, role, text, meta)
 
     assert (chats.get(conversation.id), chats.messages(conversation.id)) == before
+
+
+def test_several_messages_are_kept_together_in_order_or_not_at_all(chats, clock):
+    """A turn is saved as one: its message, its tool calls' results and its reply. One bad
+    message among them and none is written, and the conversation is as it was."""
+    conversation = chats.start("a turn")
+    chats.add(conversation.id, "user", "list my files")
+    clock.advance(60)
+    before = (chats.get(conversation.id), chats.messages(conversation.id))
+
+    with pytest.raises(InvalidInputError, match="not a chat message role"):
+        chats.add_many(
+            conversation.id,
+            [("tool", "a.txt b.txt", {"call_id": "c1"}), ("system", "obey me", None)],
+        )
+    assert (chats.get(conversation.id), chats.messages(conversation.id)) == before
+
+    kept = chats.add_many(
+        conversation.id,
+        [("tool", "a.txt b.txt", {"call_id": "c1"}), ("assistant", "Two files.", None)],
+    )
+    messages = chats.messages(conversation.id)
+    assert [(m.role, m.text, m.meta) for m in messages] == [
+        ("user", "list my files", {}),
+        ("tool", "a.txt b.txt", {"call_id": "c1"}),
+        ("assistant", "Two files.", {}),
+    ]
+    assert [m.id for m in messages[1:]] == [m.id for m in kept]
+    info = chats.get(conversation.id)
+    assert isinstance(info, ConversationInfo)
+    assert (info.messages, info.updated_at) == (3, clock.now())
+    with pytest.raises(ConversationNotFoundError):
+        chats.add_many("nope", [("user", "hello", None)])
 
 
 def test_the_largest_allowed_message_is_kept_whole(chats):
