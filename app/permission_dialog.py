@@ -50,9 +50,9 @@ from app.prompt_view import (
     once_only_words,
     prompt_rows,
 )
+from app.windows.words import action_words
 from broker.permissions import PromptDecision
 from tools.escapes import visible
-from tools.manual import Capability
 
 # Seconds after the dialog appears before any Allow can be pressed.
 ACTIVATION_DELAY_S = 0.8
@@ -60,27 +60,6 @@ ACTIVATION_DELAY_S = 0.8
 # The one colour of its own: the accent of a request to be wary of (the model asked on its own,
 # or the highest risk). Everything else follows the system palette, light or dark.
 WARNING_ACCENT = "#d97706"
-
-# (the capability as a line of the details, the headline's verb phrase)
-_WHAT: dict[Capability, tuple[str, str]] = {
-    Capability.FILE_READ: ("Read files", "read files"),
-    Capability.FILE_WRITE: ("Change files", "change files"),
-    Capability.SYSTEM_READ: ("Look up system information", "look up system information"),
-    Capability.SYSTEM_EXECUTE: ("Run a command", "run a command"),
-    Capability.WEB_ACCESS: ("Use the web", "use the web"),
-    Capability.SCREEN_READ: ("See your screen", "see your screen"),
-    Capability.OPEN_EXTERNAL: ("Open something in another app", "open something in another app"),
-    Capability.MEMORY_WRITE: ("Remember something about you", "remember something about you"),
-    Capability.MCP_READ: ("Use an MCP tool that reads", "use an MCP tool that reads"),
-    Capability.MCP_WRITE: (
-        "Use an MCP tool that changes things",
-        "use an MCP tool that changes things",
-    ),
-    Capability.MCP_EXECUTE: (
-        "Use an MCP tool that runs things",
-        "use an MCP tool that runs things",
-    ),
-}
 
 _RISK = {
     "safe": "Low",
@@ -100,11 +79,6 @@ _MODEL_INITIATED_NOTE = (
 )
 
 _HIGH_RISK_NOTE = "This is a high-risk action. Read the details before you allow it."
-
-
-def capability_words(capability: Capability) -> str:
-    """The capability in plain words: "Read files", "Run a command", "See your screen"…"""
-    return _WHAT[capability][0]
 
 
 def duration_words(minutes: float) -> str:
@@ -226,7 +200,10 @@ class PermissionDialog(QDialog):
         root.setSpacing(14)
 
         # -- headline ---------------------------------------------------------------------------
-        self.headline = QLabel(f"Allow Chamberlain to {_WHAT[request.capability][1]}?")
+        what = action_words(request.capability)
+        # The headline asks in the middle of a sentence: the action's first letter in lower
+        # case only ("use an MCP tool", not "use an mcp tool").
+        self.headline = QLabel(f"Allow Chamberlain to {what[:1].lower()}{what[1:]}?")
         font = QFont(self.headline.font())
         font.setBold(True)
         if font.pointSizeF() > 0:
@@ -258,7 +235,7 @@ class PermissionDialog(QDialog):
         details.setLabelAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         details.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         details.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
-        self._add_row(details, "What", _wrapping(capability_words(request.capability)))
+        self._add_row(details, "What", _wrapping(action_words(request.capability)))
         self._add_detail_rows(details, question)
         tool = visible(request.tool)
         if question.model_initiated:

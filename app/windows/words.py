@@ -1,5 +1,9 @@
 """Words the windows share: what each capability lets Chamberlain do, moments and spans of time.
 
+A capability has two wordings on purpose: the Permissions and Activity windows list what a
+capability lets Chamberlain do ("Run commands"), the permission dialog asks for one action of it
+("Run a command").
+
 Plain functions of their arguments: no Qt, no I/O.
 """
 
@@ -7,7 +11,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-# What each capability lets Chamberlain do, in the words a prompt would use.
+from tools.manual import Capability
+
+# What each capability lets Chamberlain do, as the windows list a capability.
 CAPABILITY_WORDS: dict[str, str] = {
     "screen_read": "See your screen",
     "file_read": "Read files",
@@ -23,8 +29,30 @@ CAPABILITY_WORDS: dict[str, str] = {
 }
 
 
+# One action of each capability, as the permission dialog asks for it.
+ACTION_WORDS: dict[Capability, str] = {
+    Capability.FILE_READ: "Read files",
+    Capability.FILE_WRITE: "Change files",
+    Capability.SYSTEM_READ: "Look up system information",
+    Capability.SYSTEM_EXECUTE: "Run a command",
+    Capability.WEB_ACCESS: "Use the web",
+    Capability.SCREEN_READ: "See your screen",
+    Capability.OPEN_EXTERNAL: "Open something in another app",
+    Capability.MEMORY_WRITE: "Remember something about you",
+    Capability.MCP_READ: "Use an MCP tool that reads",
+    Capability.MCP_WRITE: "Use an MCP tool that changes things",
+    Capability.MCP_EXECUTE: "Use an MCP tool that runs things",
+}
+
+
 def capability_words(capability: str) -> str:
+    """What the capability lets Chamberlain do: "Read files", "Run commands"…"""
     return CAPABILITY_WORDS.get(capability, capability.replace("_", " ").capitalize())
+
+
+def action_words(capability: Capability) -> str:
+    """One action of the capability, as a prompt asks for it: "Read files", "Run a command"…"""
+    return ACTION_WORDS[capability]
 
 
 def when(timestamp: float | None) -> str:
