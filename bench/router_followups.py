@@ -44,6 +44,9 @@ from broker.types import Intent, RouterOutput
 DATA = Path(__file__).resolve().parent.parent / "tests" / "broker" / "data"
 _LIST_LINE_RE = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*•])\s+")
 _WORD_RE = re.compile(r"[\w]+", re.UNICODE)
+# A list item that is a path ("C:\\Users\\ana\\My Documents\\cv.docx (2 MB)"): all of it, up
+# to a note in brackets or after a dash.
+_ITEM_PATH_RE = re.compile(r"((?:~|/|[a-z]:\\|\\\\)[^()\n]*?)(?:\s+[(\[]|\s+[-–—]\s|$)", re.I)
 
 
 def _pct(right: int, total: int) -> str:
@@ -51,11 +54,16 @@ def _pct(right: int, total: int) -> str:
 
 
 def listed_in(reply: str) -> tuple[str, ...]:
-    """The paths and URLs a reply shows, in order: its list items when it has a list."""
+    """The paths and URLs a reply shows, in order: its list items when it has a list (an item
+    that starts with a path is the whole path, spaces and all, up to a note in brackets)."""
     lines = reply.splitlines()
-    items = [line for line in lines if _LIST_LINE_RE.match(line)]
+    items = [_LIST_LINE_RE.sub("", line, count=1) for line in lines if _LIST_LINE_RE.match(line)]
     found: list[str] = []
     for line in items or lines:
+        whole = _ITEM_PATH_RE.match(line.strip()) if items else None
+        if whole is not None:
+            found.append(_strip_trailing(whole.group(1).strip()))
+            continue
         spans: list[tuple[int, str]] = []
         scan = line
         for match in _URL_RE.finditer(line):

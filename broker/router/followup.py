@@ -172,6 +172,8 @@ _ORDINAL_RE = re.compile(
     r"\s+(?:in|on|from)\s+(?:the|that|your)\s+list\b|\s*,|\s+(?:please|pls|plz)\b)",
     _I,
 )
+# What follows "the first one" in a question about the world ("... to climb Everest").
+_SUPERLATIVE_RE = re.compile(r"\s+(?:to|who|that|ever|in\s+history)\b", _I)
 # "number 2", "#3", "item 4", "result 1".
 _NUMBER_RE = re.compile(
     r"(?:\b(?:number|no\.?|item|result|link|file|entry|option)\s*|#)(\d{1,2})\b", _I
@@ -188,7 +190,7 @@ _NAME_FRAME_RE = re.compile(
 )
 # "open the lease", "delete the setlist": an acting verb and a word of one listed name.
 _VERB_NAME_RE = re.compile(
-    r"^" + _LEAD + r"([a-z]+)(?:\s+(?:up|me))?\s+(?:the|that|my)\s+([\w\-]{3,40})\b", _I
+    r"^" + _LEAD + r"([a-z]+)(?:\s+(?:up|me))?\s+(?:the|that|my)\s+([\w\-]{2,40})\b", _I
 )
 # Words that follow "the" without naming anything.
 _NOT_A_NAME = _words(
@@ -300,6 +302,12 @@ _TOO_RE = re.compile(r"^(?P<rest>\S.{0,200}?)\s+(?:too|as\s+well|also)\s*[?.!]*$
 _WHY_RE = re.compile(
     r"^(?:but\s+|and\s+|so\s+|ok(?:ay)?[\s,]+|hmm[\s,]+)?(?:why|why\s+not|how\s+come|how\s+so|"
     r"what\s+caused\s+(?:it|that|this)|why\s+is\s+(?:it|that))\b[^\n]{0,80}$",
+    _I,
+)
+# "what's taking it all up?" after a disk readout: what the space goes to.
+_WHATS_TAKING_RE = re.compile(
+    r"\bwhat(?:'?s|s|\s+is|\s+are)\s+(?:taking|using|eating|hogging|filling|draining|"
+    r"slowing)\b",
     _I,
 )
 # Questions about the answer just given.
@@ -459,7 +467,7 @@ def _follow(
         return _chat(message)
     if (
         last.intent in _STATUS
-        and _DISCOVERY_CUE_RE.search(message)
+        and (_DISCOVERY_CUE_RE.search(message) or _WHATS_TAKING_RE.search(message))
         and own.intent is not Intent.ONE_SHOT_DISCOVERY
         and own.confidence < DIRECT_ACTION_CONFIDENCE
     ):
@@ -633,6 +641,12 @@ def _pointed(message: str, earlier: Sequence[Earlier]) -> _Target | None:
 
 def _position(message: str) -> int | None:
     found = _ORDINAL_RE.search(message)
+    if (
+        found is not None
+        and _SUPERLATIVE_RE.match(message[found.end() :])
+        and _QUESTION_RE.match(message)
+    ):
+        found = None  # "who was the first one to climb Everest": not a pointer into a list
     if found is not None:
         word = found.group(1).lower()
         if word != "last" and word.endswith("last"):
@@ -742,7 +756,9 @@ def _act_on(message: str, target: _Target, own: RouterOutput) -> RouterOutput:
         value = _in_folder(value, target.turn)
     writes = bool(_WRITE_VERB_RE.search(message)) and not _READ_VERB_RE.match(message)
     action: Action | None = None
-    if own.intent is Intent.SYSTEM_TASK and own.confidence >= DIRECT_ACTION_CONFIDENCE:
+    if own.intent is Intent.SYSTEM_TASK and (
+        own.confidence >= DIRECT_ACTION_CONFIDENCE or own.needs_system_execute
+    ):
         # "kill it", "run the second one": a command reading, never a direct one from a name.
         intent = Intent.SYSTEM_TASK
         args = RouterArguments(paths=[] if _is_url(value) else [value])
@@ -876,13 +892,13 @@ def _like(
             args.cwd = folder
         elif intent is Intent.SYSTEM_TASK and folder is not None:
             args.paths = [folder]
-        elif intent is Intent.BROWSE_ONCE and own.arguments.url is not None:
-            args.url = own.arguments.url
+        elif intent is Intent.BROWSE_ONCE and (url := _make_view(rest).url) is not None:
+            args.url = url
         elif intent is Intent.LOOKUP_SEARCH:
             args.query = _merged_query(args.query or last.text, rest)
             args.action = None  # merged words: the model (or the search) reads them as a whole
-        elif intent is Intent.SYSTEM_TASK and own.arguments.topics:
-            args.topics = list(own.arguments.topics)
+        elif intent is Intent.SYSTEM_TASK and (topics := rules(rest).arguments.topics):
+            args.topics = list(topics)
         elif intent is Intent.MEMORY_WRITE:
             args.fact = None  # never a fact taken from an earlier turn
     if intent is Intent.MEMORY_WRITE:
