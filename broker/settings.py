@@ -86,6 +86,17 @@ class RouterSettings(BaseModel):
     # other intents) is said once and the rules route alone.
     intent_weights: Path | None = None
 
+    @field_validator("intent_weights")
+    @classmethod
+    def _absolute_weights(cls, value: Path | None) -> Path | None:
+        # A relative path would name another file from each working directory.
+        if value is None:
+            return None
+        value = value.expanduser()
+        if not value.is_absolute():
+            raise ValueError("must be an absolute path (or start with ~)")
+        return value
+
 
 class ExecutorSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -435,8 +446,11 @@ def _save(home: Path, settings: Settings, key: bytes) -> Path | None:
     data: dict[str, Any] = json.loads(settings.model_dump_json())
     file_data = _file_data(home)
     sealed = _sealed(home, file_data)
-    # A sealed setting an environment variable sets holds this process's value, not the
-    # person's choice in the file: the file keeps its own and the seal its confirmed one.
+    # A setting an environment variable sets holds this process's value, not the person's
+    # choice: the file keeps its own (or none, so the default), and a sealed one's seal its
+    # confirmed value. Saving never turns a variable of one run into a setting for good.
+    for name in environment_variables():
+        seal.set_path(data, name, seal.get_path(file_data, name))
     kept = _set_by_environment(seal.sealed_keys(data, file_data, sealed.confirmed))
     for name in kept:
         seal.set_path(data, name, seal.get_path(file_data, name))
@@ -449,6 +463,22 @@ def _save(home: Path, settings: Settings, key: bytes) -> Path | None:
     _write(path, json.dumps(data, indent=2, ensure_ascii=False))
     seal.write_seal(home, key, seal.confirmed_after_save(data, kept, sealed.confirmed))
     return kept_as
+
+
+def environment_variables(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Each setting a `CHAMBERLAIN_SECTION__KEY` (or `CHAMBERLAIN_SECTION`) variable sets, as a
+    dotted path ("llm.url", "llm"), with the variable's name; a variable that names no setting
+    (CHAMBERLAIN_HOME) is not one."""
+    source = os.environ if environ is None else environ
+    sections = set(Settings.model_fields) - {"schema_version"}
+    found: dict[str, str] = {}
+    for name in source:
+        if not name.upper().startswith(_ENV_PREFIX):
+            continue
+        path = name[len(_ENV_PREFIX) :].lower().replace("__", ".")
+        if path.split(".", 1)[0] in sections:
+            found[path] = name
+    return found
 
 
 def _set_by_environment(keys: list[str], environ: Mapping[str, str] | None = None) -> list[str]:

@@ -24,7 +24,9 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import re
+import stat
 import sys
 import unicodedata
 from array import array
@@ -240,6 +242,40 @@ def _decode(data: object, kind: str, what: str) -> array[Any]:
     return _little_endian(values)
 
 
+# A weight file larger than this is not read (the shipped one is about 1.1 MB).
+MAX_WEIGHTS_BYTES = 4 * 1024 * 1024
+
+
+def _read_weights(path: Path, where: str) -> str:
+    """The text of a weight file a setting names: a regular file of at most `MAX_WEIGHTS_BYTES`.
+
+    The setting may name anything: a FIFO would hang the turn reading it and /dev/zero would
+    fill memory. So the file is opened without blocking and checked on the opened descriptor
+    (no swap between a check and the read), and never more than the cap is read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise IntentModelError(
+                f"The intent model at {where} is not a regular file (a pipe or a device is "
+                "not read)"
+            )
+        too_big = IntentModelError(
+            f"The intent model at {where} is larger than {MAX_WEIGHTS_BYTES // 2**20} MB, "
+            "more than a weight file is; it was not read"
+        )
+        if info.st_size > MAX_WEIGHTS_BYTES:
+            raise too_big
+        os.set_blocking(fd, True)
+        with os.fdopen(os.dup(fd), "rb") as file:
+            data = file.read(MAX_WEIGHTS_BYTES + 1)
+        if len(data) > MAX_WEIGHTS_BYTES:  # it grew after the check
+            raise too_big
+    finally:
+        os.close(fd)
+    return data.decode("utf-8")
+
+
 class IntentModel:
     """Loaded weights; `predict(text)` is deterministic and pure Python."""
 
@@ -269,7 +305,7 @@ class IntentModel:
             if path is None:
                 text = resources.files("resources").joinpath("intent_model.json").read_text("utf-8")
             else:
-                text = Path(path).read_text("utf-8")
+                text = _read_weights(Path(path), where)
         except (OSError, UnicodeDecodeError) as error:
             raise IntentModelError(
                 f"The intent model at {where} cannot be read ({error}); "

@@ -18,6 +18,7 @@ import pytest
 from bench.intent_model import training_script
 from broker.router.intent_model import (
     MAX_CHARS,
+    MAX_WEIGHTS_BYTES,
     IntentModel,
     IntentModelError,
     bucket,
@@ -228,6 +229,19 @@ def test_a_missing_weight_file_says_how_to_make_one(tmp_path: Path) -> None:
         IntentModel.load(tmp_path / "absent.json")
 
 
+def test_a_weight_file_that_is_a_device_is_refused_without_reading_it() -> None:
+    """/dev/zero never ends: read whole, it would fill memory."""
+    with pytest.raises(IntentModelError, match="/dev/zero is not a regular file"):
+        IntentModel.load("/dev/zero")
+
+
+def test_a_weight_file_larger_than_any_weight_file_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "huge.json"
+    path.write_bytes(b" " * (MAX_WEIGHTS_BYTES + 1))
+    with pytest.raises(IntentModelError, match=f"{path} is larger than 4 MB"):
+        IntentModel.load(path)
+
+
 def test_the_shipped_file_is_small_and_says_what_it_was_trained_on() -> None:
     assert SHIPPED.stat().st_size < SIZE_CAP
     training = _shipped()["training"]
@@ -356,3 +370,21 @@ def test_doctor_says_the_weights_do_not_match_and_the_rules_route(tmp_path: Path
     ), proc.stdout
     shipped = run_cli(user, "doctor", "--llm", "none")
     assert "[ok] intent model: shipped weights" in shipped.stdout.splitlines(), shipped.stdout
+
+
+def test_a_pipe_named_as_the_weight_file_does_not_hang_the_turn(tmp_path: Path) -> None:
+    """The real CLI with router.intent_weights naming a FIFO nobody writes to: reading it would
+    wait for ever; the turn is answered by the rules, and the log says why once."""
+    from tests.support.cli import ask_json, make_user
+
+    fifo = tmp_path / "weights.json"
+    os.mkfifo(fifo)
+    user = make_user(tmp_path / "user")
+    env = {"CHAMBERLAIN_ROUTER__INTENT_WEIGHTS": str(fifo)}
+
+    # run_cli's own timeout (60 s) ends a CLI that hangs, failing the test.
+    proc, turn = ask_json(user, UNSURE, "--llm", "none", env=env)
+
+    assert turn["router"]["source"] == "heuristic"
+    assert proc.stderr.count(ROUTING_BY_RULES) == 1, proc.stderr
+    assert f"{fifo} is not a regular file" in proc.stderr

@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from broker.settings import (
     SCHEMA_VERSION,
@@ -469,3 +470,14 @@ def unprivileged(work: Callable[[], list[str]], owning: Path) -> list[str]:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, answer
     return [str(part) for part in answer]
+
+
+def test_the_intent_weights_setting_is_an_absolute_path_and_may_start_with_a_tilde(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative path would name another file from each working directory."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    tilde = Settings.model_validate({"router": {"intent_weights": "~/weights.json"}})
+    assert tilde.router.intent_weights == tmp_path / "weights.json"
+    with pytest.raises(ValidationError, match="must be an absolute path"):
+        Settings.model_validate({"router": {"intent_weights": "weights.json"}})
