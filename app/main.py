@@ -314,12 +314,15 @@ class DesktopApp(QObject):
             welcome.set_found(Found(model=self._model_found, memory=self._memory_found))
 
     def _welcome_dismissed(self) -> None:
-        # Closed by the person; quitting with it open is not closing it, and the io thread
-        # is ending then.
+        self._spawn(self._note_welcomed())
+
+    async def _note_welcomed(self) -> None:
+        # Closed by the person. Quitting with it open is not closing it, and once Quit has
+        # begun (even in the same turn of the loop) the io thread takes no more work.
         if not self._quitting:
             from app.windows.welcome import mark_welcomed
 
-            self._spawn(self.assistant.run_io(mark_welcomed, self.home))
+            await self.assistant.run_io(mark_welcomed, self.home)
 
     def put_in_chat(self, text: str) -> None:
         """Open the chat with `text` in its message box, for the person to send (or edit)."""

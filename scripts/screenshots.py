@@ -4,10 +4,14 @@ Run by scripts/screenshots.sh, which starts Xvfb, a window manager (evilwm) and 
 (trayer) and sets DISPLAY. Everything happens in a throwaway home; the model is the test suite's
 scripted OpenAI server on 127.0.0.1 (no model is downloaded), so the replies are fixed text.
 
-It does what a person would: types the memory passphrase, opens the chat from the tray, asks
+It does what a person would: types the memory passphrase, reads the welcome that the first start
+shows (the scripted server found where Ollama listens) and closes it, opens the chat from the
+tray, asks
 "list files in ~/Documents", answers the permission dialog with "Allow for 5 min", reads the
 reply, opens Permissions (the grant counting down), Memory, Activity and Settings, then asks
-something long and presses Stop. Each picture is cut from a grab of the whole screen.
+something long and presses Stop. Each picture is cut from a grab of the whole screen. Then, in
+a second process at QT_SCALE_FACTOR=1.5 with no model server, the welcome again: the embedded
+model answers (`--welcome-only`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -74,13 +79,17 @@ def _grab(widget: object, out: Path, margin: int = 12) -> None:
     from PySide6.QtWidgets import QWidget
 
     assert isinstance(widget, QWidget)
+    # The screen is grabbed in device pixels; Qt's geometry is in logical ones (QT_SCALE_FACTOR).
+    ratio = widget.devicePixelRatioF()
     rect = widget.frameGeometry()
+    x, y = round(rect.x() * ratio), round(rect.y() * ratio)
+    w, h = round(rect.width() * ratio), round(rect.height() * ratio)
     with mss.MSS() as screen:
         full = screen.monitors[1]
-        left = max(0, rect.x() - margin)
-        top = max(0, rect.y() - margin)
-        width = min(full["width"] - left, rect.width() + 2 * margin)
-        height = min(full["height"] - top, rect.height() + 2 * margin)
+        left = max(0, x - margin)
+        top = max(0, y - margin)
+        width = min(full["width"] - left, w + 2 * margin)
+        height = min(full["height"] - top, h + 2 * margin)
         shot = screen.grab({"left": left, "top": top, "width": width, "height": height})
         mss.tools.to_png(shot.rgb, shot.size, output=str(out))
     print(f"wrote {out}")
@@ -96,11 +105,64 @@ def _grab_region(out: Path, left: int, top: int, width: int, height: int) -> Non
     print(f"wrote {out}")
 
 
+async def _type_passphrase() -> None:
+    """Answer the memory passphrase dialog once it shows, as a person would."""
+    from PySide6.QtWidgets import QApplication
+
+    from app.passphrase import PassphraseDialog
+
+    def shown() -> PassphraseDialog | None:
+        for widget in QApplication.topLevelWidgets():
+            if isinstance(widget, PassphraseDialog) and widget.isVisible():
+                return widget
+        return None
+
+    await _until(lambda: shown() is not None)
+    dialog = shown()
+    assert dialog is not None
+    dialog.first.setText(PASSPHRASE)
+    dialog.second.setText(PASSPHRASE)
+    dialog.ok.click()
+
+
+async def _welcome(shell: Any, out: Path) -> None:
+    """Grab the welcome the first start showed, once it says what the app found; close it."""
+    from app.windows.welcome import LOOKING, OPENING
+
+    welcome = shell.windows["welcome"]
+    await _until(
+        lambda: welcome.model_line.text() != LOOKING and welcome.memory_line.text() != OPENING
+    )
+    welcome.move(40, 40)
+    await asyncio.sleep(0.8)
+    _grab(welcome, out)
+    welcome.close()
+
+
+async def _welcome_only(out: Path) -> None:
+    """The welcome where no model server answers (the embedded model does), for a 1.5x shot."""
+    from app.main import DesktopApp
+    from broker.llm import endpoints
+    from tests.support.openai_server import free_port
+
+    endpoints.PROBE_PORTS[:] = [("Ollama", free_port())]
+    shell = DesktopApp(Path(os.environ["CHAMBERLAIN_HOME"]))
+    try:
+        shell.start()
+        typing = asyncio.ensure_future(_type_passphrase())
+        await shell.load()
+        await typing
+        scale = os.environ.get("QT_SCALE_FACTOR", "1")
+        await _welcome(shell, out / f"welcome-{scale}x.png")
+    finally:
+        shell.quit()
+
+
 async def _shots(out: Path) -> None:
     from PySide6.QtCore import QPoint
     from PySide6.QtWidgets import QApplication
 
-    from app.main import Shell
+    from app.main import DesktopApp
     from app.passphrase import PassphraseDialog
     from app.permission_dialog import PermissionDialog
     from app.permission_prompt import Choice
@@ -122,9 +184,13 @@ async def _shots(out: Path) -> None:
             return Text(LISTING)
         return Trickle(Text(LONG_REPLY), interval=0.0005)
 
+    from broker.llm import endpoints
+
     server = ScriptedOpenAIServer([answer], model="llama3.2:3b", fragments=200).start()
+    # "auto" finds the scripted server where Ollama listens, and the welcome names it.
+    endpoints.PROBE_PORTS[:] = [("Ollama", server.port)]
     home = Path(os.environ["CHAMBERLAIN_HOME"])
-    shell = Shell(home, connect_model=False)
+    shell = DesktopApp(home)
     try:
         shell.start()
         loading = asyncio.ensure_future(shell.load())
@@ -138,6 +204,7 @@ async def _shots(out: Path) -> None:
         dialog.second.setText(PASSPHRASE)
         dialog.ok.click()
         await loading
+        await _welcome(shell, out / "welcome.png")
         session = shell.assistant.session
         session.use_model(OpenAIChatModel(server.base_url, model="llama3.2:3b"))
         store = session.memory
@@ -227,8 +294,12 @@ async def _shots(out: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(REPO / "docs" / "screenshots"))
+    parser.add_argument(
+        "--welcome-only", action="store_true", help="only the welcome, with the embedded model"
+    )
     args = parser.parse_args()
     out = Path(args.out)
+    caller = dict(os.environ)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="chamberlain-shots-") as scratch:
         _environment(Path(scratch))
@@ -240,7 +311,12 @@ def main() -> int:
         loop = qasync.QEventLoop(app)
         asyncio.set_event_loop(loop)
         with loop:
-            loop.run_until_complete(_shots(out))
+            loop.run_until_complete(_welcome_only(out) if args.welcome_only else _shots(out))
+    if not args.welcome_only:
+        # QT_SCALE_FACTOR is read when Qt starts: a process of its own.
+        scaled = {**caller, "QT_SCALE_FACTOR": "1.5"}
+        command = [sys.executable, __file__, "--welcome-only", "--out", str(out)]
+        return subprocess.run(command, env=scaled, check=False).returncode
     return 0
 
 
