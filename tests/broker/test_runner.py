@@ -26,8 +26,7 @@ from broker.permissions import (
 from broker.policy import IntentPolicy, PolicyTable, load_policy_table
 from broker.runner import SelfTestError, TurnScope, self_test
 from broker.types import GrantMode, Intent
-from tests.support.rig import Approving, Rig
-from tests.support.rig import make_rig as make_stack
+from tests.support.rig import Approving, Rig, make_rig
 from tools.arguments import ToolArguments
 from tools.manual import (
     Capability,
@@ -97,14 +96,16 @@ def make_tool(
     return Tool(spec, body, targets)
 
 
-def make_rig(
+def runner_rig(
     tmp_path: Path,
     tools: list[Tool],
     *,
     allowed: list[str] | None = None,
     mode: GrantMode = GrantMode.ONCE,
 ) -> Rig:
-    return make_stack(
+    """The support rig as these tests use it: a person who approves with `mode`, grants in a
+    file, arguments capped at 1 KiB."""
+    return make_rig(
         tmp_path,
         tools,
         prompter=Approving(mode),
@@ -120,7 +121,7 @@ def make_rig(
 
 def test_a_registered_tool_outside_the_allowed_set_is_refused_and_never_runs(tmp_path):
     allowed, hidden = Body(), Body()
-    rig = make_rig(
+    rig = runner_rig(
         tmp_path,
         [make_tool("probe", allowed), make_tool("hidden", hidden)],
         allowed=["probe"],
@@ -138,7 +139,7 @@ def test_a_registered_tool_outside_the_allowed_set_is_refused_and_never_runs(tmp
 
 def test_an_unregistered_name_is_refused(tmp_path):
     body = Body()
-    rig = make_rig(tmp_path, [make_tool("probe", body)])
+    rig = runner_rig(tmp_path, [make_tool("probe", body)])
     outcome = rig.runner.execute(rig.turn, "delete_everything", '{"path": "/"}')
     assert outcome.record.status == "refused"
     assert "not a tool available" in outcome.record.reason
@@ -148,7 +149,7 @@ def test_an_unregistered_name_is_refused(tmp_path):
 
 
 def test_an_absurd_tool_name_is_not_echoed_back_in_full(tmp_path):
-    rig = make_rig(tmp_path, [make_tool("probe", Body())])
+    rig = runner_rig(tmp_path, [make_tool("probe", Body())])
     outcome = rig.runner.execute(rig.turn, "x" * 100_000, "{}")
     assert outcome.record.status == "refused"
     assert len(outcome.record.tool) <= 80
@@ -159,7 +160,7 @@ def test_an_absurd_tool_name_is_not_echoed_back_in_full(tmp_path):
 def test_run_with_token_refuses_a_tool_outside_the_allowed_set(tmp_path):
     body = Body()
     tool = make_tool("probe", body)
-    rig = make_rig(tmp_path, [tool])
+    rig = runner_rig(tmp_path, [tool])
     token = rig.token_for(tool, "call-x", {"n": 1})
     closed = TurnScope(turn_id="t-other", allowed=[])
     outcome = rig.runner.run_with_token(closed, tool, "call-x", {"n": 1}, [], token)
@@ -199,7 +200,7 @@ def test_run_with_token_refuses_a_tool_outside_the_allowed_set(tmp_path):
 )
 def test_bad_arguments_are_an_error_and_the_tool_never_runs(tmp_path, raw, expected):
     body = Body()
-    rig = make_rig(tmp_path, [make_tool("probe", body)])
+    rig = runner_rig(tmp_path, [make_tool("probe", body)])
     outcome = rig.runner.execute(rig.turn, "probe", raw)
     assert outcome.record.status == "error"
     assert expected in outcome.record.reason
@@ -210,7 +211,7 @@ def test_bad_arguments_are_an_error_and_the_tool_never_runs(tmp_path, raw, expec
 
 def test_arguments_nested_beyond_the_parser_are_an_error_not_a_crash(tmp_path):
     body = Body()
-    rig = make_rig(tmp_path, [make_tool("probe", body)])
+    rig = runner_rig(tmp_path, [make_tool("probe", body)])
     rig.runner.max_argument_bytes = 16 * 1024  # the default: this fits under it
     raw = '{"n": 1, "note": ' + "[" * 8000 + "]" * 8000 + "}"
     outcome = rig.runner.execute(rig.turn, "probe", raw)
@@ -224,7 +225,7 @@ def test_targets_raising_value_error_is_an_error_and_the_tool_never_runs(tmp_pat
         raise ValueError("the path is empty; give a file or folder name")
 
     body = Body()
-    rig = make_rig(tmp_path, [make_tool("probe", body, targets=targets)])
+    rig = runner_rig(tmp_path, [make_tool("probe", body, targets=targets)])
     outcome = rig.runner.execute(rig.turn, "probe", {"n": 1})
     assert outcome.record.status == "error"
     assert outcome.record.reason == "the path is empty; give a file or folder name"
@@ -239,7 +240,7 @@ def test_a_path_the_tool_may_not_look_at_is_an_audited_error_not_a_crash(tmp_pat
         raise PermissionError(13, "Permission denied", "/proc/1/root")
 
     body = Body()
-    rig = make_rig(tmp_path, [make_tool("probe", body, targets=targets)])
+    rig = runner_rig(tmp_path, [make_tool("probe", body, targets=targets)])
     outcome = rig.runner.execute(rig.turn, "probe", {"n": 1})
     assert outcome.record.status == "error"
     assert "Permission denied" in outcome.record.reason
@@ -250,7 +251,7 @@ def test_a_path_the_tool_may_not_look_at_is_an_audited_error_not_a_crash(tmp_pat
 
 def test_good_arguments_run_the_tool_with_exactly_those_arguments(tmp_path):
     body = Body({"answer": 42})
-    rig = make_rig(tmp_path, [make_tool("probe", body)])
+    rig = runner_rig(tmp_path, [make_tool("probe", body)])
     outcome = rig.runner.execute(rig.turn, "probe", '{"n": 3, "note": "hi"}')
     assert outcome.record.status == "ok", outcome.record.reason
     assert body.calls == [{"n": 3, "note": "hi"}]
@@ -302,7 +303,7 @@ def _other_call(rig: Rig, token: PermissionToken) -> tuple[PermissionToken | Non
 def test_a_bad_token_is_denied_audited_and_the_tool_never_runs(tmp_path, spoil, problem, mode):
     body = Body()
     tool = make_tool("probe", body)
-    rig = make_rig(tmp_path, [tool], mode=mode)
+    rig = runner_rig(tmp_path, [tool], mode=mode)
     token = rig.token_for(tool, "call-a", {"n": 1})
     given, call_id, arguments = spoil(rig, token)
 
@@ -322,7 +323,7 @@ def test_a_bad_token_is_denied_audited_and_the_tool_never_runs(tmp_path, spoil, 
 def test_a_token_is_spent_by_its_call_and_a_replay_is_denied(tmp_path):
     body = Body()
     tool = make_tool("probe", body)
-    rig = make_rig(tmp_path, [tool], mode=GrantMode.SESSION)
+    rig = runner_rig(tmp_path, [tool], mode=GrantMode.SESSION)
     token = rig.token_for(tool, "call-a", {"n": 1})
 
     first = rig.runner.run_with_token(rig.turn, tool, "call-a", {"n": 1}, [], token)
@@ -338,7 +339,7 @@ def test_a_token_is_spent_by_its_call_and_a_replay_is_denied(tmp_path):
 def test_the_token_never_reaches_the_model_text(tmp_path):
     body = Body()
     tool = make_tool("probe", body)
-    rig = make_rig(tmp_path, [tool], mode=GrantMode.SESSION)
+    rig = runner_rig(tmp_path, [tool], mode=GrantMode.SESSION)
     token = rig.token_for(tool, "call-a", {"n": 1})
     outcome = rig.runner.run_with_token(rig.turn, tool, "call-a", {"n": 1}, [], token)
     assert outcome.record.status == "ok"
@@ -352,7 +353,7 @@ def test_the_token_never_reaches_the_model_text(tmp_path):
 def test_a_hung_tool_times_out_and_the_turn_goes_on(tmp_path):
     release = threading.Event()
     hung, quick = Body(block=release), Body({"quick": True})
-    rig = make_rig(
+    rig = runner_rig(
         tmp_path,
         [make_tool("hang", hung, timeout_s=0.05), make_tool("quick", quick)],
     )
@@ -370,7 +371,7 @@ def test_a_hung_tool_times_out_and_the_turn_goes_on(tmp_path):
 
 def test_a_tool_error_is_an_error_with_its_message(tmp_path):
     body = Body(raises=ToolError("the folder /x does not exist"))
-    rig = make_rig(tmp_path, [make_tool("probe", body)])
+    rig = runner_rig(tmp_path, [make_tool("probe", body)])
     outcome = rig.runner.execute(rig.turn, "probe", {"n": 1})
     assert outcome.record.status == "error"
     assert outcome.record.reason == "the folder /x does not exist"
@@ -380,7 +381,7 @@ def test_a_tool_error_is_an_error_with_its_message(tmp_path):
 
 def test_an_unexpected_exception_is_an_error_without_a_traceback(tmp_path):
     body = Body(raises=KeyError("internal-detail-7f3a"))
-    rig = make_rig(tmp_path, [make_tool("probe", body)])
+    rig = runner_rig(tmp_path, [make_tool("probe", body)])
     outcome = rig.runner.execute(rig.turn, "probe", {"n": 1})
     assert outcome.record.status == "error"
     assert outcome.record.reason == "probe failed unexpectedly (KeyError)"
@@ -391,7 +392,7 @@ def test_an_unexpected_exception_is_an_error_without_a_traceback(tmp_path):
 
 def test_output_over_the_cap_is_truncated_and_marked_for_the_model(tmp_path):
     body = Body({"text": "y" * 5000})
-    rig = make_rig(tmp_path, [make_tool("probe", body, output_cap=100)])
+    rig = runner_rig(tmp_path, [make_tool("probe", body, output_cap=100)])
     outcome = rig.runner.execute(rig.turn, "probe", {"n": 1})
     assert outcome.record.status == "ok"
     full = json.dumps({"text": "y" * 5000})
@@ -406,7 +407,7 @@ def test_output_over_the_cap_is_truncated_and_marked_for_the_model(tmp_path):
 
 def test_output_under_the_cap_is_passed_whole(tmp_path):
     body = Body({"text": "y" * 50})
-    rig = make_rig(tmp_path, [make_tool("probe", body, output_cap=100)])
+    rig = runner_rig(tmp_path, [make_tool("probe", body, output_cap=100)])
     outcome = rig.runner.execute(rig.turn, "probe", {"n": 1})
     assert outcome.model_text == json.dumps({"text": "y" * 50})
     assert outcome.result is not None
@@ -420,7 +421,7 @@ def test_audit_starts_only_executed_calls_ends_every_call_and_holds_no_output(tm
     marker = "MARKER-8c1d-output-never-audited"
     good, hidden = Body({"secret_text": marker}), Body()
     tool = make_tool("probe", good)
-    rig = make_rig(tmp_path, [tool, make_tool("hidden", hidden)], allowed=["probe"])
+    rig = runner_rig(tmp_path, [tool, make_tool("hidden", hidden)], allowed=["probe"])
 
     refused = rig.runner.execute(rig.turn, "hidden", "{}")
     broken = rig.runner.execute(rig.turn, "probe", "{nope")
@@ -506,7 +507,7 @@ def test_a_call_is_prepared_once_and_exactly_the_prepared_call_runs(tmp_path):
 
     base = make_tool("probe", Body())
     tool = dataclasses.replace(base, prepare_of=prepare, run_prepared=run_prepared)
-    rig = make_rig(tmp_path, [tool])
+    rig = runner_rig(tmp_path, [tool])
     outcome = rig.runner.execute(rig.turn, "probe", {"n": 1})
     assert outcome.record.status == "ok", outcome.record.reason
     assert len(prepared_calls) == 1
@@ -582,7 +583,7 @@ def make_typed_tool(name: str = "typed") -> tuple[Tool, list[ProbeArguments]]:
 )
 def test_a_model_tool_refuses_what_its_model_refuses_and_never_runs(tmp_path, raw, expected):
     tool, seen = make_typed_tool()
-    rig = make_rig(tmp_path, [tool])
+    rig = runner_rig(tmp_path, [tool])
     outcome = rig.runner.execute(rig.turn, "typed", raw)
     assert outcome.record.status == "error"
     assert expected in outcome.record.reason
@@ -597,7 +598,7 @@ def test_a_model_tool_is_handed_validated_values_while_digest_and_audit_keep_wha
     tmp_path,
 ):
     tool, seen = make_typed_tool()
-    rig = make_rig(tmp_path, [tool])
+    rig = runner_rig(tmp_path, [tool])
     outcome = rig.runner.execute(rig.turn, "typed", '{"n": 7}')
     assert outcome.record.status == "ok", outcome.record.reason
     assert seen == [ProbeArguments(n=7, note=None, loud=False)]
@@ -610,7 +611,7 @@ def test_a_model_tool_is_handed_validated_values_while_digest_and_audit_keep_wha
 def test_run_with_token_validates_a_model_tools_arguments_too(tmp_path):
     """A caller holding only arguments (and a token for exactly them) is checked the same way."""
     tool, seen = make_typed_tool()
-    rig = make_rig(tmp_path, [tool])
+    rig = runner_rig(tmp_path, [tool])
     token = rig.token_for(tool, "call-x", {"n": 1})
     outcome = rig.runner.run_with_token(rig.turn, tool, "call-x", {"n": 1}, ["n:1"], token)
     assert outcome.record.status == "ok", outcome.record.reason
@@ -681,7 +682,7 @@ def test_after_a_read_ran_the_next_outbound_call_is_asked_anew_despite_the_sessi
     tmp_path: Path,
 ) -> None:
     _read, send, tools = reader_and_sender()
-    rig = make_rig(tmp_path, tools, mode=GrantMode.SESSION)
+    rig = runner_rig(tmp_path, tools, mode=GrantMode.SESSION)
     assert rig.runner.execute(rig.turn, "sender", {"n": 1}).record.status == "ok"
     assert rig.runner.execute(rig.turn, "reader", {"n": 1}).record.status == "ok"
     asked = len(rig.prompter.asked)
@@ -703,7 +704,7 @@ def test_after_a_read_ran_the_next_outbound_call_is_asked_anew_despite_the_sessi
 @pytest.mark.parametrize("how", ["refused", "denied"])
 def test_a_read_that_never_ran_does_not_mark_the_turn(tmp_path: Path, how: str) -> None:
     read, _send, tools = reader_and_sender(refuse=how == "refused")
-    rig = make_rig(tmp_path, tools, mode=GrantMode.SESSION)
+    rig = runner_rig(tmp_path, tools, mode=GrantMode.SESSION)
     assert rig.runner.execute(rig.turn, "sender", {"n": 1}).record.status == "ok"
     if how == "denied":
         rig.prompter.decide = lambda request: PromptDecision(allow=False)  # type: ignore[method-assign]

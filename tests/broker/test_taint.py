@@ -10,23 +10,22 @@ call are looked at here (tests/security/test_exfiltration.py runs whole turns).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from broker.audit.redaction import digest
-from broker.audit.writer import AuditLog
 from broker.permissions import (
     Denial,
     DenyPrompter,
-    GrantStore,
     PermissionBroker,
     PermissionRequest,
     PermissionToken,
     PromptDecision,
+    Prompter,
     RulePrompter,
-    TokenAuthority,
 )
 from broker.session import tool_config
 from broker.settings import Settings
@@ -38,7 +37,7 @@ from broker.taint import (
     mcp_network_of,
 )
 from broker.types import Grant, GrantMode
-from core.clock import ManualClock
+from tests.support.rig import Rig
 from tools.manual import Capability, Prepared, Tool, ToolManual, ToolResult
 from tools.mcp.config import McpServerConfig
 from tools.registry import ToolRegistry, builtin_registry
@@ -275,28 +274,19 @@ class Person(RulePrompter):
         return PromptDecision(allow=True, mode=self.mode, scope=request.scope, reason=self.reason)
 
 
-def broker_with_web_grant(tmp_path: Path, prompter: Any) -> tuple[PermissionBroker, Path]:
-    """A broker whose person already allowed news.example.org for the session."""
-    clock = ManualClock()
-    audit_path = tmp_path / "audit.jsonl"
-    grants = GrantStore(None, clock)
-    grants.add(
+def rig_with_web_grant(tool_rig: Callable[..., Rig], prompter: Prompter) -> Rig:
+    """The enforcement stack, its person having already allowed news.example.org for the session."""
+    rig = tool_rig(prompter=prompter)
+    rig.grants.add(
         Grant(
             id="g-web",
             capability=Capability.WEB_ACCESS,
             scope="domain:news.example.org",
             mode=GrantMode.SESSION,
-            issued_at=clock.now(),
+            issued_at=rig.clock.now(),
         )
     )
-    broker = PermissionBroker(
-        grants=grants,
-        tokens=TokenAuthority(b"t" * 32, clock),
-        prompter=prompter,
-        audit=AuditLog(audit_path, clock),
-        clock=clock,
-    )
-    return broker, audit_path
+    return rig
 
 
 def authorize(broker: PermissionBroker, tools: ToolRegistry, *, tainted: bool) -> object:
@@ -317,10 +307,10 @@ def authorize(broker: PermissionBroker, tools: ToolRegistry, *, tainted: bool) -
 
 
 def test_the_session_grant_covers_a_fetch_in_a_turn_that_read_nothing_private(
-    tmp_path: Path, tools: ToolRegistry
+    tool_rig: Callable[..., Rig], tools: ToolRegistry
 ) -> None:
     person = Person(GrantMode.SESSION)
-    broker, _ = broker_with_web_grant(tmp_path, person)
+    broker = rig_with_web_grant(tool_rig, person).permissions
     token = authorize(broker, tools, tainted=False)
     assert isinstance(token, PermissionToken)
     assert token.grant_id == "g-web"
@@ -328,25 +318,24 @@ def test_the_session_grant_covers_a_fetch_in_a_turn_that_read_nothing_private(
 
 
 def test_after_a_private_read_the_session_grant_is_skipped_and_only_once_is_offered(
-    tmp_path: Path, tools: ToolRegistry
+    tool_rig: Callable[..., Rig], tools: ToolRegistry
 ) -> None:
     person = Person(GrantMode.SESSION)  # the person would like "for this session" again
-    broker, audit_path = broker_with_web_grant(tmp_path, person)
-    token = authorize(broker, tools, tainted=True)
+    rig = rig_with_web_grant(tool_rig, person)
+    token = authorize(rig.permissions, tools, tainted=True)
     (request,) = person.asked
     assert request.once_only
     assert "this turn has read private data (~/Documents/notes.txt)" in request.reason
     assert isinstance(token, PermissionToken)
     assert token.grant_id != "g-web"
-    granted = broker.grants.get(token.grant_id)
+    granted = rig.grants.get(token.grant_id)
     assert granted is not None
     assert granted.mode is GrantMode.ONCE
     assert granted.tool_call_id == "call-fetch"
-    records = [json.loads(line) for line in audit_path.read_text().splitlines()]
-    (asked,) = [r["data"] for r in records if r["data"].get("outcome") == "ask"]
+    (asked,) = [r["data"] for r in rig.events() if r["data"].get("outcome") == "ask"]
     assert asked["fresh"] == OUTBOUND_AFTER_PRIVATE
     assert asked["destination"] == digest(LEAK_URL)
-    assert "4471" not in audit_path.read_text()
+    assert "4471" not in rig.audit_path.read_text()
 
 
 @pytest.mark.parametrize(
@@ -355,12 +344,12 @@ def test_after_a_private_read_the_session_grant_is_skipped_and_only_once_is_offe
     ids=["headless", "a-session-rule", "a-once-rule"],
 )
 def test_with_nobody_to_see_it_the_outbound_call_is_denied_saying_why(
-    tmp_path: Path, tools: ToolRegistry, prompter: Any
+    tool_rig: Callable[..., Rig], tools: ToolRegistry, prompter: Prompter
 ) -> None:
-    broker, _ = broker_with_web_grant(tmp_path, prompter)
-    denial = authorize(broker, tools, tainted=True)
+    rig = rig_with_web_grant(tool_rig, prompter)
+    denial = authorize(rig.permissions, tools, tainted=True)
     assert isinstance(denial, Denial), denial
     assert denial.reason.endswith(
         "this turn has read private data (~/Documents/notes.txt); this request could carry it out"
     )
-    assert [g.id for g in broker.grants.live()] == ["g-web"]  # nothing new was granted
+    assert [g.id for g in rig.grants.live()] == ["g-web"]  # nothing new was granted

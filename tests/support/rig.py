@@ -26,6 +26,7 @@ from broker.permissions import (
     PermissionRequest,
     PermissionToken,
     PromptDecision,
+    Prompter,
     RulePrompter,
     TokenAuthority,
 )
@@ -57,7 +58,7 @@ class Rig:
     permissions: PermissionBroker
     grants: GrantStore
     tokens: TokenAuthority
-    prompter: Any
+    prompter: Prompter
     audit: AuditLog
     audit_path: Path
     clock: ManualClock
@@ -100,7 +101,7 @@ def make_rig(
     tools: Iterable[Tool] = (),
     *,
     registry: ToolRegistry | None = None,
-    prompter: Any = None,
+    prompter: Prompter | None = None,
     clock: ManualClock | None = None,
     audit_path: Path | None = None,
     grants_path: Path | None = None,
