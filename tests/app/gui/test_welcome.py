@@ -50,7 +50,8 @@ def apps(qapp: Any, app_home: Path, event_loop_qt: Any, monkeypatch: pytest.Monk
 
     def start(**options: Any) -> DesktopApp:
         options.setdefault("connect_model", False)
-        app = DesktopApp(app_home, prompter=AllowOnce(), use_tray=True, **options)
+        options.setdefault("use_tray", True)
+        app = DesktopApp(app_home, prompter=AllowOnce(), **options)
         made.append(app)
         app.start()
         return app
@@ -323,3 +324,11 @@ def test_at_one_and_a_half_times_scale_the_welcome_fits_a_1280_by_800_screen(sca
     # Room for a panel (about 40 px) and the window's title bar (about 30 px).
     assert size["width"] <= 1280
     assert size["height"] <= 800 - 70
+
+
+def test_without_a_tray_the_welcome_opens_over_the_chat_and_does_not_point_at_a_tray(apps, run):
+    app = apps(use_tray=False)
+    welcome = run(started(app))
+    assert app.windows["chat"].isVisible()
+    assert "tray" not in welcome.again.text()
+    assert "Settings → Model" in welcome.again.text()
