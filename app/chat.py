@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -74,6 +73,7 @@ from broker.events import (
     TurnStarted,
 )
 from broker.types import MemoryEvent, TurnResult
+from core.errors import ChamberlainError
 from memory.db import MemoryStoreError
 from memory.types import FactStatus
 from tools.escapes import visible
@@ -102,8 +102,9 @@ NO_MODEL_HINT = (
 # Of the 64 KiB a kept message's metadata may hold (memory.conversations.MAX_META_CHARS),
 # what its tool results may take together.
 META_RESULT_CHARS = 40_000
-# What the person's own failure to save looks like: the store's errors, the disk's.
-SAVE_ERRORS = (MemoryStoreError, sqlite3.Error, OSError)
+# What the person's own failure to save looks like: the store's errors (memory/conversations.py
+# words the database's as its own), the disk's.
+SAVE_ERRORS = (ChamberlainError, OSError)
 
 
 @dataclass

@@ -22,14 +22,16 @@ keeping, or import anything from the broker, the app or Qt.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import secrets
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
+from memory.db import Error as DriverError
 from memory.db import MemoryStoreError
 from memory.store.errors import InvalidInputError
 from memory.store.facts import MemoryStore
@@ -172,17 +174,45 @@ def _conversation(row: tuple[Any, ...]) -> ConversationInfo:
     )
 
 
+@contextlib.contextmanager
+def _said(outcome: str) -> Iterator[None]:
+    """A database error the fact store's translation left as the driver's (a missing table, a
+    read-only file) as a MemoryStoreError too, saying `outcome`: a front end catches only
+    Chamberlain's errors and the disk's."""
+    try:
+        yield
+    except (DriverError, sqlite3.Error) as exc:
+        raise MemoryStoreError(
+            f"The conversation history in the memory database could not be used ({exc}); "
+            f"{outcome}."
+        ) from exc
+
+
 class ConversationStore:
     """Conversations and their messages, beside the facts. See the module docstring."""
 
     def __init__(self, store: MemoryStore) -> None:
         self._store = store
 
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        with _said("nothing was read"), self._store.read_transaction() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _writing(self, outcome: str) -> Iterator[sqlite3.Connection]:
+        with _said(outcome), self._store.write_transaction(outcome) as conn:
+            yield conn
+
+    def _scrub_wal(self) -> None:
+        with _said("it was deleted, but its text may stay in the write-ahead log for a while"):
+            self._store.scrub_wal()
+
     # --- reading ----------------------------------------------------------------------------
 
     def conversations(self, limit: int = 200) -> list[ConversationInfo]:
         """The most recently updated conversations first (at most ``limit``)."""
-        with self._store.read_transaction() as conn:
+        with self._reading() as conn:
             rows = conn.execute(
                 f"{_SELECT_CONVERSATION} ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?",
                 (max(0, int(limit)),),
@@ -191,12 +221,12 @@ class ConversationStore:
 
     def get(self, conversation_id: str) -> ConversationInfo | None:
         """One conversation, or None when there is none with that id."""
-        with self._store.read_transaction() as conn:
+        with self._reading() as conn:
             return self._fetch(conn, conversation_id)
 
     def messages(self, conversation_id: str) -> list[ChatMessage]:
         """A conversation's messages, oldest first. ConversationNotFoundError when unknown."""
-        with self._store.read_transaction() as conn:
+        with self._reading() as conn:
             self._require(conn, conversation_id)
             rows = conn.execute(
                 "SELECT id, conversation_id, role, text, created_at, meta FROM chat_messages "
@@ -224,7 +254,7 @@ class ConversationStore:
         conversation = ConversationInfo(
             id=_new_id(), title=text, created_at=now, updated_at=now, messages=0
         )
-        with self._store.write_transaction("the conversation was not saved") as conn:
+        with self._writing("the conversation was not saved") as conn:
             conn.execute(
                 "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
                 (conversation.id, conversation.title, now, now),
@@ -256,7 +286,7 @@ class ConversationStore:
             created_at=now,
             meta=json.loads(meta_json),
         )
-        with self._store.write_transaction("the message was not saved") as conn:
+        with self._writing("the message was not saved") as conn:
             self._require(conn, conversation_id)
             conn.execute(
                 "INSERT INTO chat_messages (id, conversation_id, role, text, meta, created_at) "
@@ -294,7 +324,7 @@ class ConversationStore:
             )
             for role, body, meta_json in checked
         ]
-        with self._store.write_transaction("the messages were not saved") as conn:
+        with self._writing("the messages were not saved") as conn:
             self._require(conn, conversation_id)
             conn.executemany(
                 "INSERT INTO chat_messages (id, conversation_id, role, text, meta, created_at) "
@@ -313,16 +343,16 @@ class ConversationStore:
     def rename(self, conversation_id: str, title: str) -> None:
         """Give a conversation a new title (it does not count as activity for retention)."""
         text = _title(title)
-        with self._store.write_transaction("the title was not changed") as conn:
+        with self._writing("the title was not changed") as conn:
             self._require(conn, conversation_id)
             conn.execute("UPDATE conversations SET title = ? WHERE id = ?", (text, conversation_id))
 
     def delete(self, conversation_id: str) -> bool:
         """Delete a conversation and its messages for good; False when there was none."""
-        with self._store.write_transaction("nothing was deleted") as conn:
+        with self._writing("nothing was deleted") as conn:
             deleted = self._delete(conn, [conversation_id])
         if deleted:
-            self._store.scrub_wal()
+            self._scrub_wal()
         return bool(deleted)
 
     def prune(self, older_than_days: float, now: float | None = None) -> int:
@@ -332,7 +362,7 @@ class ConversationStore:
         if not days > 0:  # NaN too: keep
             return 0
         cutoff = (self._store.now() if now is None else float(now)) - days * DAY_S
-        with self._store.write_transaction("nothing was deleted") as conn:
+        with self._writing("nothing was deleted") as conn:
             stale = [
                 str(r[0])
                 for r in conn.execute(
@@ -341,7 +371,7 @@ class ConversationStore:
             ]
             deleted = self._delete(conn, stale)
         if deleted:
-            self._store.scrub_wal()
+            self._scrub_wal()
             log.info("deleted %d conversations older than %g days", deleted, days)
         return deleted
 

@@ -68,6 +68,7 @@ _MIN_PAGE = 512
 
 # The driver's exceptions. sqlcipher3 mirrors the stdlib sqlite3 module but its classes are its
 # own, so code that catches database errors must catch these.
+Error: type[Exception] = sqlcipher3.Error
 DatabaseError: type[Exception] = sqlcipher3.DatabaseError
 OperationalError: type[Exception] = sqlcipher3.OperationalError
 IntegrityError: type[Exception] = sqlcipher3.IntegrityError

@@ -283,6 +283,24 @@ def test_prune_deletes_what_was_not_updated_within_the_retention(tmp_path, plain
     assert chats.conversations() == []
 
 
+# --- what a failure looks like -----------------------------------------------------------------
+
+
+def test_a_database_failure_the_fact_store_does_not_word_is_a_memory_store_error(
+    store: MemoryStore, chats: ConversationStore
+) -> None:
+    """A table gone from the file (damage, a foreign program): the driver's own error would
+    reach the chat window uncaught (the app catches Chamberlain's errors and the disk's)."""
+    kept = chats.start("Groceries")
+    chats.add(kept.id, "user", "milk and eggs")
+    store.database.conn.execute("DROP TABLE chat_messages")
+
+    with pytest.raises(MemoryStoreError, match=r"no such table: chat_messages.*nothing was read"):
+        chats.messages(kept.id)
+    with pytest.raises(MemoryStoreError, match="the message was not saved"):
+        chats.add(kept.id, "user", "and bread")
+
+
 # --- one file, one key, one lock --------------------------------------------------------------
 
 
