@@ -183,8 +183,7 @@ def _said(outcome: str) -> Iterator[None]:
         yield
     except (DriverError, sqlite3.Error) as exc:
         raise MemoryStoreError(
-            f"The conversation history in the memory database could not be used ({exc}); "
-            f"{outcome}."
+            f"The conversation history in the memory database could not be used ({exc}); {outcome}."
         ) from exc
 
 
