@@ -29,6 +29,7 @@ from core import errors
 
 if TYPE_CHECKING:
     from broker.permissions import PermissionQuestion, PermissionRequest, PromptDecision
+    from broker.session import Session
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # Cancelled with Ctrl-C: 128 + SIGINT, as shells report it.
@@ -100,10 +101,13 @@ class FlagPrompter:
         self.clock = clock if clock is not None else SystemClock()
 
     def present(self, question: PermissionQuestion) -> None:
-        """Answer `question` before returning (see the class docstring for why it may block)."""
-        question.answer(self.decide(question.request))
+        """Answer `question` before returning (see the class docstring for why it may block).
+        The terminal stops waiting when the question ends otherwise (Stop, in `chat`)."""
+        question.answer(self.decide(question.request, ended=lambda: question.done))
 
-    def decide(self, request: PermissionRequest) -> PromptDecision:
+    def decide(
+        self, request: PermissionRequest, *, ended: Callable[[], bool] | None = None
+    ) -> PromptDecision:
         from broker.permissions import PromptDecision
         from broker.types import GrantMode
         from tools.scopes import scope_covers
@@ -146,7 +150,9 @@ class FlagPrompter:
         if self.approve_all == "deny":
             return PromptDecision(allow=False, reason="user")
         if self.terminal is not None:
-            return ask_on_terminal(request, *self.terminal, timed_s=self.timed_s, clock=self.clock)
+            return ask_on_terminal(
+                request, *self.terminal, timed_s=self.timed_s, clock=self.clock, ended=ended
+            )
         return PromptDecision(allow=False, reason="headless")
 
 
@@ -180,8 +186,19 @@ class _NoAnswer(Exception):
     """Nobody answered before the deadline."""
 
 
-def _read_answer(stdin: IO[str], deadline: float | None) -> str | None:
-    """One line typed at the terminal; None at end of input. Raises _NoAnswer at the deadline.
+class _Ended(Exception):
+    """The question ended while the terminal waited (the turn was stopped)."""
+
+
+# How often a terminal read looks whether its question has ended another way.
+_ENDED_POLL_S = 0.1
+
+
+def _read_answer(
+    stdin: IO[str], deadline: float | None, ended: Callable[[], bool] | None = None
+) -> str | None:
+    """One line typed at the terminal; None at end of input. Raises _NoAnswer at the deadline,
+    and _Ended as soon as `ended()` says the question is over.
 
     With a deadline and a real file, it waits with select() and reads the descriptor itself,
     so nothing is left blocked in readline when the prompt has given up.
@@ -199,9 +216,14 @@ def _read_answer(stdin: IO[str], deadline: float | None) -> str | None:
         return line if line else None
     chunks: list[bytes] = []
     while True:
+        if ended is not None and ended():
+            raise _Ended
         remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+        if remaining <= 0:
             raise _NoAnswer
+        wait = remaining if ended is None else min(remaining, _ENDED_POLL_S)
+        if not select.select([fd], [], [], wait)[0]:
+            continue
         chunk = os.read(fd, 1024)
         if not chunk:
             return b"".join(chunks).decode(errors="replace") if chunks else None
@@ -249,9 +271,11 @@ def ask_on_terminal(
     *,
     timed_s: float | None = None,
     clock: Any = None,
+    ended: Callable[[], bool] | None = None,
 ) -> PromptDecision:
     """Ask on the terminal until `request.deadline` on `clock` (the broker's; default the
-    system's). `timed_s`: how long a timed grant lasts (None: the request's `timed_s`)."""
+    system's), or until `ended()` (the question ended another way: Stop). `timed_s`: how long
+    a timed grant lasts (None: the request's `timed_s`)."""
     import time
 
     from broker.permissions import PromptDecision
@@ -287,7 +311,12 @@ def ask_on_terminal(
     deadline = time.monotonic() + max(left - _TIMEOUT_MARGIN_S, 0.0)
     for attempt in range(_TRIES):
         try:
-            line = _read_answer(stdin, deadline)
+            line = _read_answer(stdin, deadline, ended)
+        except _Ended:
+            # Stopped: the broker has its answer already; end the prompt's line.
+            stderr.write("\n")
+            stderr.flush()
+            return PromptDecision(allow=False, reason="cancelled")
         except _NoAnswer:
             # The cursor is still on the prompt line: end it before anything else is printed.
             stderr.write(f"\nNo answer within {request.timeout_s:g} s: not allowed.\n")
@@ -395,24 +424,23 @@ def _trace_to_stderr(event: object) -> None:
 # --- commands -----------------------------------------------------------------------------------
 
 
-def cmd_ask(args: argparse.Namespace) -> int:
+def turn_session(
+    args: argparse.Namespace, home: Path, settings: Any, *, memory: Any = None
+) -> Session:
+    """The Session `ask` and `chat` drive: the model, the permission prompter (the flags, then
+    the terminal when one is attached) and memory as the command line opens it. `memory`: a
+    store already open (a kept conversation's), which the caller closes; otherwise memory is
+    opened the first time a turn needs it."""
     from app.errors import FrontEnd, worded
-    from app.memory_words import reply_with_notices
-    from app.settings_notice import settings_for_reading
     from broker.session import MemoryUnavailable, Session, connect_model
 
-    text = " ".join(args.text).strip()
-    if not text:
-        raise UsageError("ask needs the text of a request")
     rules = [parse_approval(a) for a in args.approve or []]
-    home = home_from(args)
-    settings = settings_for_reading(home)
     if args.no_refine:
         settings.router.model_refinement = False
-    choice = connect_model(settings, args.llm, args.model, home=home)
-    interactive = sys.stdin.isatty() and sys.stderr.isatty() and not args.approve_all
     if args.timed_minutes is not None and not 0 < args.timed_minutes <= 24 * 60:
         raise UsageError("--timed-minutes must be between 0 and 1440")
+    choice = connect_model(settings, args.llm, args.model, home=home)
+    interactive = sys.stdin.isatty() and sys.stderr.isatty() and not args.approve_all
     minutes = args.timed_minutes or settings.permissions.timed_default_minutes
     prompter = FlagPrompter(
         rules,
@@ -433,7 +461,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             )
             raise MemoryUnavailable(str(exc)) from exc
 
-    session = Session(
+    return Session(
         home=home,
         settings=settings,
         model=choice.model,
@@ -442,18 +470,44 @@ def cmd_ask(args: argparse.Namespace) -> int:
         ),
         prompter=prompter,
         events=_ask_events(debug=args.debug_routing, name_backend=not args.json),
-        memory_opener=open_memory,
+        memory=memory,
+        memory_opener=None if memory is not None else open_memory,
         temporary=args.temporary,
     )
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from app.chat_cli import continued, keep_asked_turn
+    from app.errors import FrontEnd, worded
+    from app.memory_words import reply_with_notices
+    from app.settings_notice import settings_for_reading
+
+    text, continue_id = asked_text(args)
+    home = home_from(args)
+    settings = settings_for_reading(home)
+    # `--continue`: the conversation is read from the store (and the turn kept in it), so
+    # memory is opened first; plain `ask` keeps no conversation, as before.
+    kept = continued(home, settings, continue_id) if continue_id is not None else None
+    try:
+        session = turn_session(args, home, settings, memory=kept.memory if kept else None)
+    except BaseException:
+        if kept is not None:
+            kept.close()
+        raise
     _started()
     try:
-        turn = session.ask(text)
+        turn = session.ask(text) if kept is None else keep_asked_turn(session, kept, text)
     finally:
         session.close()
+        if kept is not None:
+            kept.close()
     # What memory did is said under the reply, in the terminal's words (app.memory_words).
     shown = reply_with_notices(worded(turn.reply, turn.remedy, FrontEnd.CLI), turn.memory)
     if args.json:
-        emit(_turn_json(turn, shown), True)
+        data = _turn_json(turn, shown)
+        if kept is not None:
+            data["conversation"] = kept.conversation_id
+        emit(data, True)
     else:
         emit(turn, False, shown)
         for notice in turn.mcp_left_out:
@@ -468,6 +522,32 @@ def cmd_ask(args: argparse.Namespace) -> int:
             sys.stderr.write(shown.splitlines()[0] + "\n")
         return EXIT_FAILED
     return EXIT_OK
+
+
+def asked_text(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The request's text and the conversation `--continue` names ("" for the most recent;
+    None without --continue). `ask --continue and its population?` reads "and" as the flag's
+    value: a value that is not shaped like a conversation id is the request's first word."""
+    words = list(args.text)
+    continue_id: str | None = args.continue_id
+    if continue_id and not looks_like_conversation_id(continue_id):
+        words.insert(0, continue_id)
+        continue_id = ""
+    text = " ".join(words).strip()
+    if not text:
+        raise UsageError("ask needs the text of a request")
+    if continue_id is not None and args.temporary:
+        raise UsageError(
+            "--continue goes on with a kept conversation and --temporary keeps nothing: "
+            "use one of them"
+        )
+    return text, continue_id
+
+
+def looks_like_conversation_id(word: str) -> bool:
+    """A conversation's id is hex (16 digits as the store makes them); a word of eight or more
+    hex digits is taken for one, so a mistyped id is an error rather than a message."""
+    return len(word) >= 8 and all(c in "0123456789abcdefABCDEF" for c in word)
 
 
 def _denied_capabilities(turn: Any) -> list[str]:
@@ -780,6 +860,12 @@ def cmd_models(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from app.chat_cli import cmd_chat
+
+    return cmd_chat(args, home_from(args))
+
+
 def _cmd_mcp(args: argparse.Namespace) -> int:
     try:
         return cmd_mcp(args, home_from(args))
@@ -913,6 +999,45 @@ class _Parser(argparse.ArgumentParser):
         return name
 
 
+def _turn_options(command: argparse.ArgumentParser) -> None:
+    """The options of a command that asks turns (`ask`, `chat`)."""
+    command.add_argument("--llm", help="model endpoint: a base URL, 'auto', 'embedded' or 'none'")
+    command.add_argument("--model", help="model name at the endpoint (default: its first model)")
+    command.add_argument(
+        "--approve",
+        action="append",
+        metavar="CAP=MODE[:SCOPE]",
+        help="answer permission prompts: MODE is once|timed|session|always|deny; without SCOPE "
+        "it answers only prompts for what your message named",
+    )
+    command.add_argument(
+        "--timed-minutes",
+        type=float,
+        metavar="N",
+        help="how long a `timed` approval lasts (default: the setting, 5 minutes)",
+    )
+    command.add_argument("--approve-all", choices=("once", "deny"), help="answer every prompt")
+    command.add_argument(
+        "--debug-routing", action="store_true", help="print each pipeline stage to stderr"
+    )
+    command.add_argument(
+        "--no-refine", action="store_true", help="do not ask the model to refine routing"
+    )
+    command.add_argument(
+        "--temporary",
+        action="store_true",
+        help="a temporary chat: nothing is kept, recalled or remembered (anchors still apply)",
+    )
+    command.add_argument(
+        "--continue",
+        dest="continue_id",
+        nargs="?",
+        const="",
+        metavar="ID",
+        help="go on with a kept conversation (the most recent one without ID)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     # The same options before or after the command; the command's copies must not reset the
     # values given before it, hence SUPPRESS.
@@ -933,35 +1058,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     ask = sub.add_parser("ask", parents=[common], help="run one request through the whole loop")
-    ask.add_argument("text", nargs="+")
-    ask.add_argument("--llm", help="model endpoint: a base URL, 'auto', 'embedded' or 'none'")
-    ask.add_argument("--model", help="model name at the endpoint (default: its first model)")
-    ask.add_argument(
-        "--approve",
-        action="append",
-        metavar="CAP=MODE[:SCOPE]",
-        help="answer permission prompts: MODE is once|timed|session|always|deny; without SCOPE "
-        "it answers only prompts for what your message named",
-    )
-    ask.add_argument(
-        "--timed-minutes",
-        type=float,
-        metavar="N",
-        help="how long a `timed` approval lasts (default: the setting, 5 minutes)",
-    )
-    ask.add_argument("--approve-all", choices=("once", "deny"), help="answer every prompt")
-    ask.add_argument(
-        "--debug-routing", action="store_true", help="print each pipeline stage to stderr"
-    )
-    ask.add_argument(
-        "--no-refine", action="store_true", help="do not ask the model to refine routing"
-    )
-    ask.add_argument(
-        "--temporary",
-        action="store_true",
-        help="a temporary chat: nothing is recalled or remembered (anchors still apply)",
-    )
+    # Not "+": `ask --continue TEXT` hands the first word to --continue (see asked_text).
+    ask.add_argument("text", nargs="*")
+    _turn_options(ask)
     ask.set_defaults(func=cmd_ask)
+
+    chat = sub.add_parser(
+        "chat",
+        parents=[common],
+        help="a conversation in the terminal (Ctrl-C stops a turn, Ctrl-D leaves)",
+    )
+    _turn_options(chat)
+    chat.set_defaults(func=_cmd_chat)
 
     rt = sub.add_parser("route", parents=[common], help="show how a message is routed")
     rt.add_argument("text", nargs="+")

@@ -1,0 +1,492 @@
+"""`chamberlain chat` and `ask --continue`: a conversation on the command line.
+
+`chat` is a loop at the terminal: each line the person types is a turn asked within one
+conversation (the broker's `Conversation`: the model sees the earlier turns), with the same
+permission prompts as `ask` (app/cli.py's FlagPrompter). Ctrl-C while a turn runs stops that turn
+(it ends as cancelled, audited, its one-shot grants ended) and the loop goes on; Ctrl-C at the
+prompt clears the line; Ctrl-D leaves. The conversation is kept in the memory database as the
+desktop chat keeps its own (broker.conversation.save_turn: the same key, the same rows and
+metadata, so the app lists and opens it, and either can go on with it), unless it is temporary;
+its id is printed on leaving, for `ask --continue ID` or `chat --continue ID`.
+
+The turn runs on a thread of its own while the main thread waits, so Ctrl-C reaches the main
+thread, which fires the turn's StopSignal (as the app's Stop button does) instead of raising
+inside whatever the turn was doing.
+
+This module decides nothing about permissions, routing or memory: it asks the Session and keeps
+what the turn reported. It must never import Qt (the headless CLI), never keep anything of a
+temporary chat, and never print around app.terminal's escaping (it writes to sys.stdout/stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sqlite3
+import sys
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from app.chat_entries import STATUS_WORDS, Details, ToolCall
+from app.errors import FrontEnd, worded
+from app.memory_words import memory_notice, reply_with_notices
+from core.errors import StorageError
+
+if TYPE_CHECKING:
+    from broker.conversation import Conversation
+    from broker.events import TurnEvent
+    from broker.session import Session
+    from broker.types import TurnResult
+    from memory.conversations import ConversationStore
+    from memory.store.facts import MemoryStore
+    from tools.stop import StopSignal
+
+# A kept conversation's title: the first message, shortened (as the desktop chat does).
+TITLE_CHARS = 60
+# What the tool results shown with one reply may take together in its kept metadata (the
+# desktop chat's figure, app/chat.py); the conversation keeps what the model saw on its own.
+META_RESULT_CHARS = 40_000
+PROMPT = "> "
+
+
+class ConversationError(StorageError):
+    """The conversation asked for cannot be continued (unknown id, none kept, memory closed)."""
+
+
+@dataclass
+class KeptConversation:
+    """One conversation the command line asks turns within (the broker's `Conversation`, which
+    holds its earlier turns), and where it is kept.
+
+    `store` is None for a temporary chat (nothing is ever written) and when memory could not be
+    opened (`problem` says why: the turns still follow each other, only nothing is kept). The
+    conversation's `id` is None until its first turn is kept. `memory` is the store this
+    command opened, closed by `close`.
+    """
+
+    conversation: Conversation
+    store: ConversationStore | None = None
+    memory: MemoryStore | None = None
+    title: str = ""
+    problem: str = ""
+
+    @property
+    def conversation_id(self) -> str | None:
+        return self.conversation.id
+
+    def close(self) -> None:
+        if self.memory is not None:
+            self.memory.close()
+            self.memory = None
+
+
+def continued(home: Path, settings: Any, conversation_id: str) -> KeptConversation:
+    """The kept conversation `conversation_id` ("" for the most recently updated), its earlier
+    turns rebuilt from the store. Raises ConversationError when there is none."""
+    from app.memory_cli import MemoryCommandError, open_store
+    from broker.conversation import Conversation
+
+    try:
+        memory = open_store(home, settings)
+    except MemoryCommandError as exc:
+        raise ConversationError(
+            f"the conversation could not be read, because memory could not be opened: {exc}"
+        ) from exc
+    try:
+        store = kept_store(memory, settings)
+        if conversation_id:
+            found = store.get(conversation_id)
+            if found is None:
+                raise ConversationError(
+                    f"there is no kept conversation with id {conversation_id!r} (it was "
+                    "deleted, removed after its retention, or never kept); --continue without "
+                    "an id goes on with the most recent one"
+                )
+        else:
+            recent = store.conversations(limit=1)
+            if not recent:
+                raise ConversationError(
+                    "there is no kept conversation to continue yet; start one with "
+                    "`chamberlain chat`"
+                )
+            found = recent[0]
+        conversation = Conversation.load(store, found.id)
+    except BaseException:
+        memory.close()
+        raise
+    return KeptConversation(conversation, store, memory, found.title)
+
+
+def kept_store(memory: MemoryStore, settings: Any) -> ConversationStore:
+    """The conversations beside the facts, those past their retention deleted first (as the
+    desktop app does when it opens memory)."""
+    from memory.conversations import ConversationStore
+
+    store = ConversationStore(memory)
+    store.prune(settings.chat.retention_days)
+    return store
+
+
+# --- one turn -----------------------------------------------------------------------------------
+
+
+@dataclass
+class TurnRecord:
+    """What a turn reported as it ran: its tool calls as the app's cards show them, how it was
+    understood, and the reply's text as it streamed."""
+
+    text: str
+    turn_id: str | None = None
+    tools: dict[str, ToolCall] = field(default_factory=dict)
+    details: Details = field(default_factory=Details)
+    # The reply's text streamed since the last tool call (what the terminal shows of it).
+    streamed: str = ""
+    # Which model answered, said once, after its first reply.
+    backend: str = ""
+
+
+class TurnPrinter:
+    """Records a turn as it runs (`TurnRecord`) and, with `show`, shows it on the terminal: the
+    reply streaming to stdout, a line on stderr for each tool call, which model answered.
+    `also`: another observer told of every event (the session's own, for `ask`)."""
+
+    def __init__(
+        self,
+        record: TurnRecord,
+        *,
+        show: bool = True,
+        debug: bool = False,
+        also: Callable[[TurnEvent], None] | None = None,
+    ) -> None:
+        self.record = record
+        self.show = show
+        self.debug = debug
+        self.also = also
+
+    def __call__(self, event: TurnEvent) -> None:
+        from broker.events import (
+            BackendNamed,
+            PolicyDecided,
+            Recalled,
+            Routed,
+            TextDelta,
+            ToolFinished,
+            ToolStarted,
+            TurnStarted,
+        )
+
+        if self.also is not None:
+            self.also(event)
+        if self.debug:
+            from app.cli import _trace_to_stderr
+
+            _trace_to_stderr(event)
+        record = self.record
+        if isinstance(event, TurnStarted):
+            record.turn_id = event.turn_id
+        elif isinstance(event, Routed):
+            router = event.router
+            record.details.intent = router.intent.value
+            record.details.confidence = router.confidence
+            record.details.source = router.source
+        elif isinstance(event, PolicyDecided):
+            record.details.allowed_tools = list(event.policy.allowed_tools)
+        elif isinstance(event, Recalled):
+            record.details.recalled = [text for _, text in event.facts]
+            record.details.held_back = event.held_back
+        elif isinstance(event, ToolStarted):
+            record.tools[event.call_id] = ToolCall(
+                call_id=event.call_id,
+                tool=event.tool,
+                capability=event.capability.value,
+                summary=event.summary,
+            )
+            self._end_streamed_part()
+        elif isinstance(event, ToolFinished):
+            self._finished(event)
+        elif isinstance(event, TextDelta):
+            record.streamed += event.text
+            if self.show:
+                sys.stdout.write(event.text)
+                sys.stdout.flush()
+        elif isinstance(event, BackendNamed):
+            record.backend = event.text
+
+    def _finished(self, event: Any) -> None:
+        record = self.record
+        call = record.tools.get(event.call_id)
+        if call is None:  # it never started (denied, refused)
+            call = ToolCall(call_id=event.call_id, tool=event.tool, capability=None)
+            record.tools[event.call_id] = call
+            self._end_streamed_part()
+        call.status = event.status
+        call.duration_s = event.duration_s
+        call.reason = event.reason
+        call.result = event.result_text
+        if event.capability is not None:
+            call.capability = event.capability.value
+        if self.show:
+            what = f"{call.tool} {call.summary}".strip()
+            why = f": {event.reason}" if event.reason and event.status != "ok" else ""
+            sys.stderr.write(f"  [{what}: {STATUS_WORDS.get(event.status, event.status)}{why}]\n")
+            sys.stderr.flush()
+
+    def _end_streamed_part(self) -> None:
+        """Text after a tool call is a new part: it starts below the call's line."""
+        if self.record.streamed:
+            if self.show and not self.record.streamed.endswith("\n"):
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+            self.record.streamed = ""
+
+    def finish(self, shown: str) -> None:
+        """Print the turn's final words (`shown`): what the stream has not shown of them."""
+        streamed = self.record.streamed.strip()
+        if streamed and shown.startswith(streamed):
+            rest = shown[len(streamed) :]
+        elif streamed:
+            rest = "\n" + shown  # the stream was cut (Stop): the turn's last words below it
+        else:
+            rest = shown
+        if rest.strip():
+            sys.stdout.write(rest)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        if self.record.backend:
+            sys.stderr.write(f"({self.record.backend})\n")
+            sys.stderr.flush()
+
+
+def ask_within(
+    session: Session,
+    kept: KeptConversation,
+    text: str,
+    observer: TurnPrinter,
+    stop: StopSignal | None = None,
+) -> TurnResult:
+    """Ask `text` as the next turn of `kept`'s conversation (the session appends it)."""
+    return session.ask(text, events=observer, stop=stop, conversation=kept.conversation)
+
+
+def keep_turn(kept: KeptConversation, record: TurnRecord, result: TurnResult) -> str:
+    """Keep the turn the session just appended to the conversation, as the desktop chat keeps
+    its own (broker.conversation.save_turn, with the cards and details the app shows), then
+    memory's lines and "Stopped.". Returns "" or, when it could not be kept, why (the turn
+    itself stands, and the next one still follows it)."""
+    from broker.conversation import save_turn
+    from memory.db import MemoryStoreError
+
+    conversation = kept.conversation
+    if kept.store is None or conversation.temporary or not conversation.turns:
+        return ""
+    turn = conversation.turns[-1]
+    share = META_RESULT_CHARS // max(1, len(record.tools))
+    cards = {cid: call.to_meta(result_chars=share) for cid, call in record.tools.items()}
+    in_steps = {call.call_id for call in turn.calls}
+    cancelled = result.status == "cancelled"
+    reply_meta: dict[str, Any] = {
+        "status": "failed" if result.failed and not cancelled else result.status,
+        "plain": False,
+        "details": record.details.to_meta(),
+        # A card with no exchange in the conversation (a call that never ran) is shown with
+        # the reply, as the app shows it.
+        "tools": [card for cid, card in cards.items() if cid not in in_steps],
+    }
+    title = " ".join(turn.text.split())
+    if len(title) > TITLE_CHARS:
+        title = title[: TITLE_CHARS - 1].rstrip() + "…"
+    shown = record.streamed.strip() if cancelled else None
+    try:
+        if cancelled and not shown and not cards:
+            # Stopped before anything was shown: the person's message alone, as the app keeps
+            # it (the conversation reads it back as a turn with no reply).
+            if conversation.id is None:
+                conversation.id = kept.store.start(title).id
+            kept.store.add(conversation.id, "user", turn.text)
+        else:
+            save_turn(
+                kept.store,
+                conversation,
+                turn,
+                title=title,
+                # A stopped turn shows what had streamed; its "Stopped." is a notice below it.
+                shown_reply=shown,
+                tool_meta=cards,
+                reply_meta=reply_meta,
+            )
+        cid = conversation.id
+        if cid is None:  # save_turn starts it; a temporary one was left out above
+            return ""
+        kept.title = kept.title or title
+        for event in result.memory:
+            kept.store.add(cid, "notice", memory_notice(event), {"kind": "memory"})
+        if cancelled:
+            stopped = result.reply.strip() or "Stopped."
+            kept.store.add(cid, "notice", stopped, {"kind": "stopped"})
+    except (MemoryStoreError, sqlite3.Error, OSError) as exc:
+        return f"this turn was not kept in the conversation: {exc}"
+    return ""
+
+
+def keep_asked_turn(session: Session, kept: KeptConversation, text: str) -> TurnResult:
+    """`ask --continue`: one turn within the kept conversation, kept in it. Shown as `ask`
+    shows a turn (the session's own observer; the caller prints the reply)."""
+    record = TurnRecord(text)
+    result = ask_within(session, kept, text, TurnPrinter(record, show=False, also=session.events))
+    problem = keep_turn(kept, record, result)
+    if problem:
+        sys.stderr.write(f"chamberlain: {problem}\n")
+    return result
+
+
+# --- the loop -----------------------------------------------------------------------------------
+
+
+def cmd_chat(args: argparse.Namespace, home: Path) -> int:
+    from app.cli import EXIT_OK, UsageError, _started, turn_session
+    from app.memory_cli import MemoryCommandError, open_store
+    from app.settings_notice import settings_for_reading
+    from broker.conversation import Conversation
+
+    if args.json:
+        raise UsageError(
+            "chat is a conversation at the terminal; for JSON, use `ask --json` (with "
+            "--continue to go on with a conversation)"
+        )
+    if args.continue_id is not None and args.temporary:
+        raise UsageError(
+            "--continue goes on with a kept conversation and --temporary keeps nothing: "
+            "use one of them"
+        )
+    settings = settings_for_reading(home)
+    if args.continue_id is not None:
+        kept = continued(home, settings, args.continue_id)
+    elif args.temporary:
+        kept = KeptConversation(Conversation(temporary=True))
+    else:
+        try:
+            memory = open_store(home, settings)
+        except MemoryCommandError as exc:
+            kept = KeptConversation(Conversation(), problem=str(exc))
+        else:
+            try:
+                store = kept_store(memory, settings)
+            except BaseException:
+                memory.close()
+                raise
+            kept = KeptConversation(Conversation(), store, memory)
+    try:
+        session = turn_session(args, home, settings, memory=kept.memory)
+    except BaseException:
+        kept.close()
+        raise
+    # Which model answered is said by the loop's own printer, below the reply.
+    session.events = None
+    _started()
+    try:
+        _loop(session, kept, debug=args.debug_routing)
+    finally:
+        session.close()
+        kept.close()
+    return EXIT_OK
+
+
+def _greeting(kept: KeptConversation) -> str:
+    lines = ["Chamberlain chat: Enter sends; Ctrl-C stops an answer; Ctrl-D leaves."]
+    if kept.conversation.temporary:
+        lines.append("Temporary chat: nothing is kept, recalled or remembered.")
+    elif kept.conversation_id is not None:
+        turns = len(kept.conversation.turns)
+        plural = "" if turns == 1 else "s"
+        lines.append(
+            f"Going on with “{kept.title}” ({kept.conversation_id}, {turns} earlier turn{plural})."
+        )
+    elif kept.store is None:
+        why = kept.problem.rstrip(".") or "memory is not open"
+        lines.append(f"This conversation is not kept: {why}.")
+    return "\n".join(lines) + "\n"
+
+
+def _farewell(kept: KeptConversation) -> str:
+    if kept.conversation.temporary:
+        return "Temporary chat: nothing was kept.\n"
+    cid = kept.conversation_id
+    if cid is None:
+        return "Nothing was kept.\n" if kept.store is not None else ""
+    return (
+        f"Conversation {cid} is kept. Go on with `chamberlain chat --continue {cid}` or "
+        f"`chamberlain ask --continue {cid} TEXT`.\n"
+    )
+
+
+def _read_line(interactive: bool) -> str | None:
+    """The person's next message; None at end of input (Ctrl-D). Ctrl-C raises."""
+    try:
+        return input(PROMPT if interactive else "")
+    except EOFError:
+        return None
+
+
+def _loop(session: Session, kept: KeptConversation, *, debug: bool) -> None:
+    interactive = sys.stdin.isatty()
+    if interactive:
+        # Line editing for input(). It keeps no history file: only the interactive
+        # interpreter writes one, and what the person types here stays out of it.
+        with contextlib.suppress(ImportError):
+            import readline  # noqa: F401
+    sys.stderr.write(_greeting(kept))
+    sys.stderr.flush()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chamberlain-chat-turn") as turns:
+        while True:
+            try:
+                line = _read_line(interactive)
+            except KeyboardInterrupt:
+                # At the prompt, Ctrl-C drops what was typed (Ctrl-D is what leaves).
+                sys.stderr.write("\n")
+                sys.stderr.flush()
+                continue
+            if line is None:
+                if interactive:
+                    sys.stderr.write("\n")
+                break
+            text = line.strip()
+            if text:
+                _turn(session, kept, text, turns, debug=debug)
+    sys.stderr.write(_farewell(kept))
+    sys.stderr.flush()
+
+
+def _turn(
+    session: Session,
+    kept: KeptConversation,
+    text: str,
+    turns: ThreadPoolExecutor,
+    *,
+    debug: bool,
+) -> None:
+    """One turn on the turn thread; Ctrl-C meanwhile stops it, and the loop goes on."""
+    from tools.stop import StopSignal
+
+    record = TurnRecord(text)
+    printer = TurnPrinter(record, debug=debug)
+    stop = StopSignal()
+    running: Future[TurnResult] = turns.submit(ask_within, session, kept, text, printer, stop)
+    while True:
+        try:
+            result = running.result()
+            break
+        except KeyboardInterrupt:
+            # The turn ends itself, cancelled and audited; a second Ctrl-C only waits for it.
+            if not stop.stopped:
+                stop.stop()
+                sys.stderr.write("\nStopping…\n")
+                sys.stderr.flush()
+    shown = reply_with_notices(worded(result.reply, result.remedy, FrontEnd.CLI), result.memory)
+    printer.finish(shown)
+    problem = keep_turn(kept, record, result)
+    if problem:
+        sys.stderr.write(f"chamberlain: {problem}\n")
+        sys.stderr.flush()
