@@ -3,11 +3,16 @@
 Every edit is checked by building the candidate ``Settings`` from the edited values
 (``Settings.model_validate``), so the window holds no range or rule of its own: each
 validation error is shown beside the field it names, the first bad field takes the focus, and
-nothing is saved until every field is valid. Saving writes ``settings.json`` (``save_settings``)
-on the QtSession's io thread, then updates the running session's settings in place where that
-is safe, and says which changes wait for the next start. An API key goes to the system keyring
-only (``broker.keys``); with no keyring the window says so beside the field and writes the key
-nowhere. Start at login writes or removes the XDG autostart entry (``app.autostart``).
+nothing is saved until every field is valid. The model server's address is checked as it is
+typed (once typing pauses, and when the field is left) by ``broker.llm.endpoints``, which alone
+says what an address is, and saved as the base URL it normalises to. A setting an environment
+variable sets (``CHAMBERLAIN_SECTION__KEY``) is shown greyed, naming the variable; saving keeps
+settings.json's own value for it (``save_settings`` never writes the environment's). Saving
+writes ``settings.json`` (``save_settings``) on the QtSession's io thread, then updates the
+running session's settings in place where that is safe, and says which changes wait for the next
+start. An API key goes to the system keyring only (``broker.keys``); with no keyring the window
+says so beside the field and writes the key nowhere. Start at login writes or removes the XDG
+autostart entry (``app.autostart``).
 The tool profile is chosen from the bundled ones (``broker.profiles``); beneath it the window
 says what that profile would leave out of the tools installed now (``resolve``, the session's
 own resolver, with the person's settings.json changes to it), again whenever MCP servers' tools
@@ -27,12 +32,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QKeySequence, QPalette, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -52,6 +56,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import autostart
+from app.errors import FrontEnd, user_message, worded
 from app.qt_session import QtSession
 from app.windows.fields import SettingField
 from app.windows.mcp_servers import McpServersSection
@@ -72,6 +77,7 @@ from broker.settings import (
     SettingsError,
     confirm_pending,
     discard_pending,
+    environment_variables,
     read_settings,
     save_settings,
 )
@@ -180,13 +186,26 @@ def local_servers(timeout_s: float = 0.3) -> list[tuple[str, str]]:
 
 
 def _env_override(path: str) -> str | None:
-    """The environment variable that sets `path` over settings.json, if one is set."""
-    section = path.split(".", 1)[0]
-    names = {f"CHAMBERLAIN_{path.replace('.', '__')}".upper(), f"CHAMBERLAIN_{section}".upper()}
-    for variable in os.environ:
-        if variable.upper() in names:
-            return variable
+    """The environment variable that sets `path` (or its whole section) over settings.json."""
+    variables = environment_variables()
+    return variables.get(path) or variables.get(path.split(".", 1)[0])
+
+
+def address_problem(text: str) -> str | None:
+    """What is wrong with `text` as a model server's address, in the app's words (None: it is
+    one). broker.llm.endpoints decides what an address is; this only words its refusal."""
+    if not text.strip():
+        return "Type the model server's address, e.g. http://127.0.0.1:11434/v1."
+    try:
+        normalise_url(text)
+    except InvalidEndpoint as exc:
+        said = user_message(exc, FrontEnd.APP) or str(exc)
+        return said[:1].upper() + said[1:] + ("" if said.endswith(".") else ".")
     return None
+
+
+# How long typing pauses before the address is checked: a half-typed "http:" is not yet wrong.
+_CHECK_AFTER_MS = 400
 
 
 def _number_text(value: object) -> str:
@@ -323,7 +342,15 @@ class SettingsWindow(QWidget):
         self._detected: list[tuple[str, str]] = []
         self._probed = False
         self._key_saved = False
+        # Settings an environment variable sets this run (path → variable): shown, not edited.
+        self._from_env: dict[str, str] = {}
+        self._address_said = False  # the url field shows what is wrong with the typed address
         self.fields: dict[str, SettingField] = {}
+        # The address is checked once typing pauses, and at once when the field is left.
+        self._url_check = QTimer(self)
+        self._url_check.setSingleShot(True)
+        self._url_check.setInterval(_CHECK_AFTER_MS)
+        self._url_check.timeout.connect(self.check_address)
         self.setWindowTitle("Chamberlain Settings")
         self.setObjectName("settings-window")
         self.setAccessibleName("Chamberlain Settings")
@@ -464,6 +491,7 @@ class SettingsWindow(QWidget):
         self.url_choice.currentIndexChanged.connect(self._url_choice_changed)
         self.url_choice.activated.connect(self._recheck_key)
         self.url_custom.textChanged.connect(self._url_text_changed)
+        self.url_custom.editingFinished.connect(self.check_address)
         self.url_custom.editingFinished.connect(self._recheck_key)
 
         self.model_name = QLineEdit()
@@ -587,11 +615,19 @@ class SettingsWindow(QWidget):
         self.start_at_login.setChecked(autostart.is_enabled())
         for field in self.fields.values():
             field.set_error(None)
+        self._from_env = {}
         for path, field in self.fields.items():
             variable = _env_override(path)
             field.editor.setEnabled(variable is None)
             if variable is not None:
-                field.set_note(f"Set by the environment variable {variable}; change it there.")
+                self._from_env[path] = variable
+                field.set_note(
+                    f"Set by the environment variable {variable} for this run, so it cannot be "
+                    "changed here; saving keeps the value in settings.json as it is."
+                )
+        from_env = "llm.url" in self._from_env
+        self.url_custom.setEnabled(not from_env)
+        self.detect_button.setEnabled(not from_env)
         self._choose_profile(settings.profile.name)
         self._update_key_row()
         self.mcp.refresh()
@@ -672,19 +708,43 @@ class SettingsWindow(QWidget):
         field.hint.setText(_URL_HINTS.get(str(data), _URL_HINTS["detected"]))
         # A model name is a server's: the embedded model and "no model" take none.
         serverless = data in (EMBEDDED, NONE)
-        self.model_name.setEnabled(not serverless)
+        self.model_name.setEnabled(not serverless and "llm.model" not in self._from_env)
         self.model_name.setPlaceholderText(
             "Not used without a server" if serverless else "The server's default model"
         )
-        if serverless:
-            field.set_note("")  # what this choice means, rather than which servers answered
-        if custom and self.isVisible():
+        if "llm.url" in self._from_env:
+            pass  # the note names the variable; nothing here replaces it
+        elif not custom:
+            if self._address_said:
+                field.set_error(None)  # an address typed before no longer counts
+                self._address_said = False
+            if serverless:
+                field.set_note("")  # what this choice means, rather than which servers answered
+        elif self.isVisible():
             self.url_custom.setFocus()
+            if self.url_custom.text():
+                self.check_address()
         self._update_key_row()
 
     def _url_text_changed(self, *_: object) -> None:
         self._key_saved = False  # until the keyring is asked about this address
         self._update_key_row()
+        self._url_check.start()
+
+    def check_address(self) -> str | None:
+        """Say beside the address what is wrong with it (or take back what was said): the
+        problem, None when the address is fine or not the one chosen."""
+        self._url_check.stop()
+        if self.url_choice.currentData() != CUSTOM or "llm.url" in self._from_env:
+            return None
+        field = self.fields["llm.url"]
+        problem = address_problem(self.url_custom.text())
+        if problem is not None:
+            field.set_error(problem)
+        elif self._address_said:
+            field.set_error(None)  # only what was said of the address, not a note of servers found
+        self._address_said = problem is not None
+        return problem
 
     def _recheck_key(self, *_: object) -> None:
         """Ask the keyring (on the io thread) whether the chosen server has a key saved."""
@@ -750,8 +810,11 @@ class SettingsWindow(QWidget):
         await self._check_saved_key()
 
     async def detect_servers(self) -> list[tuple[str, str]]:
-        """Probe the local ports (on the io thread) and list the servers that answer."""
+        """Probe the local ports (on the io thread) and list the servers that answer. Not
+        while an environment variable sets the server: the choice is not the person's here."""
         field = self.fields["llm.url"]
+        if "llm.url" in self._from_env:
+            return []
         self.detect_button.setEnabled(False)
         field.set_note("Looking for local model servers…")
         try:
@@ -761,7 +824,9 @@ class SettingsWindow(QWidget):
         self._detected = found
         current = self._chosen_url()
         self._fill_url_choice(current)
-        if self.url_choice.currentData() in (EMBEDDED, NONE):
+        if self.url_choice.currentData() == CUSTOM and self.check_address() is not None:
+            pass  # what is wrong with the typed address stays beside it
+        elif self.url_choice.currentData() in (EMBEDDED, NONE):
             field.set_note("")
         elif found:
             names = ", ".join(name for name, _ in found)
@@ -786,11 +851,14 @@ class SettingsWindow(QWidget):
         data: dict[str, Any] = self.settings.model_dump()
         errors: dict[str, str] = {}
         url = self._chosen_url()
-        if url.lower() not in (AUTO, EMBEDDED, NONE):
-            try:
-                normalise_url(url)
-            except InvalidEndpoint as exc:
-                errors["llm.url"] = str(exc) if url else "Type the model server's address."
+        if "llm.url" in self._from_env:
+            url = self.settings.llm.url  # not the person's to change here; saving keeps the file's
+        elif url.lower() not in (AUTO, EMBEDDED, NONE):
+            problem = address_problem(url)
+            if problem is not None:
+                errors["llm.url"] = problem
+            else:
+                url = normalise_url(url)  # saved as the base URL the model client uses
         data["llm"]["url"] = url
         serverless = url.lower() in (EMBEDDED, NONE)
         data["llm"]["model"] = None if serverless else (self.model_name.text().strip() or None)
@@ -803,8 +871,8 @@ class SettingsWindow(QWidget):
                 continue
             try:
                 remote.append(normalise_url(line))
-            except InvalidEndpoint as exc:
-                errors.setdefault("memory.allow_remote", str(exc))
+            except InvalidEndpoint:
+                errors.setdefault("memory.allow_remote", address_problem(line) or "")
         data["memory"]["allow_remote"] = remote
         data["profile"]["name"] = str(self.profile_choice.currentData())
         try:
@@ -865,6 +933,8 @@ class SettingsWindow(QWidget):
                 self._say(f"{exc}.", problem=True)
                 return False
             changed = self._apply(checked)
+            if self.url_choice.currentData() == CUSTOM and "llm.url" not in self._from_env:
+                self.url_custom.setText(checked.llm.url)  # as saved: the normalised address
             notes = [await self._save_autostart()]
             key_saved = await self._save_api_key(checked)
             if key_saved or any(p.startswith("llm.") for p in changed):
@@ -969,11 +1039,13 @@ class SettingsWindow(QWidget):
         """Connect the model the new settings name, unless a request is running."""
         if self.assistant.busy:
             return "The model change applies after the current request; save again then."
-        from app.errors import FrontEnd, worded
         from broker.session import connect_model
 
         session = self.assistant.session
-        choice = await self.assistant.run_io(connect_model, session.settings)
+        try:
+            choice = await self.assistant.run_io(connect_model, session.settings)
+        except InvalidEndpoint as exc:  # an address confirmed from the file, never typed here
+            return f"Model: {address_problem(str(session.settings.llm.url)) or exc}"
         problem = worded(choice.problem, choice.remedy, FrontEnd.APP) if choice.problem else None
         session.use_model(choice.model, problem)
         if choice.model is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -61,33 +62,70 @@ def normalise_url(url: str) -> str:
     """An explicit endpoint as a base URL: scheme and host kept, `/v1` added when no path is given.
 
     "localhost:11434" → "http://localhost:11434/v1"; "https://host/api/v1/" → "https://host/api/v1".
+    What is not an address is refused with a sentence saying what is wrong with it, by example:
+    in "htp:/localhost 18731" a space and a broken "http://"; in "localhost:abc" a port that is
+    not a number; "ftp://x" another scheme; "http://:8080" no host. Never contacts anything.
     """
     text = url.strip()
+    example = "e.g. http://127.0.0.1:11434/v1"
     if text.lower() == "embedded":
         raise InvalidEndpoint(
-            "'embedded' selects the bundled model, not an HTTP endpoint; "
-            "give a URL such as http://127.0.0.1:11434/v1"
+            f"'embedded' selects the bundled model, not a server's address; give one such as "
+            f"{example.removeprefix('e.g. ')}"
         )
+    if not text:
+        raise InvalidEndpoint(f"the model server's address is empty; give one, {example}")
+    if any(character.isspace() for character in text):
+        raise InvalidEndpoint(f"{url!r} has a space in it; an address has none, {example}")
+    if "://" not in text and _BROKEN_SCHEME.match(text):
+        raise InvalidEndpoint(f"{url!r} must begin with http:// or https://, {example}")
     if "://" not in text:
         text = f"http://{text}"
     try:
         parts = urlsplit(text)
-        # .port raises ValueError on a non-numeric or out-of-range port.
-        if parts.port == 0:
-            raise ValueError("port 0 cannot be connected to")
-    except ValueError as exc:
-        raise InvalidEndpoint(f"{url!r} is not a valid URL: {exc}") from exc
+    except ValueError:  # an unclosed "[" of an IPv6 address
+        raise InvalidEndpoint(f"{url!r} names no valid server, {example}") from None
     if parts.scheme.lower() not in ("http", "https"):
-        raise InvalidEndpoint(f"{url!r}: the model endpoint must be an http:// or https:// URL")
-    if not parts.hostname:
-        raise InvalidEndpoint(f"{url!r}: the model endpoint URL has no host")
+        raise InvalidEndpoint(f"{url!r} must begin with http:// or https://, {example}")
+    try:
+        # .port raises ValueError on a non-numeric or out-of-range port.
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0 or parts.netloc.endswith(":"):
+        raise InvalidEndpoint(
+            f"{url!r} has no valid port: after the ':' comes a number from 1 to 65535, {example}"
+        )
+    host = parts.hostname or ""
+    if not host:
+        raise InvalidEndpoint(
+            f"{url!r} names no server: its name or IP address goes after http://, {example}"
+        )
+    if not _HOST.fullmatch(host) and not _is_ip_address(host):
+        raise InvalidEndpoint(
+            f"{url!r} names no valid server: {host!r} is not a host name, {example}"
+        )
     if parts.query or parts.fragment:
         raise InvalidEndpoint(
-            f"{url!r}: give the endpoint's base URL without '?' or '#' parts, "
-            "e.g. http://127.0.0.1:11434/v1"
+            f"{url!r}: give the server's base address without '?' or '#' parts, {example}"
         )
     path = parts.path.rstrip("/") or "/v1"
     return urlunsplit((parts.scheme.lower(), parts.netloc, path, "", ""))
+
+
+# "htp:/host", "https//host": a scheme typed wrong, not a "host:port" ("localhost:8080" is not
+# matched: a port follows the colon).
+_BROKEN_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*(:/|//)", re.IGNORECASE)
+# A host name: letters (any script), digits, hyphens and dots.
+_HOST = re.compile(r"[\w.-]+")
+
+
+def _is_ip_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _answers_with_models(base_url: str, timeout_s: float) -> bool:

@@ -701,7 +701,22 @@ def test_none_means_no_model(setting: str) -> None:
 
 @pytest.mark.parametrize(
     "setting",
-    ["ftp://127.0.0.1/v1", "http://", "http://127.0.0.1:99999", "http://h/v1?x=1", "embedded"],
+    [
+        "ftp://127.0.0.1/v1",
+        "http://",
+        "http://127.0.0.1:99999",
+        "http://h/v1?x=1",
+        "embedded",
+        # Each once taken as an address: a space, a broken scheme, a port that is not one, a
+        # host that is not one.
+        "htp:/localhost 18731",
+        "htp:/localhost:18731",
+        "http://my host/v1",
+        "localhost:abc",
+        "localhost:",
+        "http://:8080",
+        "http://x%20y/v1",
+    ],
 )
 def test_unusable_urls_are_rejected(setting: str) -> None:
     with pytest.raises(InvalidEndpoint):

@@ -322,3 +322,111 @@ def test_every_field_has_an_accessible_name_a_label_and_is_reached_with_tab(wind
     for path, field in window.fields.items():
         if field.editor.isEnabled() and field.editor.isVisible():
             assert field.editor in order, f"{path} is not reached with Tab"
+
+
+def _custom_address(qtbot, window: SettingsWindow, text: str) -> None:
+    window.url_choice.setCurrentIndex(window.url_choice.findData("custom"))
+    _type(qtbot, window.url_custom, text)
+
+
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ("htp:/localhost 18731", "has a space in it"),
+        ("htp:/localhost:18731", "must begin with http:// or https://"),
+        ("localhost:abc", "no valid port"),
+        ("ftp://x", "must begin with http:// or https://"),
+        ("http://my server:8080/v1", "has a space in it"),
+        ("http://:8080", "names no server"),
+        ("   ", "Type the model server's address"),
+    ],
+)
+def test_an_address_that_is_not_one_is_said_beside_the_field_as_it_is_typed_and_never_saved(
+    qtbot, run, window, app_home, typed, said
+):
+    _custom_address(qtbot, window, typed)
+    field = window.fields["llm.url"]
+    # Said once typing pauses, without leaving the field or pressing Save.
+    qtbot.waitUntil(lambda: said in field.message)
+    assert field.error.isVisible()
+    assert "--llm" not in field.message
+
+    assert run(window.save()) is False
+    assert said in field.message
+    assert "Nothing was saved" in window.status.text()
+    assert not (app_home / "settings.json").exists()
+    assert window.settings.llm.url == "auto"
+
+
+def test_a_corrected_address_clears_its_error_and_is_saved_as_the_base_url(
+    qtbot, run, window, app_home
+):
+    field = window.fields["llm.url"]
+    _custom_address(qtbot, window, "localhost:abc")
+    window.check_address()  # as leaving the field does
+    assert "no valid port" in field.message
+
+    _type(qtbot, window.url_custom, "LOCALHOST:18731")
+    qtbot.waitUntil(lambda: field.message == "")
+    assert run(window.save()) is True
+
+    assert load_settings(app_home).llm.url == "http://LOCALHOST:18731/v1"
+    assert window.url_custom.text() == "http://LOCALHOST:18731/v1"
+    assert window.settings.llm.url == "http://LOCALHOST:18731/v1"
+
+
+def test_a_model_server_an_environment_variable_sets_is_shown_read_only_and_never_saved(
+    qtbot, run, app_home, config_home, monkeypatch
+):
+    """CHAMBERLAIN_LLM__URL sets the server for this run: the window shows it, names the
+    variable, does not let it be edited, and saving another field keeps settings.json's own."""
+    monkeypatch.setenv("CHAMBERLAIN_LLM__URL", "http://127.0.0.1:18731/v1")
+    (app_home / "settings.json").write_text('{"llm": {"url": "embedded"}}')
+    assistant = QtSession(make_session(app_home, settings=load_settings(app_home)))
+    try:
+        shown = open_settings(qtbot, assistant)
+        field = shown.fields["llm.url"]
+        assert shown.url_custom.text() == "http://127.0.0.1:18731/v1"
+        assert not shown.url_choice.isEnabled()
+        assert not shown.url_custom.isEnabled()
+        assert "CHAMBERLAIN_LLM__URL" in field.message
+        _type(qtbot, shown.numbers["executor.max_iterations"], "3")
+
+        assert run(shown.save()) is True
+
+        text = (app_home / "settings.json").read_text()
+        assert "18731" not in text
+        assert load_settings(app_home).llm.url == "http://127.0.0.1:18731/v1"  # env still wins
+        monkeypatch.delenv("CHAMBERLAIN_LLM__URL")
+        saved = load_settings(app_home)
+        assert saved.llm.url == "embedded"  # the file's own, as it was
+        assert saved.executor.max_iterations == 3
+        # The running session keeps the variable's server.
+        assert assistant.session.settings.llm.url == "http://127.0.0.1:18731/v1"
+    finally:
+        assistant.close()
+
+
+def test_a_setting_from_the_environment_absent_from_the_file_stays_absent_after_a_save(
+    qtbot, run, app_home, config_home, monkeypatch
+):
+    monkeypatch.setenv("CHAMBERLAIN_EXECUTOR__MAX_ITERATIONS", "7")
+    monkeypatch.setenv("CHAMBERLAIN_LLM__URL", "localhost:18731")
+    assistant = QtSession(make_session(app_home, settings=load_settings(app_home)))
+    try:
+        shown = open_settings(qtbot, assistant)
+        _type(qtbot, shown.numbers["permissions.prompt_timeout_s"], "25")
+        assert run(shown.save()) is True
+    finally:
+        assistant.close()
+    monkeypatch.delenv("CHAMBERLAIN_EXECUTOR__MAX_ITERATIONS")
+    monkeypatch.delenv("CHAMBERLAIN_LLM__URL")
+    import json
+
+    written = json.loads((app_home / "settings.json").read_text())
+    assert "max_iterations" not in written.get("executor", {})
+    assert "url" not in written.get("llm", {})
+    saved = load_settings(app_home)
+    assert saved.executor.max_iterations == 5
+    assert saved.llm.url == "auto"
+    assert saved.permissions.prompt_timeout_s == 25.0
