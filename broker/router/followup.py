@@ -279,8 +279,13 @@ _KEEP_THAT_RE = re.compile(
     r"which|if|the\s+time)\b)\S",
     _I,
 )
-# "save it next to my reports in ~/work": a file, not a memory.
-_TO_A_PLACE_RE = re.compile(r"\b(?:in|into|to|next\s+to|under|inside)\s+(?:my|the|~|/|\.)", _I)
+# "save it next to my reports in ~/work", "save that as a pdf": a file, not a memory.
+_TO_A_PLACE_RE = re.compile(
+    r"\b(?:in|into|to|next\s+to|under|inside)\s+(?:my|the|a|~|/|\.)|"
+    r"\bas\s+(?:a|an)\s+(?:\w+\s+)?(?:file|pdf|document|doc|text|spreadsheet|image|copy)\b|"
+    r"\bas\s+[\w\-]+\.[a-z0-9]{1,5}\b",
+    _I,
+)
 # "do the same for Downloads", "same with ./src", "now for Berlin", "do it for port 8080".
 _SAME_RE = re.compile(
     r"^" + _LEAD + r"(?:(?:do|try|run|repeat|check)\s+(?:the\s+same(?:\s+thing)?|that|it|this)"
@@ -522,7 +527,7 @@ def _thread(earlier: Sequence[Earlier]) -> Earlier:
     last = earlier[-1]
     if _named(last):
         return last
-    for turn in reversed(earlier[:-1]):
+    for turn in reversed(earlier[-LOOK_BACK:-1]):
         if turn.intent is not last.intent:
             break
         named = _named(turn)

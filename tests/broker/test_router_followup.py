@@ -257,3 +257,10 @@ def test_a_follow_up_is_not_sent_to_the_model_to_refine_but_the_same_words_alone
     assert model.json_requests == []
     route("silver?", model, refine=True)
     assert len(model.json_requests) == 1
+
+
+def test_saving_a_page_as_a_file_is_a_file_task_not_a_memory() -> None:
+    page = Earlier("summarise example.com/a", Intent.BROWSE_ONCE, named=("example.com/a",))
+    out = route("save that as a pdf", earlier=[page])
+    assert out.intent is Intent.FILE_TASK
+    assert out.arguments.url == "example.com/a"
