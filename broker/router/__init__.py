@@ -1,4 +1,8 @@
 """The router: one user message in, one `RouterOutput` out (intent, needs, risk, arguments).
+Given the earlier turns of its conversation (`Earlier`: the person's words, what each turn
+named and listed), a follow-up routes like the turn it follows unless its own words say
+otherwise, and "the second one" resolves to what that turn listed (`followup`); a follow-up
+is never refined by a model, which would read it without those turns.
 
 Deterministic first. A fast-path prefix (`/run df -h`) decides outright; otherwise keyword and
 regex heuristics pick the intent and pull out the arguments a direct action needs (paths, a
