@@ -32,14 +32,12 @@ from typing import Any
 import pytest
 
 from app.prompt_view import once_only_words, plan_rows
-from broker.audit.writer import AuditLog
 from broker.permissions import (
-    GrantStore,
     PermissionRequest,
     PromptDecision,
     RulePrompter,
 )
-from broker.runner import CallOutcome, ToolRunner, TurnScope
+from broker.runner import CallOutcome, TurnScope
 from broker.types import GrantMode
 from tests.support.allowlist import (
     CANARY,
@@ -50,6 +48,7 @@ from tests.support.allowlist import (
 )
 from tests.support.cli import run_cli
 from tests.support.openai_server import ServerFactory, Text, ToolCalls
+from tests.support.rig import Rig as ToolRig
 from tests.support.rig import make_rig
 from tools.manual import RequestWords
 from tools.registry import ToolConfig
@@ -84,10 +83,12 @@ class Approve(RulePrompter):
 
 @dataclasses.dataclass
 class Rig:
+    """The support rig over the command tools in `home`, its prompter as the `Approve` it is;
+    each call brings its own turn."""
+
     home: Home
-    runner: ToolRunner
+    stack: ToolRig
     prompter: Approve
-    grants: GrantStore
 
     def run(self, line: str, *, typed: bool = False, cwd: Path | None = None) -> CallOutcome:
         """`line` as the model asks for it (typed False) or as the person typed it: the
@@ -97,16 +98,16 @@ class Rig:
             args["cwd"] = os.fspath(cwd)
         scopes: list[str] = []
         if typed:
-            tool = self.runner.registry.get("system_execute")
+            tool = self.stack.runner.registry.get("system_execute")
             assert tool is not None
             assert tool.user_scopes_of is not None
             words = RequestWords(command=line, cwd=os.fspath(cwd) if cwd else None)
             scopes = tool.user_scopes_of(words)
         turn = TurnScope(turn_id="t-allowlist", allowed=["system_execute"], user_scopes=scopes)
-        return self.runner.execute(turn, "system_execute", args)
+        return self.stack.runner.execute(turn, "system_execute", args)
 
     def prepare(self, line: str, cwd: Path | None = None) -> Any:
-        tool = self.runner.registry.get("system_execute")
+        tool = self.stack.runner.registry.get("system_execute")
         assert tool is not None
         args: dict[str, Any] = {"command": line}
         if cwd is not None:
@@ -114,27 +115,28 @@ class Rig:
         return tool.prepare(args)
 
 
-def _rig(home: Home, tmp_path: Path, mode: GrantMode | None) -> tuple[Rig, AuditLog]:
+def _rig(home: Home, tmp_path: Path, mode: GrantMode | None) -> Rig:
     config = ToolConfig(command_timeout_s=20.0, app_dirs=(home.app,))
     tools = make_system_tools(config, home=home.user, opener=lambda _t: None)
-    stack = make_rig(tmp_path, tools, prompter=Approve(mode), grants_path=tmp_path / "grants.json")
-    return Rig(home, stack.runner, stack.prompter, stack.grants), stack.audit
+    prompter = Approve(mode)
+    stack = make_rig(tmp_path, tools, prompter=prompter, grants_path=tmp_path / "grants.json")
+    return Rig(home, stack, prompter)
 
 
 @pytest.fixture
 def rig(home: Home, tmp_path: Path) -> Iterator[Rig]:
     """Every prompt approved once: the grant a person gives most easily."""
-    made, audit = _rig(home, tmp_path, GrantMode.ONCE)
+    made = _rig(home, tmp_path, GrantMode.ONCE)
     yield made
-    audit.close()
+    made.stack.close()
 
 
 @pytest.fixture
 def session_rig(home: Home, tmp_path: Path) -> Iterator[Rig]:
     """Every prompt approved for the session: the read-only grant of the review."""
-    made, audit = _rig(home, tmp_path, GrantMode.SESSION)
+    made = _rig(home, tmp_path, GrantMode.SESSION)
     yield made
-    audit.close()
+    made.stack.close()
 
 
 def _output(outcome: CallOutcome) -> str:

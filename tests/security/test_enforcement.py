@@ -8,25 +8,24 @@ so (TOOL_CALL_END, and no TOOL_CALL_START), and that the secret it went for neve
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from broker.permissions import (
     ONCE_LIFETIME_S,
-    PermissionBroker,
     PermissionRequest,
     PromptDecision,
     RulePrompter,
     TokenAuthority,
     args_digest,
 )
-from broker.runner import ToolRunner, TurnScope
+from broker.runner import CallOutcome, TurnScope
 from broker.types import GrantMode
-from core.clock import ManualClock
+from tests.support.rig import Rig as ToolRig
 from tests.support.rig import make_rig
 from tools.files import make_file_tools
 
@@ -51,16 +50,14 @@ class ScopedPrompter(RulePrompter):
 
 @dataclasses.dataclass
 class Rig:
+    """A home with a private key behind symlinks, and the support rig over its file tools."""
+
     home: Path
     docs: Path
-    runner: ToolRunner
-    broker: PermissionBroker
-    clock: ManualClock
-    audit_path: Path
-    turn: TurnScope
+    stack: ToolRig
 
-    def events(self) -> list[dict]:
-        return [json.loads(line) for line in self.audit_path.read_text().splitlines()]
+    def run(self, tool: str, arguments: dict[str, Any]) -> CallOutcome:
+        return self.stack.runner.execute(self.stack.turn, tool, arguments)
 
 
 @pytest.fixture
@@ -84,9 +81,7 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
         turn_id="t-sec",
         user_scopes=[str(docs)],
     )
-    yield Rig(
-        home, docs, stack.runner, stack.permissions, stack.clock, stack.audit_path, stack.turn
-    )
+    yield Rig(home, docs, stack)
     stack.close()
 
 
@@ -94,10 +89,10 @@ def assert_blocked(rig: Rig, outcome, statuses=("refused", "denied", "error")) -
     assert outcome.record.status in statuses, outcome.record
     assert outcome.record.reason
     assert SECRET_TEXT not in outcome.model_text
-    ends = [e for e in rig.events() if e["event"] == "TOOL_CALL_END"]
+    ends = rig.stack.events("TOOL_CALL_END")
     assert ends[-1]["data"]["call_id"] == outcome.record.call_id
     assert ends[-1]["data"]["status"] == outcome.record.status
-    starts = [e for e in rig.events() if e["event"] == "TOOL_CALL_START"]
+    starts = rig.stack.events("TOOL_CALL_START")
     assert outcome.record.call_id not in {e["data"]["call_id"] for e in starts}
 
 
@@ -122,20 +117,18 @@ ESCAPES = [
 @pytest.mark.parametrize("raw", ESCAPES)
 def test_path_escapes_from_a_documents_grant_are_denied(rig: Rig, raw: str) -> None:
     path = raw.replace("{home}", str(rig.home))
-    outcome = rig.runner.execute(rig.turn, "file_read", {"path": path})
+    outcome = rig.run("file_read", {"path": path})
     assert_blocked(rig, outcome)
 
 
 @pytest.mark.parametrize("raw", ["~/Documents/../.ssh", "~/Documents/keys", "/"])
 def test_listing_outside_the_grant_is_denied(rig: Rig, raw: str) -> None:
-    outcome = rig.runner.execute(rig.turn, "file_list", {"path": raw})
+    outcome = rig.run("file_list", {"path": raw})
     assert_blocked(rig, outcome)
 
 
 def test_search_under_the_grant_never_follows_a_symlink_out(rig: Rig) -> None:
-    outcome = rig.runner.execute(
-        rig.turn, "file_search", {"root": "~/Documents", "content": "canary"}
-    )
+    outcome = rig.run("file_search", {"root": "~/Documents", "content": "canary"})
     assert outcome.record.status == "ok"
     assert SECRET_TEXT not in outcome.model_text
     assert outcome.result is not None
@@ -147,7 +140,7 @@ def test_search_under_the_grant_never_follows_a_symlink_out(rig: Rig) -> None:
     ["~/Documents/notes.txt\x00/../../.ssh/id_rsa", "~/Documents/" + "a/" * 3000 + "x"],
 )
 def test_malformed_paths_are_errors(rig: Rig, raw: str) -> None:
-    outcome = rig.runner.execute(rig.turn, "file_read", {"path": raw})
+    outcome = rig.run("file_read", {"path": raw})
     assert_blocked(rig, outcome, ("error", "denied"))
 
 
@@ -165,13 +158,13 @@ def test_malformed_paths_are_errors(rig: Rig, raw: str) -> None:
     ],
 )
 def test_tools_the_model_was_not_shown_are_refused(rig: Rig, name: str, arguments: dict) -> None:
-    outcome = rig.runner.execute(rig.turn, name, arguments)
+    outcome = rig.run(name, arguments)
     assert_blocked(rig, outcome, ("refused",))
 
 
 def test_a_registered_tool_outside_this_turns_allowed_set_is_refused(rig: Rig) -> None:
     chat = TurnScope("t-chat", [], [str(rig.docs)])
-    outcome = rig.runner.execute(chat, "file_read", {"path": "~/Documents/notes.txt"})
+    outcome = rig.stack.runner.execute(chat, "file_read", {"path": "~/Documents/notes.txt"})
     assert_blocked(rig, outcome, ("refused",))
 
 
@@ -179,12 +172,12 @@ def test_a_registered_tool_outside_this_turns_allowed_set_is_refused(rig: Rig) -
 
 
 def _authorised(rig: Rig, path: str, mode: GrantMode = GrantMode.ONCE):
-    tool = rig.runner.registry.get("file_read")
+    tool = rig.stack.runner.registry.get("file_read")
     assert tool is not None
     arguments = {"path": path}
     targets = tool.targets(arguments)
-    rig.broker.prompter = _Always(mode)
-    token = rig.broker.authorize(
+    rig.stack.permissions.prompter = _Always(mode)
+    token = rig.stack.permissions.authorize(
         tool="file_read",
         capability=tool.capability,
         arguments=arguments,
@@ -204,18 +197,18 @@ class _Always(RulePrompter):
 
 
 def _run(rig: Rig, tool, arguments, targets, token, call_id="call-1"):
-    return rig.runner.run_with_token(rig.turn, tool, call_id, arguments, targets, token)
+    return rig.stack.runner.run_with_token(rig.stack.turn, tool, call_id, arguments, targets, token)
 
 
 def test_expired_token(rig: Rig) -> None:
     tool, arguments, targets, token = _authorised(rig, "~/Documents/notes.txt")
-    rig.clock.advance(ONCE_LIFETIME_S + 1)
+    rig.stack.clock.advance(ONCE_LIFETIME_S + 1)
     assert_blocked(rig, _run(rig, tool, arguments, targets, token), ("denied",))
 
 
 def test_revoked_token(rig: Rig) -> None:
     tool, arguments, targets, token = _authorised(rig, "~/Documents/notes.txt", GrantMode.SESSION)
-    rig.broker.revoke_all()
+    rig.stack.permissions.revoke_all()
     assert_blocked(rig, _run(rig, tool, arguments, targets, token), ("denied",))
 
 
@@ -227,7 +220,7 @@ def test_forged_token(rig: Rig) -> None:
 
 def test_token_signed_by_another_install(rig: Rig) -> None:
     tool, arguments, targets, token = _authorised(rig, "~/Documents/notes.txt")
-    other = TokenAuthority(b"o" * 32, rig.clock)
+    other = TokenAuthority(b"o" * 32, rig.stack.clock)
     forged = dataclasses.replace(token, mac=other._sign(token))
     assert_blocked(rig, _run(rig, tool, arguments, targets, forged), ("denied",))
 
@@ -239,9 +232,9 @@ def test_replayed_token(rig: Rig) -> None:
     again = _run(rig, tool, arguments, targets, token)
     assert again.record.status == "denied"
     assert again.record.reason.startswith("replayed")
-    refused = [e for e in rig.events() if e["event"] == "TOKEN_REFUSED"]
+    refused = rig.stack.events("TOKEN_REFUSED")
     assert refused[-1]["data"]["problem"] == "replayed"
-    starts = [e for e in rig.events() if e["event"] == "TOOL_CALL_START"]
+    starts = rig.stack.events("TOOL_CALL_START")
     assert len(starts) == 1  # only the first, legitimate use ran
 
 
@@ -265,7 +258,7 @@ def test_token_scope_widened_by_hand(rig: Rig) -> None:
 
 
 def test_missing_token(rig: Rig) -> None:
-    tool = rig.runner.registry.get("file_read")
+    tool = rig.stack.runner.registry.get("file_read")
     arguments = {"path": "~/Documents/notes.txt"}
     outcome = _run(rig, tool, arguments, tool.targets(arguments), None)
     assert_blocked(rig, outcome, ("denied",))
@@ -280,6 +273,6 @@ def test_nothing_here_read_the_secret(rig: Rig) -> None:
     """The canary file's access time is not reliable on every mount, so check content flow:
     the audit log never holds the secret, whatever ran."""
     for raw in ESCAPES:
-        rig.runner.execute(rig.turn, "file_read", {"path": raw.replace("{home}", str(rig.home))})
-    assert SECRET_TEXT not in rig.audit_path.read_text()
+        rig.run("file_read", {"path": raw.replace("{home}", str(rig.home))})
+    assert SECRET_TEXT not in rig.stack.audit_path.read_text()
     assert os.path.exists(rig.home / ".ssh" / "id_rsa")

@@ -11,7 +11,6 @@ points at the former so nothing here touches the real one.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,10 +22,11 @@ from broker.permissions import (
     PromptDecision,
     RulePrompter,
 )
-from broker.runner import CallOutcome, ToolRunner, TurnScope
+from broker.runner import CallOutcome
 from broker.session import tool_config
 from broker.settings import Settings
 from broker.types import GrantMode
+from tests.support.rig import Rig as ToolRig
 from tests.support.rig import make_rig
 from tools.registry import builtin_registry
 
@@ -61,19 +61,20 @@ class ApproveEverything(RulePrompter):
 
 @dataclasses.dataclass
 class Rig:
+    """A home holding Chamberlain's own files and a key, the support rig over the built-in
+    tools, and its prompter as the `ApproveEverything` it is."""
+
     home: Path
     docs: Path
     app: Path
-    runner: ToolRunner
+    stack: ToolRig
     prompter: ApproveEverything
-    audit_path: Path
-    turn: TurnScope
 
     def run(self, tool: str, **arguments: object) -> CallOutcome:
-        return self.runner.execute(self.turn, tool, dict(arguments))
+        return self.stack.runner.execute(self.stack.turn, tool, dict(arguments))
 
     def audit_text(self) -> str:
-        return self.audit_path.read_text()
+        return self.stack.audit_path.read_text()
 
 
 @pytest.fixture
@@ -93,16 +94,17 @@ def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
     os.link(app / "token.key", docs / "backup.key")
     monkeypatch.setenv("HOME", str(home))
 
+    prompter = ApproveEverything()
     stack = make_rig(
         tmp_path,
         registry=builtin_registry(tool_config(app, Settings())),
-        prompter=ApproveEverything(),
+        prompter=prompter,
         audit_path=tmp_path / "audit-of-this-test.jsonl",  # the rig's log, outside both homes
         allowed=["file_list", "file_read", "file_search"],
         turn_id="t-private",
         user_scopes=[str(home)],
     )
-    yield Rig(home, docs, app, stack.runner, stack.prompter, stack.audit_path, stack.turn)
+    yield Rig(home, docs, app, stack, prompter)
     stack.close()
 
 
@@ -113,10 +115,7 @@ def assert_refused_unasked(rig: Rig, outcome: CallOutcome) -> None:
     for secret in SECRETS:
         assert secret not in outcome.model_text
         assert secret not in rig.audit_text()
-    starts = [json.loads(line) for line in rig.audit_text().splitlines()]
-    assert outcome.record.call_id not in {
-        e["data"].get("call_id") for e in starts if e["event"] == "TOOL_CALL_START"
-    }
+    assert rig.stack.events("TOOL_CALL_START", outcome.record.call_id) == []
 
 
 PRIVATE_READS = [

@@ -35,13 +35,13 @@ from typing import Any
 import pytest
 
 from broker.permissions import (
-    GrantStore,
     PermissionRequest,
     PromptDecision,
     RulePrompter,
 )
-from broker.runner import CallOutcome, ToolRunner, TurnScope
+from broker.runner import CallOutcome, TurnScope
 from broker.types import GrantMode
+from tests.support.rig import Rig as ToolRig
 from tests.support.rig import make_rig
 from tools.commands.assess import assess_command, command_target
 from tools.manual import ToolError
@@ -123,10 +123,12 @@ class ApproveAll(RulePrompter):
 
 @dataclasses.dataclass
 class Rig:
+    """The support rig over the command tools in `home`, its prompter as the `ApproveAll` it is;
+    each call brings its own turn."""
+
     home: Home
-    runner: ToolRunner
+    stack: ToolRig
     prompter: ApproveAll
-    grants: GrantStore
 
     def run(
         self, line: str, *, typed: bool, cwd: Path | None = None, scratch: bool = False
@@ -148,7 +150,7 @@ class Rig:
                     exact_command_scope(s.split(":", 1)[1].split("\nin ")[0], "") for s in scopes
                 ]
         turn = TurnScope(turn_id="t-sandbox", allowed=["system_execute"], user_scopes=scopes)
-        return self.runner.execute(turn, "system_execute", args)
+        return self.stack.runner.execute(turn, "system_execute", args)
 
 
 @pytest.fixture
@@ -161,8 +163,9 @@ def rig(home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
         protected_paths=tuple(home.app / n for n in ("grants.json", "token.key")),
     )
     tools = make_system_tools(config, home=home.user, opener=lambda _t: None)
-    stack = make_rig(tmp_path, tools, prompter=ApproveAll(), grants_path=tmp_path / "grants.json")
-    yield Rig(home, stack.runner, stack.prompter, stack.grants)
+    prompter = ApproveAll()
+    stack = make_rig(tmp_path, tools, prompter=prompter, grants_path=tmp_path / "grants.json")
+    yield Rig(home, stack, prompter)
     stack.close()
 
 
@@ -300,7 +303,7 @@ def test_code_the_user_typed_is_offered_only_once_and_says_so(rig):
     assert request.once_only
     assert request.user_scope
     # The prompter said "session"; the grant is for this one call all the same.
-    assert all(g.mode is GrantMode.ONCE for g in rig.grants.all())
+    assert all(g.mode is GrantMode.ONCE for g in rig.stack.grants.all())
 
 
 # --- writes: refused, or contained ------------------------------------------------------------
@@ -453,7 +456,7 @@ def test_a_network_client_gets_the_network_and_the_prompt_says_so(rig):
     computer's loopback) is tests/security/test_network.py's."""
     if shutil.which("curl") is None:
         pytest.skip("curl is not installed here")
-    tool = rig.runner.registry.get("system_execute")
+    tool = rig.stack.runner.registry.get("system_execute")
     assert tool is not None
     prepared = tool.prepare({"command": "curl -s https://example.invalid/", "cwd": "~/Documents"})
     assert "net:" in prepared.targets

@@ -15,7 +15,6 @@ A resolver function stands in for DNS where a test needs an answer this machine 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from broker.permissions import (
     PromptDecision,
     RulePrompter,
 )
-from broker.runner import CallOutcome, ToolRunner, TurnScope
+from broker.runner import CallOutcome
 from broker.types import GrantMode
 from tests.support.rig import Rig as ToolRig
 from tests.support.web_server import WebServer
@@ -53,17 +52,13 @@ class Answering(RulePrompter):
 
 @dataclasses.dataclass
 class Rig:
-    runner: ToolRunner
+    """The support rig over the web tools, and its prompter as the `Answering` it is."""
+
+    stack: ToolRig
     prompter: Answering
-    audit_path: Path
-    turn: TurnScope
 
     def call(self, tool: str, **arguments: Any) -> CallOutcome:
-        return self.runner.execute(self.turn, tool, arguments)
-
-    def events(self, name: str, call_id: str) -> list[dict[str, Any]]:
-        records = [json.loads(line) for line in self.audit_path.read_text().splitlines()]
-        return [r for r in records if r["event"] == name and r["data"].get("call_id") == call_id]
+        return self.stack.runner.execute(self.stack.turn, tool, arguments)
 
 
 @dataclasses.dataclass
@@ -106,15 +101,16 @@ def make_rig(tmp_path: Path, tool_rig: Callable[..., ToolRig]) -> RigFactory:
         **config: Any,
     ) -> Rig:
         cfg = ToolConfig(web_allow_private=tuple(allow), **config)
+        prompter = Answering(grant)
         stack = tool_rig(
             make_web_tools(cfg, resolver=resolver),
-            prompter=Answering(grant),
+            prompter=prompter,
             audit_path=tmp_path / f"audit-{len(list(tmp_path.iterdir()))}.jsonl",
             prompt_timeout_s=5.0,
             allowed=["web_fetch", "web_search"],
             turn_id="t-web",
         )
-        return Rig(stack.runner, stack.prompter, stack.audit_path, stack.turn)
+        return Rig(stack, prompter)
 
     return build
 
@@ -125,11 +121,11 @@ def assert_stopped(rig: Rig, outcome: CallOutcome, statuses: set[str], reason: s
     assert reason in record.reason, record.reason
     assert outcome.result is None
     assert outcome.model_text.startswith(f"error ({record.status}):")
-    (end,) = rig.events("TOOL_CALL_END", record.call_id)
+    (end,) = rig.stack.events("TOOL_CALL_END", record.call_id)
     assert end["data"]["status"] == record.status
     assert end["data"]["reason"] == record.reason
     assert "pw@" not in record.reason  # a password in the address is never echoed
-    assert verify(rig.audit_path).ok
+    assert verify(rig.stack.audit_path).ok
 
 
 # --- refused before anyone is asked: no DNS, no connection, no prompt -----------------------------
@@ -211,7 +207,7 @@ def test_fetch_refused_before_asking(
     outcome = rig.call("web_fetch", url=servers.fill(template))
     assert_stopped(rig, outcome, {"refused"}, reason)
     assert rig.prompter.asked == []  # never even offered to the user
-    assert rig.events("TOOL_CALL_START", outcome.record.call_id) == []
+    assert rig.stack.events("TOOL_CALL_START", outcome.record.call_id) == []
     assert servers.all_hits() == []
 
 
@@ -271,7 +267,7 @@ def test_a_redirect_hop_is_refused(
     outcome = rig.call("web_fetch", url=start)
     assert_stopped(rig, outcome, {"error", "refused"}, reason)
     assert len(rig.prompter.asked) == 1  # for www.localhost only; the hop asks for nothing
-    assert [e["data"]["tool"] for e in rig.events("TOOL_CALL_START", outcome.record.call_id)]
+    assert [e["data"]["tool"] for e in rig.stack.events("TOOL_CALL_START", outcome.record.call_id)]
     assert len(servers.main.hits) == 1  # /go only, no second hop
     assert servers.other.hits == []
     assert servers.v6.hits == []
@@ -320,7 +316,7 @@ def test_a_denied_permission_never_reaches_the_server(
     rig = make_rig(("localhost",), grant=False)
     outcome = rig.call("web_fetch", url=servers.main.url("/page", host="localhost"))
     assert_stopped(rig, outcome, {"denied"}, "")
-    assert rig.events("TOOL_CALL_START", outcome.record.call_id) == []
+    assert rig.stack.events("TOOL_CALL_START", outcome.record.call_id) == []
     assert servers.all_hits() == []
 
 
@@ -355,8 +351,11 @@ def test_a_flood_is_cut_at_its_bound(
     assert data["truncated"] is True
     assert data["bytes"] <= config.get("web_max_bytes", ToolConfig().web_max_bytes)
     assert note in data["note"]
-    assert len(outcome.model_text) <= rig.runner.registry.get("web_fetch").manual.output_cap + 100
-    (end,) = rig.events("TOOL_CALL_END", outcome.record.call_id)
+    assert (
+        len(outcome.model_text)
+        <= rig.stack.runner.registry.get("web_fetch").manual.output_cap + 100
+    )
+    (end,) = rig.stack.events("TOOL_CALL_END", outcome.record.call_id)
     assert end["data"]["status"] == "ok"
 
 
