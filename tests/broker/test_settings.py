@@ -77,6 +77,34 @@ def test_an_environment_variable_overrides_the_file(tmp_path, monkeypatch):
     assert settings.executor.stall_repeats == 4  # what the variable does not name stays
 
 
+def test_saving_writes_the_files_own_values_never_what_an_environment_variable_set(
+    tmp_path, monkeypatch
+):
+    write(tmp_path, {"executor": {"max_iterations": 2}})
+    monkeypatch.setenv("CHAMBERLAIN_EXECUTOR__MAX_ITERATIONS", "7")
+    monkeypatch.setenv("CHAMBERLAIN_LLM__URL", "http://127.0.0.1:18731/v1")
+    monkeypatch.setenv("CHAMBERLAIN_ROUTER", '{"confidence_threshold": 0.9}')
+    settings = load_settings(tmp_path)
+    settings.permissions.prompt_timeout_s = 25.0  # the person's change
+
+    save_settings(tmp_path, settings)
+
+    written = json.loads((tmp_path / "settings.json").read_text())
+    assert written["executor"]["max_iterations"] == 2  # the file's own
+    assert "url" not in written["llm"]  # the file had none
+    assert not written.get("router")  # a whole section from a variable; the file had none
+    assert written["permissions"]["prompt_timeout_s"] == 25.0
+    for name in (
+        "CHAMBERLAIN_EXECUTOR__MAX_ITERATIONS",
+        "CHAMBERLAIN_LLM__URL",
+        "CHAMBERLAIN_ROUTER",
+    ):
+        monkeypatch.delenv(name)
+    again = load_settings(tmp_path)
+    assert (again.executor.max_iterations, again.llm.url) == (2, "auto")
+    assert again.router.confidence_threshold == Settings().router.confidence_threshold
+
+
 @pytest.mark.parametrize(
     "data",
     [
