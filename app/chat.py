@@ -58,6 +58,7 @@ from app.windows.confirm import confirm
 from app.windows.palette import problem_color
 from app.windows.tasks import Coalesced, spawn
 from app.windows.words import when
+from broker.conversation import Conversation, save_turn
 from broker.events import (
     BackendNamed,
     PermissionAnswered,
@@ -80,6 +81,7 @@ from tools.escapes import visible
 from tools.scopes import describe_scope
 
 if TYPE_CHECKING:
+    from broker.conversation import Turn
     from memory.conversations import ChatMessage, ConversationStore
 
 log = logging.getLogger("chamberlain.app.chat")
@@ -161,6 +163,9 @@ class ChatWindow(QWidget):
         self.assistant = assistant
         self.history = history
         self.conversation_id: str | None = None
+        # The open chat's earlier turns, which each new turn is asked within: a fresh one for
+        # New chat (and a temporary chat), rebuilt from the store for a past one.
+        self.conversation = Conversation()
         self._turn: _Turn | None = None
         self._said_not_kept = False
         # One message written at a time, in order, and one conversation started for them.
@@ -383,6 +388,7 @@ class ChatWindow(QWidget):
         if self._turn is not None:
             return
         self.conversation_id = None
+        self.conversation = Conversation(temporary=self.temporary_toggle.isChecked())
         self.transcript.clear()
         self.title.setText("Temporary chat" if self.temporary_toggle.isChecked() else "New chat")
         self.conversation_list.clearSelection()
@@ -415,6 +421,7 @@ class ChatWindow(QWidget):
             self.temporary_toggle.setChecked(False)
             self.temporary_toggle.blockSignals(False)
         self.conversation_id = conversation_id
+        self.conversation = Conversation.from_messages(conversation_id, messages)
         self.title.setText(title or "Conversation")
         self.transcript.load(entries_of(messages))
         self._hint("")
@@ -459,16 +466,63 @@ class ChatWindow(QWidget):
             return
         try:
             if self.conversation_id is None:
-                title = " ".join(text.split())
-                if len(title) > TITLE_CHARS:
-                    title = title[: TITLE_CHARS - 1].rstrip() + "…"
-                started = await self.assistant.run_io(store.start, title)
+                started = await self.assistant.run_io(store.start, _title(text))
                 self.conversation_id = started.id
                 self.title.setText(started.title)
             await self.assistant.run_io(store.add, self.conversation_id, role, text, meta)
         except SAVE_ERRORS as exc:
             log.warning("a chat message was not kept: %s", exc)
             self._hint(f"This message was not kept in the history: {exc}", problem=True)
+
+    async def _save_turn(
+        self,
+        turn: _Turn,
+        conversation: Conversation,
+        kept: Turn,
+        reply: str,
+        result: TurnResult,
+    ) -> None:
+        """Save the turn the session appended to `conversation` (the person's message is saved
+        already): its tool calls with their results, and the reply as shown, with the cards
+        and details the transcript shows (broker.conversation.save_turn)."""
+        store = self.history()
+        if store is None:
+            return
+        # The results share what a message's metadata may hold; the rest is cut.
+        share = META_RESULT_CHARS // max(1, len(turn.cards))
+        cards = {card.call.call_id: card.call.to_meta(result_chars=share) for card in turn.cards}
+        in_steps = {call.call_id for call in kept.calls}
+        meta = {
+            "status": result.status,
+            "plain": turn.reply is not None and turn.reply.plain,
+            # A card with no call in the conversation (one that never ran) stays with the reply.
+            "tools": [card for call_id, card in cards.items() if call_id not in in_steps],
+            "details": turn.details.to_meta(),
+        }
+        # Saving the person's message started the conversation (`_keep_one`).
+        is_open = conversation is self.conversation
+        if is_open:
+            conversation.id = self.conversation_id
+        user_saved = conversation.id is not None
+        try:
+            await self.assistant.run_io(
+                lambda: save_turn(
+                    store,
+                    conversation,
+                    kept,
+                    user_saved=user_saved,
+                    title=_title(kept.text),
+                    shown_reply=reply,
+                    tool_meta=cards,
+                    reply_meta=meta,
+                )
+            )
+        except SAVE_ERRORS as exc:
+            log.warning("a chat reply was not kept: %s", exc)
+            self._hint(f"This reply was not kept in the history: {exc}", problem=True)
+            return
+        if is_open:
+            self.conversation_id = conversation.id
 
     # -- sending -----------------------------------------------------------------------------
 
@@ -496,8 +550,10 @@ class ChatWindow(QWidget):
         self.transcript.append(UserEntry(body=text))
         self.transcript.scroll_to_bottom()
         new_conversation = self.conversation_id is None
+        # The turn is asked within, and kept in, the chat open now.
+        conversation = self.conversation
         try:
-            result = await self.assistant.ask(text, temporary=temporary)
+            result = await self.assistant.ask(text, temporary=temporary, conversation=conversation)
         except (Busy, Paused) as exc:
             # Not sent: say why, and give the text back to send again later.
             self.transcript.append(NoticeEntry(body=f"Not sent. {exc}", tone="warning"))
@@ -510,7 +566,7 @@ class ChatWindow(QWidget):
             self._update_controls()
         self._finish(turn, result.status, result)
         if not temporary:
-            await self._keep_turn(turn, result)
+            await self._keep_turn(turn, result, conversation)
             if new_conversation:
                 await self.refresh()
         return result
@@ -519,18 +575,13 @@ class ChatWindow(QWidget):
         if self.assistant.stop():
             self._hint("Stopping…")
 
-    async def _keep_turn(self, turn: _Turn, result: TurnResult) -> None:
+    async def _keep_turn(self, turn: _Turn, result: TurnResult, conversation: Conversation) -> None:
         reply = turn.reply.body if turn.reply is not None else ""
-        # The results share what a message's metadata may hold; the rest is cut.
-        share = META_RESULT_CHARS // max(1, len(turn.cards))
-        meta = {
-            "status": result.status,
-            "plain": turn.reply is not None and turn.reply.plain,
-            "tools": [card.call.to_meta(result_chars=share) for card in turn.cards],
-            "details": turn.details.to_meta(),
-        }
         if reply or turn.cards or result.status != "cancelled":
-            await self._keep("assistant", reply, meta)
+            kept = conversation.turns[-1] if conversation.turns else None
+            if kept is not None and kept.text == turn.text:
+                async with self._keeping:
+                    await self._save_turn(turn, conversation, kept, reply, result)
         for notice in turn.shown_memory:
             await self._keep("notice", notice.body, notice.to_meta())
         if result.status == "cancelled":
@@ -793,6 +844,12 @@ class ChatWindow(QWidget):
         text = url.toString()
         QGuiApplication.clipboard().setText(text)
         self._hint(f"Links are not opened automatically. Copied to the clipboard: {text}")
+
+
+def _title(text: str) -> str:
+    """A new conversation's title: the first message, on one line, shortened."""
+    title = " ".join(text.split())
+    return title[: TITLE_CHARS - 1].rstrip() + "…" if len(title) > TITLE_CHARS else title
 
 
 def memory_entry(event: MemoryEvent) -> MemoryEntry:

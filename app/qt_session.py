@@ -34,6 +34,7 @@ from broker.types import TurnResult
 from tools.stop import StopSignal
 
 if TYPE_CHECKING:
+    from broker.conversation import Conversation
     from broker.session import Session
     from tools.mcp.config import McpSettings
 
@@ -131,8 +132,15 @@ class QtSession(QObject):
     def state(self) -> tuple[str, str]:
         return self._state
 
-    async def ask(self, text: str, *, temporary: bool = False) -> TurnResult:
-        """Run one turn on the turn thread; its events arrive through `turn_event` meanwhile."""
+    async def ask(
+        self,
+        text: str,
+        *,
+        temporary: bool = False,
+        conversation: Conversation | None = None,
+    ) -> TurnResult:
+        """Run one turn on the turn thread, within `conversation` when given (the session
+        appends the turn to it); its events arrive through `turn_event` meanwhile."""
         if self._paused:
             raise Paused("Chamberlain is paused. Resume it from the tray menu to ask again.")
         if self._stop is not None:
@@ -148,7 +156,10 @@ class QtSession(QObject):
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(
-                self._turns, lambda: self.session.ask(text, events=self.turn_event.emit, stop=stop)
+                self._turns,
+                lambda: self.session.ask(
+                    text, events=self.turn_event.emit, stop=stop, conversation=conversation
+                ),
             )
         finally:
             self._stop = None

@@ -998,3 +998,134 @@ def test_the_consent_buttons_are_reached_with_tab_from_the_message_box(
     run(rejected())
     assert memory.count() == 0
     chat.close()
+
+
+# --- conversations: each turn is asked within the open chat ------------------------------------
+
+
+def said(request: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the model was given before the new message: (role, text), the system's left out."""
+    return [
+        (m["role"], m.get("content") or "") for m in request["messages"] if m["role"] != "system"
+    ]
+
+
+def no_extraction() -> Any:
+    """Settings under which the model is asked for replies only (no memory proposals), so the
+    scripted answers go to the turns in order."""
+    from broker.settings import Settings
+
+    settings = Settings()
+    settings.memory.extract = False
+    return settings
+
+
+def asked(server: Any, text: str) -> dict[str, Any]:
+    """The request that asked the model to answer `text` (memory's own requests aside)."""
+    [found] = [r for r in server.requests if r["messages"][-1].get("content") == text]
+    return found
+
+
+async def reply_count(window: ChatWindow, count: int) -> None:
+    await until(lambda: window.send_button.isEnabled() and len(replies(window)) == count)
+    await window.settled()
+
+
+def test_the_second_turn_carries_the_first_and_new_chat_starts_afresh(
+    qtbot, run, app_home, memory, scripted_server
+):
+    server = scripted_server(
+        ["Paris is the capital of France.", "About 2.1 million people.", "Hello!"]
+    )
+    model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=30)
+    chat = rig(qtbot, app_home, memory, model=model, settings=no_extraction())
+
+    async def scenario() -> None:
+        window = await chat.shown()
+        await type_and_send(qtbot, window, "what's the capital of France?")
+        await reply_count(window, 1)
+        await type_and_send(qtbot, window, "and its population?")
+        await reply_count(window, 2)
+        qtbot.mouseClick(window.new_button, Qt.MouseButton.LeftButton)
+        await type_and_send(qtbot, window, "hi")
+        await reply_count(window, 1)
+
+    run(scenario())
+    assert said(asked(server, "and its population?")) == [
+        ("user", "what's the capital of France?"),
+        ("assistant", "Paris is the capital of France."),
+        ("user", "and its population?"),
+    ]
+    assert said(asked(server, "hi")) == [("user", "hi")]
+    chat.close()
+    model.close()
+
+
+def test_a_past_conversation_reopened_after_a_restart_is_asked_within_its_turns(
+    qtbot, run, app_home, docs, tmp_path, scripted_server
+):
+    server = scripted_server(
+        [
+            ToolCalls([("file_list", {"path": str(docs)})]),
+            "Two files: notes.txt and budget-2026.ods.",
+            "budget-2026.ods does.",
+        ]
+    )
+    path = tmp_path / "kept.db"
+    first_memory = open_memory(path)
+    model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=30)
+    chat = rig(
+        qtbot, app_home, first_memory, model=model, prompter=Allow(), settings=no_extraction()
+    )
+
+    async def first() -> None:
+        window = await chat.shown()
+        await type_and_send(qtbot, window, "which files are in my documents?")
+        await reply_count(window, 1)
+        await until(lambda: window.conversation_list.count() == 1)
+
+    run(first())
+    chat.close()
+    first_memory.close()
+
+    memory = open_memory(path)  # a restart: the file read afresh
+    again = rig(qtbot, app_home, memory, model=model, prompter=Allow(), settings=no_extraction())
+    window = again.window
+
+    async def reopen_and_follow_up() -> None:
+        await again.shown()
+        item = window.conversation_list.item(0)
+        window.conversation_list.setCurrentItem(item)
+        qtbot.mouseClick(
+            window.conversation_list.viewport(),
+            Qt.MouseButton.LeftButton,
+            pos=window.conversation_list.visualItemRect(item).center(),
+        )
+        await until(lambda: window.transcript.entries)
+        await window.settled()
+        # The reopened chat shows its tool call once, before its reply.
+        assert [type(w).__name__ for w in window.transcript.widgets()][:3] == [
+            "UserBubble",
+            "ToolCard",
+            "ReplyBubble",
+        ]
+        assert len(cards(window)) == 1
+        await type_and_send(qtbot, window, "thanks! which of those sounds like money?")
+        await reply_count(window, 2)
+
+    run(reopen_and_follow_up())
+    follow_up = asked(server, "thanks! which of those sounds like money?")["messages"]
+    roles = [m["role"] for m in follow_up if m["role"] != "system"]
+    assert roles == ["user", "assistant", "tool", "assistant", "user"]
+    [tool] = [m for m in follow_up if m["role"] == "tool"]
+    assert "notes.txt" in tool["content"]
+    assert "budget-2026.ods" in tool["content"]
+    assert follow_up[-1]["content"] == "thanks! which of those sounds like money?"
+    # The follow-up was kept in the same conversation, not a new one.
+    assert window.conversation_list.count() == 1
+    assert [m.role for m in ConversationStore(memory).messages(window.conversation_id)].count(
+        "user"
+    ) == 2
+    again.close()
+    memory.close()
+    model.close()
