@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.machine import filesystem_of, machine_details
+from core.clock import ManualClock
 from memory.db import open_database, schema_version
 from memory.store.facts import MemoryStore
 from memory.store.recall import build_match_query, query_terms
@@ -168,17 +169,13 @@ def make_queries(n: int, seed: int = 11) -> list[str]:
     return [rng.choice(shapes)() for _ in range(n)]
 
 
-class BenchClock:
-    def __init__(self) -> None:
-        self.t = START + 365 * 86400
-
-    def now(self) -> float:
-        return self.t
+# The bench's moment: a year after the facts it fills were stamped, standing still.
+BENCH_NOW = START + 365 * 86400
 
 
 def open_store(path: Path, encrypted: bool) -> MemoryStore:
     db = open_database(path, key=KEY if encrypted else None, encrypted=encrypted)
-    return MemoryStore(db, BenchClock())
+    return MemoryStore(db, ManualClock(BENCH_NOW))
 
 
 def bulk_fill(store: MemoryStore, texts: list[str], batch: int = 5000) -> None:
@@ -253,7 +250,7 @@ def measure_recall_read_only(store: MemoryStore, queries: list[str]) -> dict[str
     """recall() minus its bookkeeping: the same query, filters and ranking, through the
     read-only path recall falls back to when use counts cannot be written. Private on purpose
     (like bulk_fill): it splits recall's time into finding and counting."""
-    at = BenchClock().now()
+    at = BENCH_NOW
     every_level = SENSITIVITY_ORDER[Sensitivity.SECRET]  # recall()'s default max_sensitivity
 
     def once(query: str) -> None:

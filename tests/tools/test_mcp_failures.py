@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from core.clock import ManualClock
 from tests.support.mcp_lifetime import end_all, hostile_entry, processes_started
 from tests.support.mcp_notes import notes_config, write_notes
 from tools.mcp.config import McpServerConfig
@@ -33,22 +34,14 @@ NOW = 1_800_000_000.0
 DIGEST = "ab" * 32
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = NOW
-
-    def __call__(self) -> float:
-        return self.t
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(NOW)
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def book(tmp_path: Path, clock: Clock) -> FailureBook:
-    return FailureBook(tmp_path / FILE_NAME, clock)
+def book(tmp_path: Path, clock: ManualClock) -> FailureBook:
+    return FailureBook(tmp_path / FILE_NAME, clock.now)
 
 
 @pytest.fixture
@@ -97,9 +90,9 @@ def entry(**changes: object) -> dict[str, object]:
 def test_a_recorded_failure_is_waited_out_then_tried_again(book, clock):
     book.remember("notes", DIGEST, "timeout", "it did not answer within 30 s", failures=1)
     assert book.waiting("notes", DIGEST) is not None
-    clock.t += 14
+    clock.advance(14)
     assert book.waiting("notes", DIGEST) is not None
-    clock.t += 2
+    clock.advance(2)
     assert book.waiting("notes", DIGEST) is None
 
 
@@ -121,7 +114,7 @@ def test_a_failure_counts_only_for_the_settings_it_was_recorded_with(book):
 
 def test_a_record_is_shared_with_every_process_and_forgotten_for_all(book, clock):
     book.remember("notes", DIGEST, "timeout", "", failures=1)
-    other = FailureBook(book.path, clock)  # another process's view of the same home
+    other = FailureBook(book.path, clock.now)  # another process's view of the same home
     assert other.waiting("notes", DIGEST) is not None
     other.forget("notes")
     assert book.waiting("notes", DIGEST) is None
@@ -131,7 +124,7 @@ def test_a_record_is_shared_with_every_process_and_forgotten_for_all(book, clock
 def test_two_processes_recording_at_once_keep_both_records(book, clock):
     def record(name: str) -> None:
         for _ in range(20):
-            FailureBook(book.path, clock).remember(name, DIGEST, "timeout", "", failures=1)
+            FailureBook(book.path, clock.now).remember(name, DIGEST, "timeout", "", failures=1)
 
     writers = [threading.Thread(target=record, args=(n,)) for n in ("one", "two", "three")]
     for writer in writers:
@@ -164,9 +157,9 @@ def test_a_planted_record_that_is_not_one_of_ours_is_ignored(book, servers):
 
 def test_a_planted_record_can_keep_a_server_waiting_ten_minutes_at_most(book, clock):
     plant(book, {"notes": entry(at=NOW, wait_s=RETRY_AT_MOST_S)})
-    clock.t += RETRY_AT_MOST_S - 1
+    clock.advance(RETRY_AT_MOST_S - 1)
     assert book.waiting("notes", DIGEST) is not None
-    clock.t += 1
+    clock.advance(1)
     assert book.waiting("notes", DIGEST) is None
 
 
@@ -219,7 +212,7 @@ def test_a_symlink_planted_in_its_place_is_not_followed(book, tmp_path):
 
 
 def test_a_folder_in_its_place_leaves_each_process_its_own_memory(tmp_path, clock, pids, hubs):
-    book = FailureBook(tmp_path / FILE_NAME, clock)
+    book = FailureBook(tmp_path / FILE_NAME, clock.now)
     book.path.mkdir()
     assert book.waiting("silent", DIGEST) is None
     hub = McpHub({"silent": silent(pids)}, ToolRegistry(), failures=book)
@@ -238,7 +231,7 @@ def test_a_server_that_did_not_answer_is_not_even_started_by_the_next_process(
     tmp_path, clock, pids, hubs
 ):
     first = McpHub(
-        {"silent": silent(pids)}, ToolRegistry(), failures=FailureBook.in_home(tmp_path, clock)
+        {"silent": silent(pids)}, ToolRegistry(), failures=FailureBook.in_home(tmp_path, clock.now)
     )
     hubs.append(first)
     first.ensure()
@@ -247,8 +240,8 @@ def test_a_server_that_did_not_answer_is_not_even_started_by_the_next_process(
     first.close()
 
     # The next `chamberlain ask`: a new hub on the same home, five seconds later.
-    clock.t += 5
-    book = FailureBook.in_home(tmp_path, clock)
+    clock.advance(5)
+    book = FailureBook.in_home(tmp_path, clock.now)
     nextone = McpHub({"silent": silent(pids)}, ToolRegistry(), failures=book)
     hubs.append(nextone)
     since = nextone.now()
@@ -264,7 +257,7 @@ def test_a_server_that_did_not_answer_is_not_even_started_by_the_next_process(
     assert notice.retry_at == NOW + 15
 
     # Once its wait is over, it is tried again, and waited for twice as long after that.
-    clock.t = NOW + 16
+    clock.advance(11)  # to NOW + 16, a second past the wait
     nextone.ensure()
     assert processes_started(pids) == 2
     record = book.recorded("silent", settings_digest(silent(pids)))
@@ -274,7 +267,7 @@ def test_a_server_that_did_not_answer_is_not_even_started_by_the_next_process(
 
 def test_a_failure_in_this_request_is_not_called_an_earlier_one(tmp_path, clock, pids, hubs):
     hub = McpHub(
-        {"silent": silent(pids)}, ToolRegistry(), failures=FailureBook.in_home(tmp_path, clock)
+        {"silent": silent(pids)}, ToolRegistry(), failures=FailureBook.in_home(tmp_path, clock.now)
     )
     hubs.append(hub)
     since = hub.now()
@@ -287,7 +280,7 @@ def test_a_failure_in_this_request_is_not_called_an_earlier_one(tmp_path, clock,
 
 def test_testing_a_remembered_server_tries_it_and_clears_the_record(tmp_path, clock, hubs):
     notes = notes_config(write_notes(tmp_path / "notes"), connect_timeout_s=30)
-    book = FailureBook.in_home(tmp_path, clock)
+    book = FailureBook.in_home(tmp_path, clock.now)
     book.remember("notes", settings_digest(notes), "timeout", "it did not answer", failures=3)
     hub = McpHub({"notes": notes}, ToolRegistry(), failures=book)
     hubs.append(hub)
@@ -306,9 +299,9 @@ def test_testing_a_remembered_server_tries_it_and_clears_the_record(tmp_path, cl
 
 def test_a_server_that_connects_again_by_itself_clears_the_record(tmp_path, clock, hubs):
     notes = notes_config(write_notes(tmp_path / "notes"), connect_timeout_s=30)
-    book = FailureBook.in_home(tmp_path, clock)
+    book = FailureBook.in_home(tmp_path, clock.now)
     book.remember("notes", settings_digest(notes), "stopped", "exit code 1", failures=1)
-    clock.t += 16
+    clock.advance(16)
     hub = McpHub({"notes": notes}, ToolRegistry(), failures=book)
     hubs.append(hub)
     hub.ensure()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from core.clock import ManualClock
 from memory.db import open_database
 from memory.store.facts import MemoryStore
 from memory.types import FactStatus, Sensitivity
@@ -27,20 +28,20 @@ KEY = bytes(range(32))
 START = 1_700_000_000.0
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.t = START
+class _TickingClock(ManualClock):
+    """A second passes at every reading, so each row the script writes has its own moment (the
+    committed file was written this way)."""
 
     def now(self) -> float:
-        self.t += 1.0
-        return self.t
+        self.advance(1.0)
+        return super().now()
 
 
 def main() -> None:
     path = HERE / "schema1.db"
     for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
         leftover.unlink(missing_ok=True)
-    store = MemoryStore(open_database(path, key=KEY), _Clock())
+    store = MemoryStore(open_database(path, key=KEY), _TickingClock(START))
     try:
         store.add("my sister Anna lives in Lisbon", sensitivity=Sensitivity.LOW, category="people")
         store.add("I am allergic to peanuts", sensitivity=Sensitivity.PERSONAL, category="health")
