@@ -43,7 +43,7 @@ _CLI: dict[Remedy, str] = {
     Remedy.FIX_SETTINGS: "{message}. Fix or remove {subject}, or run `chamberlain settings "
     "pending` to see what waits",
     Remedy.CHECK_HOME_OWNER: "{message} — check the home directory's owner",
-    Remedy.FREE_DISK_SPACE: "{message}. Free some disk space and try again",
+    Remedy.FREE_DISK_SPACE: "{message}; free some space and try again",
     Remedy.UNLOCK_MEMORY: "{message}: give a passphrase in CHAMBERLAIN_MEMORY_PASSPHRASE, or run "
     "in a terminal to type one, or start a system keyring (GNOME Keyring, KWallet or KeePassXC's "
     "Secret Service)",
@@ -64,7 +64,7 @@ _APP: dict[Remedy, str] = {
     Remedy.REVIEW_SETTINGS: "{message}; review the changes in Settings",
     Remedy.FIX_SETTINGS: "{message}. Fix or remove {subject}, or change the setting in Settings",
     Remedy.CHECK_HOME_OWNER: "{message} — check the home directory's owner",
-    Remedy.FREE_DISK_SPACE: "{message}. Free some disk space and try again",
+    Remedy.FREE_DISK_SPACE: "{message}; free some space and try again",
     Remedy.UNLOCK_MEMORY: "{message}: quit Chamberlain and start it again to type the memory "
     "passphrase when it asks, or start a system keyring (GNOME Keyring, KWallet or KeePassXC's "
     "Secret Service)",

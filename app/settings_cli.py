@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from app.errors import FrontEnd, user_message
 from app.terminal import json_text
 
 _WHAT_TO_DO = (
@@ -60,7 +61,7 @@ def cmd_settings(args: argparse.Namespace, home: Path) -> int:
     try:
         loaded = pending_changes(home)
     except SettingsError as exc:
-        sys.stderr.write(f"chamberlain: {exc}\n")
+        sys.stderr.write(f"chamberlain: {user_message(exc, FrontEnd.CLI)}\n")
         return 1
     if loaded.seal_problem:
         sys.stderr.write(f"chamberlain: {loaded.seal_problem}\n")
@@ -101,7 +102,7 @@ def cmd_settings(args: argparse.Namespace, home: Path) -> int:
         else:
             done = discard_pending(home, keys)
     except SettingsError as exc:
-        sys.stderr.write(f"chamberlain: {exc}\n")
+        sys.stderr.write(f"chamberlain: {user_message(exc, FrontEnd.CLI)}\n")
         return 1
     except OSError as exc:
         sys.stderr.write(

@@ -18,7 +18,7 @@ from broker.llm.base import ChatModel, ModelError
 from broker.policy import PolicyError, load_policy_table
 from broker.runner import SelfTestError, self_test
 from broker.settings import Settings, SettingsError, load_settings, read_settings
-from core.errors import Remedy
+from core.errors import ChamberlainError, Remedy
 from tools.registry import builtin_registry
 
 
@@ -82,7 +82,8 @@ def _secret(home: Path) -> Check:
     try:
         secret = load_install_secret(home)
     except (OSError, ValueError) as exc:
-        return Check("token secret", False, f"cannot load the token secret: {exc}")
+        remedy = exc.remedy if isinstance(exc, ChamberlainError) else None
+        return Check("token secret", False, f"cannot load the token secret: {exc}", remedy=remedy)
     return Check(
         "token secret",
         True,

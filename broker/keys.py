@@ -235,8 +235,8 @@ def _publish(path: Path, key: bytes) -> bool:
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise KeyFileError(
-                f"the disk is full: the token secret could not be saved in {path}; free some "
-                "space and try again"
+                f"the disk is full: the token secret could not be saved in {path}",
+                remedy=Remedy.FREE_DISK_SPACE,
             ) from exc
         raise
     finally:

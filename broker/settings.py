@@ -600,10 +600,13 @@ def _seal_key(home: Path, *, required: bool = False) -> bytes | None:
         secret = load_install_secret(home)
     except (KeyFileError, OSError) as exc:
         if required:
-            raise SettingsError(
+            unsaved = SettingsError(
                 f"the settings were not saved, because Chamberlain's install secret cannot be "
                 f"read: {exc}"
-            ) from exc
+            )
+            if isinstance(exc, KeyFileError):
+                unsaved.remedy = exc.remedy  # a full disk: the front end says to free space
+            raise unsaved from exc
         log.warning("the settings seal cannot be checked: %s", exc)
         return None
     _seal_keys[home] = found = seal.seal_key(secret.key)

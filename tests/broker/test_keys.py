@@ -131,7 +131,12 @@ def test_a_full_disk_while_creating_the_key_is_a_plain_error_and_leaves_nothing(
     monkeypatch.setattr(os, "write", no_space)
     with pytest.raises(KeyFileError) as caught:
         load_install_secret(tmp_path)
+    # What happened; what to do is the remedy, worded by the front end as it always read.
     assert str(caught.value) == (
+        f"the disk is full: the token secret could not be saved in {tmp_path / 'token.key'}"
+    )
+    assert caught.value.remedy is Remedy.FREE_DISK_SPACE
+    assert user_message(caught.value, FrontEnd.CLI) == (
         f"the disk is full: the token secret could not be saved in {tmp_path / 'token.key'}; "
         "free some space and try again"
     )
