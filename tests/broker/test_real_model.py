@@ -17,6 +17,7 @@ from typing import Any
 import openai
 import pytest
 
+from broker.conversation import Conversation
 from broker.events import BackendNamed, TextDelta, TurnEvent
 from broker.llm.openai_client import OpenAIChatModel
 from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
@@ -216,3 +217,23 @@ def test_a_server_stopped_mid_session_ends_the_next_turn_with_a_clear_message(tm
             model.close()
     assert second.failed is True
     assert f"No model answers at {doomed.base_url}" in second.reply
+
+
+def test_a_follow_up_is_answered_from_the_earlier_turn_through_the_real_server(tmp_path, server):
+    """Memory is off: only the conversation, sent over real HTTP, holds the sister's name."""
+    model = OpenAIChatModel(server.base_url, timeout_s=240, temperature=0.0, reply_tokens=64)
+    session = open_session(tmp_path / "home", model)
+    try:
+        assert session.memory is None
+        assert session.memory_opener is None
+        conversation = Conversation()
+        session.ask("My sister's name is Ingrid.", conversation=conversation)
+        answer = session.ask("What is my sister's name?", conversation=conversation)
+        alone = session.ask("What is my sister's name?")
+    finally:
+        session.close()
+        model.close()
+
+    assert answer.status == "done", answer.reply
+    assert "ingrid" in answer.reply.lower(), answer.reply
+    assert "ingrid" not in alone.reply.lower(), alone.reply
