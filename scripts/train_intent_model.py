@@ -480,7 +480,7 @@ def route_out_of_fold(
         combination.CLASSIFIER_SURE = policy.classifier_sure
         combination.GUESS_OVERRULES_RULES = policy.guess_overrules_rules
         for fold, model in enumerate(models):
-            combination._classifier = lambda model=model: model  # type: ignore[misc]
+            combination._classifier = lambda weights=None, model=model: model  # type: ignore[misc]
             for i in indices:
                 if assignment[i] == fold:
                     out = route_heuristic(examples[i].text)
