@@ -1174,7 +1174,9 @@ def _main(argv: Sequence[str] | None) -> int:
         sys.stderr.write("\nchamberlain: cancelled\n")
         sys.stderr.flush()
         return EXIT_CANCELLED
-    except UsageError as exc:
+    except errors.UsageError as exc:
+        # The base class: a command module raising app.cli's UsageError imports this file
+        # anew under its own name when it runs as __main__ (`python -m app.cli`).
         sys.stderr.write(f"chamberlain: {exc}\n")
         return EXIT_USAGE
     except MemoryCommandError as exc:

@@ -241,3 +241,28 @@ def test_continue_and_temporary_together_are_a_usage_error(user):
     proc = run_cli(user, "ask", "--continue", "--temporary", "hello", "--llm", "none")
     assert proc.returncode == 2
     assert "--temporary keeps nothing" in proc.stderr
+
+
+def test_chat_reads_lines_from_a_pipe_as_turns_of_one_conversation(user, scripted_server):
+    server = scripted_server(["Paris.", "About 2.1 million."])
+    proc = run_cli(
+        user,
+        "chat",
+        "--llm",
+        server.base_url,
+        env=NO_REFINE,
+        stdin="what's the capital of France?\nand its population?\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["Paris.", "About 2.1 million."]
+    assert said(server.requests[1])[:2] == [
+        ("user", "what's the capital of France?"),
+        ("assistant", "Paris."),
+    ]
+    assert KEPT.search(proc.stderr)
+
+
+def test_chat_with_json_is_a_usage_error_that_names_what_to_use(user):
+    proc = run_cli(user, "chat", "--json", "--llm", "none")
+    assert proc.returncode == 2
+    assert "ask --json" in proc.stderr

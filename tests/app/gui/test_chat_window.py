@@ -1129,3 +1129,51 @@ def test_a_past_conversation_reopened_after_a_restart_is_asked_within_its_turns(
     again.close()
     memory.close()
     model.close()
+
+
+def test_a_conversation_kept_by_the_command_line_chat_opens_here_and_goes_on(
+    qtbot, run, app_home, docs
+):
+    from tests.support.cli import run_cli
+
+    user = docs.parent
+    proc = run_cli(
+        user,
+        "chat",
+        "--llm",
+        "none",
+        "--approve",
+        "file_read=once",
+        # Unencrypted, so this test can open the same file the command line kept it in.
+        env={"CHAMBERLAIN_MEMORY__ENCRYPTION": "off"},
+        stdin="list files in ~/Documents\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    memory = open_memory(user / ".chamberlain" / "memory.db")
+    chat = rig(qtbot, app_home, memory, prompter=Allow())
+    window = chat.window
+
+    async def open_and_follow_up() -> None:
+        await chat.shown()
+        item = window.conversation_list.item(0)
+        assert item.text() == "list files in ~/Documents"
+        window.conversation_list.setCurrentItem(item)
+        qtbot.mouseClick(
+            window.conversation_list.viewport(),
+            Qt.MouseButton.LeftButton,
+            pos=window.conversation_list.visualItemRect(item).center(),
+        )
+        await until(lambda: window.transcript.entries)
+        await window.settled()
+        [card] = cards(window)
+        assert card.status_text() == "OK"
+        card.toggle.click()
+        assert "notes.txt" in card.result.text()
+        # The listing the command line showed is what "the second one" points at here.
+        await type_and_send(qtbot, window, "read the second one")
+        await reply_count(window, 2)
+
+    run(open_and_follow_up())
+    assert "hello" in replies(window)[-1].view.toPlainText()
+    chat.close()
+    memory.close()
