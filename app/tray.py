@@ -38,6 +38,21 @@ _TOOL_ICONS = {
     "mcp_execute": "tool-command",
 }
 
+# What the tooltip says Chamberlain is doing while a tool of each capability runs.
+_TOOL_TIPS = {
+    "file_read": "reading files",
+    "file_write": "changing files",
+    "open_external": "opening something in another app",
+    "system_execute": "running a command",
+    "system_read": "looking up system information",
+    "screen_read": "looking at your screen",
+    "web_access": "using the web",
+    "memory_write": "remembering something",
+    "mcp_read": "using an MCP tool",
+    "mcp_write": "using an MCP tool",
+    "mcp_execute": "using an MCP tool",
+}
+
 _STATE_TIPS = {
     "idle": "Chamberlain — ready",
     THINKING: "Chamberlain — working on your request",
@@ -80,6 +95,7 @@ class Tray(QObject):
         self.menu.setAccessibleName("Chamberlain menu")
         self.actions: dict[str, QAction] = {}
         self._add("chat", "Open chat", self.open_chat)
+        # Ticked while paused; its text never flips ("Resume" ticked would read as resumed).
         self.pause = self._add("pause", "Pause assistant", None)
         self.pause.setCheckable(True)
         self.pause.toggled.connect(self._pause_toggled)
@@ -139,11 +155,10 @@ class Tray(QObject):
             self.icon.setIcon(icon_for(state, detail))
         tip = _STATE_TIPS.get(state)
         if state == TOOL:
-            tip = f"Chamberlain — using {detail.replace('_', ' ') or 'a tool'}"
+            tip = f"Chamberlain — {_TOOL_TIPS.get(detail, 'using a tool')}"
         self.icon.setToolTip(tip or _STATE_TIPS["idle"])
         self.pause.blockSignals(True)
         self.pause.setChecked(state == PAUSED)
-        self.pause.setText("Resume assistant" if state == PAUSED else "Pause assistant")
         self.pause.blockSignals(False)
 
     def set_waiting(self, count: int) -> None:

@@ -55,21 +55,29 @@ def test_each_state_has_its_own_icon(tray, state, detail):
     assert len(others) >= len(STATES) - 2
 
 
-def test_the_tooltip_names_the_capability_in_use(tray):
+def test_the_tooltip_says_in_words_what_the_tool_in_use_is_doing(tray):
     tray.show_state(TOOL, "system_execute")
-    assert "system execute" in tray.icon.toolTip()
+    assert tray.icon.toolTip() == "Chamberlain — running a command"
+    tray.show_state(TOOL, "file_read")
+    assert tray.icon.toolTip() == "Chamberlain — reading files"
+    tray.show_state(TOOL, "web_access")
+    assert "_" not in tray.icon.toolTip()
 
 
 def test_pause_from_the_menu_pauses_the_assistant_and_shows_it(tray, run):
     tray.actions["pause"].trigger()
     assert tray.assistant.paused
     assert tray.shown_state == (PAUSED, "")
-    assert tray.actions["pause"].text() == "Resume assistant"
+    # Ticked, and still saying what ticking it means: never a ticked "Resume assistant".
+    assert tray.actions["pause"].isChecked()
+    assert tray.actions["pause"].text() == "Pause assistant"
     with pytest.raises(Paused):
         run(tray.assistant.ask("list files in /tmp"))
     tray.actions["pause"].trigger()
     assert not tray.assistant.paused
     assert tray.shown_state == (IDLE, "")
+    assert not tray.actions["pause"].isChecked()
+    assert tray.actions["pause"].text() == "Pause assistant"
 
 
 def test_the_icon_flashes_while_a_permission_question_waits(tray, qtbot):
