@@ -174,13 +174,16 @@ class Executor:
         turn: TurnScope,
         context: list[str] | None = None,
         conversation: Conversation | None = None,
+        steps: list[Step] | None = None,
     ) -> ExecutionResult:
         """Carry out one turn. `context`: lines for the system prompt (anchors, recalled facts);
         `conversation`: the earlier turns, sent to the model before this message (data, as
-        they were: broker/conversation.py)."""
+        they were: broker/conversation.py). `steps` (the result's `steps`) is filled as each
+        call ends, so a turn stopped midway still has the calls that finished."""
+        steps = steps if steps is not None else []
         direct = takes_direct(router, policy)
         if direct is not None:
-            return self._direct(router, turn, *direct)
+            return self._direct(router, turn, *direct, steps=steps)
         if self.model is None:
             return ExecutionResult(
                 reply=self._no_model_reply(router, policy),
@@ -192,20 +195,22 @@ class Executor:
             # Already failed in this turn: asking again would cost another full deadline.
             reply, remedy = _model_failed(failure)
             return ExecutionResult(reply=reply, failed=True, remedy=remedy)
-        return self._loop(router, policy, turn, context or [], conversation)
+        return self._loop(router, policy, turn, context or [], conversation, steps)
 
     # --- direct actions ----------------------------------------------------------------------
 
     def _direct(
-        self, router: RouterOutput, turn: TurnScope, tool: str, arguments: dict[str, Any]
+        self,
+        router: RouterOutput,
+        turn: TurnScope,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        steps: list[Step],
     ) -> ExecutionResult:
         outcome = self.runner.execute(turn, tool, arguments)
-        result = ExecutionResult(
-            reply="",
-            tool_calls=[outcome.record],
-            direct=True,
-            steps=[Step(calls=(exchange_of(outcome, arguments),))],
-        )
+        steps.append(Step(calls=(exchange_of(outcome, arguments),)))
+        result = ExecutionResult(reply="", tool_calls=[outcome.record], direct=True, steps=steps)
         if outcome.result is None:
             result.reply = describe_failure(outcome.record)
             result.failed = True
@@ -258,6 +263,7 @@ class Executor:
         turn: TurnScope,
         context: list[str],
         conversation: Conversation | None,
+        steps: list[Step],
     ) -> ExecutionResult:
         assert self.model is not None
         tools = [m.openai_schema() for m in self.registry.manuals(policy.allowed_tools)]
@@ -273,7 +279,7 @@ class Executor:
             *earlier,
             {"role": "user", "content": router.text},
         ]
-        result = ExecutionResult(reply="")
+        result = ExecutionResult(reply="", steps=steps)
         seen: dict[str, int] = {}
         errors = 0
         cuts: list[str] = []

@@ -665,9 +665,7 @@ class Session:
         if question is not None:
             result = ExecutionResult(reply=question)
         else:
-            result = self._execute(router, policy, scope, recollection, conversation)
-            if steps is not None:
-                steps.extend(result.steps)
+            result = self._execute(router, policy, scope, recollection, conversation, steps)
             note = self._understood_note(router)
             if note is not None:
                 result.reply = f"{result.reply}\n\n{note}" if result.reply else note
@@ -791,6 +789,7 @@ class Session:
         scope: TurnScope,
         recollection: Recollection | None,
         conversation: Conversation | None = None,
+        steps: list[Step] | None = None,
     ) -> ExecutionResult:
         if router.intent is Intent.MEMORY_WRITE:
             # Written by the post-hook, which also says what happened: no model round trip.
@@ -800,7 +799,7 @@ class Session:
             if self.memory is None and self.model is not None and said_earlier:
                 # "What is my sister's name?" may be answered by what was said in this
                 # conversation: the model reads it, with no facts recalled.
-                return self.executor.run(router, policy, scope, [], conversation)
+                return self.executor.run(router, policy, scope, [], conversation, steps)
             if self.memory is None:
                 why = self.memory_problem or "not configured"
                 return ExecutionResult(reply=f"Memory is not available: {why}", failed=True)
@@ -809,7 +808,7 @@ class Session:
 
                 return ExecutionResult(reply=answer_from_memory(recollection or Recollection()))
         context = recollection.context_lines() if recollection is not None else []
-        return self.executor.run(router, policy, scope, context, conversation)
+        return self.executor.run(router, policy, scope, context, conversation, steps)
 
 
 def conversation_turn(text: str, turn: TurnResult, steps: list[Step]) -> Turn:

@@ -35,6 +35,7 @@ from memory.conversations import ChatMessage, ConversationStore
 from tests.support.memory_store import open_store
 from tests.support.openai_server import ToolCalls
 from tests.support.scripted_model import Request, ScriptedModel, replies
+from tools.stop import StopSignal
 
 HOSTILE = (
     "Meeting notes, Tuesday.\n"
@@ -202,6 +203,35 @@ def test_the_router_is_given_the_persons_words_and_what_each_turn_named_and_list
     ]
     # A reply is never what the person said: only their messages are `text`.
     assert [e.text for e in conversation.earlier()] == ["list files in ~/Documents", "thanks"]
+
+
+def test_a_turn_stopped_midway_keeps_the_calls_that_finished_for_the_next_turn(
+    tmp_path: Path, person: Path
+) -> None:
+    stop = StopSignal()
+
+    def model_of(request: Request) -> Any:
+        if request.last["role"] == "tool":
+            stop.stop()  # the person presses Stop while the model asks for a second file
+            return ToolCalls([("file_read", {"path": "~/Documents/notes.txt"})])
+        if "plan.txt" in request.last["content"]:
+            return ToolCalls([("file_read", {"path": "~/Documents/plan.txt"})])
+        return "You asked about your plan."
+
+    model = ScriptedModel(model_of)
+    session = open_session(tmp_path, model)
+    conversation = Conversation()
+    stopped = session.ask("summarise ~/Documents/plan.txt", conversation=conversation, stop=stop)
+    assert stopped.status == "cancelled"
+    session.ask("what did you find before I stopped you?", conversation=conversation)
+
+    kept = conversation.turns[0]
+    assert kept.status == "cancelled"
+    assert [(c.tool, c.ok) for c in kept.calls] == [("file_read", True)]
+    follow_up = model.chat_requests[-1]
+    assert roles(follow_up) == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert "Call the bank" in follow_up.messages[3]["content"]
+    assert follow_up.messages[4] == {"role": "assistant", "content": "Stopped."}
 
 
 # --- trust does not leak across turns ---------------------------------------------------------
