@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.windows.words import capability_words, counted, tool_words
 from broker.audit.events import AuditEvent
 from broker.audit.tail import tail
 from broker.permissions import TOKEN_PROBLEM_TEXT
@@ -133,18 +134,25 @@ def _short(value: object, limit: int = 60) -> str:
 _QUIET = frozenset({"call_id", "token_id", "message", "reply", "output", "turn_id"})
 
 
-def summary(event: str, data: dict[str, Any]) -> str:
-    """One stage in one short line: the Activity window's Detail and `chamberlain audit tail`."""
+def summary(event: str, data: dict[str, Any], *, plain: bool = False) -> str:
+    """One stage in one short line: the Activity window's Detail (`plain`: capabilities and
+    tools in words, "Read files", "List a folder") and `chamberlain audit tail` (their ids, as
+    the log and the command line's options spell them)."""
     get = data.get
     scope = f" for {_short(get('scope'), 160)}" if get("scope") not in (None, "*") else ""
-    cap = get("capability") or ""
+    cap = _text(get("capability"))
+    if plain and cap:
+        cap = capability_words(cap)
     if event == AuditEvent.ROUTER_OUTPUT:
         return (
             f"understood as {get('intent')} ({get('source')}, confidence {get('confidence')}, "
             f"risk {get('risk_level')})"
         )
     if event == AuditEvent.POLICY_DECISION:
-        return f"allowed tools: {_short(get('allowed_tools') or [])}"
+        allowed = get("allowed_tools") or []
+        if plain and isinstance(allowed, list):
+            allowed = [tool_words(t) if isinstance(t, str) else t for t in allowed]
+        return f"allowed tools: {_short(allowed)}"
     if event == AuditEvent.PERMISSION_CHECK:
         if get("outcome") == "grant":
             return f"{cap}{scope}: covered by grant {get('grant_id')}"
@@ -170,15 +178,24 @@ def summary(event: str, data: dict[str, Any]) -> str:
             return f"{get('status')}, {output['len']} characters of output"
         return str(get("status") or "")
     if event == AuditEvent.EXECUTOR_RESPONSE:
-        how = "direct" if get("direct") else f"{get('iterations')} model step(s)"
-        return f"reply of {_short(get('reply'))}, {get('calls')} tool call(s), {how}"
+        how = "direct" if get("direct") else _counted(get("iterations"), "model step")
+        return f"reply of {_short(get('reply'))}, {_counted(get('calls'), 'tool call')}, {how}"
     if event == AuditEvent.MEMORY_RECALL:
-        return f"recalled {len(get('fact_ids') or [])} fact(s), held back {get('held_back')}"
+        recalled = counted(len(get("fact_ids") or []), "fact")
+        return f"recalled {recalled}, held back {get('held_back')}"
     if event == AuditEvent.POSTHOOK_SUMMARY:
         status = get("status", "done")
-        return f"turn {status}: {get('intent')}, {len(get('calls') or [])} tool call(s)"
+        return f"turn {status}: {get('intent')}, {counted(len(get('calls') or []), 'tool call')}"
     shown = {k: v for k, v in data.items() if k not in _QUIET}
     return _short(shown, 120)
+
+
+def _counted(value: object, noun: str) -> str:
+    """A count the log recorded, with its noun in the right number; what is not a count is
+    shown as it is (the log is read, never trusted to be well formed)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return counted(value, noun)
+    return f"{value} {noun}s"
 
 
 def decision(event: str, data: dict[str, Any]) -> str:
@@ -245,7 +262,7 @@ def _row(record: dict[str, Any]) -> ActivityRow:
         tool=_text(data.get("tool")),
         capability=_text(data.get("capability")),
         decision=decision(event, data),
-        detail=summary(event, data),
+        detail=summary(event, data, plain=True),
     )
 
 

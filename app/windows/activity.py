@@ -42,7 +42,7 @@ from app.qt_session import QtSession
 from app.windows.palette import good_color, problem_color
 from app.windows.tables import EmptyOr, table
 from app.windows.tasks import Coalesced, spawn
-from app.windows.words import capability_words, when_exactly
+from app.windows.words import capability_words, tool_words, when_exactly
 from broker.audit.verify import VerifyResult, verify
 from broker.events import TurnEnded, TurnEvent
 from tools.escapes import visible
@@ -125,7 +125,7 @@ class ActivityModel(QAbstractTableModel):
         values = {
             TURN: row.turn_id,
             STAGE: row.stage,
-            TOOL: row.tool,
+            TOOL: tool_words(row.tool),
             DECISION: row.decision,
             DETAIL: row.detail,
         }
@@ -206,7 +206,7 @@ class ActivityWindow(QWidget):
     def __init__(self, assistant: QtSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.assistant = assistant
-        self.setWindowTitle("Chamberlain — Activity")
+        self.setWindowTitle("Activity")  # Qt adds " — Chamberlain" (words.py)
         self.setAccessibleName("Activity")
         self.resize(1100, 640)
         self._reload = Coalesced(self._load)
@@ -372,7 +372,7 @@ class ActivityWindow(QWidget):
             return
         row = self.model.rows[self.proxy.mapToSource(current).row()]
         parts = [f"#{row.seq}" if row.seq is not None else "", when_exactly(row.time), row.stage]
-        parts += [row.tool, capability_words(row.capability) if row.capability else ""]
+        parts += [tool_words(row.tool), capability_words(row.capability) if row.capability else ""]
         parts += [row.decision]
         heading = " · ".join(p for p in parts if p and p != "—")
         self.details.setText(visible(f"{heading}\n{row.detail}", lines=True))

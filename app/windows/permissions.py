@@ -41,7 +41,7 @@ from app.windows.confirm import confirm
 from app.windows.palette import problem_color
 from app.windows.tables import EmptyOr, caption, table
 from app.windows.tasks import Coalesced, spawn
-from app.windows.words import capability_words, duration, when
+from app.windows.words import capability_words, duration, span, tool_words, when
 from broker.events import TurnEnded, TurnEvent
 from broker.session import Session
 from broker.types import Grant, GrantMode
@@ -56,10 +56,18 @@ DENIALS_SHOWN = 20
 
 _MODE_WORDS = {
     GrantMode.ONCE: "Once",
-    GrantMode.TIMED: "For a while",
+    GrantMode.TIMED: "For a set time",  # only when the grant does not say how long
     GrantMode.SESSION: "Until Chamberlain quits",
     GrantMode.ALWAYS: "Always",
 }
+
+
+def mode_words(grant: Grant) -> str:
+    """How long the grant was given for, as the person chose it: "For 5 minutes", "Once"…"""
+    if grant.mode is GrantMode.TIMED and grant.expires_at is not None:
+        return f"For {span(grant.expires_at - grant.issued_at)}"
+    return _MODE_WORDS.get(grant.mode, grant.mode.value)
+
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -157,7 +165,7 @@ class GrantsModel(QAbstractTableModel):
         if column == 1:
             return scope_words(grant.capability, grant.scope)
         if column == 2:
-            return _MODE_WORDS.get(grant.mode, grant.mode.value)
+            return mode_words(grant)
         if self._countdown:
             return time_left(grant, self.now)
         return when(self.last_used.get(grant.id)) if grant.id in self.last_used else "not yet"
@@ -203,7 +211,7 @@ class DenialsModel(QAbstractTableModel):
             kind = "Call refused"
         else:
             kind = "Denied"
-        tool = visible(row.tool) if row.tool else "—"
+        tool = visible(tool_words(row.tool)) if row.tool else "—"
         values = (when(row.time), what, where, tool, f"{kind}: {visible(row.why)}")
         return values[index.column()]
 
@@ -220,7 +228,7 @@ class PermissionsWindow(QWidget):
     def __init__(self, assistant: QtSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.assistant = assistant
-        self.setWindowTitle("Chamberlain — Permissions")
+        self.setWindowTitle("Permissions")  # Qt adds " — Chamberlain" (words.py)
         self.setAccessibleName("Permissions")
         self.resize(860, 620)
         self._reload = Coalesced(self._load)
@@ -260,7 +268,7 @@ class PermissionsWindow(QWidget):
 
         self.live = EmptyOr(
             self.live_view,
-            "Nothing is allowed right now. When you allow something once, for a while or "
+            "Nothing is allowed right now. When you allow something once, for a set time or "
             "until Chamberlain quits, it appears here with the time it has left.",
         )
         self.rules = EmptyOr(

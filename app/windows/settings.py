@@ -123,7 +123,7 @@ _NUMBERS: tuple[tuple[str, str, str], ...] = (
     (
         "permissions.timed_default_minutes",
         "Default timed &grant",
-        "Minutes an “allow for a while” answer lasts.",
+        "Minutes the permission question's “Allow for” answer offers first.",
     ),
     (
         "permissions.prompt_timeout_s",
@@ -323,7 +323,7 @@ def _failed(done: str, exc: Exception, home: Any) -> str:
             f"Nothing was {done}: {home} could not be written ({exc.strerror or exc}). Check "
             "that it is writable."
         )
-    return f"Nothing was {done}: {exc}."
+    return f"Nothing was {done}: {user_message(exc, FrontEnd.APP) or exc}."
 
 
 class SettingsWindow(QWidget):
@@ -351,9 +351,9 @@ class SettingsWindow(QWidget):
         self._url_check.setSingleShot(True)
         self._url_check.setInterval(_CHECK_AFTER_MS)
         self._url_check.timeout.connect(self.check_address)
-        self.setWindowTitle("Chamberlain Settings")
+        self.setWindowTitle("Settings")  # Qt adds " — Chamberlain" (words.py)
         self.setObjectName("settings-window")
-        self.setAccessibleName("Chamberlain Settings")
+        self.setAccessibleName("Settings")
         self.resize(720, 820)
         self._build()
         self.load()

@@ -1,8 +1,12 @@
-"""Words the windows share: what each capability lets Chamberlain do, moments and spans of time.
+"""Words the windows share: what each capability and tool does, counts, moments and spans of time.
 
 A capability has two wordings on purpose: the Permissions and Activity windows list what a
 capability lets Chamberlain do ("Run commands"), the permission dialog asks for one action of it
 ("Run a command").
+
+A window's title says what the window is ("Settings", "Permissions"), never the app's name: Qt
+adds " — Chamberlain" (the application display name) where the desktop lists windows, so a title
+that named the app would read "Chamberlain — Settings" there, or the name twice.
 
 Plain functions of their arguments: no Qt, no I/O.
 """
@@ -43,6 +47,46 @@ ACTION_WORDS: dict[Capability, str] = {
     Capability.MCP_WRITE: "Use an MCP tool that changes things",
     Capability.MCP_EXECUTE: "Use an MCP tool that runs things",
 }
+
+
+# What each built-in tool does, as the windows name a tool ("List a folder", never `file_list`).
+# An MCP tool has no entry: it is shown by the name its server gives it.
+TOOL_WORDS: dict[str, str] = {
+    "file_list": "List a folder",
+    "file_read": "Read a file",
+    "file_search": "Search files",
+    "get_active_window": "See which window is active",
+    "open_path": "Open a file or folder",
+    "open_url": "Open a link",
+    "screen_capture": "Take a screenshot",
+    "system_execute": "Run a command",
+    "system_info": "Look up system information",
+    "web_fetch": "Fetch a web page",
+    "web_search": "Search the web",
+}
+
+
+def tool_words(tool: str) -> str:
+    """What the tool does, in words ("List a folder"); an MCP tool by its own name."""
+    return TOOL_WORDS.get(tool, tool)
+
+
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """A count with its noun: "1 permission", "3 permissions", "0 facts"."""
+    return f"{count} {singular if count == 1 else (plural or singular + 's')}"
+
+
+def span(seconds: float) -> str:
+    """How long something lasts, in whole words: "5 minutes", "1 hour 30 minutes", "45 seconds".
+    (``duration`` is the countdown's short form, to the second.)"""
+    total = max(0, round(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return counted(hours, "hour") + (f" {counted(minutes, 'minute')}" if minutes else "")
+    if minutes:
+        return counted(minutes, "minute") + (f" {counted(secs, 'second')}" if secs else "")
+    return counted(secs, "second")
 
 
 def capability_words(capability: str) -> str:

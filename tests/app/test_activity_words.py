@@ -158,3 +158,29 @@ def test_last_uses_come_from_the_grant_and_each_later_check_it_covered(tmp_path,
     clock.advance(120)
     s.ask(f"list files in {docs}")  # covered by the same grant: no new prompt
     assert last_uses(s.audit.path) == {grant.id: pytest.approx(START + 120)}
+
+
+def test_the_activity_window_reads_counts_capabilities_and_tools_in_words_the_cli_keeps_ids(
+    tmp_path, docs
+):
+    from app.activity_words import summary
+    from app.windows.words import TOOL_WORDS
+    from tools.registry import builtin_registry
+
+    s = session(tmp_path, GrantMode.ONCE, ManualClock(START))
+    s.ask(f"list files in {docs}")
+    shown = rows(s.audit.path)
+    details = {r.stage: r.detail for r in shown}
+    # One call: "1 tool call", never "1 tool call(s)"; "0 facts" when none.
+    assert "1 tool call" in details["Turn ended"]
+    assert not any("(s)" in r.detail for r in shown)
+    assert details["Permission given"].startswith("once grant ")
+    assert f"Read files for {docs}" in details["Permission given"]
+    assert "List a folder" in details["Tools allowed"]
+    assert not any("file_read" in r.detail or "file_list" in r.detail for r in shown)
+    # `chamberlain audit tail` keeps the ids a command line can be given and grepped for.
+    data = {"capability": "file_read", "scope": str(docs), "mode": "once", "grant_id": "g1"}
+    assert f"file_read for {docs}" in summary(AuditEvent.PERMISSION_GRANTED, data)
+    assert "file_list" in summary(AuditEvent.POLICY_DECISION, {"allowed_tools": ["file_list"]})
+    # Every built-in tool has its words (a new one would otherwise show as its id).
+    assert set(builtin_registry().names()) <= set(TOOL_WORDS)

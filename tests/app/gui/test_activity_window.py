@@ -88,17 +88,23 @@ def test_the_table_shows_each_stage_of_a_turn_and_the_filters_narrow_it(qtbot, r
     assert stages[0] == "Turn ended"  # newest first
     offered = [window.filters[TOOL].itemText(i) for i in range(window.filters[TOOL].count())]
     assert offered[0] == "All tools"
-    assert "file_list" in offered
+    # Tools in words, never their ids.
+    assert "List a folder" in offered
+    assert not any("_" in tool for tool in offered)
+    assert window.windowTitle() == "Activity"  # Qt adds the app's name
 
-    choose(window, TOOL, "file_list")
-    assert set(shown(window, TOOL)) == {"file_list"}
+    choose(window, TOOL, "List a folder")
+    assert set(shown(window, TOOL)) == {"List a folder"}
     assert "Tool finished" in shown(window, STAGE)
     choose(window, STAGE, "Permission given")
     assert shown(window, STAGE) == ["Permission given"]
     assert shown(window, DECISION) == ["allowed (once)"]
     window.view.setCurrentIndex(window.proxy.index(0, 0))  # the step, in full, below the table
-    assert "Permission given · file_list · Read files · allowed (once)" in window.details.text()
-    assert f"file_read for {docs}, by user" in window.details.text()
+    details = window.details.text()
+    assert "Permission given · List a folder · Read files · allowed (once)" in details
+    assert f"Read files for {docs}, by user" in details
+    assert "file_read" not in details
+    assert "file_list" not in details
     assert window.count.text().startswith("1 of ")
 
     window.filters[TOOL].setCurrentIndex(0)

@@ -81,9 +81,10 @@ def test_a_timed_grant_shows_its_time_left_counting_down_and_revoking_it_asks_ag
     assert [cell(window, "live", 0, c) for c in range(4)] == [
         "Read files",
         str(docs),
-        "For a while",
+        "For 5 minutes",  # how long the person chose, not "for a while"
         "5 min 00 s",
     ]
+    assert window.windowTitle() == "Permissions"  # Qt adds the app's name
 
     clock.advance(61)  # the window's own one-second timer re-renders; nothing is re-read
     qtbot.waitUntil(lambda: cell(window, "live", 0, 3) == "3 min 59 s", timeout=3000)
@@ -199,7 +200,7 @@ def test_a_denied_request_appears_among_the_recently_refused(qtbot, run, app_hom
     run(go())
     assert cell(window, "denials", 0, 1) == "Read files"
     assert cell(window, "denials", 0, 2) == str(docs)
-    assert cell(window, "denials", 0, 3) == "file_list"
+    assert cell(window, "denials", 0, 3) == "List a folder"  # the tool in words, not file_list
     assert cell(window, "denials", 0, 4) == "Denied: you said no"
     assert window.live_model.rowCount() == 0
     assistant.close()

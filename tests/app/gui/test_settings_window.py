@@ -301,6 +301,7 @@ def test_a_setting_an_environment_variable_decides_is_shown_as_such(
 
 
 def test_every_field_has_an_accessible_name_a_label_and_is_reached_with_tab(window):
+    assert window.windowTitle() == "Settings"  # Qt adds the app's name, once
     labelled = {label.buddy() for label in window.findChildren(QLabel) if label.buddy() is not None}
     for path, field in window.fields.items():
         editor = field.editor
