@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from broker.router.followup import Earlier
@@ -39,7 +39,9 @@ __all__ = [
     "Step",
     "ToolExchange",
     "Turn",
+    "arguments_text",
     "save_turn",
+    "turn_rows",
 ]
 
 TurnStatus = Literal["done", "failed", "cancelled"]
@@ -369,8 +371,3 @@ def arguments_text(arguments: str | Mapping[str, Any]) -> str:
     if isinstance(arguments, str):
         return arguments
     return json.dumps(dict(arguments), ensure_ascii=False, default=str)
-
-
-def with_reply(turn: Turn, reply: str, status: TurnStatus | None = None) -> Turn:
-    """`turn` with another reply (the session's final words for it), and status."""
-    return replace(turn, reply=reply, status=status or turn.status)
