@@ -361,6 +361,17 @@ def test_search_by_glob_is_case_insensitive_and_finds_folders(
     assert "docs/old/" in folders.text
 
 
+def test_a_listing_and_a_search_say_what_they_listed_as_paths_in_the_order_shown(
+    project: Path, tools: dict[str, Tool]
+) -> None:
+    """What a follow-up's "the second one" points at: the entries as shown, folders first."""
+    listing = call(tools["file_list"], path=str(project))
+    assert listing.listed == tuple(str(project / name) for name in ("docs", "src", "README.TXT"))
+    found = call(tools["file_search"], root=str(project), name_glob="*.txt")
+    assert found.listed == tuple(h["path"] for h in found.data["hits"])
+    assert found.listed[1] == str(project / "docs" / "notes.txt")
+
+
 def test_search_by_content_gives_line_and_snippet_and_skips_binaries(
     project: Path, tools: dict[str, Tool]
 ) -> None:
