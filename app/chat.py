@@ -21,8 +21,16 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, QTimer, QUrl
-from PySide6.QtGui import QGuiApplication, QKeyEvent, QKeySequence, QShortcut, QShowEvent
+from PySide6.QtCore import QSize, Qt, QTimer, QUrl
+from PySide6.QtGui import (
+    QCursor,
+    QGuiApplication,
+    QKeyEvent,
+    QKeySequence,
+    QScreen,
+    QShortcut,
+    QShowEvent,
+)
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
@@ -49,7 +57,7 @@ from app.chat_entries import (
     ToolEntry,
     UserEntry,
 )
-from app.chat_view import Transcript
+from app.chat_view import ElidedLabel, Transcript
 from app.errors import FrontEnd, worded
 from app.mcp_cli import left_out_line
 from app.memory_words import app_line
@@ -88,6 +96,11 @@ log = logging.getLogger("chamberlain.app.chat")
 
 # Streaming text is re-rendered at most this often (the first piece at once).
 RENDER_MS = 50
+# The size the chat opens at where the screen has room for it; on a smaller screen (or a larger
+# scale: 1280x800 at 1.5x is 853x533) it opens as big as the screen's free area allows, less
+# SCREEN_MARGIN for the window manager's frame and title bar.
+CHAT_SIZE = QSize(900, 650)
+SCREEN_MARGIN = QSize(32, 72)
 TITLE_CHARS = 60
 # Memory actions that kept something new, which Undo forgets again ("duplicate" kept nothing).
 KEPT_ACTIONS = ("added", "superseded", "pending")
@@ -176,8 +189,8 @@ class ChatWindow(QWidget):
         self._render_timer.timeout.connect(self._render_reply)
         self.setWindowTitle("Chamberlain — Chat")
         self.setAccessibleName("Chamberlain chat")
-        self.resize(900, 650)
         self._build()
+        self.fit_to_screen(QGuiApplication.screenAt(QCursor.pos()))
         assistant.turn_event.connect(self._on_event)
         assistant.memory_changed.connect(self._memory_changed)
         self._catch_up = Coalesced(self._catch_up_with_memory)
@@ -223,12 +236,12 @@ class ChatWindow(QWidget):
         column.setContentsMargins(4, 8, 8, 8)
         column.setSpacing(6)
         header = QHBoxLayout()
-        self.title = QLabel("New chat")
+        # Cut to the room there is: a long title must not make the window wider than the screen.
+        self.title = ElidedLabel("New chat", "Conversation title")
         font = self.title.font()
         font.setBold(True)
         font.setPointSizeF(font.pointSizeF() * 1.15)
         self.title.setFont(font)
-        self.title.setAccessibleName("Conversation title")
         header.addWidget(self.title, 1)
         self.temporary_toggle = QCheckBox("Temporary chat")
         self.temporary_toggle.setAccessibleName("Temporary chat")
@@ -315,6 +328,23 @@ class ChatWindow(QWidget):
             await asyncio.wait(set(self._pending))
 
     # -- showing -----------------------------------------------------------------------------
+
+    def fit_to_screen(self, screen: QScreen | None = None) -> None:
+        """Size the window to CHAT_SIZE, or less to fit `screen`'s free area (the primary
+        screen's when None), and centre it there, so the message box and Stop are on screen."""
+        screen = screen or QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        room = screen.availableGeometry()
+        width = max(1, min(CHAT_SIZE.width(), room.width() - SCREEN_MARGIN.width()))
+        height = max(1, min(CHAT_SIZE.height(), room.height() - SCREEN_MARGIN.height()))
+        self.resize(width, height)
+        # move() places the frame: its title bar goes above the height given here.
+        frame = SCREEN_MARGIN.height() // 2
+        self.move(
+            room.x() + (room.width() - width) // 2,
+            room.y() + max(0, (room.height() - height - frame) // 2),
+        )
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)

@@ -136,6 +136,8 @@ class Entry:
 @dataclass(eq=False)
 class UserEntry(Entry):
     body: str = ""
+    # A long paste shows all its lines (the person asked to see them), not the first few.
+    expanded: bool = False
 
 
 @dataclass(eq=False)

@@ -8,30 +8,39 @@ open, as a short one (`python -m bench.chat_window` measures it).
 
 Replies are markdown rendered by QTextDocument. A rendered reply never fetches anything (no
 image, no file, no URL: `loadResource` answers nothing) and a link opens nothing by itself: it is
-handed to the window (`link_activated`), which decides. This module keeps no conversation and
-calls nothing of the broker's; the window feeds it.
+handed to the window (`link_activated`), which decides. A reply's fenced code blocks are shown
+apart from its text, each with its lines as written (scrolling sideways, never wrapped or cut)
+and a Copy button. Text runs no wider than a readable measure (MEASURE_CHARS), and a long
+message the person pasted shows its first lines until they ask for all of it. This module keeps
+no conversation and calls nothing of the broker's; the window feeds it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
     QFont,
     QFontDatabase,
+    QGuiApplication,
     QKeyEvent,
     QPalette,
     QResizeEvent,
+    QTextCursor,
     QTextDocument,
+    QWheelEvent,
 )
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QScrollArea,
@@ -54,6 +63,7 @@ from app.chat_entries import (
 )
 from app.windows.palette import good_color, problem_color
 from app.windows.words import capability_words
+from tools.escapes import visible
 
 # Widgets built when a conversation opens, and per page while scrolling up.
 PAGE = 24
@@ -62,6 +72,17 @@ MAX_LIVE = 120
 # A tool result shows this much until "Show more"; and never more than FULL_RESULT_CHARS.
 RESULT_PREVIEW_CHARS = 1200
 RESULT_PREVIEW_LINES = 20
+# Text lines run no wider than about this many characters: past ~100 the eye loses its place
+# going back to the next line's start (the transcript's column is centred in a wider window).
+MEASURE_CHARS = 96
+# A message of the person's longer than this (lines, or characters) shows its first
+# PASTE_PREVIEW_LINES lines (at most PASTE_PREVIEW_CHARS) until "Show all N lines".
+PASTE_COLLAPSE_LINES = 12
+PASTE_COLLAPSE_CHARS = 1500
+PASTE_PREVIEW_LINES = 8
+PASTE_PREVIEW_CHARS = 800
+# How long a Copy button says "Copied" before it offers to copy again.
+COPIED_MS = 1500
 STYLE = """
 #userBubble { background: palette(alternate-base); border: 1px solid palette(midlight);
               border-radius: 10px; }
@@ -78,6 +99,10 @@ STYLE = """
 QToolButton#disclosure { border: none; color: palette(link); padding: 0; }
 QPushButton#linkButton { border: none; color: palette(link); text-decoration: underline;
                          padding: 0 4px; background: transparent; }
+QPushButton#linkButton:focus { outline: 1px solid palette(highlight); }
+#codeBlock { background: palette(alternate-base); border: 1px solid palette(midlight);
+             border-radius: 6px; }
+#codeLanguage { color: palette(placeholder-text); }
 """
 
 
@@ -126,6 +151,7 @@ class MarkdownView(QTextBrowser):
             # No raw HTML: a reply (the model's, perhaps echoing a web page) could otherwise hide
             # text (`<span style="font-size:0">`) or dress a link up as something else.
             self.document().setMarkdown(text, _NO_HTML)
+            _wrap_code(self.document())
         self.updateGeometry()
 
     def loadResource(self, kind: int, name: QUrl | str) -> Any:
@@ -154,6 +180,221 @@ class MarkdownView(QTextBrowser):
             self.updateGeometry()
 
 
+def _wrap_code(document: QTextDocument) -> None:
+    """Let the code markdown leaves in the text (an indented block, a fence inside a list) wrap:
+    Qt marks its lines unbreakable, and this view has no sideways scroll bar, so they would be
+    cut off at the right edge. The fenced blocks of a reply are shown apart (CodeBlock)."""
+    block = document.begin()
+    while block.isValid():
+        form = block.blockFormat()
+        if form.nonBreakableLines():
+            form.setNonBreakableLines(False)
+            QTextCursor(block).setBlockFormat(form)
+        block = block.next()
+
+
+# A fence opens a code block: three or more backticks or tildes, indented at most three spaces
+# (CommonMark); what follows a backtick fence may not hold a backtick.
+_FENCE_RE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A piece of a reply: markdown text, or a fenced code block (its lines and language)."""
+
+    text: str
+    code: bool = False
+    language: str = ""
+
+
+def split_code(markdown: str) -> list[Segment]:
+    """`markdown` cut at its fenced code blocks, in order; always starting with a text segment
+    (empty when the reply opens with code). A fence still open (a reply streaming in, or one
+    never closed) runs to the end, as CommonMark reads it."""
+    segments: list[Segment] = []
+    text: list[str] = []
+    lines = markdown.split("\n")
+    index = 0
+    while index < len(lines):
+        opening = _FENCE_RE.match(lines[index])
+        info = opening.group(3).strip() if opening else ""
+        if opening is None or (opening.group(2)[0] == "`" and "`" in info):
+            text.append(lines[index])
+            index += 1
+            continue
+        indent, fence = len(opening.group(1)), opening.group(2)
+        code: list[str] = []
+        index += 1
+        while index < len(lines):
+            closing = _FENCE_RE.match(lines[index])
+            if (
+                closing is not None
+                and closing.group(2)[0] == fence[0]
+                and len(closing.group(2)) >= len(fence)
+                and not closing.group(3).strip()
+            ):
+                index += 1
+                break
+            # Up to the fence's own indent is taken off each line, as CommonMark does.
+            line = lines[index]
+            strip = len(line) - len(line.lstrip(" "))
+            code.append(line[min(indent, strip) :])
+            index += 1
+        if text or not segments:
+            segments.append(Segment("\n".join(text)))
+            text = []
+        segments.append(Segment("\n".join(code), code=True, language=info.split(" ")[0]))
+    if text or not segments:
+        segments.append(Segment("\n".join(text)))
+    return segments
+
+
+class CodeView(QPlainTextEdit):
+    """A code block's lines as written: never wrapped, scrolled sideways when longer than the
+    room there is (a wrapped line of code reads as two lines, which in a shell command or
+    Python changes what it says), exactly as tall as its lines; read-only, selectable with the
+    mouse and the keyboard, Tab moves on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setReadOnly(True)
+        self.setTabChangesFocus(True)
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse
+            | Qt.TextInteractionFlag.TextSelectableByKeyboard
+        )
+        self.setFont(_monospace())
+        self.setAccessibleName("Code")
+        self.viewport().setAutoFillBackground(False)
+        palette = self.palette()
+        palette.setColor(QPalette.ColorRole.Base, Qt.GlobalColor.transparent)
+        self.setPalette(palette)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.horizontalScrollBar().rangeChanged.connect(lambda *_: self._fit())
+
+    def set_code(self, code: str) -> None:
+        if code != self.toPlainText():
+            self.setPlainText(code)
+            self._fit()
+
+    def _fit(self) -> None:
+        lines = max(1, self.document().blockCount())
+        height = lines * self.fontMetrics().lineSpacing()
+        height += 2 * int(self.document().documentMargin()) + 2 * self.frameWidth() + 2
+        bar = self.horizontalScrollBar()
+        if bar.maximum() > 0:
+            height += bar.sizeHint().height()
+        if self.height() != height:
+            self.setFixedHeight(height)
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        # Up and down scroll the conversation (this view is never taller than its lines);
+        # only a sideways turn of the wheel (or Shift) scrolls the code.
+        delta = event.angleDelta()
+        bar = self.horizontalScrollBar()
+        if abs(delta.x()) > abs(delta.y()):
+            super().wheelEvent(event)
+        elif event.modifiers() & Qt.KeyboardModifier.ShiftModifier and bar.maximum() > 0:
+            bar.setValue(bar.value() - delta.y() * 3 * bar.singleStep() // 120)
+            event.accept()
+        else:
+            event.ignore()
+
+
+class CodeBlock(QFrame):
+    """A fenced code block of a reply: its language (when the reply named one), Copy, and the
+    code (CodeView)."""
+
+    def __init__(self, segment: Segment) -> None:
+        super().__init__()
+        self.setObjectName("codeBlock")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 4, 4, 4)
+        layout.setSpacing(2)
+        heading = QHBoxLayout()
+        heading.setContentsMargins(0, 0, 0, 0)
+        self.language = _label(wrap=False)
+        self.language.setObjectName("codeLanguage")
+        heading.addWidget(self.language)
+        heading.addStretch(1)
+        self.copy = QPushButton("Copy")
+        self.copy.setAccessibleName("Copy code")
+        self.copy.setToolTip("Copy this code to the clipboard")
+        self.copy.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.copy.setAutoDefault(False)
+        self.copy.clicked.connect(self.copy_code)
+        heading.addWidget(self.copy)
+        layout.addLayout(heading)
+        self.code = CodeView()
+        layout.addWidget(self.code)
+        self._copied = QTimer(self)
+        self._copied.setSingleShot(True)
+        self._copied.setInterval(COPIED_MS)
+        self._copied.timeout.connect(lambda: self.copy.setText("Copy"))
+        self.set_segment(segment)
+
+    def set_segment(self, segment: Segment) -> None:
+        # The model names the language: shown escaped and short, never as markup.
+        language = visible(segment.language)[:40]
+        self.language.setText(language)
+        self.language.setVisible(bool(language))
+        self.code.setAccessibleName(f"Code ({language})" if language else "Code")
+        self.code.set_code(segment.text)
+
+    def copy_code(self) -> None:
+        """Put exactly the block's code on the clipboard (no fence, no language)."""
+        QGuiApplication.clipboard().setText(self.code.toPlainText())
+        self.copy.setText("Copied")
+        self._copied.start()
+
+
+class ElidedLabel(QLabel):
+    """One line of text cut with "…" to the room there is, so a long text never sets how wide
+    its window must be; the whole text is in the tooltip and the accessible name. `text()`
+    answers the whole text."""
+
+    def __init__(self, text: str = "", description: str = "") -> None:
+        super().__init__()
+        self._full = ""
+        self.setAccessibleDescription(description)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self.setToolTip(text)
+        self.setAccessibleName(text)
+        self._elide()
+
+    def text(self) -> str:
+        return self._full
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(
+            self.fontMetrics().horizontalAdvance("…") * 4, super().minimumSizeHint().height()
+        )
+
+    def sizeHint(self) -> QSize:
+        return QSize(
+            self.fontMetrics().horizontalAdvance(self._full) + 4, super().sizeHint().height()
+        )
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        shown = self.fontMetrics().elidedText(
+            self._full, Qt.TextElideMode.ElideRight, max(0, self.contentsRect().width())
+        )
+        super().setText(shown)
+
+
 def _label(text: str = "", *, selectable: bool = False, wrap: bool = True) -> QLabel:
     label = QLabel(text)
     label.setWordWrap(wrap)
@@ -180,31 +421,83 @@ def _restyle(widget: QWidget) -> None:
 
 
 class UserBubble(QWidget):
-    """The person's message, in a bubble on the right."""
+    """The person's message, in a bubble on the right; a long paste shows its first lines and
+    "Show all N lines" (a button, so Tab reaches it) until they ask for all of it."""
 
     def __init__(self, entry: UserEntry) -> None:
         super().__init__()
+        self.entry = entry
         row = QHBoxLayout(self)
         row.setContentsMargins(80, 0, 0, 0)
         row.addStretch(1)
         self.bubble = QFrame()
         self.bubble.setObjectName("userBubble")
-        inner = QHBoxLayout(self.bubble)
+        inner = QVBoxLayout(self.bubble)
         inner.setContentsMargins(12, 8, 12, 8)
-        self.label = _label(entry.body, selectable=True)
+        inner.setSpacing(4)
+        self.label = _BubbleLabel()
         self.label.setAccessibleName("Your message")
         inner.addWidget(self.label)
-        row.addWidget(self.bubble)
         lines = entry.body.splitlines() or [""]
-        metrics = self.label.fontMetrics()
-        self._natural = max(metrics.horizontalAdvance(line) for line in lines) + 4
+        self.collapsible = (
+            len(lines) > PASTE_COLLAPSE_LINES or len(entry.body) > PASTE_COLLAPSE_CHARS
+        )
+        self.toggle = _link_button("", "")
+        self.toggle.setVisible(self.collapsible)
+        self.toggle.clicked.connect(self._toggle)
+        inner.addWidget(self.toggle, 0, Qt.AlignmentFlag.AlignLeft)
+        row.addWidget(self.bubble)
+        self._lines = len(lines)
+        self._show()
 
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        # A wrapped QLabel asks for its narrowest width; the bubble is as wide as its text,
-        # up to the room there is.
-        room = max(80, event.size().width() - 80 - 24)
-        self.label.setMinimumWidth(min(self._natural, room))
-        super().resizeEvent(event)
+    def _toggle(self) -> None:
+        self.entry.expanded = not self.entry.expanded
+        self._show()
+
+    def _show(self) -> None:
+        body = self.entry.body
+        if not self.collapsible or self.entry.expanded:
+            self.label.setText(body)
+        else:
+            preview = "\n".join(body.splitlines()[:PASTE_PREVIEW_LINES])[:PASTE_PREVIEW_CHARS]
+            self.label.setText(preview.rstrip() + "\n…")
+        if self.collapsible:
+            if self.entry.expanded:
+                words, name = "Show fewer lines", "Show only the first lines of your message"
+            elif self._lines > 1:
+                words = name = f"Show all {self._lines:,} lines"
+            else:
+                words = name = f"Show all {len(body):,} characters"
+            self.toggle.setText(words)
+            self.toggle.setAccessibleName(name)
+
+
+class _BubbleLabel(QLabel):
+    """The person's words, wrapped: as wide as its longest line up to the room there is (a
+    wrapped QLabel would ask for a narrow, tall shape), and never asking for more room than a
+    few words, so the window can always be made narrower."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._natural = 0
+
+    def setText(self, text: str) -> None:
+        metrics = self.fontMetrics()
+        self._natural = max(metrics.horizontalAdvance(line) for line in text.split("\n")) + 4
+        super().setText(text)
+        self.updateGeometry()
+
+    def sizeHint(self) -> QSize:
+        width = max(self.minimumSizeHint().width(), self._natural)
+        return QSize(width, self.heightForWidth(width))
+
+    def minimumSizeHint(self) -> QSize:
+        # The height comes from heightForWidth at the width the layout gives.
+        width = min(self._natural, self.fontMetrics().averageCharWidth() * 12)
+        return QSize(width, self.fontMetrics().lineSpacing())
 
 
 class ReplyBubble(QWidget):
@@ -218,10 +511,15 @@ class ReplyBubble(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
         layout.setSpacing(2)
-        self.view = MarkdownView()
-        self.view.setAccessibleName("Chamberlain's reply")
-        self.view.anchorClicked.connect(on_link)
-        layout.addWidget(self.view)
+        self._on_link = on_link
+        # The reply's text and its fenced code blocks, in order (`view` is the first text).
+        self.parts = QVBoxLayout()
+        self.parts.setContentsMargins(0, 0, 0, 0)
+        self.parts.setSpacing(4)
+        layout.addLayout(self.parts)
+        self.view = self._text_part()
+        self.parts.addWidget(self.view)
+        self._segments: list[Segment] = [Segment("")]
         self.details_button = QToolButton()
         self.details_button.setObjectName("disclosure")
         self.details_button.setText("Details")
@@ -239,10 +537,59 @@ class ReplyBubble(QWidget):
         layout.addWidget(self.details)
         self.refresh()
 
+    def _text_part(self) -> MarkdownView:
+        view = MarkdownView()
+        view.setAccessibleName("Chamberlain's reply")
+        view.anchorClicked.connect(self._on_link)
+        return view
+
+    def _show_body(self) -> None:
+        entry = self.entry
+        segments = [Segment(entry.body)] if entry.plain else split_code(entry.body)
+        # The parts up to where the shape changed (a fence opened or closed while the reply
+        # streams in) stay; those after it are built again. The first text part (`view`) stays.
+        same = 1
+        for old, new in zip(self._segments[1:], segments[1:], strict=False):
+            if old.code != new.code:
+                break
+            same += 1
+        while self.parts.count() > same:
+            item = self.parts.takeAt(same)
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.deleteLater()
+        for segment in segments[same:]:
+            self.parts.addWidget(CodeBlock(segment) if segment.code else self._text_part())
+        self._segments = segments
+        for index, segment in enumerate(segments):
+            item = self.parts.itemAt(index)
+            widget = item.widget() if item is not None else None
+            if isinstance(widget, CodeBlock):
+                widget.set_segment(segment)
+            elif isinstance(widget, MarkdownView):
+                widget.set_markdown(segment.text, plain=entry.plain)
+                widget.setVisible(bool(segment.text.strip()))
+
+    def _parts(self) -> list[QWidget]:
+        items = (self.parts.itemAt(index) for index in range(self.parts.count()))
+        return [w for item in items if item is not None and (w := item.widget()) is not None]
+
+    def code_blocks(self) -> list[CodeBlock]:
+        return [widget for widget in self._parts() if isinstance(widget, CodeBlock)]
+
+    def plain_text(self) -> str:
+        """The reply as a screen reader reads it: its text and its code, in order."""
+        said = []
+        for widget in self._parts():
+            if isinstance(widget, CodeBlock):
+                said.append(widget.code.toPlainText())
+            elif isinstance(widget, MarkdownView) and not widget.isHidden():
+                said.append(widget.toPlainText())
+        return "\n".join(said)
+
     def refresh(self) -> None:
         entry = self.entry
-        self.view.set_markdown(entry.body, plain=entry.plain)
-        self.view.setVisible(bool(entry.body.strip()))
+        self._show_body()
         failed = entry.status == "failed"
         if bool(self.property("failed")) != failed:
             self.setProperty("failed", failed)
@@ -593,7 +940,16 @@ class Transcript(QScrollArea):
         body = QWidget()
         body.setObjectName("transcriptBody")
         body.setStyleSheet(STYLE % {"problem": problem_color(self.palette()).name()})
-        self._layout = QVBoxLayout(body)
+        # The entries stand in a column no wider than the measure, centred in a wider window.
+        centre = QHBoxLayout(body)
+        centre.setContentsMargins(0, 0, 0, 0)
+        centre.setSpacing(0)
+        self.column = QWidget()
+        self.column.setMaximumWidth(self.measure())
+        centre.addStretch(1)
+        centre.addWidget(self.column, 1000)
+        centre.addStretch(1)
+        self._layout = QVBoxLayout(self.column)
         self._layout.setContentsMargins(14, 10, 14, 10)
         self._layout.setSpacing(8)
         self.earlier = _link_button("Show earlier messages", "Show earlier messages")
@@ -613,6 +969,11 @@ class Transcript(QScrollArea):
         bar = self.verticalScrollBar()
         bar.rangeChanged.connect(self._range_changed)
         bar.valueChanged.connect(self._scrolled)
+
+    def measure(self) -> int:
+        """How wide the column of entries may be: MEASURE_CHARS of the text's font, with the
+        column's and a reply's margins."""
+        return self.fontMetrics().averageCharWidth() * MEASURE_CHARS + 2 * 14 + 2 * 4
 
     # -- contents --
 
@@ -682,7 +1043,7 @@ class Transcript(QScrollArea):
         for entry in self.entries[self.first : self.last]:
             widget = entry.widget
             if isinstance(widget, ReplyBubble):
-                parts.append(widget.view.toPlainText())
+                parts.append(widget.plain_text())
             elif isinstance(widget, UserBubble):
                 parts.append(widget.label.text())
             elif isinstance(widget, ToolCard):

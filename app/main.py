@@ -348,6 +348,11 @@ class DesktopApp(QObject):
             self._spawn(self._show_when_started(name))
             return None
         widget = self.window(name)
+        if widget.isMinimized():
+            # show() leaves a minimised window minimised: restore it as it was (maximised
+            # stays maximised), then raise and activate it.
+            state = widget.windowState() & ~Qt.WindowState.WindowMinimized
+            widget.setWindowState(state | Qt.WindowState.WindowActive)
         widget.show()
         widget.raise_()
         widget.activateWindow()
