@@ -156,6 +156,8 @@ def summary(event: str, data: dict[str, Any], *, plain: bool = False) -> str:
     if event == AuditEvent.PERMISSION_CHECK:
         if get("outcome") == "grant":
             return f"{cap}{scope}: covered by grant {get('grant_id')}"
+        if plain:
+            return f"asked: {cap}{scope} (risk {get('risk')})"
         return f"asked for {cap}{scope} (risk {get('risk')})"
     if event == AuditEvent.PERMISSION_GRANTED:
         return f"{get('mode')} grant {get('grant_id')}: {cap}{scope}, by {get('decided_by')}"
@@ -171,6 +173,9 @@ def summary(event: str, data: dict[str, Any], *, plain: bool = False) -> str:
     if event == AuditEvent.TOOL_CALL_START:
         return _short(get("arguments") or {})
     if event == AuditEvent.TOOL_CALL_END:
+        if plain and get("status") == "denied":
+            # The permission's own row says why; the reason names the capability by its id.
+            return "not run: the permission was not given"
         if get("reason"):
             return _short(get("reason"), 160)
         output = get("output")

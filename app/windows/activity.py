@@ -208,7 +208,7 @@ class ActivityWindow(QWidget):
         self.assistant = assistant
         self.setWindowTitle("Activity")  # Qt adds " — Chamberlain" (words.py)
         self.setAccessibleName("Activity")
-        self.resize(1100, 640)
+        self.resize(1180, 640)
         self._reload = Coalesced(self._load)
 
         # Owned by the window, so Qt deletes them with it, on the UI thread.
@@ -220,7 +220,7 @@ class ActivityWindow(QWidget):
         self.view.sortByColumn(SEQ, Qt.SortOrder.DescendingOrder)
         for column, width in zip(
             (SEQ, TIME, TURN, STAGE, TOOL, CAPABILITY, DECISION),
-            (40, 140, 112, 140, 84, 104, 112),
+            (40, 140, 112, 140, 150, 150, 112),  # tools and capabilities are in words
             strict=True,
         ):
             self.view.setColumnWidth(column, width)

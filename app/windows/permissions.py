@@ -261,7 +261,7 @@ class PermissionsWindow(QWidget):
         for view, widths in (
             (self.live_view, (190, 360, 150)),
             (self.rules_view, (190, 360, 150)),
-            (self.denials_view, (130, 160, 220, 110)),
+            (self.denials_view, (130, 190, 200, 210)),
         ):
             for column, width in enumerate(widths):
                 view.setColumnWidth(column, width)

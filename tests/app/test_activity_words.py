@@ -178,6 +178,12 @@ def test_the_activity_window_reads_counts_capabilities_and_tools_in_words_the_cl
     assert f"Read files for {docs}" in details["Permission given"]
     assert "List a folder" in details["Tools allowed"]
     assert not any("file_read" in r.detail or "file_list" in r.detail for r in shown)
+    # Refused: the tool's row says it did not run, with no capability id either.
+    s.permissions.prompter = Answer(None)  # the once-grant ended with its turn; now: no
+    s.ask(f"list files in {docs}")
+    refused = [r for r in rows(s.audit.path) if r.stage == "Tool finished"][-1]
+    assert refused.decision == "denied"
+    assert refused.detail == "not run: the permission was not given"
     # `chamberlain audit tail` keeps the ids a command line can be given and grepped for.
     data = {"capability": "file_read", "scope": str(docs), "mode": "once", "grant_id": "g1"}
     assert f"file_read for {docs}" in summary(AuditEvent.PERMISSION_GRANTED, data)
