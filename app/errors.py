@@ -40,8 +40,8 @@ _CLI: dict[Remedy, str] = {
     "--llm URL.",
     Remedy.NAME_MODEL: "{message} or name one with --model",
     Remedy.REVIEW_SETTINGS: "{message}; see `chamberlain settings pending`",
-    Remedy.FIX_SETTINGS: "{message}. Fix or remove {subject}, or run `chamberlain settings "
-    "pending` to see what waits",
+    Remedy.FIX_SETTINGS: "{message}; fix it or move it aside (Chamberlain then starts from its "
+    "defaults)",
     Remedy.CHECK_HOME_OWNER: "{message} — check the home directory's owner",
     Remedy.FREE_DISK_SPACE: "{message}; free some space and try again",
     Remedy.UNLOCK_MEMORY: "{message}: give a passphrase in CHAMBERLAIN_MEMORY_PASSPHRASE, or run "
@@ -62,7 +62,8 @@ _APP: dict[Remedy, str] = {
     "address in Settings → Model.",
     Remedy.NAME_MODEL: "{message} or name one in Settings → Model",
     Remedy.REVIEW_SETTINGS: "{message}; review the changes in Settings",
-    Remedy.FIX_SETTINGS: "{message}. Fix or remove {subject}, or change the setting in Settings",
+    Remedy.FIX_SETTINGS: "{message}; fix it in a text editor or move it aside (Chamberlain then "
+    "starts from its defaults)",
     Remedy.CHECK_HOME_OWNER: "{message} — check the home directory's owner",
     Remedy.FREE_DISK_SPACE: "{message}; free some space and try again",
     Remedy.UNLOCK_MEMORY: "{message}: quit Chamberlain and start it again to type the memory "

@@ -50,7 +50,7 @@ def _settings(home: Path) -> Check:
     try:
         load_settings(home)
     except SettingsError as exc:
-        return Check("settings", False, str(exc))
+        return Check("settings", False, str(exc), remedy=exc.remedy)
     # Changes made outside Chamberlain to sealed settings (broker.settings_seal) are not used.
     loaded = read_settings(home)
     if loaded.pending or loaded.seal_problem:

@@ -31,7 +31,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from broker import settings_seal as seal
 from broker.profiles import ProfileOverrides
 from broker.settings_seal import PendingChange
-from core.errors import ConfigError
+from core.errors import ConfigError, Remedy
 from tools.mcp.config import McpSettings
 
 log = logging.getLogger("chamberlain.broker.settings")
@@ -246,10 +246,11 @@ class Settings(BaseSettings):
 
 
 class SettingsError(ConfigError):
-    """A settings problem. `str()` is the whole sentence, advice included, for a front end with
-    nothing to add; `problem` is what is wrong without advice, and `path`, `line` and `keys` say
+    """A settings problem. `str()` is the sentence with any advice that is the same in every
+    front end; `problem` is what is wrong without advice, and `path`, `line` and `keys` say
     where (`path` None: an environment variable, not the file), so a front end can offer its own
-    way out."""
+    way out. A settings file at fault carries `Remedy.FIX_SETTINGS` with the file as `subject`,
+    which each front end words."""
 
     def __init__(
         self,
@@ -259,16 +260,17 @@ class SettingsError(ConfigError):
         line: int | None = None,
         keys: tuple[str, ...] = (),
         advice: str = "",
+        remedy: Remedy | None = None,
     ) -> None:
-        super().__init__(f"{problem}; {advice}" if advice else problem)
+        super().__init__(
+            f"{problem}; {advice}" if advice else problem,
+            remedy=remedy,
+            subject=str(path) if path is not None and remedy is not None else "",
+        )
         self.problem = problem
         self.path = path
         self.line = line
         self.keys = keys
-
-
-# What the strict loader tells a person whose settings.json is at fault.
-FIX_THE_FILE = "fix it or move it aside (Chamberlain then starts from its defaults)"
 
 
 def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
@@ -295,7 +297,7 @@ def _migrate(raw: dict[str, Any]) -> dict[str, Any]:
         raise SettingsError(
             f"schema_version {version!r} is not a version number",
             keys=("schema_version",),
-            advice=FIX_THE_FILE,
+            remedy=Remedy.FIX_SETTINGS,
         )
     if version > SCHEMA_VERSION:
         raise SettingsError(
@@ -764,11 +766,13 @@ def _read_file(path: Path) -> tuple[dict[str, Any], str]:
         info = path.stat()
         if stat.S_ISDIR(info.st_mode):
             raise SettingsError(
-                f"{path} is a folder, not a settings file", path=path, advice=FIX_THE_FILE
+                f"{path} is a folder, not a settings file", path=path, remedy=Remedy.FIX_SETTINGS
             )
         if not stat.S_ISREG(info.st_mode):
             # A pipe or a device would block the read or never end.
-            raise SettingsError(f"{path} is not a regular file", path=path, advice=FIX_THE_FILE)
+            raise SettingsError(
+                f"{path} is not a regular file", path=path, remedy=Remedy.FIX_SETTINGS
+            )
         with path.open("rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
     except PermissionError as exc:
@@ -779,13 +783,13 @@ def _read_file(path: Path) -> tuple[dict[str, Any], str]:
         ) from exc
     except OSError as exc:
         raise SettingsError(
-            f"cannot read {path} ({exc.strerror or exc})", path=path, advice=FIX_THE_FILE
+            f"cannot read {path} ({exc.strerror or exc})", path=path, remedy=Remedy.FIX_SETTINGS
         ) from exc
     if len(data) > MAX_FILE_BYTES:
         raise SettingsError(
             f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB, too large to be settings",
             path=path,
-            advice=FIX_THE_FILE,
+            remedy=Remedy.FIX_SETTINGS,
         )
     try:
         # utf-8-sig: a byte-order mark, as some Windows editors write, is not an error.
@@ -793,10 +797,10 @@ def _read_file(path: Path) -> tuple[dict[str, Any], str]:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise SettingsError(
-            f"{path} line {line}: not UTF-8 text", path=path, line=line, advice=FIX_THE_FILE
+            f"{path} line {line}: not UTF-8 text", path=path, line=line, remedy=Remedy.FIX_SETTINGS
         ) from exc
     if not text.strip():
-        raise SettingsError(f"{path} is empty", path=path, line=1, advice=FIX_THE_FILE)
+        raise SettingsError(f"{path} is empty", path=path, line=1, remedy=Remedy.FIX_SETTINGS)
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -804,19 +808,21 @@ def _read_file(path: Path) -> tuple[dict[str, Any], str]:
             f"{path} line {exc.lineno}: not valid JSON ({exc.msg})",
             path=path,
             line=exc.lineno,
-            advice=FIX_THE_FILE,
+            remedy=Remedy.FIX_SETTINGS,
         ) from exc
     except RecursionError:
         # Python's JSON parser recurses once per level and gives up after a few thousand.
         raise SettingsError(
-            f"{path}: its JSON is nested too deeply to be settings", path=path, advice=FIX_THE_FILE
+            f"{path}: its JSON is nested too deeply to be settings",
+            path=path,
+            remedy=Remedy.FIX_SETTINGS,
         ) from None
     if not isinstance(raw, dict):
         raise SettingsError(
             f"{path} must hold a JSON object {{…}}, not {_json_kind(raw)}",
             path=path,
             line=1,
-            advice=FIX_THE_FILE,
+            remedy=Remedy.FIX_SETTINGS,
         )
     return raw, text
 
@@ -845,6 +851,7 @@ def _validate(raw: dict[str, Any], path: Path, text: str) -> Settings:
             line=line,
             keys=exc.keys,
             advice=advice,
+            remedy=exc.remedy,
         ) from None
     try:
         return Settings.model_validate(migrated)
@@ -920,7 +927,7 @@ def _invalid(exc: ValidationError, path: Path | None, text: str) -> SettingsErro
         path=path,
         line=line,
         keys=tuple(dict.fromkeys(_dotted(e["loc"]) for e in errors)),
-        advice=FIX_THE_FILE,
+        remedy=Remedy.FIX_SETTINGS,
     )
 
 

@@ -42,6 +42,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.errors import FrontEnd, user_message
 from app.qt_session import QtSession
 from app.windows.confirm import confirm
 from app.windows.fields import SettingField
@@ -668,7 +669,7 @@ class McpServersSection(QGroupBox):
                 f"changed. Check that {home} is writable."
             }
         except SettingsError as exc:
-            return {"status": f"{exc}."}
+            return {"status": f"{user_message(exc, FrontEnd.APP)}."}
         # What the Settings window saves next includes these servers, whether or not they are
         # connected yet.
         self.settings.mcp = checked.mcp

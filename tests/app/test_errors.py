@@ -39,10 +39,18 @@ def test_a_failure_without_a_remedy_reads_as_its_message() -> None:
     assert user_message(ConfigError("the policy table is broken")) == "the policy table is broken"
 
 
-def test_the_subject_names_what_the_remedy_is_about() -> None:
-    failure = ConfigError("a value is out of range", remedy=Remedy.FIX_SETTINGS, subject="x.json")
-    assert "x.json" in (user_message(failure, FrontEnd.CLI) or "")
-    assert "x.json" in (user_message(failure, FrontEnd.APP) or "")
+def test_a_settings_file_at_fault_says_to_fix_it_or_move_it_aside_in_each_front_end() -> None:
+    failure = ConfigError(
+        "x.json line 2: not valid JSON", remedy=Remedy.FIX_SETTINGS, subject="x.json"
+    )
+    assert user_message(failure, FrontEnd.CLI) == (
+        "x.json line 2: not valid JSON; fix it or move it aside (Chamberlain then starts from "
+        "its defaults)"
+    )
+    assert user_message(failure, FrontEnd.APP) == (
+        "x.json line 2: not valid JSON; fix it in a text editor or move it aside (Chamberlain "
+        "then starts from its defaults)"
+    )
 
 
 def test_a_file_that_cannot_be_written_is_said_with_its_name() -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from app.errors import FrontEnd, user_message
 from broker.settings import (
     SCHEMA_VERSION,
     Settings,
@@ -31,6 +32,7 @@ from broker.settings import (
     reset_settings,
     save_settings,
 )
+from core.errors import Remedy
 
 
 def write(home: Path, data: object) -> Path:
@@ -140,7 +142,14 @@ def test_broken_json_is_an_error_naming_the_file_which_is_left_untouched(tmp_pat
         load_settings(tmp_path)
     assert str(path) in str(caught.value)
     assert "line 1" in str(caught.value)
-    assert "fix it or move it aside" in str(caught.value)
+    # What to do is a remedy about the file, which each front end words (the CLI as it always
+    # read); the message says only what is wrong and where.
+    assert caught.value.remedy is Remedy.FIX_SETTINGS
+    assert caught.value.subject == str(path)
+    assert "fix it" not in str(caught.value)
+    assert (user_message(caught.value, FrontEnd.CLI) or "").endswith(
+        "; fix it or move it aside (Chamberlain then starts from its defaults)"
+    )
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.json"]
 
@@ -207,7 +216,7 @@ def test_deeply_nested_json_is_a_settings_error_naming_the_file(tmp_path, text):
         load_settings(tmp_path)
     assert str(path) in str(caught.value)
     assert "nested too deeply" in str(caught.value)
-    assert "fix it or move it aside" in str(caught.value)
+    assert caught.value.remedy is Remedy.FIX_SETTINGS
     assert path.read_text() == text
 
 
@@ -268,7 +277,7 @@ def test_the_strict_loader_refuses_the_same_file_in_one_line(tmp_path):
     message = str(caught.value)
     assert "\n" not in message
     assert "(and 1 more)" in message
-    assert message.endswith("fix it or move it aside (Chamberlain then starts from its defaults)")
+    assert caught.value.remedy is Remedy.FIX_SETTINGS
 
 
 def test_an_unknown_key_is_named_as_unknown(tmp_path):
