@@ -20,8 +20,8 @@ fi
 # On Debian-like Linux: OpenCV under the OCR engine needs libGL and GLib, every command runs
 # inside bubblewrap (always), and the desktop app needs Qt's system libraries. For the tests
 # (--test): Xvfb runs a real X server, xmessage (x11-utils) shows a window with known text in a
-# large core font (xfonts-100dpi; xfonts-base has the default "fixed"), and evilwm is a tiny
-# EWMH window manager. Installed only when missing, and only when we may (root, or sudo without
+# large core font (xfonts-100dpi; xfonts-base has the default "fixed"), evilwm is a tiny
+# EWMH window manager and openbox one that minimises windows. Installed only when missing, and only when we may (root, or sudo without
 # a password); otherwise setup says what is missing.
 screen_apt=()
 wanted=(libgl1 libglib2.0-0 bubblewrap)
@@ -35,7 +35,7 @@ wanted+=(gcc g++ make)
 wanted+=(libegl1 libfontconfig1 libxkbcommon0 libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4
   libxcb-keysyms1 libxcb-shape0 libxcb-randr0 libxcb-render-util0 libxcb-xinerama0 libxcb-xkb1
   libdbus-1-3)
-$for_tests && wanted+=(xvfb x11-utils xfonts-base xfonts-100dpi evilwm dbus-daemon curl)
+$for_tests && wanted+=(xvfb x11-utils xfonts-base xfonts-100dpi evilwm openbox dbus-daemon curl)
 # The MCP tests run the reference filesystem server (an npm package) with node. Debian's nodejs
 # and npm only for what is missing: a node from NodeSource carries its own npm, and Debian's npm
 # would fight it, so a node without npm is reported, not "fixed".

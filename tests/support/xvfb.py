@@ -42,6 +42,8 @@ use_poll_for_xlib()
 XVFB = shutil.which("Xvfb")
 XMESSAGE = shutil.which("xmessage")
 EVILWM = shutil.which("evilwm")
+# Openbox minimises windows as desktops do (evilwm has no minimised state at all).
+OPENBOX = shutil.which("openbox")
 # Helvetica Bold, 34 pixels, from xfonts-100dpi; xmessage falls back to "fixed" without it.
 BIG_FONT = "-adobe-helvetica-bold-r-normal--34-*-100-100-p-*-iso8859-1"
 MEDIUM_FONT = "-adobe-helvetica-medium-r-normal--17-*-100-100-p-*-iso8859-1"
@@ -88,11 +90,20 @@ class Xvfb:
         self.clients.append(process)
         return process
 
-    def start_window_manager(self, timeout: float = 10.0) -> subprocess.Popen[bytes]:
-        """evilwm, a tiny EWMH window manager: it sets _NET_ACTIVE_WINDOW like a desktop's does."""
-        if EVILWM is None:
+    def start_window_manager(
+        self, timeout: float = 10.0, *, openbox: bool = False
+    ) -> subprocess.Popen[bytes]:
+        """evilwm, a tiny EWMH window manager: it sets _NET_ACTIVE_WINDOW like a desktop's does;
+        or (`openbox`) Openbox, which also minimises windows (WM_CHANGE_STATE)."""
+        if openbox:
+            if OPENBOX is None:
+                raise XvfbError("openbox is not installed (scripts/setup.sh installs it)")
+            # No session manager to register with, and no user's own configuration.
+            process = self.spawn([OPENBOX, "--sm-disable", "--config-file", "/dev/null"])
+        elif EVILWM is None:
             raise XvfbError("evilwm is not installed (scripts/setup.sh installs it)")
-        process = self.spawn([EVILWM])
+        else:
+            process = self.spawn([EVILWM])
         conn = self.connect()
         try:
             check = conn.intern_atom("_NET_SUPPORTING_WM_CHECK")
@@ -100,7 +111,7 @@ class Xvfb:
             deadline = time.monotonic() + timeout
             while root.get_full_property(check, X.AnyPropertyType) is None:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise XvfbError("evilwm did not start")
+                    raise XvfbError("the window manager did not start")
                 time.sleep(0.02)
         finally:
             conn.close()

@@ -86,6 +86,21 @@ def test_windows_open_from_the_tray_once_the_session_is_up(shell, run):
     assert shell.windows["activity"].isVisible()
 
 
+def test_the_trays_chat_brings_a_minimised_chat_back_as_it_was(shell, run):
+    """Minimised (and maximised before that): Open chat restores it, still maximised, on top.
+    The window manager's part is tried on a real X server in test_single_instance.py."""
+    run(shell.load())
+    shell.tray.actions["chat"].trigger()
+    chat = shell.windows["chat"]
+    chat.showMaximized()
+    chat.showMinimized()
+    assert chat.isMinimized()
+    shell.tray.actions["chat"].trigger()
+    assert chat.isVisible()
+    assert not chat.isMinimized()
+    assert chat.isMaximized()
+
+
 def test_a_window_asked_for_before_the_session_is_up_opens_when_it_is(shell, run):
     assert shell.show_window("settings") is None
 

@@ -343,3 +343,77 @@ def test_a_second_launch_on_screen_offers_to_end_the_frozen_one(tmp_path, frozen
                 stderr = second.stderr.read() if second.stderr else ""
                 assert "it was left running, and this launch did not start another" in stderr
                 assert process.poll() is None
+
+
+# --- a minimised chat ------------------------------------------------------------------------
+
+# ICCCM WM_STATE values.
+NORMAL_STATE, ICONIC_STATE = 1, 3
+
+
+def _window_state(display: str, window_id: int) -> tuple[int | None, int | None]:
+    """(WM_STATE as the window manager set it, the window _NET_ACTIVE_WINDOW names)."""
+    from Xlib import X
+    from Xlib import display as xdisplay
+
+    conn = xdisplay.Display(display)
+    try:
+        window = conn.create_resource_object("window", window_id)
+        wm_state = window.get_full_property(conn.intern_atom("WM_STATE"), X.AnyPropertyType)
+        active = conn.screen().root.get_full_property(
+            conn.intern_atom("_NET_ACTIVE_WINDOW"), X.AnyPropertyType
+        )
+        return (
+            int(wm_state.value[0]) if wm_state is not None else None,
+            int(active.value[0]) if active is not None and len(active.value) else None,
+        )
+    finally:
+        conn.close()
+
+
+def _minimise(display: str, window_id: int) -> None:
+    """Ask the window manager to minimise the window, as a title bar's button or a taskbar
+    does (ICCCM: WM_CHANGE_STATE with IconicState, sent to the root window)."""
+    from Xlib import X
+    from Xlib import display as xdisplay
+    from Xlib.protocol import event
+
+    conn = xdisplay.Display(display)
+    try:
+        root = conn.screen().root
+        message = event.ClientMessage(
+            window=conn.create_resource_object("window", window_id),
+            client_type=conn.intern_atom("WM_CHANGE_STATE"),
+            data=(32, [ICONIC_STATE, 0, 0, 0, 0]),
+        )
+        mask = X.SubstructureRedirectMask | X.SubstructureNotifyMask
+        root.send_event(message, event_mask=mask)
+        conn.sync()
+    finally:
+        conn.close()
+
+
+def test_a_second_launch_brings_a_minimised_chat_back_raised_and_active(tmp_path):
+    """On a real X server with a window manager that minimises (Openbox): the person minimises
+    the chat, then starts Chamberlain again; the chat is back on screen, not minimised, and the
+    active window, and the second launch ends with 0."""
+    with running_xvfb() as server:
+        server.start_window_manager(openbox=True)
+        env = app_env(tmp_path, display=server.display, CHAMBERLAIN_MEMORY__ENCRYPTION="off")
+        with running_app(env) as first:
+            # With no tray on this bare desktop, the app opens its chat.
+            chat = server.wait_for_window("Chamberlain — Chat", first, timeout=START_S)
+            _minimise(server.display, chat.id)
+            wait_until(
+                lambda: _window_state(server.display, chat.id)[0] == ICONIC_STATE,
+                30,
+                "the window manager to minimise the chat",
+            )
+            with running_app(env) as second:
+                assert second.wait(START_S) == 0
+            wait_until(
+                lambda: _window_state(server.display, chat.id) == (NORMAL_STATE, chat.id),
+                30,
+                "the chat to be restored and active",
+            )
+            assert first.poll() is None
