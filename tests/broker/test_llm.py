@@ -393,10 +393,10 @@ def test_a_server_that_ignores_stream_true_still_works(scripted_server: ServerFa
 
 # -- one deadline per call, and replies that stop short ----------------------------------------
 
-# The whole-call deadline these tests use, and how far past it a call may end: generous, since
-# only "near the deadline, not minutes later" is the promise.
+# The whole-call deadline these tests use. Each bounds the call at about a third of what it would
+# take with the deadline ignored (the server's whole answer): generous on a loaded machine, since
+# only "near the deadline, not half a minute later" is the promise.
 DEADLINE_S = 1.0
-SLACK_S = 3.0
 
 
 @both_modes
@@ -412,7 +412,7 @@ def test_a_reply_that_trickles_in_byte_by_byte_ends_at_the_deadline(
         model.chat(USER)
     elapsed = time.monotonic() - started
 
-    assert elapsed < DEADLINE_S + SLACK_S
+    assert elapsed < 10.0  # the whole reply trickles for 30 s or more
     assert not isinstance(caught.value, ModelUnavailable)
     # The client is still usable: the cut connection was not left in its pool.
     assert model.chat(USER).content == "quick"
@@ -430,7 +430,7 @@ def test_keep_alives_do_not_hold_a_call_past_its_deadline(
     with pytest.raises(ModelError, match=r"did not answer within 1 s"):
         model.chat(USER)
 
-    assert time.monotonic() - started < DEADLINE_S + SLACK_S
+    assert time.monotonic() - started < 20.0  # a minute of keep-alives
 
 
 def test_chat_json_has_one_deadline_for_the_whole_call(scripted_server: ServerFactory) -> None:
@@ -441,7 +441,7 @@ def test_chat_json_has_one_deadline_for_the_whole_call(scripted_server: ServerFa
     with pytest.raises(ModelError, match=r"did not answer within 1 s"):
         model.chat_json(USER, ROUTER_SCHEMA, "router_output")
 
-    assert time.monotonic() - started < DEADLINE_S + SLACK_S
+    assert time.monotonic() - started < 20.0  # a minute of keep-alives
     assert len(server.requests) == 1, "a timeout is not retried with another response_format"
 
 
@@ -458,7 +458,7 @@ def test_headers_that_trickle_in_byte_by_byte_do_not_hold_a_call_past_its_deadli
     with pytest.raises(ModelError, match=r"did not answer within 1 s") as caught:
         model.chat(USER)
 
-    assert time.monotonic() - started < DEADLINE_S + SLACK_S
+    assert time.monotonic() - started < 14.0  # the whole answer trickles for over 40 s
     assert not isinstance(caught.value, ModelUnavailable)
     assert model.chat(USER).content == "quick"
 

@@ -394,7 +394,8 @@ def test_a_backend_that_hangs_is_bounded_by_the_web_timeout(
     started = time.monotonic()
     with pytest.raises(ToolError) as caught:
         call(tool, query="q")
-    assert time.monotonic() - started < 5
+    # The backend hangs for 30 s: a third of that still catches a missing timeout.
+    assert time.monotonic() - started < 10
     assert str(caught.value) == NO_ANSWER + "no answer from html.duckduckgo.com within 1 s" + (
         WHAT_TO_DO
     )

@@ -427,7 +427,8 @@ def test_a_body_that_drips_stops_at_the_deadline_with_what_came(web: WebServer) 
     started = time.monotonic()
     data = fetch(web.url("/slow", host="localhost"), web_timeout_s=0.4)
     elapsed = time.monotonic() - started
-    assert elapsed < 2.0
+    # Without the deadline the drip lasts 30 s: a third of that still catches it on a busy machine.
+    assert elapsed < 10.0
     assert data["truncated"] is True
     assert data["text"].startswith("start .")
     assert "still arriving after 0.4 s" in data["note"]
@@ -437,7 +438,8 @@ def test_a_server_that_never_answers_times_out(web: WebServer) -> None:
     started = time.monotonic()
     with pytest.raises(ToolError, match=r"did not answer within 0\.3 s"):
         fetch(web.url("/slow-headers", host="localhost"), web_timeout_s=0.3)
-    assert time.monotonic() - started < 2.0
+    # The server answers after 30 s: a third of that still catches a missing deadline.
+    assert time.monotonic() - started < 10.0
 
 
 def test_a_closed_port_is_a_plain_error() -> None:
