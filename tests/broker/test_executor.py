@@ -710,7 +710,7 @@ def test_a_model_that_missed_its_deadline_is_not_called_again_in_the_turn(
     elapsed = time.monotonic() - started
 
     assert len(server.requests) == 1, "one failure per turn: nothing asks the dead model again"
-    # The model trickles for 60 s without the deadline: a third of that still catches it.
+    # Without the deadline the keep-alives hold it 60 s: a third of that still catches it.
     assert elapsed < 20.0
     assert result.failed is True
     assert result.reply.startswith("The model failed: ")

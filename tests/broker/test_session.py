@@ -279,7 +279,7 @@ def test_a_dead_model_costs_one_deadline_per_turn_routing_included(tmp_path, scr
     turn = session.ask("do the thing")  # unsure: the model is asked to route it
     elapsed = time.monotonic() - started
     assert len(server.requests) == 1
-    # The model trickles for 60 s without the deadline: a third of that still catches it.
+    # Without the deadline the keep-alives hold it 60 s: a third of that still catches it.
     assert elapsed < 20.0
     assert turn.failed
     assert "did not answer within 1 s" in turn.reply
