@@ -346,7 +346,7 @@ def keep_asked_turn(session: Session, kept: KeptConversation, text: str) -> Turn
 
 
 def cmd_chat(args: argparse.Namespace, home: Path) -> int:
-    from app.cli import EXIT_OK, UsageError, _started, turn_session
+    from app.cli import EXIT_OK, FlagPrompter, UsageError, _started, turn_session
     from app.memory_cli import MemoryCommandError, open_store
     from app.settings_notice import settings_for_reading
     from broker.conversation import Conversation
@@ -385,6 +385,8 @@ def cmd_chat(args: argparse.Namespace, home: Path) -> int:
         raise
     # Which model answered is said by the loop's own printer, below the reply.
     session.events = None
+    if isinstance(session.prompter, FlagPrompter):
+        session.prompter.session_lasts = "until you leave this chat"
     _started()
     try:
         _loop(session, kept, debug=args.debug_routing)

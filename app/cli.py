@@ -99,6 +99,8 @@ class FlagPrompter:
         self.timed_s = timed_s
         # The broker's clock: the terminal stops waiting at the request's deadline on it.
         self.clock = clock if clock is not None else SystemClock()
+        # How long a `session` answer lasts, in the prompt's words (`chat`: the whole chat).
+        self.session_lasts = "this command only"
 
     def present(self, question: PermissionQuestion) -> None:
         """Answer `question` before returning (see the class docstring for why it may block).
@@ -151,7 +153,12 @@ class FlagPrompter:
             return PromptDecision(allow=False, reason="user")
         if self.terminal is not None:
             return ask_on_terminal(
-                request, *self.terminal, timed_s=self.timed_s, clock=self.clock, ended=ended
+                request,
+                *self.terminal,
+                timed_s=self.timed_s,
+                clock=self.clock,
+                ended=ended,
+                session_lasts=self.session_lasts,
             )
         return PromptDecision(allow=False, reason="headless")
 
@@ -272,6 +279,7 @@ def ask_on_terminal(
     timed_s: float | None = None,
     clock: Any = None,
     ended: Callable[[], bool] | None = None,
+    session_lasts: str = "this command only",
 ) -> PromptDecision:
     """Ask on the terminal until `request.deadline` on `clock` (the broker's; default the
     system's), or until `ended()` (the question ended another way: Stop). `timed_s`: how long
@@ -293,7 +301,7 @@ def ask_on_terminal(
     else:
         offered = ("once", "timed", "session", *(("always",) if always else ()), "no")
         choices = (
-            f"Allow? [o]nce, [t]imed ({lasting}), [s]ession (this command only), "
+            f"Allow? [o]nce, [t]imed ({lasting}), [s]ession ({session_lasts}), "
             + ("[a]lways, " if always else "")
             + "[N]o"
         )

@@ -117,6 +117,8 @@ def test_the_permission_prompt_is_asked_in_the_chat_and_a_follow_up_uses_the_lis
         term.read_until(PROMPT)
         term.type("list files in ~/Documents\r")
         term.read_until("Allow?")
+        # A session answer lasts the chat, and the prompt says so.
+        term.read_until("[s]ession (until you leave this chat)")
         term.type("o\r")
         listing = term.read_until(PROMPT)
         assert listing.index("budget.csv") < listing.index("plan.txt")
