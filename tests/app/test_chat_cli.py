@@ -5,6 +5,7 @@ whose request log shows what the model was given. Real memory database, real aud
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -178,8 +179,9 @@ def test_ask_continue_after_the_chat_ended_carries_its_turns_and_keeps_the_new_o
         ("user", "and its population?"),
     ]
     # Without an id, the most recent conversation; the turn asked before was kept in it.
-    proc = ask(user, server, "--continue", "which language do they speak?")
+    proc = ask(user, server, "--continue", "which language do they speak?", "--json")
     assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["conversation"] == conversation
     assert [text for role, text in said(server.requests[2]) if role == "user"] == [
         "what's the capital of France?",
         "and its population?",
