@@ -1,6 +1,8 @@
-"""The headless command line: `chamberlain ask | route | policy | grants | audit | mcp | doctor`.
+"""The headless command line: `chamberlain ask | chat | route | policy | grants | audit | mcp |
+doctor`.
 
 It drives the same Session as the tray app and must run without a display: it never imports Qt.
+`chat` and `ask --continue` (a turn within a kept conversation) live in app/chat_cli.py.
 Permission prompts are answered from flags (`--approve`), on the terminal when one is attached,
 and otherwise denied. Exit codes: 0 ok, 1 the request failed (message on stderr), 2 usage error,
 130 cancelled with Ctrl-C.
