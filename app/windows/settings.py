@@ -191,6 +191,12 @@ def _env_override(path: str) -> str | None:
     return variables.get(path) or variables.get(path.split(".", 1)[0])
 
 
+def _sentence(text: str) -> str:
+    """`text` as a sentence a person reads: a capital first, a full stop last."""
+    text = text.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "?", "!")) else ".")
+
+
 def address_problem(text: str) -> str | None:
     """What is wrong with `text` as a model server's address, in the app's words (None: it is
     one). broker.llm.endpoints decides what an address is; this only words its refusal."""
@@ -199,8 +205,7 @@ def address_problem(text: str) -> str | None:
     try:
         normalise_url(text)
     except InvalidEndpoint as exc:
-        said = user_message(exc, FrontEnd.APP) or str(exc)
-        return said[:1].upper() + said[1:] + ("" if said.endswith(".") else ".")
+        return _sentence(user_message(exc, FrontEnd.APP) or str(exc))
     return None
 
 
@@ -283,7 +288,7 @@ class OutsideChanges(QGroupBox):
         try:
             loaded = await self.window_.assistant.run_io(read_settings, self.home)
         except SettingsError as exc:
-            self.window_._say(str(exc), problem=True)
+            self.window_._say(_sentence(user_message(exc, FrontEnd.APP) or str(exc)), problem=True)
             return
         self.show_pending(loaded.pending)
 
@@ -930,7 +935,7 @@ class SettingsWindow(QWidget):
                 )
                 return False
             except SettingsError as exc:
-                self._say(f"{exc}.", problem=True)
+                self._say(_sentence(user_message(exc, FrontEnd.APP) or str(exc)), problem=True)
                 return False
             changed = self._apply(checked)
             if self.url_choice.currentData() == CUSTOM and "llm.url" not in self._from_env:
