@@ -406,10 +406,22 @@ def _greeting(kept: KeptConversation) -> str:
         lines.append(
             f"Going on with “{kept.title}” ({kept.conversation_id}, {turns} earlier turn{plural})."
         )
+        if kept.conversation.turns:
+            # Where it left off, so the person knows what "it" and "the second one" mean now.
+            last = kept.conversation.turns[-1]
+            lines.append(f"  You last asked: {_shortened(last.text)}")
+            if last.reply.strip():
+                lines.append(f"  The reply began: {_shortened(last.reply)}")
     elif kept.store is None:
         why = kept.problem.rstrip(".") or "memory is not open"
         lines.append(f"This conversation is not kept: {why}.")
     return "\n".join(lines) + "\n"
+
+
+def _shortened(text: str, chars: int = 100) -> str:
+    """`text` on one line, at most `chars` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= chars else line[: chars - 1].rstrip() + "…"
 
 
 def _farewell(kept: KeptConversation) -> str:

@@ -270,3 +270,30 @@ def test_chat_with_json_is_a_usage_error_that_names_what_to_use(user):
     proc = run_cli(user, "chat", "--json", "--llm", "none")
     assert proc.returncode == 2
     assert "ask --json" in proc.stderr
+
+
+def test_chat_continue_says_where_the_conversation_left_off_and_goes_on_from_there(
+    user, scripted_server
+):
+    server = scripted_server(["Paris is the capital of France.", "About 2.1 million people."])
+    proc = run_cli(
+        user, "chat", "--llm", server.base_url, env=NO_REFINE, stdin="capital of France?\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    with pty_session(user, "chat", "--continue", "--llm", server.base_url, env=NO_REFINE) as term:
+        greeting = term.read_until(PROMPT)
+        assert "1 earlier turn" in greeting
+        assert "You last asked: capital of France?" in greeting
+        assert "The reply began: Paris is the capital of France." in greeting
+        term.type("and its population?\r")
+        term.read_until("About 2.1 million people.")
+        term.read_until(PROMPT)
+        term.type(CTRL_D)
+        code, screen = term.finish()
+    assert code == 0, term.screen
+    assert said(server.requests[1])[:2] == [
+        ("user", "capital of France?"),
+        ("assistant", "Paris is the capital of France."),
+    ]
+    # The same conversation, not a new one.
+    assert KEPT.search(screen).group(1) == KEPT.search(proc.stderr).group(1)
