@@ -325,7 +325,7 @@ class MemoryWindow(QWidget):
     def __init__(self, assistant: QtSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.assistant = assistant
-        self.setWindowTitle("Chamberlain — Memory")
+        self.setWindowTitle("Memory")  # Qt adds " — Chamberlain" (app/windows/words.py)
         self.setAccessibleName("Memory")
         self.resize(920, 640)
         self._reload = Coalesced(self._load)

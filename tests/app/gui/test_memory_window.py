@@ -76,6 +76,7 @@ def test_facts_are_listed_with_their_badges_and_a_pending_fact_is_approved(
     )
     window = open_window(qtbot, app_home, store)
     run(window.refresh())
+    assert window.windowTitle() == "Memory"  # Qt adds the app's name, once
 
     assert texts(window) == ["I prefer tea"]
     assert window.facts_model.index(0, 1).data() == "Low"
