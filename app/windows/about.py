@@ -38,7 +38,7 @@ class AboutWindow(QWidget):
     def __init__(self, assistant: QtSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.assistant = assistant
-        self.setWindowTitle("About Chamberlain")
+        self.setWindowTitle("About")  # Qt adds " — Chamberlain" (app/windows/words.py)
         self.setAccessibleName("About Chamberlain")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(20, 16, 20, 16)

@@ -205,6 +205,7 @@ def test_about_from_the_tray_shows_the_version_and_where_the_data_lives(shell, r
     assert window is not None
     assert window.isVisible()
     assert shell.tray.actions["about"].text() == "About Chamberlain"
+    assert window.windowTitle() == "About"  # Qt adds the app's name, once
     title = window.findChild(QLabel, "about-title")
     assert f"Chamberlain {expected}" in title.text()
     facts = window.findChild(QLabel, "about-details").text()
