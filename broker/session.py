@@ -45,6 +45,7 @@ from broker.policy import PolicyTable, decide, load_policy_table
 from broker.posthooks import MemoryHook, run_posthooks
 from broker.profiles import ProfileError, load_profiles, resolve
 from broker.router import Earlier, refine_with_model, route_in_conversation, understood_reading
+from broker.router.spaced_names import with_spaced_names
 from broker.runner import ToolRunner, TurnScope, self_test
 from broker.settings import Settings, SettingsError
 from broker.taint import Egress, mcp_network_of
@@ -53,6 +54,7 @@ from core.clock import Clock, SystemClock
 from core.errors import ChamberlainError, Remedy, StorageError
 from tools.limits import CommandLimits
 from tools.manual import RequestWords
+from tools.paths import resolve_path
 from tools.registry import ToolConfig, ToolRegistry, builtin_registry, mcp_hub
 from tools.stop import Stopped, StopSignal, check_stopped, stopping
 
@@ -617,7 +619,8 @@ class Session:
     ) -> TurnResult:
         # The router reads the person's earlier words and what their turns listed, as data.
         earlier = conversation.earlier() if conversation is not None else ()
-        router = self.route(text, turn_id, earlier)
+        # A file name with spaces typed without quotes is read as the file that exists.
+        router = with_spaced_names(self.route(text, turn_id, earlier), names_a_file)
         try:
             self.audit.append(
                 AuditEvent.ROUTER_OUTPUT,
@@ -808,7 +811,25 @@ class Session:
 
                 return ExecutionResult(reply=answer_from_memory(recollection or Recollection()))
         context = recollection.context_lines() if recollection is not None else []
+        context.extend(_named_files(router))
         return self.executor.run(router, policy, scope, context, conversation, steps)
+
+
+def names_a_file(path: str) -> bool:
+    """Whether `path`, as a person writes it (`~/Documents/Q3 budget.csv`), is a file here."""
+    try:
+        return resolve_path(path).is_file()
+    except (ValueError, OSError):
+        return False
+
+
+def _named_files(router: RouterOutput) -> list[str]:
+    """For the model: the files a name with spaces in the person's words was found to be, so it
+    reads "~/Documents/Q3 budget.csv" rather than "budget.csv"."""
+    spaced = [p for p in router.arguments.paths if " " in p and "/" in p]
+    if not spaced:
+        return []
+    return ["The files the person's message names are at: " + "; ".join(spaced)]
 
 
 def conversation_turn(text: str, turn: TurnResult, steps: list[Step]) -> Turn:
