@@ -5,8 +5,9 @@ capability lets Chamberlain do ("Run commands"), the permission dialog asks for 
 ("Run a command").
 
 A window's title says what the window is ("Settings", "Permissions"), never the app's name: Qt
-adds " — Chamberlain" (the application display name) where the desktop lists windows, so a title
-that named the app would read "Chamberlain — Settings" there, or the name twice.
+adds " — Chamberlain" (the application display name) where the desktop lists windows, unless the
+title already ends with it, so every window reads "Settings — Chamberlain" there, and a title
+such as "Chamberlain — Settings" would read "Chamberlain — Settings — Chamberlain".
 
 Plain functions of their arguments: no Qt, no I/O.
 """
