@@ -438,8 +438,14 @@ def _farewell(kept: KeptConversation) -> str:
 
 def _read_line(interactive: bool) -> str | None:
     """The person's next message; None at end of input (Ctrl-D). Ctrl-C raises."""
+    prompt = PROMPT if interactive else ""
+    if prompt and not sys.stdout.isatty():
+        # The replies go to a file or a pipe (`chat | tee log`): the prompt stays on screen.
+        sys.stderr.write(prompt)
+        sys.stderr.flush()
+        prompt = ""
     try:
-        return input(PROMPT if interactive else "")
+        return input(prompt)
     except EOFError:
         return None
 
