@@ -1177,3 +1177,28 @@ def test_a_conversation_kept_by_the_command_line_chat_opens_here_and_goes_on(
     assert "hello" in replies(window)[-1].view.toPlainText()
     chat.close()
     memory.close()
+
+
+def test_a_temporary_chat_follows_its_own_turns_and_keeps_none_of_them(
+    qtbot, run, app_home, memory, scripted_server
+):
+    server = scripted_server(["Paris.", "About 2.1 million."])
+    model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=30)
+    chat = rig(qtbot, app_home, memory, model=model, settings=no_extraction())
+
+    async def scenario() -> None:
+        window = await chat.shown()
+        window.temporary_toggle.click()
+        await type_and_send(qtbot, window, "what's the capital of France?")
+        await reply_count(window, 1)
+        await type_and_send(qtbot, window, "and its population?")
+        await reply_count(window, 2)
+
+    run(scenario())
+    assert said(asked(server, "and its population?"))[:2] == [
+        ("user", "what's the capital of France?"),
+        ("assistant", "Paris."),
+    ]
+    assert ConversationStore(memory).conversations() == []
+    chat.close()
+    model.close()
