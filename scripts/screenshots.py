@@ -44,6 +44,20 @@ LONG_REPLY = (
     + "- a point worth weighing, explained at some length so the reply keeps coming\n"
     * 60
 )
+# A pasted log and the reply with a command in a code block (chat-code.png).
+PASTED_LOG = "my backup script fails, why?\n" + "\n".join(
+    f"2026-11-27 09:{n:02d}:14 rsync: [sender] send_files failed to open "
+    f'"/home/me/Documents/tax/{n:02d}.pdf": Permission denied (13)'
+    for n in range(40)
+)
+CODE_REPLY = (
+    "The files under `Documents/tax` are not readable by the user the backup runs as. "
+    "Give yourself read access again, then run the backup once by hand to check:\n\n"
+    "```bash\nchmod -R u+rX ~/Documents/tax\n"
+    "rsync -avz --delete --exclude '.cache' ~/Documents/ "
+    "backup@nas.local:/srv/backups/me/Documents/ --log-file=~/backup.log\n```\n\n"
+    "If it still fails, the log file says which file it stopped at."
+)
 
 
 def _environment(scratch: Path) -> None:
@@ -154,6 +168,11 @@ async def _welcome_only(out: Path) -> None:
         await typing
         scale = os.environ.get("QT_SCALE_FACTOR", "1")
         await _welcome(shell, out / f"welcome-{scale}x.png")
+        # The chat as it opens at this scale on this screen: all of it, Stop included, on it.
+        chat = shell.show_window("chat")
+        assert chat is not None
+        await asyncio.sleep(1.0)
+        _grab_region(out / f"chat-{scale}x.png", 0, 0, 1280, 800)
     finally:
         shell.quit()
 
@@ -182,6 +201,8 @@ async def _shots(out: Path) -> None:
         system = str(request["messages"][0].get("content", ""))
         if system.startswith("You are Chamberlain, a local desktop assistant. A tool already"):
             return Text(LISTING)
+        if "my backup script fails" in str(request["messages"][-1].get("content", "")):
+            return Text(CODE_REPLY)
         return Trickle(Text(LONG_REPLY), interval=0.0005)
 
     from broker.llm import endpoints
@@ -286,6 +307,14 @@ async def _shots(out: Path) -> None:
         await _until(lambda: not shell.assistant.busy)
         await asyncio.sleep(0.5)
         _grab(chat, out / "chat-stopped.png")
+
+        # A pasted log (its first lines, "Show all") and a reply with a code block (Copy).
+        chat.new_chat()  # type: ignore[attr-defined]
+        chat.input.setPlainText(PASTED_LOG)  # type: ignore[attr-defined]
+        chat.submit()  # type: ignore[attr-defined]
+        await _until(lambda: not shell.assistant.busy)
+        await asyncio.sleep(0.8)
+        _grab(chat, out / "chat-code.png")
     finally:
         shell.quit()
         server.stop()
