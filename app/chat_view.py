@@ -97,9 +97,9 @@ STYLE = """
 #reply[failed="true"] { border-left: 3px solid %(problem)s; padding-left: 6px; }
 #details { color: palette(placeholder-text); }
 QToolButton#disclosure { border: none; color: palette(link); padding: 0; }
-QPushButton#linkButton { border: none; color: palette(link); text-decoration: underline;
-                         padding: 0 4px; background: transparent; }
-QPushButton#linkButton:focus { outline: 1px solid palette(highlight); }
+QPushButton#linkButton { border: 1px solid transparent; color: palette(link);
+                         text-decoration: underline; padding: 0 4px; background: transparent; }
+QPushButton#linkButton:focus { border: 1px solid palette(highlight); border-radius: 3px; }
 #codeBlock { background: palette(alternate-base); border: 1px solid palette(midlight);
              border-radius: 6px; }
 #codeLanguage { color: palette(placeholder-text); }
