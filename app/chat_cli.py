@@ -9,9 +9,10 @@ desktop chat keeps its own (broker.conversation.save_turn: the same key, the sam
 metadata, so the app lists and opens it, and either can go on with it), unless it is temporary;
 its id is printed on leaving, for `ask --continue ID` or `chat --continue ID`.
 
-The turn runs on a thread of its own while the main thread waits, so Ctrl-C reaches the main
-thread, which fires the turn's StopSignal (as the app's Stop button does) instead of raising
-inside whatever the turn was doing.
+The turn runs on a thread of its own while the main thread waits. Ctrl-C only marks itself
+(`CtrlC`, the chat's SIGINT handler) and the main thread, which looks at every wait, fires the
+turn's StopSignal (as the app's Stop button does): nothing is raised inside whatever the turn,
+or the loop keeping it, was doing.
 
 This module decides nothing about permissions, routing or memory: it asks the Session and keeps
 what the turn reported. It must never import Qt (the headless CLI), never keep anything of a
@@ -21,7 +22,6 @@ temporary chat, and never print around app.terminal's escaping (it writes to sys
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -30,16 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.chat_entries import STATUS_WORDS, Details, ToolCall
+from app.chat_entries import STATUS_WORDS, Details, MemoryEntry, MemoryState, ToolCall
 from app.errors import FrontEnd, worded
-from app.memory_words import memory_notice, reply_with_notices
+from app.memory_words import app_line, reply_with_notices
 from core.errors import StorageError
+from memory.types import FactStatus
 
 if TYPE_CHECKING:
     from broker.conversation import Conversation
     from broker.events import TurnEvent
     from broker.session import Session
-    from broker.types import TurnResult
+    from broker.types import MemoryEvent, TurnResult
     from memory.conversations import ConversationStore
     from memory.store.facts import MemoryStore
     from tools.stop import StopSignal
@@ -322,13 +323,26 @@ def keep_turn(kept: KeptConversation, record: TurnRecord, result: TurnResult) ->
             return ""
         kept.title = kept.title or title
         for event in result.memory:
-            kept.store.add(cid, "notice", memory_notice(event), {"kind": "memory"})
+            kept.store.add(cid, "notice", *_memory_line(event))
         if cancelled:
             stopped = result.reply.strip() or "Stopped."
             kept.store.add(cid, "notice", stopped, {"kind": "stopped"})
     except (MemoryStoreError, sqlite3.Error, OSError) as exc:
         return f"this turn was not kept in the conversation: {exc}"
     return ""
+
+
+def _memory_line(event: MemoryEvent) -> tuple[str, dict[str, Any]]:
+    """A memory line as the desktop chat keeps it (app/chat.py's memory_entry), so a
+    conversation from here opened in the app offers Approve or Undo on a fact still waiting or
+    kept; in the app's words, where it is shown."""
+    text = event.text.strip()
+    if event.fact_id and text and event.action in ("added", "superseded", "pending"):
+        state: MemoryState = "waiting" if event.status is FactStatus.PENDING else "kept"
+        entry = MemoryEntry(body=app_line(event), fact_id=event.fact_id, state=state, text=text)
+    else:
+        entry = MemoryEntry(body=app_line(event))
+    return entry.body, entry.to_meta()
 
 
 def keep_asked_turn(session: Session, kept: KeptConversation, text: str) -> TurnResult:
@@ -436,45 +450,109 @@ def _farewell(kept: KeptConversation) -> str:
     )
 
 
-def _read_line(interactive: bool) -> str | None:
-    """The person's next message; None at end of input (Ctrl-D). Ctrl-C raises."""
-    prompt = PROMPT if interactive else ""
-    if prompt and not sys.stdout.isatty():
-        # The replies go to a file or a pipe (`chat | tee log`): the prompt stays on screen.
-        sys.stderr.write(prompt)
-        sys.stderr.flush()
-        prompt = ""
-    try:
-        return input(prompt)
-    except EOFError:
-        return None
+# How often the main thread looks whether Ctrl-C was pressed while it waits (for a line, for a
+# turn).
+WAKE_S = 0.2
+
+
+class CtrlC:
+    """Ctrl-C as the chat takes it: the signal handler only marks it, and the loop acts on it
+    where it waits — at the prompt it drops the line, during a turn it stops the turn. Never a
+    KeyboardInterrupt raised wherever the main thread happens to be (keeping a turn, printing),
+    and never lost: another thread (a library's own) may take the signal, which a wait blocked
+    in one call (GNU readline's, a future's) would not wake for."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.pressed = True
+
+    def take(self) -> bool:
+        """Whether Ctrl-C was pressed since last asked."""
+        pressed, self.pressed = self.pressed, False
+        return pressed
+
+
+class _LineDropped(Exception):
+    """Ctrl-C at the prompt."""
+
+
+class LineReader:
+    """The person's lines from stdin, read from its descriptor (as the permission prompt reads
+    its answers, so neither holds back what the other should see). On a terminal the line is
+    edited by the terminal itself (Backspace, Ctrl-U, Ctrl-W)."""
+
+    def __init__(self, stdin: Any, ctrl_c: CtrlC) -> None:
+        self.fd = stdin.fileno()
+        self.ctrl_c = ctrl_c
+        self.pending = b""
+        self.ended = False
+
+    def read(self) -> str | None:
+        """The next line, without its end; None at end of input (Ctrl-D). Raises _LineDropped
+        on Ctrl-C (what was typed is dropped: the terminal drops its own copy)."""
+        import os
+        import select
+
+        while b"\n" not in self.pending and not self.ended:
+            if self.ctrl_c.take():
+                self.pending = b""
+                raise _LineDropped
+            if not select.select([self.fd], [], [], WAKE_S)[0]:
+                continue
+            chunk = os.read(self.fd, 4096)
+            if chunk:
+                self.pending += chunk
+            else:
+                self.ended = True
+        if b"\n" in self.pending:
+            line, _, self.pending = self.pending.partition(b"\n")
+        elif self.pending:  # the last line, with no end
+            line, self.pending = self.pending, b""
+        else:
+            return None
+        return line.decode(errors="replace")
+
+
+def _prompt(interactive: bool) -> None:
+    if not interactive:
+        return
+    # On the terminal whichever way the replies go (`chat | tee log` keeps its prompt).
+    out = sys.stdout if sys.stdout.isatty() else sys.stderr
+    out.write(PROMPT)
+    out.flush()
 
 
 def _loop(session: Session, kept: KeptConversation, *, debug: bool) -> None:
+    import signal
+
     interactive = sys.stdin.isatty()
-    if interactive:
-        # Line editing for input(). It keeps no history file: only the interactive
-        # interpreter writes one, and what the person types here stays out of it.
-        with contextlib.suppress(ImportError):
-            import readline  # noqa: F401
+    ctrl_c = CtrlC()
+    reader = LineReader(sys.stdin, ctrl_c)
     sys.stderr.write(_greeting(kept))
     sys.stderr.flush()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chamberlain-chat-turn") as turns:
-        while True:
-            try:
-                line = _read_line(interactive)
-            except KeyboardInterrupt:
-                # At the prompt, Ctrl-C drops what was typed (Ctrl-D is what leaves).
-                sys.stderr.write("\n")
-                sys.stderr.flush()
-                continue
-            if line is None:
-                if interactive:
+    previous = signal.signal(signal.SIGINT, ctrl_c)
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chamberlain-chat-turn") as turns:
+            while True:
+                _prompt(interactive)
+                try:
+                    line = reader.read()
+                except _LineDropped:
+                    # At the prompt, Ctrl-C drops what was typed (Ctrl-D is what leaves).
                     sys.stderr.write("\n")
-                break
-            text = line.strip()
-            if text:
-                _turn(session, kept, text, turns, debug=debug)
+                    sys.stderr.flush()
+                    continue
+                if line is None:
+                    if interactive:
+                        sys.stderr.write("\n")
+                    break
+                text = line.strip()
+                if text:
+                    _turn(session, kept, text, turns, ctrl_c, debug=debug)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     sys.stderr.write(_farewell(kept))
     sys.stderr.flush()
 
@@ -484,6 +562,7 @@ def _turn(
     kept: KeptConversation,
     text: str,
     turns: ThreadPoolExecutor,
+    ctrl_c: CtrlC,
     *,
     debug: bool,
 ) -> None:
@@ -496,14 +575,15 @@ def _turn(
     running: Future[TurnResult] = turns.submit(ask_within, session, kept, text, printer, stop)
     while True:
         try:
-            result = running.result()
+            result = running.result(timeout=WAKE_S)
             break
-        except KeyboardInterrupt:
-            # The turn ends itself, cancelled and audited; a second Ctrl-C only waits for it.
-            if not stop.stopped:
-                stop.stop()
-                sys.stderr.write("\nStopping…\n")
-                sys.stderr.flush()
+        except TimeoutError:
+            pass
+        # The turn ends itself, cancelled and audited; another Ctrl-C only waits for it.
+        if ctrl_c.take() and not stop.stopped:
+            stop.stop()
+            sys.stderr.write("\nStopping…\n")
+            sys.stderr.flush()
     shown = reply_with_notices(worded(result.reply, result.remedy, FrontEnd.CLI), result.memory)
     printer.finish(shown)
     problem = keep_turn(kept, record, result)

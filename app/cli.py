@@ -487,7 +487,6 @@ def turn_session(
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from app.chat_cli import continued, keep_asked_turn
     from app.errors import FrontEnd, worded
     from app.memory_words import reply_with_notices
     from app.settings_notice import settings_for_reading
@@ -497,7 +496,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
     settings = settings_for_reading(home)
     # `--continue`: the conversation is read from the store (and the turn kept in it), so
     # memory is opened first; plain `ask` keeps no conversation, as before.
-    kept = continued(home, settings, continue_id) if continue_id is not None else None
+    kept = None
+    if continue_id is not None:
+        from app.chat_cli import continued
+
+        kept = continued(home, settings, continue_id)
     try:
         session = turn_session(args, home, settings, memory=kept.memory if kept else None)
     except BaseException:
@@ -506,7 +509,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
         raise
     _started()
     try:
-        turn = session.ask(text) if kept is None else keep_asked_turn(session, kept, text)
+        if kept is None:
+            turn = session.ask(text)
+        else:
+            from app.chat_cli import keep_asked_turn
+
+            turn = keep_asked_turn(session, kept, text)
     finally:
         session.close()
         if kept is not None:

@@ -1202,3 +1202,42 @@ def test_a_temporary_chat_follows_its_own_turns_and_keeps_none_of_them(
     assert ConversationStore(memory).conversations() == []
     chat.close()
     model.close()
+
+
+def test_a_fact_waiting_from_the_command_line_chat_can_be_approved_in_its_conversation_here(
+    qtbot, run, app_home, docs
+):
+    from tests.support.cli import run_cli
+
+    user = docs.parent
+    proc = run_cli(
+        user,
+        "chat",
+        "--llm",
+        "none",
+        env={"CHAMBERLAIN_MEMORY__ENCRYPTION": "off"},
+        stdin="remember that I take insulin every morning\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    memory = open_memory(user / ".chamberlain" / "memory.db")
+    chat = rig(qtbot, app_home, memory)
+
+    async def reopened() -> MemoryLine:
+        window = await chat.shown()
+        await until(lambda: window.conversation_list.count() == 1)
+        await window.open_conversation(
+            window.conversation_list.item(0).data(Qt.ItemDataRole.UserRole)
+        )
+        [line] = memory_lines(window)
+        line.approve.click()
+        await until(lambda: "Approved." in line.label.text())
+        return line
+
+    line = run(reopened())
+    assert line.entry.fact_id is not None
+    fact = memory.get(line.entry.fact_id)
+    assert fact is not None
+    assert fact.status is FactStatus.ACTIVE
+    assert "insulin" in fact.text
+    chat.close()
+    memory.close()
