@@ -139,11 +139,9 @@ class DesktopApp(QObject):
             log.info("no system tray here: opening the chat window instead")
             self.show_window("chat")
             self._say_once_no_tray()
-        from app.windows.welcome import welcomed
-
-        if not welcomed(self.home):
-            # The first start of this home (until the person closes it): on top of the chat.
-            self.show_window("welcome")
+        # After the session (and the chat, without a tray), not before the tray: its module
+        # costs the tray's start 15-30 ms.
+        self._spawn(self._welcome_on_first_start())
         if self.loaded_settings.problem is not None:
             self._spawn(self._offer_settings_repair())
         if self.loaded_settings.pending:
@@ -292,6 +290,19 @@ class DesktopApp(QObject):
             raise KeyError(name)
         widget.setWindowIcon(icon("chamberlain"))
         return widget
+
+    async def _welcome_on_first_start(self) -> None:
+        """The first start of this home (until the person closes it): Welcome, over the chat."""
+        from core.errors import ChamberlainError
+
+        try:
+            await self.assistant.start()
+        except (ChamberlainError, OSError):
+            return  # no session: the start-up box says why (`_main`), once
+        from app.windows.welcome import welcomed
+
+        if not welcomed(self.home):
+            self.show_window("welcome")
 
     def _build_welcome(self) -> QWidget:
         from app.windows.welcome import Found, WelcomeWindow
