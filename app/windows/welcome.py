@@ -145,7 +145,8 @@ def memory_words(keyed_by: str | None, problem: str | None) -> str:
     if keyed_by == "passphrase":
         return (
             "What Chamberlain remembers is encrypted with the passphrase you chose (there is "
-            "no system keyring here). It is asked for at each start and cannot be recovered."
+            "no system keyring here). It is asked for at each start and cannot be recovered if "
+            "forgotten."
         )
     if keyed_by == "none":
         return "What Chamberlain remembers is not encrypted: you chose to keep it unencrypted."
