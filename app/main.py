@@ -180,13 +180,20 @@ class DesktopApp(QObject):
         self._found(model=True)
 
     async def connect_model(self) -> None:
-        from app.errors import FrontEnd, worded
+        from app.errors import FrontEnd, user_message, worded
         from broker.session import connect_model
+        from core.errors import ConfigError
 
         session = self.assistant.session
-        choice = await self.assistant.run_io(
-            functools.partial(connect_model, session.settings, home=session.home)
-        )
+        try:
+            choice = await self.assistant.run_io(
+                functools.partial(connect_model, session.settings, home=session.home)
+            )
+        except ConfigError as exc:
+            # An address from the environment or a hand-edited file that is not one: the app
+            # starts without a model and says why, so the person can fix it in Settings.
+            session.use_model(None, user_message(exc, FrontEnd.APP))
+            return
         old = session.model
         problem = worded(choice.problem, choice.remedy, FrontEnd.APP) if choice.problem else None
         session.use_model(choice.model, problem)
@@ -393,7 +400,12 @@ class DesktopApp(QObject):
         self._pending.append(future)
 
     async def _show_when_started(self, name: str) -> None:
-        await self.assistant.start()
+        from core.errors import ChamberlainError
+
+        try:
+            await self.assistant.start()
+        except (ChamberlainError, OSError):
+            return  # no session: the start-up box says why (`_main`), once
         self.show_window(name)
 
     def bring_to_front(self) -> None:

@@ -212,3 +212,22 @@ def test_about_from_the_tray_shows_the_version_and_where_the_data_lives(shell, r
     assert f"Data folder: {app_home}" in facts
     window.copy.click()
     assert QGuiApplication.clipboard().text() == f"Chamberlain {expected}\n{facts}"
+
+
+def test_a_model_address_from_the_environment_that_is_not_one_starts_the_app_without_a_model(
+    qapp, app_home, event_loop_qt, monkeypatch, run
+):
+    # A variable (or a hand-edited file) the Settings window never checked: the app must still
+    # start, say what is wrong in its own words, and leave the fix to Settings.
+    monkeypatch.setenv("CHAMBERLAIN_MEMORY__ENCRYPTION", "off")
+    monkeypatch.setenv("CHAMBERLAIN_LLM__URL", "htp:/localhost 18731")
+    app = DesktopApp(app_home, prompter=AllowFiveMinutes(), use_tray=True, connect_model=True)
+    try:
+        run(app.load())  # connects the model as the app does at start
+        session = app.assistant.session
+        assert session.model is None
+        assert session.model_problem is not None
+        assert "htp:/localhost 18731" in session.model_problem
+        assert "--llm" not in session.model_problem
+    finally:
+        app.quit()
