@@ -445,10 +445,13 @@ class DesktopApp(QObject):
         self._spawn(self._revoke_all_now())
 
     async def _revoke_all_now(self) -> None:
+        from app.windows.words import counted
+
         count = await self.assistant.revoke_all()
         self.tray.notify(
             "Permissions revoked",
-            f"{count} permission(s) revoked. Chamberlain will ask again before its next step.",
+            f"{counted(count, 'permission')} revoked. Chamberlain will ask again before its next "
+            "step.",
         )
 
     # -- quitting --------------------------------------------------------------------------------
