@@ -442,10 +442,12 @@ class UserBubble(QWidget):
         self.collapsible = (
             len(lines) > PASTE_COLLAPSE_LINES or len(entry.body) > PASTE_COLLAPSE_CHARS
         )
-        self.toggle = _link_button("", "")
-        self.toggle.setVisible(self.collapsible)
-        self.toggle.clicked.connect(self._toggle)
-        inner.addWidget(self.toggle, 0, Qt.AlignmentFlag.AlignLeft)
+        # Only a long message has the toggle (most have none: appending stays cheap).
+        self.toggle: QPushButton | None = None
+        if self.collapsible:
+            self.toggle = _link_button("", "")
+            self.toggle.clicked.connect(self._toggle)
+            inner.addWidget(self.toggle, 0, Qt.AlignmentFlag.AlignLeft)
         row.addWidget(self.bubble)
         self._lines = len(lines)
         self._show()
@@ -461,7 +463,7 @@ class UserBubble(QWidget):
         else:
             preview = "\n".join(body.splitlines()[:PASTE_PREVIEW_LINES])[:PASTE_PREVIEW_CHARS]
             self.label.setText(preview.rstrip() + "\n…")
-        if self.collapsible:
+        if self.toggle is not None:
             if self.entry.expanded:
                 words, name = "Show fewer lines", "Show only the first lines of your message"
             elif self._lines > 1:
@@ -483,16 +485,21 @@ class _BubbleLabel(QLabel):
         self.setTextFormat(Qt.TextFormat.PlainText)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._natural = 0
+        # Asked on every layout of the transcript: worked out once per text.
+        self._hint: QSize | None = None
 
     def setText(self, text: str) -> None:
         metrics = self.fontMetrics()
         self._natural = max(metrics.horizontalAdvance(line) for line in text.split("\n")) + 4
+        self._hint = None
         super().setText(text)
         self.updateGeometry()
 
     def sizeHint(self) -> QSize:
-        width = max(self.minimumSizeHint().width(), self._natural)
-        return QSize(width, self.heightForWidth(width))
+        if self._hint is None:
+            width = max(self.minimumSizeHint().width(), self._natural)
+            self._hint = QSize(width, self.heightForWidth(width))
+        return self._hint
 
     def minimumSizeHint(self) -> QSize:
         # The height comes from heightForWidth at the width the layout gives.
@@ -940,16 +947,7 @@ class Transcript(QScrollArea):
         body = QWidget()
         body.setObjectName("transcriptBody")
         body.setStyleSheet(STYLE % {"problem": problem_color(self.palette()).name()})
-        # The entries stand in a column no wider than the measure, centred in a wider window.
-        centre = QHBoxLayout(body)
-        centre.setContentsMargins(0, 0, 0, 0)
-        centre.setSpacing(0)
-        self.column = QWidget()
-        self.column.setMaximumWidth(self.measure())
-        centre.addStretch(1)
-        centre.addWidget(self.column, 1000)
-        centre.addStretch(1)
-        self._layout = QVBoxLayout(self.column)
+        self._layout = QVBoxLayout(body)
         self._layout.setContentsMargins(14, 10, 14, 10)
         self._layout.setSpacing(8)
         self.earlier = _link_button("Show earlier messages", "Show earlier messages")
@@ -971,9 +969,20 @@ class Transcript(QScrollArea):
         bar.valueChanged.connect(self._scrolled)
 
     def measure(self) -> int:
-        """How wide the column of entries may be: MEASURE_CHARS of the text's font, with the
-        column's and a reply's margins."""
-        return self.fontMetrics().averageCharWidth() * MEASURE_CHARS + 2 * 14 + 2 * 4
+        """How wide the column of entries may be: MEASURE_CHARS of the text's font, with a
+        reply's margins."""
+        return self.fontMetrics().averageCharWidth() * MEASURE_CHARS + 2 * 4
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        # The entries stand in a column no wider than the measure, centred in a wider window:
+        # wide side margins, rather than a nested layout that every append would lay out again.
+        # From the scroll area's width (the viewport's changes as the scroll bar comes and goes,
+        # and margins that followed it would lay everything out again each time).
+        room = self.width() - 2 * self.frameWidth() - self.verticalScrollBar().sizeHint().width()
+        side = max(14, (room - self.measure()) // 2)
+        if self._layout.contentsMargins().left() != side:
+            self._layout.setContentsMargins(side, 10, side, 10)
+        super().resizeEvent(event)
 
     # -- contents --
 

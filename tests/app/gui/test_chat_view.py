@@ -202,6 +202,7 @@ def test_a_long_paste_shows_its_first_lines_until_show_all_is_pressed_with_the_k
     assert shown.startswith("what went wrong here?\nlog line 1:")
     assert len(shown.splitlines()) == PASTE_PREVIEW_LINES + 1  # and "…"
     assert "log line 60" not in shown
+    assert bubble.toggle is not None
     assert bubble.toggle.text() == "Show all 61 lines"
     assert tab_until(qtbot, window.input, bubble.toggle)
     qtbot.keyClick(bubble.toggle, Qt.Key.Key_Space)
@@ -214,6 +215,8 @@ def test_a_long_paste_shows_its_first_lines_until_show_all_is_pressed_with_the_k
     [again] = show(window, run, entry)
     assert isinstance(again, UserBubble)
     assert again.label.text() == body
+    assert again.toggle is not None
+    assert again.toggle.text() == "Show fewer lines"
 
 
 def test_one_very_long_pasted_line_is_collapsed_too(window, run):
@@ -221,6 +224,7 @@ def test_one_very_long_pasted_line_is_collapsed_too(window, run):
     [bubble] = show(window, run, UserEntry(body=body))
     assert isinstance(bubble, UserBubble)
     assert len(bubble.label.text()) < 1000
+    assert bubble.toggle is not None
     assert bubble.toggle.text() == f"Show all {len(body):,} characters"
 
 
@@ -228,7 +232,7 @@ def test_a_short_message_is_shown_whole_with_nothing_to_expand(window, run):
     [bubble] = show(window, run, UserEntry(body="list my documents\nplease"))
     assert isinstance(bubble, UserBubble)
     assert bubble.label.text() == "list my documents\nplease"
-    assert not bubble.toggle.isVisibleTo(bubble)
+    assert bubble.toggle is None
 
 
 # --- the measure and the title -------------------------------------------------------------
