@@ -862,6 +862,7 @@ class ChatWindow(QWidget):
                 entry.state, entry.note = "plain", "Since replaced by a newer version."
             elif entry.state == "waiting":
                 entry.state, entry.note = "rejected", "Rejected in Memory."
+                entry.body = f"Not remembered: {entry.text}" if entry.text else entry.body
             else:
                 entry.state, entry.note = "forgotten", "Forgotten."
             entry.editing = False
