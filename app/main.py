@@ -108,6 +108,8 @@ class DesktopApp(QObject):
         self._history: ConversationStore | None = None
         # The passphrase question the io thread may be waiting on; Quit withdraws it.
         self._passphrase: PassphraseAsker | None = None
+        # "This desktop has no system tray…": shown once, closed with the app.
+        self._no_tray_box: QMessageBox | None = None
         self._turn_started = 0.0
         # Work started from a signal handler, kept so it is not collected mid-flight.
         self._pending: list[asyncio.Future[Any]] = []
@@ -468,6 +470,9 @@ class DesktopApp(QObject):
             self._passphrase.cancel()
         for widget in self.windows.values():
             widget.close()
+        if self._no_tray_box is not None:
+            self._no_tray_box.close()
+            self._no_tray_box = None
         self.tray.hide()
         self.assistant.close()
         if not self.finished.done():
