@@ -68,7 +68,7 @@ def test_without_a_model_an_unsure_chat_says_how_to_search(tmp_path, monkeypatch
     # The classifier's runner-up: a search, with real weight.
     monkeypatch.setattr(
         "broker.router.understood._classifier",
-        lambda: _Ranked([(Intent.CHAT_ONLY, 0.3), (Intent.LOOKUP_SEARCH, 0.25)]),
+        lambda weights=None: _Ranked([(Intent.CHAT_ONLY, 0.3), (Intent.LOOKUP_SEARCH, 0.25)]),
     )
     turn = _session(tmp_path).ask(text)
     assert turn.router.intent is Intent.CHAT_ONLY
@@ -89,7 +89,7 @@ class _Ranked:
 def test_no_note_when_no_other_reading_has_weight(monkeypatch) -> None:
     monkeypatch.setattr(
         "broker.router.understood._classifier",
-        lambda: _Ranked([(Intent.CHAT_ONLY, 0.9), (Intent.LOOKUP_SEARCH, 0.05)]),
+        lambda weights=None: _Ranked([(Intent.CHAT_ONLY, 0.9), (Intent.LOOKUP_SEARCH, 0.05)]),
     )
     out = route_heuristic("keyboards people seem to like").model_copy(
         update={"intent": Intent.CHAT_ONLY, "confidence": 0.4}

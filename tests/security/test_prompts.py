@@ -304,7 +304,7 @@ def test_a_right_to_left_override_in_a_file_name_is_shown_escaped_in_the_dialog_
     from app.chat import ChatWindow
 
     app = desktop([ToolCalls([("file_read", {"path": f"{docs}/{RTL_NAME}"})]), "A script."])
-    chat = ChatWindow(app.qt_session, lambda: None)
+    chat = ChatWindow(app.assistant, lambda: None)
     qtbot.addWidget(chat)
     hints: list[str] = []
 
@@ -318,7 +318,7 @@ def test_a_right_to_left_override_in_a_file_name_is_shown_escaped_in_the_dialog_
     assert not [t for t in seen.texts if any(ch in t for ch in HIDDEN)]
     assert hints == [f"Waiting for your permission (file_read: {docs}/{RTL_SHOWN})…"]
 
-    window = PermissionsWindow(app.qt_session)
+    window = PermissionsWindow(app.assistant)
     qtbot.addWidget(window)
     window.show()
     run(window.refresh())
@@ -440,9 +440,9 @@ def test_always_is_not_offered_for_a_secret_looking_path_and_the_dialog_says_why
     assert "“Always” is not offered" in seen.no_always
     assert "looks like it holds a password" in seen.no_always
     assert not [t for t in seen.texts if "Saved until you remove it" in t]
-    grants = app.qt_session.session.permissions.grants.live()
+    grants = app.assistant.session.permissions.grants.live()
     assert [g.mode for g in grants] == [GrantMode.SESSION]
-    saved = app.qt_session.session.home / "grants.json"
+    saved = app.assistant.session.home / "grants.json"
     assert not saved.exists() or "Password" not in saved.read_text()
 
 
