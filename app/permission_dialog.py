@@ -6,9 +6,11 @@ risky and how reversible it is; offers the answers the question allows; and coun
 denial it ends in when nobody answers.
 
 Guarantees a person relies on: nothing is allowed until `ACTIVATION_DELAY_S` after the dialog
-appeared (a click or keystroke meant for another window cannot approve); Deny, Esc and closing
-the window all deny at once; Enter denies unless the focused button is the Allow button; the
-dialog stays on top but never takes the keyboard focus when it appears.
+is really on screen — counted from when the window system exposes its window (a window manager
+or compositor may map it well after `show()`), so a click or keystroke meant for another window
+cannot approve; Deny, Esc and closing the window all deny at once; Enter denies unless the
+focused button is the Allow button; the dialog stays on top but never takes the keyboard focus
+when it appears, so it is announced instead (an accessible alert carrying the question in words).
 
 It renders and forwards; what may be offered and what each answer decides is the question's
 (`app.permission_prompt`). It never calls `QDialog.exec()`: it is shown through
@@ -20,9 +22,24 @@ from __future__ import annotations
 import itertools
 import math
 
-from PySide6.QtCore import QSize, Qt, QTimer
-from PySide6.QtGui import QFont, QFontDatabase, QPalette, QShowEvent, QTextOption
+import shiboken6
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QRectF, QSize, Qt, QTimer
+from PySide6.QtGui import (
+    QAccessible,
+    QAccessibleAnnouncementEvent,
+    QAccessibleEvent,
+    QFont,
+    QFontDatabase,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+    QPen,
+    QShowEvent,
+    QTextOption,
+    QWindow,
+)
 from PySide6.QtWidgets import (
+    QApplication,
     QButtonGroup,
     QComboBox,
     QDialog,
@@ -165,6 +182,74 @@ def _wrapping(text: str) -> QLabel:
     return label
 
 
+class _FocusRing(QWidget):
+    """A ring around whichever control of the dialog has the keyboard focus, in any style.
+
+    Fusion marks focus with a hairline in the same colour as a default button's border, and
+    Deny is always the default, so focus on Deny could not be seen at all; this ring is 2 px of
+    the palette's highlight, just outside the control. It draws nothing while the dialog is not
+    the active window (it never takes the focus by itself)."""
+
+    MARGIN = 3
+
+    def __init__(self, dialog: QDialog) -> None:
+        super().__init__(dialog)
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.target: QWidget | None = None
+        self.hide()
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            app.focusChanged.connect(self._follow)
+
+    def _follow(self, _old: QWidget | None, new: QWidget | None) -> None:
+        dialog = self.parentWidget()
+        # The focus also moves while the dialog's controls are being destroyed.
+        if self.target is not None and shiboken6.isValid(self.target):
+            self.target.removeEventFilter(self)
+        self.target = None
+        if new is None or dialog is None or not dialog.isAncestorOf(new):
+            self.hide()
+            return
+        self.target = new
+        new.installEventFilter(self)
+        self._place()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.target and event.type() in (
+            QEvent.Type.Move,
+            QEvent.Type.Resize,
+            QEvent.Type.Show,
+            QEvent.Type.Hide,
+        ):
+            self._place()
+        return super().eventFilter(watched, event)
+
+    def _place(self) -> None:
+        dialog = self.parentWidget()
+        target = self.target
+        if dialog is None or target is None or not target.isVisible():
+            self.hide()
+            return
+        size = target.size()
+        if isinstance(target, QRadioButton):
+            # Around the circle and its words, not the empty width of its grid column.
+            size.setWidth(min(size.width(), target.sizeHint().width()))
+        where = QRect(target.mapTo(dialog, QPoint(0, 0)), size)
+        margin = self.MARGIN
+        self.setGeometry(where.adjusted(-margin, -margin, margin, margin))
+        self.raise_()
+        self.show()
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 2))
+        painter.drawRoundedRect(QRectF(self.rect()).adjusted(1, 1, -1, -1), 4, 4)
+        painter.end()
+
+
 class PermissionDialog(QDialog):
     """Renders one QuestionView; every way it closes answers the question."""
 
@@ -173,12 +258,17 @@ class PermissionDialog(QDialog):
         question: QuestionView,
         *,
         activation_delay_s: float = ACTIVATION_DELAY_S,
+        arm_timer: QTimer | None = None,
         parent: QWidget | None = None,
     ) -> None:
+        """`arm_timer` counts the activation delay (a test passes one whose time it moves)."""
         super().__init__(parent)
         self.question = question
         self.activation_delay_s = activation_delay_s
         self._armed = False
+        self._announced = False
+        # The native window whose exposure starts the activation delay (see `_watch_exposure`).
+        self._watched: QWindow | None = None
         self._closing = False
         self._sized = False
         request = question.request
@@ -225,6 +315,7 @@ class PermissionDialog(QDialog):
         self.warning_text: QLabel | None = None
         # Each detail row's value, by its label ("Command", "File", "Arguments"…).
         self.rows: dict[str, QWidget] = {}
+        self._spoken: list[tuple[str, QLabel | _ExactText]] = []
         if cautious:
             root.addWidget(self._warning_frame(question))
 
@@ -237,11 +328,11 @@ class PermissionDialog(QDialog):
         details.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
         self._add_row(details, "What", _wrapping(action_words(request.capability)))
         self._add_detail_rows(details, question)
-        tool = visible(request.tool)
+        # The tool is named in words above (What, Tool): no id here.
         if question.model_initiated:
-            why = f"The assistant asked on its own; your message did not name this ({tool})"
+            why = "The assistant asked on its own; your message did not name this"
         else:
-            why = f"You asked for this ({tool})"
+            why = "You asked for this"
         self._add_row(details, "Why", _wrapping(why))
         if question.read_only and request.reversibility == "easy":
             undo = "changes nothing"
@@ -292,19 +383,25 @@ class PermissionDialog(QDialog):
         question.queue_changed.connect(self._show_waiting)
         question.closed.connect(self._on_question_closed)
 
-        self._arm_timer = QTimer(self)
+        self._arm_timer = arm_timer if arm_timer is not None else QTimer(self)
         self._arm_timer.setSingleShot(True)
         self._arm_timer.timeout.connect(self._arm)
 
         self._set_tab_order()
+        self.focus_ring = _FocusRing(self)
         self._show_waiting(question.queued_behind)
         self._show_remaining(question.remaining_s())
         self._show_choice()
         self.choice_buttons[question.preselected].setFocus()
+        # What a screen reader says when the question appears (the dialog never takes the
+        # focus, so nothing else would make it speak): the headline, then the details.
+        self.setAccessibleName(self.headline.text())
+        self.setAccessibleDescription(self._question_words())
 
     # -- building --------------------------------------------------------------------------------
 
-    def _add_row(self, form: QFormLayout, name: str, field: QWidget) -> None:
+    def _add_row(self, form: QFormLayout, name: str, field: QLabel | _ExactText) -> None:
+        self._spoken.append((name, field))
         label = _secondary(QLabel(name))
         label.setBuddy(field)
         if isinstance(field, _ExactText):
@@ -317,7 +414,9 @@ class PermissionDialog(QDialog):
         """The rows of `app.prompt_view`, each value whole: what the call will do."""
         for row in prompt_rows(question.request):
             text = "\n".join(row.lines)
-            field: QWidget = _ExactText(text, row.label) if row.exact else _wrapping(text)
+            field: QLabel | _ExactText = (
+                _ExactText(text, row.label) if row.exact else _wrapping(text)
+            )
             self.rows[row.label] = field
             self._add_row(form, row.label, field)
         if question.request.reason:
@@ -461,7 +560,22 @@ class PermissionDialog(QDialog):
         self.choice_buttons[question.preselected].setChecked(True)
         return box
 
+    def _question_words(self) -> str:
+        """The question in sentences, as the dialog shows it: what, the details, who asked,
+        the risk; read out by a screen reader when the dialog appears."""
+        parts = []
+        if self.warning_text is not None:
+            parts.append(self.warning_text.text().replace("\n\n", " "))
+        for label, field in self._spoken:
+            value = field.toPlainText() if isinstance(field, QTextEdit) else field.text()
+            parts.append(f"{label}: {' '.join(value.split())}.")
+        seconds = math.ceil(self.question.timeout_s)
+        parts.append(f"Denies automatically in {seconds} s if you do not answer.")
+        return " ".join(parts)
+
     def _set_tab_order(self) -> None:
+        # The order a person reads the dialog in: the choices top to bottom (the duration
+        # right of its "Allow for"), then Deny left of Allow.
         chain: list[QWidget] = []
         for choice, radio in self.choice_buttons.items():
             chain.append(radio)
@@ -550,11 +664,62 @@ class PermissionDialog(QDialog):
             screen = self.screen().availableGeometry() if self.screen() else None
             height = min(hint.height(), screen.height() - 48) if screen else hint.height()
             self.resize(hint.width(), max(height, self.minimumSizeHint().height()))
-        if not self._armed and not self._arm_timer.isActive():
+        self._watch_exposure()
+
+    # -- on screen: the activation delay and the announcement ----------------------------------
+
+    def _watch_exposure(self) -> None:
+        """Follow the native window's exposure. The delay counts from the expose, not from
+        show(): a window manager or compositor maps the window some time after show(), and
+        that time must not be taken from the person's 0.8 s of reading."""
+        window = self.windowHandle()
+        if window is not None and window is not self._watched:
+            if self._watched is not None:
+                self._watched.removeEventFilter(self)
+            window.installEventFilter(self)
+            self._watched = window
+        if window is not None and window.isExposed():
+            self._exposed(True)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self._watched and event.type() == QEvent.Type.Expose:
+            self._exposed(self._watched.isExposed())
+        return super().eventFilter(watched, event)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        super().paintEvent(event)
+        # A fallback should an expose ever escape the filter: painted into an exposed window
+        # is on screen.
+        window = self.windowHandle()
+        if window is not None and window.isExposed():
+            self._exposed(True)
+
+    def _exposed(self, exposed: bool) -> None:
+        if exposed and not self._announced:
+            self._announced = True
+            self._announce()
+        if self._armed or self._closing:
+            return
+        if not exposed:
+            # Hidden again before it armed (unmapped, minimised): the delay starts over.
+            self._arm_timer.stop()
+        elif not self._arm_timer.isActive():
             if self.activation_delay_s <= 0:
                 self._arm()
             else:
                 self._arm_timer.start(round(self.activation_delay_s * 1000))
+
+    def _announce(self) -> None:
+        """Tell assistive technology that a question appeared. The dialog never takes the
+        keyboard focus (a keystroke meant elsewhere must not answer it), so no focus change
+        would make a screen reader speak: an alert on the dialog, whose name and description
+        carry the question, and an announcement of the same words (Qt 6.8's, spoken by Orca
+        and NVDA even for a window that is not focused)."""
+        QAccessible.updateAccessibility(QAccessibleEvent(self, QAccessible.Event.Alert))
+        words = f"{self.accessibleName()} {self.accessibleDescription()}"
+        announcement = QAccessibleAnnouncementEvent(self, words)
+        announcement.setPoliteness(QAccessible.AnnouncementPoliteness.Assertive)
+        QAccessible.updateAccessibility(announcement)
 
     def _allow(self) -> None:
         if not self._armed:  # disabled anyway; a queued click must not slip through either
@@ -582,6 +747,9 @@ class PermissionDialog(QDialog):
             return
         self._closing = True
         self._arm_timer.stop()
+        if self._watched is not None:
+            self._watched.removeEventFilter(self)
+            self._watched = None
         self.done(code)
 
 

@@ -17,7 +17,16 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer
+from PySide6.QtGui import (
+    QAccessible,
+    QAccessibleAnnouncementEvent,
+    QAccessibleEvent,
+    QExposeEvent,
+    QPalette,
+    QRegion,
+    QWindow,
+)
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -25,6 +34,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QRadioButton,
+    QWidget,
 )
 
 from app import async_dialog
@@ -278,6 +288,113 @@ def test_allow_works_once_the_activation_delay_has_passed(qtbot, show):
     assert seen == [PromptDecision(allow=True, mode=GrantMode.SESSION)]
 
 
+class HeldTimer(QTimer):
+    """The activation delay's timer with its time in the test's hands: start() records the
+    interval and runs nothing; `elapse()` is that interval passing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: list[int] = []
+        self._running = False
+
+    def start(self, msec: int) -> None:  # type: ignore[override]
+        self.started.append(msec)
+        self._running = True
+
+    def stop(self) -> None:
+        self._running = False
+
+    def isActive(self) -> bool:
+        return self._running
+
+    def elapse(self) -> None:
+        assert self._running, "the delay was never started"
+        self._running = False
+        self.timeout.emit()
+
+
+class WindowSystem:
+    """The window manager's side of showing a window, which offscreen Qt does at once: until
+    `map()`, the dialog's native window is not exposed and its expose events are held back.
+    A fake at the edge we cannot run here (a window manager or compositor that maps late)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.mapped = False
+        real = QWindow.isExposed
+        monkeypatch.setattr(QWindow, "isExposed", lambda window: self.mapped and real(window))
+        QApplication.instance().installEventFilter(self._filter)
+
+    class _Filter(QObject):
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+            return event.type() == QEvent.Type.Expose
+
+    _filter = _Filter()
+
+    def map(self, dialog: QDialog) -> None:
+        QApplication.processEvents()  # the platform's own expose, still held back
+        QApplication.instance().removeEventFilter(self._filter)
+        self.mapped = True
+        window = dialog.windowHandle()
+        QApplication.sendEvent(window, QExposeEvent(QRegion(QRect(QPoint(0, 0), window.size()))))
+
+    def unmap(self, dialog: QDialog) -> None:
+        self.mapped = False
+        QApplication.sendEvent(dialog.windowHandle(), QExposeEvent(QRegion()))
+
+    def close(self) -> None:
+        QApplication.instance().removeEventFilter(self._filter)
+
+
+@pytest.fixture
+def window_system(monkeypatch: pytest.MonkeyPatch) -> Iterator[WindowSystem]:
+    system = WindowSystem(monkeypatch)
+    yield system
+    system.close()
+
+
+def test_a_dialog_shown_but_not_yet_on_screen_stays_unarmed_past_the_delay(qtbot, window_system):
+    dialog = PermissionDialog(question_for(file_read()), activation_delay_s=ACTIVATION_DELAY_S)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.wait(round(ACTIVATION_DELAY_S * 1000) + 300)  # longer than the delay, nothing mapped
+    assert not dialog.allow_button.isEnabled()
+    assert not dialog.armed
+
+
+def test_once_on_screen_allow_arms_only_after_the_whole_delay(qtbot, window_system):
+    timer = HeldTimer()
+    question = question_for(file_read())
+    dialog = PermissionDialog(question, activation_delay_s=ACTIVATION_DELAY_S, arm_timer=timer)
+    qtbot.addWidget(dialog)
+    seen = answers(question)
+    dialog.show()
+    QApplication.processEvents()
+    assert timer.started == []  # show() alone starts nothing, nor its expose held back
+    window_system.map(dialog)
+    assert timer.started == [800]
+    dialog.allow_button.click()
+    assert not dialog.allow_button.isEnabled()
+    assert seen == []
+    timer.elapse()
+    assert dialog.allow_button.isEnabled()
+    click(qtbot, dialog.allow_button)
+    assert seen == [PromptDecision(allow=True, mode=GrantMode.SESSION)]
+
+
+def test_a_dialog_unmapped_before_it_armed_counts_the_delay_again_when_back(qtbot, window_system):
+    timer = HeldTimer()
+    dialog = PermissionDialog(question_for(file_read()), arm_timer=timer)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    window_system.map(dialog)
+    window_system.unmap(dialog)
+    assert not timer.isActive()
+    window_system.map(dialog)
+    assert timer.started == [800, 800]
+    timer.elapse()
+    assert dialog.armed
+
+
 # --- what is offered ------------------------------------------------------------------------
 
 
@@ -359,7 +476,7 @@ def test_the_dialog_shows_what_where_why_and_the_risk(show):
     assert "Allow Chamberlain to read files?" in text
     assert "Read files" in text
     assert dialog.rows["File"].toPlainText() == DOCS
-    assert "You asked for this (list_files)" in text
+    assert "You asked for this" in text
     assert "Low; changes nothing" in text
     assert dialog.warning is None
 
@@ -429,6 +546,131 @@ def test_it_can_be_answered_with_the_keyboard_alone(qtbot, show):
     assert order[1:] == [dialog.duration_box, dialog.deny_button, dialog.allow_button]
     qtbot.keyClick(dialog.allow_button, Qt.Key.Key_Space)
     assert seen == [PromptDecision(allow=True, mode=GrantMode.ONCE)]
+
+
+@pytest.fixture
+def announced(monkeypatch: pytest.MonkeyPatch) -> list[tuple[QAccessible.Event, QObject, str]]:
+    """What the app tells assistive technology: (event type, object, words). Recorded where Qt
+    hands it to the platform's screen-reader bridge (AT-SPI over D-Bus), the edge we cannot run
+    offscreen; each event is still passed on to Qt."""
+    seen: list[tuple[QAccessible.Event, QObject, str]] = []
+    real = QAccessible.updateAccessibility
+
+    def record(event: QAccessibleEvent) -> None:
+        words = event.message() if isinstance(event, QAccessibleAnnouncementEvent) else ""
+        seen.append((event.type(), event.object(), words))
+        real(event)
+
+    monkeypatch.setattr(QAccessible, "updateAccessibility", record)
+    return seen
+
+
+def test_a_question_appearing_is_announced_with_its_words(qtbot, window_system, announced):
+    dialog = PermissionDialog(question_for(command("make")))
+    qtbot.addWidget(dialog)
+    dialog.show()
+    QApplication.processEvents()
+    assert [kind for kind, _, _ in announced] == []  # not yet on screen: nothing said
+    window_system.map(dialog)
+    alerts = [obj for kind, obj, _ in announced if kind == QAccessible.Event.Alert]
+    assert alerts == [dialog]
+    spoken = [words for kind, _, words in announced if kind == QAccessible.Event.Announcement]
+    assert len(spoken) == 1
+    face = QAccessible.queryAccessibleInterface(dialog)
+    name = face.text(QAccessible.Text.Name)
+    description = face.text(QAccessible.Text.Description)
+    assert name == "Allow Chamberlain to run a command?"
+    assert "make" in description
+    assert "Denies automatically in 60 s" in description
+    assert spoken[0].startswith(name)
+    assert description in spoken[0]
+    QApplication.sendEvent(dialog.windowHandle(), QExposeEvent(QRegion(dialog.rect())))
+    assert len([1 for kind, _, _ in announced if kind == QAccessible.Event.Alert]) == 1  # once
+
+
+def test_a_request_the_model_made_on_its_own_is_announced_with_its_caution(
+    qtbot, window_system, announced
+):
+    dialog = PermissionDialog(question_for(file_read(user_scope=False, model_initiated=True)))
+    qtbot.addWidget(dialog)
+    dialog.show()
+    window_system.map(dialog)
+    assert "You did not ask for this" in dialog.accessibleDescription()
+
+
+def focus_cycle(qtbot: Any, dialog: PermissionDialog) -> list[QWidget]:
+    """The controls Tab visits, once round, starting from the one focused when it opened."""
+    dialog.activateWindow()
+    qtbot.waitUntil(dialog.isActiveWindow, timeout=2000)
+    first = QApplication.focusWidget()
+    cycle = [first]
+    for _ in range(20):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        if QApplication.focusWidget() is first:
+            return cycle
+        cycle.append(QApplication.focusWidget())
+    raise AssertionError("Tab never came back round")
+
+
+@pytest.mark.parametrize("choice", [Choice.ONCE, Choice.TIMED, Choice.SESSION, Choice.ALWAYS])
+def test_tab_goes_through_the_dialog_in_reading_order(qtbot, show, choice):
+    """Top to bottom, left to right, once round (an exclusive group of choices is one stop, at
+    the one chosen); where Tab starts is the preselected choice, so the round is read from the
+    topmost control."""
+    _, dialog = show(file_read())
+    dialog.select(choice)
+    dialog.choice_buttons[choice].setFocus()
+    cycle = focus_cycle(qtbot, dialog)
+
+    def where(widget: QWidget) -> tuple[int, int]:
+        corner = widget.mapTo(dialog, QPoint(0, 0))
+        return (corner.y() + widget.height() // 2, corner.x())
+
+    assert dialog.deny_button in cycle
+    assert dialog.allow_button in cycle
+    assert dialog.choice_buttons[choice] in cycle
+    top = min(range(len(cycle)), key=lambda i: where(cycle[i]))
+    reading = cycle[top:] + cycle[:top]
+    rows = [where(widget) for widget in reading]
+    assert rows == sorted(rows, key=lambda p: (p[0] // 8, p[1])), [
+        w.accessibleName() for w in reading
+    ]
+    assert reading[-2:] == [dialog.deny_button, dialog.allow_button]
+
+
+def ring_pixels(dialog: PermissionDialog, control: QWidget) -> int:
+    """Pixels of the highlight colour in a band just outside `control`, as drawn on screen."""
+    image = dialog.grab().toImage()
+    ratio = image.devicePixelRatio()
+    highlight = dialog.palette().color(QPalette.ColorRole.Highlight)
+    corner = control.mapTo(dialog, QPoint(0, 0))
+    box = QRect(corner, control.size()).adjusted(-3, -3, 3, 3)
+    count = 0
+    for x in range(box.left(), box.right() + 1):
+        for y in (box.top() + 1, box.bottom() - 1):
+            pixel = image.pixelColor(round(x * ratio), round(y * ratio))
+            close = all(
+                abs(a - b) < 60
+                for a, b in zip(pixel.getRgb()[:3], highlight.getRgb()[:3], strict=True)
+            )
+            count += close
+    return count
+
+
+def test_every_control_the_keyboard_reaches_shows_a_ring_when_it_has_the_focus(qtbot, show):
+    _, dialog = show(file_read())
+    dialog.select(Choice.TIMED)
+    dialog.choice_buttons[Choice.TIMED].setFocus()
+    cycle = focus_cycle(qtbot, dialog)
+    assert len(cycle) == 4  # the choice, the duration, Deny, Allow
+    qtbot.keyClick(cycle[0], Qt.Key.Key_Tab, Qt.KeyboardModifier.ShiftModifier)
+    for control in cycle:  # each seen without the focus, then Tab moves the focus onto it
+        assert QApplication.focusWidget() is not control
+        before = ring_pixels(dialog, control)
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        assert QApplication.focusWidget() is control
+        width = min(control.width(), control.sizeHint().width())
+        assert ring_pixels(dialog, control) > before + width, control.accessibleName()
 
 
 def visible_text(dialog: PermissionDialog) -> str:
