@@ -96,7 +96,8 @@ STYLE = """
 #memoryLine { background: palette(alternate-base); border-radius: 6px; }
 #reply[failed="true"] { border-left: 3px solid %(problem)s; padding-left: 6px; }
 #details { color: palette(placeholder-text); }
-QToolButton#disclosure { border: none; color: palette(link); padding: 0; }
+QToolButton#disclosure { border: 1px solid transparent; color: palette(link); padding: 0 2px; }
+QToolButton#disclosure:focus { border: 1px solid palette(highlight); border-radius: 3px; }
 QPushButton#linkButton { border: 1px solid transparent; color: palette(link);
                          text-decoration: underline; padding: 0 4px; background: transparent; }
 QPushButton#linkButton:focus { border: 1px solid palette(highlight); border-radius: 3px; }
