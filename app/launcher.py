@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 # Arguments that mean "start the desktop app" rather than a CLI command.
-APP_FLAGS = ("--smoke-test", "--ready-and-quit")
+APP_FLAGS = ("--smoke-test", "--ready-and-quit", "--chat")
 # The desktop app could not start here (no graphical session): a usage error, as the CLI has it.
 EXIT_NO_DISPLAY = 2
 # A local X display: ":0", ":1.0", "unix:0".

@@ -31,6 +31,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from PySide6.QtCore import QObject, Qt, QTimer, QtMsgType, qInstallMessageHandler
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from app import async_dialog
@@ -120,6 +121,14 @@ class DesktopApp(QObject):
         self._memory_found = False
         self._model_found = False
         self._quitting = False
+        # The desktop-wide key that opens the chat (taken in `start`, given back on Quit).
+        from app.global_shortcut import GlobalShortcut
+
+        self.chat_shortcut = GlobalShortcut(
+            QGuiApplication.platformName(), os.environ.get("DISPLAY"), self
+        )
+        self.chat_shortcut.pressed.connect(self.bring_to_front)
+        self.chat_shortcut.changed.connect(self._show_chat_shortcut)
 
         self.tray.open_chat.connect(lambda: self.show_window("chat"))
         for name in ("permissions", "memory", "activity", "settings", "about", "welcome"):
@@ -135,6 +144,7 @@ class DesktopApp(QObject):
     def start(self) -> None:
         """Show the tray (or, without one, the chat window as soon as the session is up); the
         rest loads afterwards."""
+        self.chat_shortcut.start(self.loaded_settings.settings.chat.shortcut)
         if self.use_tray:
             self.tray.show()
         else:
@@ -148,6 +158,11 @@ class DesktopApp(QObject):
             self._spawn(self._offer_settings_repair())
         if self.loaded_settings.pending:
             self._spawn(self._offer_settings_review())
+
+    def _show_chat_shortcut(self) -> None:
+        """The tray shows the key beside "Open chat" while it works."""
+        working = self.chat_shortcut.problem is None
+        self.tray.show_shortcut(self.chat_shortcut.shortcut if working else "")
 
     async def _offer_settings_review(self) -> None:
         """Changes made outside Chamberlain to settings that widen reach are not used; say so
@@ -288,7 +303,7 @@ class DesktopApp(QObject):
         elif name == "settings":
             from app.windows.settings import SettingsWindow
 
-            widget = SettingsWindow(self.assistant)
+            widget = SettingsWindow(self.assistant, chat_shortcut=self.chat_shortcut)
         elif name == "about":
             from app.windows.about import AboutWindow
 
@@ -474,6 +489,7 @@ class DesktopApp(QObject):
             self._no_tray_box.close()
             self._no_tray_box = None
         self.tray.hide()
+        self.chat_shortcut.stop()
         self.assistant.close()
         if not self.finished.done():
             self.finished.set_result(0)
@@ -604,6 +620,9 @@ def _install_exception_hooks(loop: asyncio.AbstractEventLoop) -> None:
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="chamberlain", description="Chamberlain desktop app")
     parser.add_argument("--home", help="where every file Chamberlain writes lives")
+    # What a desktop's own keyboard shortcut runs (Wayland lets no program take a key itself):
+    # the chat comes up, in the running app or in this one.
+    parser.add_argument("--chat", action="store_true", help="open the chat window")
     # For bench.app_startup: print the wall-clock time once the tray is up, then quit.
     parser.add_argument("--ready-and-quit", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
@@ -653,7 +672,9 @@ def run_app(argv: Sequence[str] = ()) -> int:
 
                 code: int = loop.run_until_complete(smoke_test(home))
             else:
-                code = loop.run_until_complete(_main(home, ready_and_quit=args.ready_and_quit))
+                code = loop.run_until_complete(
+                    _main(home, ready_and_quit=args.ready_and_quit, chat=args.chat)
+                )
             return code
     finally:
         collector.stop()
@@ -714,7 +735,7 @@ async def _cannot_start(exc: ChamberlainError | OSError) -> None:
     await async_dialog.show_dialog(box)
 
 
-async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
+async def _main(home: Path, *, ready_and_quit: bool = False, chat: bool = False) -> int:
     from core.errors import ChamberlainError
 
     instance = SingleInstance(server_name(home), lock_path(home))
@@ -742,6 +763,8 @@ async def _main(home: Path, *, ready_and_quit: bool = False) -> int:
     instance.activated.connect(shell.bring_to_front)
     _quit_on_signals(shell)
     shell.start()
+    if chat and shell.use_tray:  # without a tray the chat opens anyway
+        shell.show_window("chat")
     if ready_and_quit:
         await asyncio.sleep(0)  # one turn of the loop: the tray (or window) is on screen
         sys.stdout.write(f"ready {time.time():.6f}\n")

@@ -100,15 +100,15 @@ class PassphraseDialog(QDialog):
         layout.addWidget(self.second)
         buttons = QDialogButtonBox()
         self.ok = buttons.addButton(
-            "Create memory" if new else "Open memory", QDialogButtonBox.ButtonRole.AcceptRole
+            "&Create memory" if new else "&Open memory", QDialogButtonBox.ButtonRole.AcceptRole
         )
-        self.ok.setAccessibleName(self.ok.text())
-        self.later = buttons.addButton("Not now", QDialogButtonBox.ButtonRole.RejectRole)
+        self.ok.setAccessibleName(self.ok.text().replace("&", ""))
+        self.later = buttons.addButton("&Not now", QDialogButtonBox.ButtonRole.RejectRole)
         self.later.setAccessibleName("Not now: run without memory this time")
         self.off: QPushButton | None = None
         if new:
             self.off = buttons.addButton(
-                "Turn encryption off…", QDialogButtonBox.ButtonRole.ResetRole
+                "Turn encryption o&ff…", QDialogButtonBox.ButtonRole.ResetRole
             )
             self.off.setAccessibleName("Turn encryption off")
             self.off.setAccessibleDescription(OFF_WARNING)

@@ -14,8 +14,8 @@ import logging
 from collections.abc import Callable
 from importlib import resources
 
-from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance
-from PySide6.QtGui import QAction, QIcon
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, SignalInstance
+from PySide6.QtGui import QAction, QIcon, QKeySequence
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from app.qt_session import ASKING, PAUSED, THINKING, TOOL, QtSession
@@ -94,21 +94,21 @@ class Tray(QObject):
         self.menu = QMenu()
         self.menu.setAccessibleName("Chamberlain menu")
         self.actions: dict[str, QAction] = {}
-        self._add("chat", "Open chat", self.open_chat)
+        self._add("chat", "Open &chat", self.open_chat)
         # Ticked while paused; its text never flips ("Resume" ticked would read as resumed).
-        self.pause = self._add("pause", "Pause assistant", None)
+        self.pause = self._add("pause", "&Pause assistant", None)
         self.pause.setCheckable(True)
         self.pause.toggled.connect(self._pause_toggled)
-        self._add("revoke", "Revoke all permissions", self.revoke_all)
+        self._add("revoke", "&Revoke all permissions", self.revoke_all)
         self.menu.addSeparator()
-        self._add("permissions", "Permissions…", self.open_permissions)
-        self._add("memory", "Memory…", self.open_memory)
-        self._add("activity", "Activity…", self.open_activity)
-        self._add("settings", "Settings…", self.open_settings)
-        self._add("about", "About Chamberlain", self.open_about)
-        self._add("welcome", "Welcome…", self.open_welcome)
+        self._add("permissions", "P&ermissions…", self.open_permissions)
+        self._add("memory", "&Memory…", self.open_memory)
+        self._add("activity", "&Activity…", self.open_activity)
+        self._add("settings", "&Settings…", self.open_settings)
+        self._add("about", "A&bout Chamberlain", self.open_about)
+        self._add("welcome", "&Welcome…", self.open_welcome)
         self.menu.addSeparator()
-        self._add("quit", "Quit Chamberlain", self.quit_requested)
+        self._add("quit", "&Quit Chamberlain", self.quit_requested)
         self.icon.setContextMenu(self.menu)
         self.icon.activated.connect(self._activated)
         # What clicking the notification on show does (opening the window it is about).
@@ -122,6 +122,15 @@ class Tray(QObject):
         self._flash.setInterval(FLASH_MS)
         self._flash.timeout.connect(self._toggle_flash)
         assistant.state_changed.connect(self.show_state)
+
+    def show_shortcut(self, shortcut: str) -> None:
+        """Show the desktop-wide key that opens the chat beside "Open chat" ("" for none). Shown
+        only: the key itself is taken from the desktop (app/global_shortcut.py), and a menu's
+        own shortcut would act only while the menu is open."""
+        chat = self.actions["chat"]
+        chat.setShortcut(QKeySequence(shortcut))
+        chat.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        chat.setShortcutVisibleInContextMenu(True)
 
     def _add(self, key: str, text: str, signal: SignalInstance | None) -> QAction:
         action = QAction(text, self.menu)

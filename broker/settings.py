@@ -184,12 +184,44 @@ class MemorySettings(BaseModel):
     allow_remote: list[str] = Field(default_factory=list)
 
 
+# Modifiers a shortcut may hold, as the app writes them ("Meta" is the Super or Windows key).
+SHORTCUT_MODIFIERS = ("Ctrl", "Alt", "Shift", "Meta")
+DEFAULT_CHAT_SHORTCUT = "Ctrl+Alt+Space"
+
+
+def check_shortcut(value: str) -> str:
+    """`value` as a shortcut to keep ("" for none): modifiers, then one key. Without Ctrl, Alt
+    or Meta a key pressed anywhere would be taken from whatever the person types in."""
+    value = value.strip()
+    if not value:
+        return ""
+    if value.endswith("++"):  # the + key itself: "Ctrl++"
+        modifiers, key = value[:-2].split("+"), "+"
+    else:
+        *modifiers, key = value.split("+")
+    if not key or any(m not in SHORTCUT_MODIFIERS for m in modifiers):
+        raise ValueError(
+            "must be modifiers (Ctrl, Alt, Shift, Meta) and one key, such as Ctrl+Alt+Space"
+        )
+    if not set(modifiers) & {"Ctrl", "Alt", "Meta"}:
+        raise ValueError("must hold Ctrl, Alt or Meta, or it would take a key you type")
+    return value
+
+
 class ChatSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # How long a saved conversation is kept after it was last updated; 0 keeps it forever.
     # Temporary chats are never saved at all, whatever this says.
     retention_days: float = Field(default=90.0, ge=0)
+    # The key that opens the chat from anywhere on the desktop, as modifiers and one key
+    # ("Ctrl+Alt+Space"); "" turns it off. Desktops rarely bind Ctrl+Alt+Space themselves.
+    shortcut: str = DEFAULT_CHAT_SHORTCUT
+
+    @field_validator("shortcut")
+    @classmethod
+    def _a_chord(cls, value: str) -> str:
+        return check_shortcut(value)
 
 
 class ProfileSettings(ProfileOverrides):

@@ -173,9 +173,9 @@ class McpServersSection(QGroupBox):
         self.add_button.clicked.connect(self._add_clicked)
         self.edit_button = QPushButton("&Edit…")
         self.edit_button.clicked.connect(self._edit_clicked)
-        self.remove_button = QPushButton("Remo&ve")
+        self.remove_button = QPushButton("Remove")
         self.remove_button.clicked.connect(self._remove_clicked)
-        self.test_button = QPushButton("&Test connection")
+        self.test_button = QPushButton("Test connection")
         self.test_button.setAccessibleName("Test the selected MCP server's connection")
         self.test_button.clicked.connect(self._test_clicked)
         for button in (self.add_button, self.edit_button, self.remove_button):
@@ -223,7 +223,7 @@ class McpServersSection(QGroupBox):
         note.setWordWrap(True)
         note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         row.addWidget(note, 1)
-        self.deny_button = QPushButton("&Deny this tool")
+        self.deny_button = QPushButton("Deny this tool")
         self.deny_button.clicked.connect(self._deny_clicked)
         row.addWidget(self.deny_button)
         layout.addLayout(row)
@@ -250,7 +250,7 @@ class McpServersSection(QGroupBox):
 
         self.name_edit = QLineEdit()
         self.name_edit.setPlaceholderText("notes")
-        self._field(form, "name", "&Name", self.name_edit, "Its tools are called name__tool.")
+        self._field(form, "name", "Name", self.name_edit, "Its tools are called name__tool.")
         self.command_edit = QLineEdit()
         self.command_edit.setPlaceholderText(
             "npx -y @modelcontextprotocol/server-filesystem /home/me/notes"
@@ -258,7 +258,7 @@ class McpServersSection(QGroupBox):
         self._field(
             form,
             "command",
-            "&Command",
+            "Command",
             self.command_edit,
             "The program and its arguments, as you would type them in a terminal.",
         )
@@ -279,7 +279,7 @@ class McpServersSection(QGroupBox):
         self._field(
             form,
             "env",
-            "En&vironment",
+            "Environment",
             self.env_edit,
             "Passed to the command and saved in settings.json as written; for a token, write "
             "${env:NAME} to pass Chamberlain's own variable NAME instead.",
@@ -316,7 +316,7 @@ class McpServersSection(QGroupBox):
         buttons.addStretch(1)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(self.close_editor)
-        self.save_server_button = QPushButton("Save ser&ver")
+        self.save_server_button = QPushButton("Save se&rver")
         self.save_server_button.setAccessibleName("Save this MCP server")
         self.save_server_button.clicked.connect(self._save_server_clicked)
         buttons.addWidget(self.cancel_button)
@@ -505,7 +505,7 @@ class McpServersSection(QGroupBox):
         chosen = self._selected_tool()
         self.deny_button.setEnabled(chosen is not None)
         denied = chosen is not None and chosen[1]
-        self.deny_button.setText("&Allow this tool again" if denied else "&Deny this tool")
+        self.deny_button.setText("Allow this tool again" if denied else "Deny this tool")
 
     def select_tool(self, remote: str) -> None:
         for row in range(self.tools.rowCount()):

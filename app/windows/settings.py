@@ -45,6 +45,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QGroupBox,
     QHBoxLayout,
+    QKeySequenceEdit,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -57,6 +58,7 @@ from PySide6.QtWidgets import (
 
 from app import autostart
 from app.errors import FrontEnd, user_message, worded
+from app.global_shortcut import GlobalShortcut, qt_text
 from app.qt_session import QtSession
 from app.windows.fields import SettingField
 from app.windows.mcp_servers import McpServersSection
@@ -116,10 +118,10 @@ _AFTER_RESTART = {
 _NUMBERS: tuple[tuple[str, str, str], ...] = (
     (
         "router.confidence_threshold",
-        "Router &refinement threshold",
+        "Router refinement threshold",
         "0 to 1. When the router is less sure than this of what you asked, the model checks.",
     ),
-    ("executor.max_iterations", "&Iteration budget", "1 to 10 model steps per request."),
+    ("executor.max_iterations", "Iteration &budget", "1 to 10 model steps per request."),
     (
         "permissions.timed_default_minutes",
         "Default timed &grant",
@@ -127,12 +129,12 @@ _NUMBERS: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "permissions.prompt_timeout_s",
-        "Permission &dialog timeout",
+        "Permission dialog time&out",
         "Seconds before an unanswered permission question is denied.",
     ),
     (
         "tools.screenshot_retention_days",
-        "Keep &screenshots for",
+        "Keep screens&hots for",
         "Days. Older screenshots are deleted at the next capture; applies after a restart.",
     ),
     (
@@ -142,22 +144,22 @@ _NUMBERS: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "tools.command_max_processes",
-        "Command pr&ocesses",
+        "Command processes",
         "How many processes one command may run at once.",
     ),
     (
         "tools.command_cpu_s",
-        "Command CPU time &budget",
+        "Command CPU time budget",
         "Seconds of processor time one command may use; raise it with the command time limit.",
     ),
     (
         "tools.command_shm_mb",
-        "Command s&hared memory",
+        "Command shared memory",
         "MiB of /dev/shm inside a command's sandbox.",
     ),
     (
         "chat.retention_days",
-        "Keep &conversations for",
+        "Keep conversat&ions for",
         "Days since a conversation was last used; 0 keeps them forever. Applies at the next "
         "start. Temporary chats are never kept.",
     ),
@@ -215,6 +217,11 @@ _CHECK_AFTER_MS = 400
 
 def _number_text(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _shown_key(shortcut: str) -> str:
+    """A saved key as this desktop writes it ("Ctrl+Alt+Space")."""
+    return QKeySequence(shortcut).toString(QKeySequence.SequenceFormat.NativeText)
 
 
 def _path_of(loc: Sequence[int | str]) -> str:
@@ -340,9 +347,12 @@ class SettingsWindow(QWidget):
         parent: QWidget | None = None,
         *,
         autostart_command: Sequence[str] | None = None,
+        chat_shortcut: GlobalShortcut | None = None,
     ) -> None:
         super().__init__(parent)
         self.assistant = assistant
+        # The desktop-wide key that opens the chat, taken again when a new one is saved.
+        self.chat_shortcut = chat_shortcut
         self._autostart_command = list(autostart_command or autostart.default_command())
         self._detected: list[tuple[str, str]] = []
         self._probed = False
@@ -372,6 +382,9 @@ class SettingsWindow(QWidget):
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
+        # Not a Tab stop of its own (it would be an invisible first stop): it scrolls to
+        # whichever field takes the focus.
+        scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         body = QWidget()
         layout = QVBoxLayout(body)
         layout.setContentsMargins(16, 16, 16, 8)
@@ -483,7 +496,7 @@ class SettingsWindow(QWidget):
         self._row(
             form,
             "llm.url",
-            "Model &server",
+            "&Model server",
             self.url_choice,
             _URL_HINTS[AUTO],
             [self.detect_button],
@@ -507,7 +520,7 @@ class SettingsWindow(QWidget):
         self.api_key = QLineEdit()
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.api_key.setClearButtonEnabled(True)
-        self.forget_key = QPushButton("Re&move key")
+        self.forget_key = QPushButton("Remove key")
         self.forget_key.setAccessibleName("Remove the saved API key")
         self.forget_key.clicked.connect(self._forget_key_clicked)
         self._row(
@@ -592,7 +605,21 @@ class SettingsWindow(QWidget):
     def _startup_group(self) -> QGroupBox:
         group, form = self._form("Start-up and appearance")
         self.start_at_login = QCheckBox("Start Chamberlain when I log in")
-        self._row(form, "autostart", "Start-&up", self.start_at_login)
+        self._row(form, "autostart", "Start-up", self.start_at_login)
+        self.shortcut_edit = QKeySequenceEdit()
+        self.shortcut_edit.setMaximumSequenceLength(1)  # one chord, as a desktop key is
+        self.shortcut_edit.setClearButtonEnabled(True)
+        self.shortcut_edit.setMaximumWidth(220)
+        self._row(
+            form,
+            "chat.shortcut",
+            "Open chat &with",
+            self.shortcut_edit,
+            "A key pressed anywhere on the desktop brings up the chat. Click the box and press "
+            "the keys you want; clear it to turn the key off.",
+        )
+        if self.chat_shortcut is not None:
+            self.chat_shortcut.changed.connect(self._show_shortcut_state)
         theme = QLabel("Light or dark follows your system’s theme.")
         theme.setWordWrap(True)
         theme.setAccessibleName("Light or dark follows your system’s theme")
@@ -617,6 +644,7 @@ class SettingsWindow(QWidget):
             section, name = path.split(".")
             edit.setText(_number_text(getattr(getattr(settings, section), name)))
         self.allow_remote.setPlainText("\n".join(settings.memory.allow_remote))
+        self.shortcut_edit.setKeySequence(QKeySequence(settings.chat.shortcut))
         self.start_at_login.setChecked(autostart.is_enabled())
         for field in self.fields.values():
             field.set_error(None)
@@ -635,7 +663,31 @@ class SettingsWindow(QWidget):
         self.detect_button.setEnabled(not from_env)
         self._choose_profile(settings.profile.name)
         self._update_key_row()
+        self._show_shortcut_state()
         self.mcp.refresh()
+
+    def _take_shortcut(self, shortcut: str) -> str:
+        """Take the newly saved key from the desktop now; what the person should know."""
+        if self.chat_shortcut is None:
+            return ""
+        problem = self.chat_shortcut.start(shortcut)
+        if not shortcut:
+            return "No key opens the chat now."
+        if problem is None:
+            return f"{_shown_key(shortcut)} now opens the chat from anywhere."
+        return problem
+
+    def _show_shortcut_state(self) -> None:
+        """Beside the key: why it does nothing (taken by another program, or a desktop that
+        lets no program take keys), or nothing when it works."""
+        if "chat.shortcut" in self._from_env:
+            return  # the note names the variable
+        field = self.fields["chat.shortcut"]
+        problem = self.chat_shortcut.problem if self.chat_shortcut is not None else None
+        if problem is not None:
+            field.set_note(problem, problem=True)
+        else:
+            field.set_note("")
 
     def _fill_url_choice(self, current: str) -> None:
         choice = self.url_choice
@@ -880,6 +932,8 @@ class SettingsWindow(QWidget):
                 errors.setdefault("memory.allow_remote", address_problem(line) or "")
         data["memory"]["allow_remote"] = remote
         data["profile"]["name"] = str(self.profile_choice.currentData())
+        if "chat.shortcut" not in self._from_env:
+            data["chat"]["shortcut"] = qt_text(self.shortcut_edit.keySequence())
         try:
             checked = Settings.model_validate(data)
         except ValidationError as exc:
@@ -941,6 +995,8 @@ class SettingsWindow(QWidget):
             if self.url_choice.currentData() == CUSTOM and "llm.url" not in self._from_env:
                 self.url_custom.setText(checked.llm.url)  # as saved: the normalised address
             notes = [await self._save_autostart()]
+            if "chat.shortcut" in changed:
+                notes.append(self._take_shortcut(checked.chat.shortcut))
             key_saved = await self._save_api_key(checked)
             if key_saved or any(p.startswith("llm.") for p in changed):
                 notes.append(await self._reconnect())

@@ -250,7 +250,7 @@ def test_a_denied_tool_is_saved_in_settings_json_and_no_longer_offered(
     async def deny() -> None:
         await section.test_selected()
         section.select_tool("write_note")
-        assert section.deny_button.text() == "&Deny this tool"
+        assert section.deny_button.text() == "Deny this tool"
         _click(qtbot, section.deny_button)
         await until(lambda: "denied" in section.message.text(), 10)
         await until(lambda: _status_column(window).get("notes") == "Connected, 8 tools", 10)

@@ -204,7 +204,7 @@ def test_about_from_the_tray_shows_the_version_and_where_the_data_lives(shell, r
     window = run(about())
     assert window is not None
     assert window.isVisible()
-    assert shell.tray.actions["about"].text() == "About Chamberlain"
+    assert shell.tray.actions["about"].text() == "A&bout Chamberlain"
     assert window.windowTitle() == "About"  # Qt adds the app's name, once
     title = window.findChild(QLabel, "about-title")
     assert f"Chamberlain {expected}" in title.text()

@@ -105,7 +105,7 @@ def test_the_welcome_opens_on_the_first_start_and_not_on_the_next_once_esc_close
         second.tray.actions["welcome"].trigger()
         await until(lambda: "Opening" not in second.windows["welcome"].memory_line.text())
 
-    assert second.tray.actions["welcome"].text() == "Welcome…"
+    assert second.tray.actions["welcome"].text() == "&Welcome…"
     run(from_the_tray())
     assert shown_welcome() is not None
 
