@@ -1,0 +1,174 @@
+"""The desktop-wide key that opens the chat (app/global_shortcut.py), on a real X server.
+
+Real parts: Xvfb (tests/support/xvfb.py) with a real tray host (trayer), the real app started as
+a person starts it (tests/support/app.py), the key pressed with xdotool through the X server's
+XTEST extension, and python-xlib for a second program that holds a key. Every process started
+here is stopped by its PID.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+from PySide6.QtGui import QKeySequence
+from Xlib import XK, X
+from Xlib import error as xerror
+
+from app.global_shortcut import GlobalShortcut, x11_key
+from app.qt_session import QtSession
+from tests.app.gui.conftest import make_session, open_settings, until
+from tests.support.app import app_env, running_app
+from tests.support.xvfb import Xvfb, running_xvfb
+
+XDOTOOL = shutil.which("xdotool")
+TRAYER = shutil.which("trayer")
+pytestmark = pytest.mark.skipif(
+    XDOTOOL is None or TRAYER is None, reason="xdotool and trayer (scripts/setup.sh) are needed"
+)
+
+
+@pytest.fixture
+def server() -> Iterator[Xvfb]:
+    with running_xvfb(1280, 800) as started:
+        yield started
+
+
+def holds(server: Xvfb, shortcut: str) -> bool:
+    """Whether some program holds `shortcut` on the server: X refuses a second grab of it."""
+    found = x11_key(shortcut)
+    assert found is not None
+    keysym, mask = found
+    conn = server.connect()
+    try:
+        keycode = conn.keysym_to_keycode(keysym)
+        caught = xerror.CatchError(xerror.BadAccess)
+        root = conn.screen().root
+        root.grab_key(keycode, mask, True, X.GrabModeAsync, X.GrabModeAsync, onerror=caught)
+        conn.sync()
+        return caught.get_error() is not None
+    finally:
+        conn.close()  # our own grab, if it was made, ends with the connection
+
+
+def press(server: Xvfb, keys: str) -> None:
+    assert XDOTOOL is not None
+    subprocess.run([XDOTOOL, "key", keys], env=server.env, check=True, timeout=10)
+
+
+def start_tray_host(server: Xvfb) -> None:
+    assert TRAYER is not None
+    server.spawn([TRAYER, "--edge", "top", "--align", "right", "--width", "10"])
+    conn = server.connect()
+    try:
+        selection = conn.intern_atom("_NET_SYSTEM_TRAY_S0")
+        deadline = time.monotonic() + 10
+        while conn.get_selection_owner(selection) == X.NONE:
+            assert time.monotonic() < deadline, "the tray host did not start"
+            time.sleep(0.05)
+    finally:
+        conn.close()
+
+
+def wait_for(done, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_the_key_brings_up_the_chat_of_the_running_app_from_anywhere(server, tmp_path):
+    start_tray_host(server)
+    server.start_window_manager()
+    env = app_env(tmp_path, display=server.display)
+    with running_app(env) as app:
+        # The app lives in the tray: no chat until asked for.
+        wait_for(lambda: holds(server, "Ctrl+Alt+Space") or app.poll() is not None)
+        assert app.poll() is None
+        press(server, "ctrl+alt+space")
+        window = server.wait_for_window("Chat", app, timeout=20)
+        assert window.id
+    # Quitting gives the key back to the desktop.
+    assert not holds(server, "Ctrl+Alt+Space")
+
+
+def test_chamberlain_chat_opens_the_chat_when_the_app_is_not_running_yet(server, tmp_path):
+    """What a desktop's own keyboard settings run where no program may take a key (Wayland)."""
+    start_tray_host(server)
+    server.start_window_manager()
+    env = app_env(tmp_path, display=server.display, CHAMBERLAIN_CHAT__SHORTCUT="")
+    with running_app(env, "--chat") as app:
+        server.wait_for_window("Chat", app, timeout=20)
+        assert not holds(server, "Ctrl+Alt+Space")  # turned off: nothing taken
+
+
+def test_a_key_another_program_holds_is_said_in_settings_and_nothing_fails(
+    server, qtbot, app_home, run
+):
+    other = server.connect()
+    try:
+        keycode = other.keysym_to_keycode(XK.string_to_keysym("space"))
+        other.screen().root.grab_key(
+            keycode, X.ControlMask | X.Mod1Mask, True, X.GrabModeAsync, X.GrabModeAsync
+        )
+        other.sync()
+        shortcut = GlobalShortcut("xcb", server.display)
+        problem = shortcut.start("Ctrl+Alt+Space")
+        assert problem is not None
+        assert "already used by another program" in problem
+        assert not shortcut.active
+        assistant = QtSession(make_session(app_home))
+        window = open_settings(qtbot, assistant)
+        window.chat_shortcut = shortcut
+        window.load()
+        note = window.fields["chat.shortcut"].message
+        assert "already used by another program" in note
+        assistant.close()
+    finally:
+        other.close()
+
+
+def test_a_new_key_saved_in_settings_is_taken_and_the_old_one_given_back(
+    server, qtbot, app_home, run
+):
+    shortcut = GlobalShortcut("xcb", server.display)
+    pressed: list[int] = []
+    shortcut.pressed.connect(lambda: pressed.append(1))
+    assert shortcut.start("Ctrl+Alt+Space") is None
+    assistant = QtSession(make_session(app_home))
+    window = open_settings(qtbot, assistant)
+    window.chat_shortcut = shortcut
+    window.shortcut_edit.setKeySequence(QKeySequence("Ctrl+Alt+K"))
+    try:
+        assert run(window.save())
+        saved = json.loads((app_home / "settings.json").read_text())
+        assert saved["chat"]["shortcut"] == "Ctrl+Alt+K"
+        assert "Ctrl+Alt+K now opens the chat" in window.status.text()
+        assert holds(server, "Ctrl+Alt+K")
+        assert not holds(server, "Ctrl+Alt+Space")
+        press(server, "ctrl+alt+k")
+        run(until(lambda: pressed))
+
+        window.shortcut_edit.clear()  # turned off
+        assert run(window.save())
+        assert json.loads((app_home / "settings.json").read_text())["chat"]["shortcut"] == ""
+        assert "No key opens the chat now" in window.status.text()
+        assert not holds(server, "Ctrl+Alt+K")
+    finally:
+        shortcut.stop()
+        assistant.close()
+
+
+def test_a_key_without_ctrl_alt_or_meta_is_refused_beside_the_field(qtbot, app_home):
+    assistant = QtSession(make_session(app_home))
+    window = open_settings(qtbot, assistant)
+    window.shortcut_edit.setKeySequence(QKeySequence("Shift+K"))
+    settings, errors = window.candidate()
+    assert settings is None
+    assert "Ctrl, Alt or Meta" in errors["chat.shortcut"]
+    assert not (app_home / "settings.json").exists()
+    assistant.close()
