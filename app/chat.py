@@ -65,7 +65,7 @@ from app.qt_session import Busy, Paused, QtSession
 from app.windows.confirm import confirm
 from app.windows.palette import problem_color
 from app.windows.tasks import Coalesced, spawn
-from app.windows.words import when
+from app.windows.words import waiting_words, when
 from broker.conversation import Conversation, save_turn
 from broker.events import (
     BackendNamed,
@@ -85,8 +85,6 @@ from broker.types import MemoryEvent, TurnResult
 from core.errors import ChamberlainError
 from memory.db import MemoryStoreError
 from memory.types import FactStatus
-from tools.escapes import visible
-from tools.scopes import describe_scope
 
 if TYPE_CHECKING:
     from broker.conversation import Turn
@@ -187,7 +185,7 @@ class ChatWindow(QWidget):
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
         self._render_timer.timeout.connect(self._render_reply)
-        self.setWindowTitle("Chamberlain — Chat")
+        self.setWindowTitle("Chat")  # Qt adds " — Chamberlain" (app/windows/words.py)
         self.setAccessibleName("Chamberlain chat")
         self._build()
         self.fit_to_screen(QGuiApplication.screenAt(QCursor.pos()))
@@ -378,6 +376,21 @@ class ChatWindow(QWidget):
             if conversation.id == self.conversation_id:
                 self.conversation_list.setCurrentItem(item)
         self._update_controls()
+
+    def focusNextPrevChild(self, next: bool) -> bool:
+        """Tab and Shift+Tab: the message box and its buttons stay last, after whatever the
+        transcript holds (Qt puts a control added later at the end of the order, so a reply's
+        buttons came after Send)."""
+        self._keep_input_last()
+        return super().focusNextPrevChild(next)
+
+    def _keep_input_last(self) -> None:
+        last = self.previousInFocusChain()
+        if last is self.stop_button:
+            return
+        QWidget.setTabOrder(last, self.input)
+        QWidget.setTabOrder(self.input, self.send_button)
+        QWidget.setTabOrder(self.send_button, self.stop_button)
 
     def _update_controls(self) -> None:
         running = self._turn is not None
@@ -643,9 +656,7 @@ class ChatWindow(QWidget):
             turn.details.recalled = [text for _, text in event.facts]
             turn.details.held_back = event.held_back
         elif isinstance(event, PermissionAsked):
-            # Escaped like the dialog: the tool's name and scope may come from the model.
-            where = describe_scope(event.capability, event.scope).replace("`", "")
-            self._hint(f"Waiting for your permission ({visible(event.tool)}: {where})…")
+            self._hint(waiting_words(event.tool, event.capability, event.scope))
         elif isinstance(event, PermissionAnswered):
             self._hint("")
         elif isinstance(event, ToolStarted):
@@ -654,10 +665,11 @@ class ChatWindow(QWidget):
             entry.call.capability = event.capability.value
             self.transcript.refresh(entry)
         elif isinstance(event, ToolFinished):
+            started = event.call_id in turn.tools  # no card yet: it never ran (no duration)
             entry = self._card(turn, event.call_id, event.tool)
             call = entry.call
             call.status = event.status
-            call.duration_s = event.duration_s
+            call.duration_s = event.duration_s if started else None
             call.reason = event.reason
             call.result = event.result_text
             if event.capability is not None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from app.windows.words import tool_words
+
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QWidget
 
@@ -26,6 +28,15 @@ STATUS_WORDS = {
 }
 
 ToolState = Literal["running", "ok", "denied", "refused", "error", "timeout", "cancelled"]
+
+# A call that never started (no duration) says so, not "Timed out 0 ms". The only call that
+# times out before it starts is one whose permission question nobody answered: the broker's
+# reason for it names the capability's id ("the system_read prompt"), so the card says it in
+# words instead. Denied and refused calls never start either; their own word says that.
+NOT_RUN = "Not run"
+NOT_RUN_REASONS = {
+    "timeout": "Nobody answered the permission question in time, so it did not run.",
+}
 Tone = Literal["info", "warning", "error", "stopped"]
 
 
@@ -41,6 +52,25 @@ class ToolCall:
     duration_s: float | None = None
     reason: str = ""
     result: str | None = None
+
+    @property
+    def ran(self) -> bool:
+        """Whether the tool started (a call denied, refused or unanswered never did)."""
+        return self.duration_s is not None
+
+    def status_words(self) -> str:
+        """How the call ended, as its card says it: "OK", "Denied", "Not run"…"""
+        if not self.ran and self.status in ("timeout", "error"):
+            return NOT_RUN
+        return STATUS_WORDS.get(self.status, self.status)
+
+    def reason_words(self) -> str:
+        """Why it did not succeed, in words ("" when it did)."""
+        if self.status == "ok":
+            return ""
+        if not self.ran and self.status in NOT_RUN_REASONS:
+            return NOT_RUN_REASONS[self.status]
+        return self.reason
 
     def to_meta(self, result_chars: int = FULL_RESULT_CHARS) -> dict[str, Any]:
         result = self.result
@@ -68,7 +98,8 @@ class ToolCall:
             capability=str(meta["capability"]) if meta.get("capability") else None,
             summary=str(meta.get("summary", "")),
             status=status if status in STATUS_WORDS and status != "running" else "cancelled",
-            duration_s=float(duration) if isinstance(duration, int | float) else None,
+            # Kept as 0 before a call that never ran was kept without a duration.
+            duration_s=float(duration) if isinstance(duration, int | float) and duration else None,
             reason=str(meta.get("reason", "")),
             result=str(result) if result is not None else None,
         )
@@ -114,7 +145,7 @@ class Details:
             how += f", confidence {self.confidence:.2f}"
         if self.source:
             how += f" ({self.source})"
-        tools = ", ".join(self.allowed_tools) if self.allowed_tools else "none"
+        tools = ", ".join(tool_words(t) for t in self.allowed_tools) or "none"
         lines = [f"Understood as: {how}", f"Tools allowed: {tools}"]
         if self.recalled:
             lines.append("Memories used:")

@@ -53,7 +53,6 @@ from PySide6.QtWidgets import (
 
 from app.chat_entries import (
     FULL_RESULT_CHARS,
-    STATUS_WORDS,
     Entry,
     MemoryEntry,
     NoticeEntry,
@@ -62,7 +61,7 @@ from app.chat_entries import (
     UserEntry,
 )
 from app.windows.palette import good_color, problem_color
-from app.windows.words import capability_words
+from app.windows.words import capability_words, tool_words
 from tools.escapes import visible
 
 # Widgets built when a conversation opens, and per page while scrolling up.
@@ -682,29 +681,30 @@ class ToolCard(QFrame):
 
     def refresh(self) -> None:
         call = self.entry.call
-        self.tool.setText(call.tool)
+        # The tool in words ("List a folder"); a name the model made up is shown escaped.
+        tool = visible(tool_words(call.tool))
+        self.tool.setText(tool)
         words = capability_words(call.capability) if call.capability else ""
         self.capability.setText(words)
         self.capability.setVisible(bool(words))
         running = call.status == "running"
         self.spinner.setVisible(running)
-        self.status.setText(STATUS_WORDS.get(call.status, call.status))
+        status = call.status_words()
+        self.status.setText(status)
         tint = {"ok": good_color, "running": None}.get(call.status, problem_color)
         if tint is not None:
             self.status.setStyleSheet(f"color: {tint(self.palette()).name()};")
-        # A call denied or refused before it ran has no duration worth showing.
-        ran = call.status not in ("running", "denied", "refused")
-        self.duration.setText(
-            _duration(call.duration_s) if call.duration_s is not None and ran else ""
-        )
+        # A call that never ran (denied, refused, unanswered) has no duration.
+        self.duration.setText(_duration(call.duration_s) if call.duration_s is not None else "")
         self.summary.setText(call.summary)
         self.summary.setVisible(bool(call.summary))
-        self.reason.setText(call.reason)
-        self.reason.setVisible(bool(call.reason) and call.status != "ok")
+        reason = call.reason_words()
+        self.reason.setText(reason)
+        self.reason.setVisible(bool(reason))
         if self.property("state") != call.status:
             self.setProperty("state", call.status)
             _restyle(self)
-        self.setAccessibleName(f"Tool {call.tool}: {STATUS_WORDS.get(call.status, call.status)}")
+        self.setAccessibleName(f"{tool}: {status}")
         has_result = call.result is not None and bool(call.result.strip())
         self.toggle.setVisible(has_result)
         self.toggle.setChecked(self.entry.expanded and has_result)

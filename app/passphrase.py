@@ -64,7 +64,7 @@ OFF_WARNING = (
 class PassphraseDialog(QDialog):
     """New: two fields that must match, and "turn encryption off". Existing: one field."""
 
-    TITLE = "Chamberlain — memory passphrase"
+    TITLE = "Memory passphrase"  # Qt adds " — Chamberlain" (app/windows/words.py)
 
     def __init__(
         self,

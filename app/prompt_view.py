@@ -24,6 +24,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from app.windows.words import TOOL_WORDS
 from broker.permissions import PermissionRequest
 from tools.escapes import visible, visible_path
 from tools.manual import CallPlan, Capability
@@ -119,6 +120,13 @@ def _paths(paths: tuple[str, ...]) -> tuple[str, ...]:
 _CHANGES_UNKNOWN = "(and whatever its input names: not known in advance)"
 
 
+def _files_label(paths: tuple[str, ...]) -> str:
+    """The row's label: "Folder" for one folder (a listing's), "File" for one file, else "Files"."""
+    if len(paths) != 1:
+        return "Files"
+    return "Folder" if os.path.isdir(paths[0]) else "File"
+
+
 def plan_rows(plan: CallPlan) -> list[Row]:
     rows: list[Row] = []
     for index, stage in enumerate(plan.stages):
@@ -142,7 +150,7 @@ def plan_rows(plan: CallPlan) -> list[Row]:
     if plan.body is not None:
         rows.append(Row("Sends", (visible(plan.body, lines=True),)))
     if plan.files:
-        rows.append(Row("File" if len(plan.files) == 1 else "Files", _paths(plan.files)))
+        rows.append(Row(_files_label(plan.files), _paths(plan.files)))
     reads = tuple(p for p in plan.reads if p not in plan.files)
     if reads:
         rows.append(Row("Can read", _paths(reads)))
@@ -186,7 +194,7 @@ def prompt_rows(request: PermissionRequest) -> list[Row]:
         if request.plan.mcp_server is None and not request.plan.stages:
             # A builtin tool's plan names what it reaches; its other arguments (a size, a
             # pattern) are still part of what is approved.
-            rows.insert(0, Row("Tool", (visible(request.tool),)))
+            rows.insert(0, _tool_row(request.tool))
             extra = [
                 (name, _json_value(value))
                 for name, value in request.arguments.items()
@@ -197,9 +205,16 @@ def prompt_rows(request: PermissionRequest) -> list[Row]:
         return rows
     pairs = [(name, _json_value(value)) for name, value in request.arguments.items()]
     return [
-        Row("Tool", (visible(request.tool),)),
+        _tool_row(request.tool),
         Row("Arguments", argument_lines(pairs) or ("none",)),
     ]
+
+
+def _tool_row(tool: str) -> Row:
+    """The tool in words ("List a folder"); an MCP tool, which has none, by its exact name."""
+    if tool in TOOL_WORDS:
+        return Row("Tool", (TOOL_WORDS[tool],), exact=False)
+    return Row("Tool", (visible(tool),))
 
 
 def _shown_in_plan(value: Any, plan: CallPlan) -> bool:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from tools.escapes import visible
 from tools.manual import Capability
+from tools.scopes import ANY, describe_scope
 
 # What each capability lets Chamberlain do, as the windows list a capability.
 CAPABILITY_WORDS: dict[str, str] = {
@@ -70,6 +72,15 @@ TOOL_WORDS: dict[str, str] = {
 def tool_words(tool: str) -> str:
     """What the tool does, in words ("List a folder"); an MCP tool by its own name."""
     return TOOL_WORDS.get(tool, tool)
+
+
+def waiting_words(tool: str, capability: Capability, scope: str) -> str:
+    """What the chat says while a permission question is open: "Waiting for your permission:
+    List a folder (/home/ann/Documents)…". The tool's name and the scope may come from the
+    model, so both are escaped; a scope that covers anything is not said ("(*)" means nothing
+    to a person)."""
+    where = "" if scope == ANY else f" ({describe_scope(capability, scope).replace('`', '')})"
+    return f"Waiting for your permission: {visible(tool_words(tool))}{where}…"
 
 
 def counted(count: int, singular: str, plural: str | None = None) -> str:

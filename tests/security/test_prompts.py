@@ -316,7 +316,7 @@ def test_a_right_to_left_override_in_a_file_name_is_shown_escaped_in_the_dialog_
     _, seen = app.turn("read the script I downloaded", answer, chat)
     assert seen.rows["File"] == f"{docs}/{RTL_SHOWN}"
     assert not [t for t in seen.texts if any(ch in t for ch in HIDDEN)]
-    assert hints == [f"Waiting for your permission (file_read: {docs}/{RTL_SHOWN})…"]
+    assert hints == [f"Waiting for your permission: Read a file ({docs}/{RTL_SHOWN})…"]
 
     window = PermissionsWindow(app.assistant)
     qtbot.addWidget(window)

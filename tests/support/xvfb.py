@@ -203,7 +203,7 @@ class Xvfb:
 def _find_by_title(window: XWindow, title: str, depth: int = 0) -> XWindow | None:
     """Depth-first search for a window whose WM_NAME is `title` (under frames too), or whose
     UTF-8 _NET_WM_NAME is: Qt writes titles beyond Latin-1 there, with " — <application>" added
-    (a dialog titled "Chamberlain — memory passphrase" is "… — Chamberlain" there)."""
+    (a dialog titled "Memory passphrase" is "Memory passphrase — Chamberlain" there)."""
     with suppress(xerror.XError):
         name = window.get_full_property(Xatom.WM_NAME, X.AnyPropertyType)
         if name is not None and bytes(name.value).decode("latin-1") == title:

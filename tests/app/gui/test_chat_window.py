@@ -134,7 +134,7 @@ def test_a_file_request_shows_an_ok_tool_card_whose_result_lists_the_files_and_t
     [card] = cards(window)
     assert card.entry.call.status == "ok"
     assert card.status_text() == "OK"
-    assert card.tool.text() == "file_list"
+    assert card.tool.text() == "List a folder"
     assert card.capability.text() == "Read files"
     assert str(docs) in card.summary.text()
     assert card.duration.text().endswith(("ms", "s"))

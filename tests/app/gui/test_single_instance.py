@@ -330,7 +330,7 @@ def test_a_second_launch_on_screen_offers_to_end_the_frozen_one(tmp_path, frozen
                     what="the second launch to take the lock",
                 )
                 # Started in its place: with no tray on this bare desktop, its chat window.
-                server.wait_for_window("Chamberlain — Chat", second, timeout=START_S)
+                server.wait_for_window("Chat", second, timeout=START_S)
                 second.send_signal(signal.SIGTERM)
                 assert second.wait(30) == 0
             elif answer == "sigterm":
@@ -402,7 +402,7 @@ def test_a_second_launch_brings_a_minimised_chat_back_raised_and_active(tmp_path
         env = app_env(tmp_path, display=server.display, CHAMBERLAIN_MEMORY__ENCRYPTION="off")
         with running_app(env) as first:
             # With no tray on this bare desktop, the app opens its chat.
-            chat = server.wait_for_window("Chamberlain — Chat", first, timeout=START_S)
+            chat = server.wait_for_window("Chat", first, timeout=START_S)
             _minimise(server.display, chat.id)
             wait_until(
                 lambda: _window_state(server.display, chat.id)[0] == ICONIC_STATE,
