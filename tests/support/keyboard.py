@@ -11,6 +11,7 @@ person's key would arrive, and reads QApplication.focusWidget() after each press
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections import defaultdict
@@ -140,13 +141,9 @@ def tab_stops(window: QWidget) -> list[QWidget]:
 
 
 def first_stop(window: QWidget) -> QWidget:
-    """The control a reader meets first: the top one, the leftmost of the top row."""
-
-    def where(widget: QWidget) -> tuple[int, int]:
-        at = widget.mapTo(window, widget.rect().topLeft())
-        return at.y(), at.x()
-
-    return min(tab_stops(window), key=where)
+    """The control a reader meets first: in the top row, the leftmost (as laid out, however far
+    a scroll area is scrolled)."""
+    return min(tab_stops(window), key=functools.cmp_to_key(_reading_order))
 
 
 def tab_walk(window: QWidget, first: QWidget, limit: int = 80) -> list[QWidget]:
@@ -179,16 +176,29 @@ def _ancestors(widget: QWidget) -> list[QWidget]:
     return chain
 
 
-def _branches(a: QWidget, b: QWidget) -> tuple[QRect, QRect]:
+def _branches(a: QWidget, b: QWidget) -> tuple[QRect, QRect] | None:
     """Where `a` and `b` sit relative to each other, as their nearest common container lays
-    them out: the rectangles of its two children that hold them (or of the widgets, when one
-    holds the other). A pane beside another is read as a whole column before the next, and a
-    scroll area's content counts from its top, however far it is scrolled."""
+    them out: the rectangles of its two children that hold them. A pane beside another is read
+    as a whole column before the next, and a scroll area's content counts from its top, however
+    far it is scrolled. None when one holds the other (a list, then the rows inside it)."""
     up_a, up_b = _ancestors(a), _ancestors(b)
     common = next(w for w in up_a if w in up_b)
-    branch_a = up_a[up_a.index(common) - 1] if common is not a else a
-    branch_b = up_b[up_b.index(common) - 1] if common is not b else b
+    if common is a or common is b:
+        return None
+    branch_a = up_a[up_a.index(common) - 1]
+    branch_b = up_b[up_b.index(common) - 1]
     return branch_a.geometry(), branch_b.geometry()
+
+
+def _reading_order(a: QWidget, b: QWidget) -> int:
+    """-1 when `a` is read before `b`, 1 when after, 0 when one holds the other."""
+    branches = _branches(a, b)
+    if branches is None:
+        return 0
+    first, second = branches
+    if first.top() < second.bottom() and second.top() < first.bottom():
+        return -1 if first.left() < second.left() else 1
+    return -1 if first.top() < second.top() else 1
 
 
 def out_of_reading_order(stops: list[QWidget]) -> list[str]:
@@ -196,7 +206,10 @@ def out_of_reading_order(stops: list[QWidget]) -> list[str]:
     bottom, then left to right). Two controls are in one row where they overlap vertically."""
     wrong: list[str] = []
     for before, after in itertools.pairwise(stops):
-        a, b = _branches(before, after)
+        branches = _branches(before, after)
+        if branches is None:
+            continue
+        a, b = branches
         same_row = a.top() < b.bottom() and b.top() < a.bottom()
         if same_row:
             if b.left() < a.left():

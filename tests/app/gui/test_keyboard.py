@@ -14,27 +14,57 @@ import asyncio
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QTabWidget, QWidget
+from PySide6.QtWidgets import QApplication, QGridLayout, QPushButton, QTabWidget, QWidget
 
 from app.main import DesktopApp
 from app.passphrase import PassphraseDialog
+from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
+from broker.types import GrantMode
 from memory.types import Sensitivity
+from tests.app.gui.conftest import until
 from tests.support import keyboard
 
 WINDOWS = ("chat", "permissions", "memory", "activity", "settings", "about", "welcome")
 
 
+class ByFolder(RulePrompter):
+    """Documents for five minutes, Music always, anything else no: one row in each of the
+    Permissions window's lists."""
+
+    def decide(self, request: PermissionRequest) -> PromptDecision:
+        if "Documents" in request.scope:
+            return PromptDecision(allow=True, mode=GrantMode.TIMED, duration_s=300)
+        if "Music" in request.scope:
+            return PromptDecision(allow=True, mode=GrantMode.ALWAYS)
+        return PromptDecision(allow=False)
+
+
 @pytest.fixture
 def shell(qapp, app_home, event_loop_qt, run, monkeypatch):
+    """The app with something in every list, so each window shows its rows and their buttons."""
     monkeypatch.setenv("CHAMBERLAIN_MEMORY__ENCRYPTION", "off")
-    made = DesktopApp(app_home, use_tray=True, connect_model=False)
+    user = app_home.parent / "user"
+    for folder in ("Documents", "Music", "Pictures"):
+        (user / folder).mkdir()
+        (user / folder / "notes.txt").write_text("hello\n")
+    made = DesktopApp(app_home, prompter=ByFolder(), use_tray=True, connect_model=False)
     run(made.load())
     store = made.assistant.session.memory
     assert store is not None
-    # Something in each of Memory's lists, so their rows of buttons are live.
     store.add("I live in Lisbon", sensitivity=Sensitivity.LOW)
     store.add("My doctor is Dr Ferreira", sensitivity=Sensitivity.PERSONAL)
     store.add_anchor("Answer in British English")
+
+    async def from_the_chat() -> None:
+        # Asked in the chat, as a person would: a past conversation in its list, replies in
+        # its transcript, rows in Activity and Permissions.
+        chat = made.show_window("chat")
+        for folder in ("Documents", "Music", "Pictures"):
+            assert await chat.send(f"list files in {user / folder}") is not None
+        await until(lambda: chat.conversation_list.count() == 1)
+        chat.conversation_list.setCurrentRow(0)
+
+    run(from_the_chat())
     yield made
     made.quit()
 
@@ -103,9 +133,27 @@ def test_tab_goes_through_a_window_as_it_reads_top_to_bottom_then_left_to_right(
             window.findChildren(QTabWidget)[0].setCurrentIndex(page)
             QApplication.processEvents()
         stops = keyboard.tab_walk(window, keyboard.first_stop(window))
-        assert keyboard.out_of_reading_order(stops) == [], f"page {page}"
+        assert keyboard.out_of_reading_order(stops) == [], [keyboard.name(w) for w in stops]
         missed = [keyboard.name(w) for w in keyboard.tab_stops(window) if w not in stops]
         assert missed == [], f"page {page}: Tab never reaches these"
+
+
+def test_the_walk_notices_a_tab_order_that_reads_down_a_column_first(qtbot):
+    """The check itself can fail: a 2×2 grid walked A, C, B, D goes back up from C to B."""
+    window = QWidget()
+    grid = QGridLayout(window)
+    a, b, c, d = (QPushButton(text) for text in "ABCD")
+    for button, (row, column) in zip((a, b, c, d), ((0, 0), (0, 1), (1, 0), (1, 1)), strict=True):
+        grid.addWidget(button, row, column)
+    qtbot.addWidget(window)
+    window.show()
+    assert keyboard.out_of_reading_order(keyboard.tab_walk(window, a)) == []
+    QWidget.setTabOrder(a, c)
+    QWidget.setTabOrder(c, b)
+    QWidget.setTabOrder(b, d)
+    assert keyboard.out_of_reading_order(keyboard.tab_walk(window, a)) == [
+        "QPushButton('C') -> QPushButton('B') goes back up"
+    ]
 
 
 def test_tab_reaches_the_mcp_server_editor_in_reading_order(shell, run):

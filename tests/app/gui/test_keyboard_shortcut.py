@@ -172,3 +172,39 @@ def test_a_key_without_ctrl_alt_or_meta_is_refused_beside_the_field(qtbot, app_h
     assert "Ctrl, Alt or Meta" in errors["chat.shortcut"]
     assert not (app_home / "settings.json").exists()
     assistant.close()
+
+
+def test_where_no_program_may_take_a_key_settings_says_what_to_bind_instead(qtbot, app_home):
+    """Wayland: the desktop's own keyboard settings run `chamberlain --chat` (tried above)."""
+    shortcut = GlobalShortcut("wayland", None)
+    assert shortcut.start("Ctrl+Alt+Space") is not None
+    assert not shortcut.active
+    assistant = QtSession(make_session(app_home))
+    window = open_settings(qtbot, assistant)
+    window.chat_shortcut = shortcut
+    window.load()
+    note = window.fields["chat.shortcut"].message
+    assert "keyboard settings" in note
+    assert "chamberlain --chat" in note
+    assistant.close()
+
+
+def test_the_tray_shows_the_key_beside_open_chat_while_it_works(
+    server, qapp, app_home, event_loop_qt, monkeypatch
+):
+    from app.main import DesktopApp
+
+    monkeypatch.setenv("CHAMBERLAIN_MEMORY__ENCRYPTION", "off")
+    shell = DesktopApp(app_home, use_tray=True, connect_model=False)
+    try:
+        chat = shell.tray.actions["chat"]
+        # Offscreen, no program may take a key: none is shown.
+        shell.chat_shortcut.start("Ctrl+Alt+Space")
+        assert chat.shortcut().isEmpty()
+        shell.chat_shortcut.platform, shell.chat_shortcut.display = "xcb", server.display
+        shell.chat_shortcut.start("Ctrl+Alt+Space")
+        assert chat.shortcut().toString() == "Ctrl+Alt+Space"
+        shell.chat_shortcut.start("")
+        assert chat.shortcut().isEmpty()
+    finally:
+        shell.quit()
