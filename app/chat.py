@@ -386,7 +386,7 @@ class ChatWindow(QWidget):
 
     def _keep_input_last(self) -> None:
         last = self.previousInFocusChain()
-        if last is self.stop_button:
+        if last is None or last is self.stop_button:
             return
         QWidget.setTabOrder(last, self.input)
         QWidget.setTabOrder(self.input, self.send_button)
