@@ -56,6 +56,7 @@ from app.chat_entries import (
     ToolCall,
     ToolEntry,
     UserEntry,
+    not_done_words,
 )
 from app.chat_view import ElidedLabel, Transcript
 from app.errors import FrontEnd, worded
@@ -730,7 +731,8 @@ class ChatWindow(QWidget):
                 self.transcript.refresh(card)
         # The reply is the model's own; what memory did is shown below it, each as its own
         # line (with Undo), from the turn's typed events (`result.memory`).
-        reply = worded(result.reply.strip(), result.remedy, FrontEnd.APP)
+        said = not_done_words(result) or result.reply.strip()
+        reply = worded(said, result.remedy, FrontEnd.APP)
         if status == "cancelled":
             # What had streamed stays, as it was; the turn ends with the broker's "Stopped.".
             if turn.reply is not None:

@@ -27,7 +27,7 @@ from app.windows.words import TOOL_WORDS, waiting_words
 from broker.permissions import PermissionQuestion
 from core.clock import ManualClock, SystemClock
 from tests.app.gui.conftest import make_session, until
-from tests.app.gui.test_chat_window import Allow, cards, type_and_send
+from tests.app.gui.test_chat_window import Allow, Deny, cards, replies, type_and_send
 from tests.support.prompts import make_request
 from tools.manual import Capability
 
@@ -86,7 +86,7 @@ def test_while_a_question_is_open_the_chat_names_the_tool_in_words_not_its_id(
         await until(lambda: nobody.questions and window.hint.isVisible())
         waiting = window.hint.text()
         nobody.walk_away()
-        await until(lambda: window.send_button.isEnabled() and cards(window))
+        await until(lambda: window.send_button.isEnabled() and replies(window))
         await window.settled()
         return waiting
 
@@ -103,6 +103,34 @@ def test_while_a_question_is_open_the_chat_names_the_tool_in_words_not_its_id(
     shown = " ".join((card.tool.text(), card.status_text(), card.reason.text(), waiting))
     assert "Timed out" not in shown
     assert raw_ids(shown) == []
+    [reply] = replies(window)
+    said = reply.view.toPlainText()
+    assert said == "I did not list a folder: nobody answered the permission question in time."
+    assert raw_ids(window.transcript.text()) == []
+    window.hide()
+    assistant.close()
+
+
+def test_a_call_the_person_denied_says_so_in_words_on_its_card_and_in_the_reply(
+    qtbot, run, app_home, docs
+):
+    window, assistant = chat_window(qtbot, app_home, prompter=Deny())
+
+    async def scenario() -> None:
+        window.show()
+        await window.settled()
+        await type_and_send(qtbot, window, f"read {docs}/notes.txt")
+        await until(lambda: window.send_button.isEnabled() and replies(window))
+        await window.settled()
+
+    run(scenario())
+    [card] = cards(window)
+    assert (card.tool.text(), card.status_text()) == ("Read a file", "Denied")
+    assert card.reason.text() == "The permission was not given, so it did not run."
+    assert card.duration.text() == ""
+    [reply] = replies(window)
+    assert reply.view.toPlainText() == "I did not read a file: the permission was not given."
+    assert raw_ids(window.transcript.text()) == []
     window.hide()
     assistant.close()
 
