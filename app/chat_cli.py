@@ -9,8 +9,8 @@ desktop chat keeps its own (broker.conversation.save_turn: the same key, the sam
 metadata, so the app lists and opens it, and either can go on with it), unless it is temporary;
 its id is printed on leaving, for `ask --continue ID` or `chat --continue ID`.
 
-The turn runs on a thread of its own while the main thread waits. Ctrl-C only marks itself
-(`CtrlC`, the chat's SIGINT handler) and the main thread, which looks at every wait, fires the
+The turn runs on a thread of its own while the main thread waits (app.turn_thread, which `ask`
+uses too). Ctrl-C only marks itself and the main thread, which looks at every wait, fires the
 turn's StopSignal (as the app's Stop button does): nothing is raised inside whatever the turn,
 or the loop keeping it, was doing.
 
@@ -25,7 +25,6 @@ import argparse
 import sqlite3
 import sys
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from app.chat_entries import STATUS_WORDS, Details, MemoryEntry, MemoryState, ToolCall
 from app.errors import FrontEnd, worded
 from app.memory_words import app_line, reply_with_notices
+from app.turn_thread import WAKE_S, CtrlC, Ran, ctrl_c_marked, run_stoppable
 from core.errors import StorageError
 from memory.types import FactStatus
 
@@ -345,15 +345,19 @@ def _memory_line(event: MemoryEvent) -> tuple[str, dict[str, Any]]:
     return entry.body, entry.to_meta()
 
 
-def keep_asked_turn(session: Session, kept: KeptConversation, text: str) -> TurnResult:
-    """`ask --continue`: one turn within the kept conversation, kept in it. Shown as `ask`
-    shows a turn (the session's own observer; the caller prints the reply)."""
+def keep_asked_turn(
+    session: Session, kept: KeptConversation, text: str, ctrl_c: CtrlC
+) -> Ran[TurnResult]:
+    """`ask --continue`: one turn within the kept conversation, on a thread of its own that
+    Ctrl-C stops (app.turn_thread), kept in it however it ended, a stopped one as the chat keeps
+    it. Shown as `ask` shows a turn (the session's own observer; the caller prints the reply)."""
     record = TurnRecord(text)
-    result = ask_within(session, kept, text, TurnPrinter(record, show=False, also=session.events))
-    problem = keep_turn(kept, record, result)
+    printer = TurnPrinter(record, show=False, also=session.events)
+    ran = run_stoppable(lambda stop: ask_within(session, kept, text, printer, stop), ctrl_c)
+    problem = keep_turn(kept, record, ran.value)
     if problem:
         sys.stderr.write(f"chamberlain: {problem}\n")
-    return result
+    return ran
 
 
 # --- the loop -----------------------------------------------------------------------------------
@@ -450,30 +454,6 @@ def _farewell(kept: KeptConversation) -> str:
     )
 
 
-# How often the main thread looks whether Ctrl-C was pressed while it waits (for a line, for a
-# turn).
-WAKE_S = 0.2
-
-
-class CtrlC:
-    """Ctrl-C as the chat takes it: the signal handler only marks it, and the loop acts on it
-    where it waits — at the prompt it drops the line, during a turn it stops the turn. Never a
-    KeyboardInterrupt raised wherever the main thread happens to be (keeping a turn, printing),
-    and never lost: another thread (a library's own) may take the signal, which a wait blocked
-    in one call (GNU readline's, a future's) would not wake for."""
-
-    def __init__(self) -> None:
-        self.pressed = False
-
-    def __call__(self, signum: int, frame: object) -> None:
-        self.pressed = True
-
-    def take(self) -> bool:
-        """Whether Ctrl-C was pressed since last asked."""
-        pressed, self.pressed = self.pressed, False
-        return pressed
-
-
 class _LineDropped(Exception):
     """Ctrl-C at the prompt."""
 
@@ -525,34 +505,27 @@ def _prompt(interactive: bool) -> None:
 
 
 def _loop(session: Session, kept: KeptConversation, *, debug: bool) -> None:
-    import signal
-
     interactive = sys.stdin.isatty()
-    ctrl_c = CtrlC()
-    reader = LineReader(sys.stdin, ctrl_c)
     sys.stderr.write(_greeting(kept))
     sys.stderr.flush()
-    previous = signal.signal(signal.SIGINT, ctrl_c)
-    try:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chamberlain-chat-turn") as turns:
-            while True:
-                _prompt(interactive)
-                try:
-                    line = reader.read()
-                except _LineDropped:
-                    # At the prompt, Ctrl-C drops what was typed (Ctrl-D is what leaves).
+    with ctrl_c_marked() as ctrl_c:
+        reader = LineReader(sys.stdin, ctrl_c)
+        while True:
+            _prompt(interactive)
+            try:
+                line = reader.read()
+            except _LineDropped:
+                # At the prompt, Ctrl-C drops what was typed (Ctrl-D is what leaves).
+                sys.stderr.write("\n")
+                sys.stderr.flush()
+                continue
+            if line is None:
+                if interactive:
                     sys.stderr.write("\n")
-                    sys.stderr.flush()
-                    continue
-                if line is None:
-                    if interactive:
-                        sys.stderr.write("\n")
-                    break
-                text = line.strip()
-                if text:
-                    _turn(session, kept, text, turns, ctrl_c, debug=debug)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+                break
+            text = line.strip()
+            if text:
+                _turn(session, kept, text, ctrl_c, debug=debug)
     sys.stderr.write(_farewell(kept))
     sys.stderr.flush()
 
@@ -561,29 +534,25 @@ def _turn(
     session: Session,
     kept: KeptConversation,
     text: str,
-    turns: ThreadPoolExecutor,
     ctrl_c: CtrlC,
     *,
     debug: bool,
 ) -> None:
     """One turn on the turn thread; Ctrl-C meanwhile stops it, and the loop goes on."""
-    from tools.stop import StopSignal
+
+    def stopping() -> None:
+        # The turn ends itself, cancelled and audited; another Ctrl-C only waits for it.
+        sys.stderr.write("\nStopping…\n")
+        sys.stderr.flush()
 
     record = TurnRecord(text)
     printer = TurnPrinter(record, debug=debug)
-    stop = StopSignal()
-    running: Future[TurnResult] = turns.submit(ask_within, session, kept, text, printer, stop)
-    while True:
-        try:
-            result = running.result(timeout=WAKE_S)
-            break
-        except TimeoutError:
-            pass
-        # The turn ends itself, cancelled and audited; another Ctrl-C only waits for it.
-        if ctrl_c.take() and not stop.stopped:
-            stop.stop()
-            sys.stderr.write("\nStopping…\n")
-            sys.stderr.flush()
+    result = run_stoppable(
+        lambda stop: ask_within(session, kept, text, printer, stop),
+        ctrl_c,
+        stopping=stopping,
+        name="chamberlain-chat-turn",
+    ).value
     shown = reply_with_notices(worded(result.reply, result.remedy, FrontEnd.CLI), result.memory)
     printer.finish(shown)
     problem = keep_turn(kept, record, result)

@@ -508,17 +508,25 @@ def cmd_ask(args: argparse.Namespace) -> int:
             kept.close()
         raise
     _started()
-    try:
-        if kept is None:
-            turn = session.ask(text)
-        else:
-            from app.chat_cli import keep_asked_turn
+    # The turn runs on a thread of its own, which Ctrl-C stops as the chat's Stop does: the turn
+    # ends as cancelled, audited (and kept, with --continue), before the command exits 130.
+    from app.turn_thread import ctrl_c_marked, run_stoppable
 
-            turn = keep_asked_turn(session, kept, text)
+    try:
+        with ctrl_c_marked() as ctrl_c:
+            if kept is None:
+                ran = run_stoppable(lambda stop: session.ask(text, stop=stop), ctrl_c)
+            else:
+                from app.chat_cli import keep_asked_turn
+
+                ran = keep_asked_turn(session, kept, text, ctrl_c)
     finally:
         session.close()
         if kept is not None:
             kept.close()
+    turn = ran.value
+    if ran.stopped and turn.status == "cancelled":
+        return _cancelled()
     # What memory did is said under the reply, in the terminal's words (app.memory_words).
     shown = reply_with_notices(worded(turn.reply, turn.remedy, FrontEnd.CLI), turn.memory)
     if args.json:
@@ -1163,6 +1171,13 @@ def _started() -> None:
         gc.enable()
 
 
+def _cancelled() -> int:
+    """Ctrl-C is the person cancelling, not a fault: one line, the shell's code for SIGINT."""
+    sys.stderr.write("\nchamberlain: cancelled\n")
+    sys.stderr.flush()
+    return EXIT_CANCELLED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # Everything printed from here on, whoever prints it, reaches the terminal escaped
     # (app.terminal): replies, results, file names and server messages are untrusted text.
@@ -1188,10 +1203,7 @@ def _main(argv: Sequence[str] | None) -> int:
         code: int = args.func(args)
         return code
     except KeyboardInterrupt:
-        # Ctrl-C is the person cancelling, not a fault: one line, the shell's code for SIGINT.
-        sys.stderr.write("\nchamberlain: cancelled\n")
-        sys.stderr.flush()
-        return EXIT_CANCELLED
+        return _cancelled()
     except errors.UsageError as exc:
         # The base class: a command module raising app.cli's UsageError imports this file
         # anew under its own name when it runs as __main__ (`python -m app.cli`).

@@ -9,7 +9,6 @@ credential rule still holds (passwords, keys and recovery codes are never stored
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import sys
 from collections.abc import Callable
@@ -32,7 +31,11 @@ def passphrase_prompt() -> Callable[[str], str | None] | None:
         return None
 
     def ask(prompt: str) -> str | None:
-        return getpass.getpass(prompt, stream=sys.stderr) or None
+        # Not getpass: within a turn this runs on the turn's thread, where only the turn's
+        # Stop (Ctrl-C) can end the wait (app.turn_thread).
+        from app.turn_thread import hidden_line
+
+        return hidden_line(prompt, sys.stderr) or None
 
     return ask
 
