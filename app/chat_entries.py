@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from app.windows.words import TOOL_WORDS, tool_words
+from broker.router.understood import READINGS
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QWidget
@@ -163,7 +164,10 @@ class Details:
         )
 
     def lines(self) -> list[str]:
-        intent = self.intent.replace("_", " ") or "not routed"
+        # The reading in words, as the router says it when it asks ("a request about your
+        # files"), not its id; an intent this version does not know, as it was kept.
+        known = {intent.value: words for intent, words in READINGS.items()}
+        intent = known.get(self.intent) or self.intent.replace("_", " ") or "not routed"
         how = f"{intent}"
         if self.confidence is not None:
             how += f", confidence {self.confidence:.2f}"

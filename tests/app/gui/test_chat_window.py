@@ -573,7 +573,7 @@ def test_details_show_the_intent_the_allowed_tools_and_the_memories_used(
     reply.details_button.click()
     details = reply.details.text()
     assert not reply.details.isHidden()
-    assert "Understood as: memory read, confidence" in details
+    assert "Understood as: a question about what I remember, confidence" in details
     assert "Tools allowed:" in details
     assert "my cat is called Tom" in details
     chat.close()

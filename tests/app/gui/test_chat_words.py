@@ -192,9 +192,11 @@ def test_a_tool_that_timed_out_while_running_still_says_timed_out_with_its_durat
     assert card.reason.text() == "the page did not answer within 30 s"
 
 
-def test_a_turns_details_list_the_allowed_tools_in_words():
+def test_a_turns_details_say_how_it_was_understood_and_the_allowed_tools_in_words():
     details = Details(intent="file_task", allowed_tools=["file_list", "file_read"])
-    [_, tools, *_] = details.lines()
+    details.confidence, details.source = 0.93, "heuristic"
+    [understood, tools, *_] = details.lines()
+    assert understood == "Understood as: a request about your files, confidence 0.93 (heuristic)"
     assert tools == "Tools allowed: List a folder, Read a file"
 
 
