@@ -195,6 +195,9 @@ class DesktopApp(QObject):
         if self._connect_model:
             await self.connect_model()
         self._found(model=True)
+        if self.gui_prompter is not None:
+            # Idle now: the first question then shows as fast as later ones.
+            self.gui_prompter.prepare()
 
     async def connect_model(self) -> None:
         from app.errors import FrontEnd, user_message, worded

@@ -30,6 +30,7 @@ from PySide6.QtGui import (
     QAccessibleEvent,
     QFont,
     QFontDatabase,
+    QImage,
     QPainter,
     QPaintEvent,
     QPalette,
@@ -753,6 +754,45 @@ class PermissionDialog(QDialog):
             self._watched.removeEventFilter(self)
             self._watched = None
         self.done(code)
+
+
+def warm_up() -> None:
+    """Build one dialog for a made-up question and paint it into an image, never on screen.
+
+    The first dialog of a run pays once for what every later one finds ready (the fixed font,
+    the style's icons and pixmaps, glyphs, text layout): tens of milliseconds between a
+    person's Enter and the question on screen (`bench/prompt_latency.py`). The app calls this
+    when it is idle after start-up, so the first real question does not pay it."""
+    from broker.permissions import PermissionQuestion, PermissionRequest
+    from core.clock import SystemClock
+    from tools.manual import CallPlan, Capability
+
+    clock = SystemClock()
+    now = clock.now()
+    # A command the model asked for on its own: the caution box, the boxed exact text, every
+    # kind of control the dialog has.
+    request = PermissionRequest(
+        capability=Capability.SYSTEM_EXECUTE,
+        scope="make",
+        tool="run_command",
+        arguments={},
+        call_id="warm-up",
+        user_scope=False,
+        asked_at=now,
+        deadline=now + 60.0,
+        timeout_s=60.0,
+        plan=CallPlan(stages=(("/usr/bin/make",),), cwd="/", reads=("/",)),
+        risk="moderate",
+        reversibility="effort",
+    )
+    question = QuestionView(PermissionQuestion(request, clock))
+    dialog = PermissionDialog(question)
+    dialog.ensurePolished()
+    dialog.resize(dialog.sizeHint())
+    image = QImage(dialog.size(), QImage.Format.Format_ARGB32_Premultiplied)
+    dialog.render(image)
+    dialog.deleteLater()
+    question.deleteLater()
 
 
 async def present_question(

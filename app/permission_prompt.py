@@ -289,6 +289,14 @@ class GuiPrompter(QObject):
         self._asked.connect(self._enqueue, Qt.ConnectionType.QueuedConnection)
         self._ended.connect(self._on_question_ended, Qt.ConnectionType.QueuedConnection)
 
+    def prepare(self) -> None:
+        """Get the dialog ready before the first question (UI thread, when the app is idle):
+        its first build costs tens of milliseconds more than later ones. Shows nothing."""
+        if self._present_question is _present_in_dialog:
+            from app.permission_dialog import warm_up
+
+            warm_up()
+
     # -- the broker's side (any thread) --------------------------------------------------------
 
     def present(self, question: PermissionQuestion) -> None:

@@ -760,6 +760,23 @@ def prompter(qapp: Any) -> Iterator[GuiPrompter]:
     gui.cancel_all()
 
 
+def test_preparing_the_dialog_before_the_first_question_shows_nothing_and_leaves_nothing(qapp):
+    built: list[PermissionDialog] = []
+    real = PermissionDialog.__init__
+
+    def recording(self: PermissionDialog, *args: Any, **kwargs: Any) -> None:
+        real(self, *args, **kwargs)
+        built.append(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(PermissionDialog, "__init__", recording)
+        GuiPrompter().prepare()
+    assert len(built) == 1  # the app's own dialog was built once, off screen
+    assert open_dialogs() == []
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    assert [w for w in QApplication.allWidgets() if isinstance(w, PermissionDialog)] == []
+
+
 def test_a_worker_thread_gets_the_answer_given_in_the_dialog(qtbot, run, prompter):
     shown: list[str] = []
     waiting: list[int] = []
