@@ -2,22 +2,27 @@
 
 Run by scripts/screenshots.sh, which starts Xvfb, a window manager (evilwm) and a tray host
 (trayer) and sets DISPLAY. Everything happens in a throwaway home; the model is the test suite's
-scripted OpenAI server on 127.0.0.1 (no model is downloaded), so the replies are fixed text.
+scripted OpenAI server on 127.0.0.1 (no model is downloaded): its replies are fixed text, or
+built from the real tool result it is given (the listing names the files the tool found).
 
 It does what a person would: types the memory passphrase, reads the welcome that the first start
 shows (the scripted server found where Ollama listens) and closes it, opens the chat from the
-tray, asks
-"list files in ~/Documents", answers the permission dialog with "Allow for 5 min", reads the
-reply, opens Permissions (the grant counting down), Memory, Activity and Settings, then asks
-something long and presses Stop. Each picture is cut from a grab of the whole screen. Then, in
-a second process at QT_SCALE_FACTOR=1.5 with no model server, the welcome again: the embedded
-model answers (`--welcome-only`).
+tray, asks "list my documents", answers the permission dialog with "Allow for 5 min", opens the
+listing's Result (a Hebrew file name as it is, one hiding ".sh" behind a right-to-left override
+escaped), then follows up with "summarise the second one", which reads the file listed second.
+Then it opens Permissions (the grant counting down), Memory, Activity and Settings, asks
+something long and presses Stop, asks to remember a health fact (the chat's Approve / Edit… /
+Reject line), and pastes a long log (shown by its first lines) whose reply has a code block with
+Copy. Each picture is cut from a grab of the whole screen. Then, in a second process at
+QT_SCALE_FACTOR=1.5 with no model server, the welcome again (the embedded model answers) and the
+chat with a fact waiting for consent (`--welcome-only`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -32,9 +37,27 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 PASSPHRASE = "screenshots only"
-LISTING = (
-    "Your **Documents** folder holds four files:\n\n"
-    "- `budget-2026.ods`\n- `holiday plan.md`\n- `notes.txt`\n- `tax return.pdf`"
+# ~/Documents as the shots find it. Listed in this order, so "the second one" is the plan. One
+# name is Hebrew (right to left, shown as it is); one hides ".sh" behind a right-to-left
+# override (shown escaped, `report\u202efdp.sh`, so it cannot pass for a PDF).
+DOCUMENTS = (
+    ("budget-2026.ods", "x"),
+    (
+        "holiday plan.md",
+        "# Lisbon, 12–19 May\n\nFlights booked (TAP, Saturday 08:40). Hotel in Alfama, paid.\n"
+        "Still to do: book the Sintra day trip, ask Ana about dinner on Tuesday, buy a "
+        "travel adapter.\n",
+    ),
+    ("notes.txt", "call the bank\n"),
+    ("report\u202efdp.sh", "echo hello\n"),
+    ("tax return.pdf", "%PDF"),
+    ("מתכון לחלה.txt", "קמח, מים, שמרים\n"),
+)
+SUMMARY = (
+    "**holiday plan.md** is your plan for Lisbon, 12–19 May:\n\n"
+    "- the flights are booked (TAP, Saturday 08:40) and the hotel in Alfama is paid;\n"
+    "- still to do: book the Sintra day trip, ask Ana about dinner on Tuesday, and buy a "
+    "travel adapter."
 )
 LONG_REPLY = (
     "## Choosing a password manager\n\n"
@@ -44,6 +67,8 @@ LONG_REPLY = (
     + "- a point worth weighing, explained at some length so the reply keeps coming\n"
     * 60
 )
+# A fact that waits for the person's consent (health is personal), in the chat's own line.
+CONSENT = "remember that I take insulin every morning"
 # A pasted log and the reply with a command in a code block (chat-code.png).
 PASTED_LOG = "my backup script fails, why?\n" + "\n".join(
     f"2026-11-27 09:{n:02d}:14 rsync: [sender] send_files failed to open "
@@ -63,12 +88,7 @@ CODE_REPLY = (
 def _environment(scratch: Path) -> None:
     user = scratch / "user"
     (user / "Documents").mkdir(parents=True)
-    for name, text in (
-        ("budget-2026.ods", "x"),
-        ("holiday plan.md", "# Lisbon\n"),
-        ("notes.txt", "call the bank\n"),
-        ("tax return.pdf", "%PDF"),
-    ):
+    for name, text in DOCUMENTS:
         (user / "Documents" / name).write_text(text)
     os.environ.update(
         HOME=str(user),
@@ -76,6 +96,20 @@ def _environment(scratch: Path) -> None:
         XDG_CONFIG_HOME=str(user / ".config"),
         PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
     )
+
+
+def _phrased(request: dict[str, Any]) -> Turn:
+    """The scripted model's answer from a tool's result, as a model would phrase it: the
+    listing's names as the tool gave them, or the summary of the plan it read."""
+    from tests.support.openai_server import Text
+
+    shown = str(request["messages"][-1].get("content", ""))
+    result = json.loads(shown.partition("\n")[2])
+    if "entries" not in result:
+        return Text(SUMMARY)
+    names = [str(entry["name"]) for entry in result["entries"]]
+    listed = "\n".join(f"- `{name}`" for name in names)
+    return Text(f"Your **Documents** folder holds {len(names)} files:\n\n{listed}")
 
 
 async def _until(done: object, seconds: float = 20.0) -> None:
@@ -107,6 +141,16 @@ def _grab(widget: object, out: Path, margin: int = 12) -> None:
         shot = screen.grab({"left": left, "top": top, "width": width, "height": height})
         mss.tools.to_png(shot.rgb, shot.size, output=str(out))
     print(f"wrote {out}")
+
+
+def _close_notices() -> None:
+    """Close the tray's notification balloons, as a person clicks their x once read: one that
+    lingers over the chat would hide what the shot shows."""
+    from PySide6.QtWidgets import QApplication
+
+    for widget in QApplication.topLevelWidgets():
+        if widget.metaObject().className() == "QBalloonTip" and widget.isVisible():
+            widget.close()
 
 
 def _grab_region(out: Path, left: int, top: int, width: int, height: int) -> None:
@@ -168,10 +212,15 @@ async def _welcome_only(out: Path) -> None:
         await typing
         scale = os.environ.get("QT_SCALE_FACTOR", "1")
         await _welcome(shell, out / f"welcome-{scale}x.png")
-        # The chat as it opens at this scale on this screen: all of it, Stop included, on it.
+        # The chat as it opens at this scale on this screen (all of it, Stop included, on it),
+        # with a fact waiting for consent: no model is needed to remember.
         chat = shell.show_window("chat")
         assert chat is not None
+        await asyncio.sleep(0.5)
+        await chat.send(CONSENT)  # type: ignore[attr-defined]
         await asyncio.sleep(1.0)
+        _close_notices()
+        await asyncio.sleep(0.3)
         _grab_region(out / f"chat-{scale}x.png", 0, 0, 1280, 800)
     finally:
         shell.quit()
@@ -200,7 +249,7 @@ async def _shots(out: Path) -> None:
             return Text('{"facts": []}')
         system = str(request["messages"][0].get("content", ""))
         if system.startswith("You are Chamberlain, a local desktop assistant. A tool already"):
-            return Text(LISTING)
+            return _phrased(request)
         if "my backup script fails" in str(request["messages"][-1].get("content", "")):
             return Text(CODE_REPLY)
         return Trickle(Text(LONG_REPLY), interval=0.0005)
@@ -257,10 +306,11 @@ async def _shots(out: Path) -> None:
         shell.tray.actions["chat"].trigger()  # "Open chat" in the tray menu
         await asyncio.sleep(0.2)
         chat = shell.windows["chat"]
-        chat.resize(940, 640)
-        chat.move(40, 60)
+        # Tall enough for a follow-up and the turn it follows.
+        chat.resize(940, 740)
+        chat.move(40, 20)
         await asyncio.sleep(0.5)
-        chat.input.setPlainText("list files in ~/Documents")  # type: ignore[attr-defined]
+        chat.input.setPlainText("list my documents")  # type: ignore[attr-defined]
         chat.submit()  # type: ignore[attr-defined]
         await _until(lambda: visible(PermissionDialog))
         permission = visible(PermissionDialog)
@@ -273,7 +323,28 @@ async def _shots(out: Path) -> None:
         permission.allow_button.click()
         await _until(lambda: not shell.assistant.busy)
         await asyncio.sleep(0.6)
+        # The listing as the tool gave it (Result): the Hebrew name as it is, the name that
+        # hides ".sh" behind a right-to-left override escaped.
+        from app.chat_view import ToolCard
+
+        [listing] = [w for w in chat.transcript.widgets() if isinstance(w, ToolCard)]  # type: ignore[attr-defined]
+        listing.toggle.click()
+        await asyncio.sleep(0.4)
         _grab(chat, out / "chat.png")
+        listing.toggle.click()
+
+        # A follow-up: "the second one" is the file the listing showed second. Reading it is
+        # covered by the 5-minute grant for ~/Documents; a question, if one came, is allowed once.
+        followup = asyncio.ensure_future(chat.send("summarise the second one"))  # type: ignore[attr-defined]
+        await _until(lambda: followup.done() or visible(PermissionDialog))
+        asked = visible(PermissionDialog)
+        if isinstance(asked, PermissionDialog):
+            await _until(lambda: asked.armed)
+            asked.select(Choice.ONCE)
+            asked.allow_button.click()
+        await followup
+        await asyncio.sleep(0.6)
+        _grab(chat, out / "chat-followup.png")
 
         for name, size in (
             ("permissions", (900, 560)),
@@ -308,6 +379,14 @@ async def _shots(out: Path) -> None:
         await asyncio.sleep(0.5)
         _grab(chat, out / "chat-stopped.png")
 
+        # Memory consent in the chat: a health fact waits for Approve, Edit… or Reject.
+        chat.new_chat()  # type: ignore[attr-defined]
+        await chat.send(CONSENT)  # type: ignore[attr-defined]
+        await asyncio.sleep(0.8)
+        _close_notices()
+        await asyncio.sleep(0.3)
+        _grab(chat, out / "chat-consent.png")
+
         # A pasted log (its first lines, "Show all") and a reply with a code block (Copy).
         chat.new_chat()  # type: ignore[attr-defined]
         chat.input.setPlainText(PASTED_LOG)  # type: ignore[attr-defined]
@@ -336,6 +415,9 @@ def main() -> int:
         from PySide6.QtWidgets import QApplication
 
         app = QApplication(["chamberlain"])
+        # As app/main.py names it: Qt adds " — Chamberlain" to every window's title.
+        app.setApplicationName("Chamberlain")
+        app.setApplicationDisplayName("Chamberlain")
         app.setQuitOnLastWindowClosed(False)
         loop = qasync.QEventLoop(app)
         asyncio.set_event_loop(loop)
