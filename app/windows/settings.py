@@ -64,6 +64,7 @@ from app.windows.fields import SettingField
 from app.windows.mcp_servers import McpServersSection
 from app.windows.palette import problem_color
 from app.windows.tasks import spawn
+from app.windows.words import tool_words
 from broker.keys import (
     KeyringUnavailable,
     api_keyring_problem,
@@ -747,13 +748,16 @@ class SettingsWindow(QWidget):
         installed = f"the {len(manuals)} tools installed now"
         if resolved.dropped:
             text = f"Leaves out {len(resolved.dropped)} of {installed}: "
-            text += ", ".join(resolved.dropped)
+            text += ", ".join(tool_words(tool) for tool in resolved.dropped)
         else:
             text = f"Leaves nothing out of {installed}"
         text += " (counting your changes in settings.json)." if changed else "."
         self.profile_leaves_out.setText(text)
         self.profile_leaves_out.setToolTip(
-            "\n".join(f"{tool}: {why}" for tool, why in resolved.dropped.items())
+            # With the id too: settings.json's add_tools and deny_tools name tools by it.
+            "\n".join(
+                f"{tool_words(tool)} ({tool}): {why}" for tool, why in resolved.dropped.items()
+            )
         )
         self.profile_choice.setAccessibleDescription(f"{profile.description} {text}")
 

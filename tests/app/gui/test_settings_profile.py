@@ -19,6 +19,7 @@ from PySide6.QtCore import Qt
 
 from app.qt_session import QtSession
 from app.windows.settings import SettingsWindow
+from app.windows.words import tool_words
 from broker.settings import Settings, load_settings, save_settings
 from broker.types import Intent, RouterOutput
 from tests.app.gui.conftest import make_session, open_settings, until
@@ -80,12 +81,17 @@ def test_choosing_read_only_says_what_it_leaves_out_and_changes_nothing_until_sa
 
     text = window.profile_leaves_out.text()
     assert text.startswith("Leaves out ")
+    # Each tool by what it does (an id such as system_execute means nothing to a person).
     for tool in HANDING_OFF:
-        assert tool in text
-    assert "file_read" not in text
+        assert tool_words(tool) in text
+        assert tool not in text
+    assert "Read a file" not in text
     assert "never change" in window.fields["profile.name"].hint.text()
     # Why each one is gone, on hover.
-    assert "denied by profile 'read_only'" in window.profile_leaves_out.toolTip()
+    tip = window.profile_leaves_out.toolTip()
+    assert "denied by profile 'read_only'" in tip
+    # …and by its id as well, as settings.json's deny_tools and add_tools name it.
+    assert "Run a command (system_execute): " in tip
     # Only shown: the session and the file are untouched until Save.
     assert assistant.session.settings.profile.name == "everything"
     assert "system_execute" in _allowed(assistant, Intent.SYSTEM_TASK)
@@ -129,7 +135,7 @@ def test_the_users_own_changes_in_settings_json_are_counted_and_kept_on_save(
         qtbot.addWidget(window)
         window.show()
         text = window.profile_leaves_out.text()
-        assert "web_search" in text
+        assert "Search the web" in text
         assert "counting your changes in settings.json" in text
 
         _choose(qtbot, window, "offline")
@@ -164,6 +170,6 @@ def test_what_a_profile_leaves_out_follows_the_mcp_servers_tools(
             await until(lambda: "notes__read_note" in window.profile_leaves_out.text(), 10)
 
         run(connect())
-        assert "web_search" in window.profile_leaves_out.text()
+        assert "Search the web" in window.profile_leaves_out.text()
     finally:
         assistant.close()
