@@ -219,6 +219,9 @@ def test_the_permission_dialog_names_the_tool_in_words_in_every_row(qtbot, model
     assert _texts(dialog.rows["Tool"]) == ["Look up system information"]
     assert ("You asked for this" in shown) != model_initiated
     assert [text for text in shown if raw_ids(text)] == []
+    # What a screen reader announces when it appears says the same words.
+    assert "Look up system information" in dialog.accessibleDescription()
+    assert raw_ids(dialog.accessibleDescription()) == []
 
 
 def _texts(widget: QWidget) -> list[str]:
