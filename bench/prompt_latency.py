@@ -119,21 +119,26 @@ def _instrument(marks: Marks) -> None:
     async_dialog.show_dialog = show_dialog
 
 
-def _exposure_watch(marks: Marks, kinds: tuple[type, ...]) -> Any:
-    """An application-wide filter marking the first expose and paint of a dialog of `kinds`."""
+def _exposure_watch(marks: Marks) -> Any:
+    """Marks the first expose and paint of the dialogs it follows. A filter on those two
+    objects only: one on the whole application ran for thousands of events per run and cost
+    the measured path several milliseconds itself."""
     from PySide6.QtCore import QEvent, QObject
     from PySide6.QtGui import QWindow
-    from PySide6.QtWidgets import QApplication
 
     class Watch(QObject):
+        def follow(self, dialog: Any) -> None:
+            window = dialog.windowHandle()
+            if window is not None:
+                window.installEventFilter(self)
+            dialog.installEventFilter(self)
+
         def eventFilter(self, watched: QObject, event: QEvent) -> bool:
             kind = event.type()
-            if kind == QEvent.Type.Expose and isinstance(watched, QWindow):
-                if watched.isExposed():
-                    for widget in QApplication.topLevelWidgets():
-                        if isinstance(widget, kinds) and widget.windowHandle() is watched:
-                            marks.mark("exposed")
-            elif kind == QEvent.Type.Paint and isinstance(watched, kinds):
+            if kind == QEvent.Type.Expose:
+                if isinstance(watched, QWindow) and watched.isExposed():
+                    marks.mark("exposed")
+            elif kind == QEvent.Type.Paint:
                 marks.mark("painted")
             return False
 
@@ -148,7 +153,7 @@ async def _until(done: Callable[[], object], seconds: float = 20.0) -> None:
         await asyncio.sleep(0.002)
 
 
-async def _measure(runs: int, prepare: bool) -> dict[str, Any]:
+async def _measure(scratch: Path, runs: int, prepare: bool) -> dict[str, Any]:
     from PySide6.QtCore import QEvent, QObject, Qt
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
@@ -167,8 +172,14 @@ async def _measure(runs: int, prepare: bool) -> dict[str, Any]:
     _instrument(marks)
     app = QApplication.instance()
     assert isinstance(app, QApplication)
-    watch = _exposure_watch(marks, (PermissionDialog, _bare_dialog()))
-    app.installEventFilter(watch)
+    watch = _exposure_watch(marks)
+    real_show_event = PermissionDialog.showEvent
+
+    def following(dialog: Any, event: Any) -> None:
+        real_show_event(dialog, event)
+        watch.follow(dialog)  # the window handle exists from show() on
+
+    setattr(PermissionDialog, "showEvent", following)  # noqa: B010 - a bench's probe
 
     def answer(_request: dict[str, Any]) -> Text:
         marks.model_requests.append(time.perf_counter())
@@ -184,86 +195,84 @@ async def _measure(runs: int, prepare: bool) -> dict[str, Any]:
             if not baseline_mode or event.type() != QEvent.Type.KeyPress:
                 return False
             dialog = _bare_dialog()()
+            dialog.create()  # as show() would, so that its window can be followed from before
+            watch.follow(dialog)
             dialog.show()
             bare.append(dialog)
             return True
 
-    with tempfile.TemporaryDirectory(prefix="chamberlain-bench-") as tmp:
-        user = Path(tmp) / "user"
-        docs = user / "Documents"
-        docs.mkdir(parents=True)
-        os.environ["HOME"] = str(user)
-        server = ScriptedOpenAIServer([answer], repeat_last=True).start()
-        settings = Settings()
-        settings.memory.extract = False
-        gui = GuiPrompter()
-        session = Session(
-            home=Path(tmp) / "home", settings=settings, clock=SystemClock(), prompter=gui
-        )
-        model = OpenAIChatModel(server.base_url, model="bench")
-        session.use_model(model)
-        assistant = QtSession(session)
-        chat = ChatWindow(assistant, lambda: None)
-        chat.resize(900, 650)
-        chat.move(40, 40)
-        chat.show()
-        chat.activateWindow()
-        if prepare:  # as the app does once it is idle after start-up
-            gui.prepare()
-        await asyncio.sleep(0.5)
-        on_enter = BareOnEnter()
-        chat.input.installEventFilter(on_enter)
-        real: list[dict[str, float]] = []
-        first: dict[str, float] = {}
-        baseline: list[dict[str, float]] = []
-        model_calls: list[int] = []
-        arm_gaps: list[float] = []
-        try:
-            for index in range(runs + 1):  # the first pair warms imports, fonts and caches
-                for mode in ("baseline", "real") if index % 2 else ("real", "baseline"):
-                    folder = docs / f"run-{index}-{mode}"
-                    folder.mkdir()
-                    (folder / "notes.txt").write_text("hello\n")
-                    chat.input.setPlainText(f"list files in {folder}")
-                    await asyncio.sleep(0.05)
-                    marks.reset()
-                    baseline_mode = mode == "baseline"
-                    marks.mark("enter")
-                    QTest.keyClick(chat.input, Qt.Key.Key_Return)
-                    await _until(lambda: "painted" in marks.at and "exposed" in marks.at)
-                    at = dict(marks.at)
-                    if baseline_mode:
-                        baseline_mode = False
-                        bare.pop().close()
-                        chat.input.clear()
-                        if index:
-                            baseline.append(at)
-                        continue
-                    [dialog] = [
-                        w
-                        for w in QApplication.topLevelWidgets()
-                        if isinstance(w, PermissionDialog) and w.isVisible()
-                    ]
-                    await _until(functools.partial(_armed, dialog))
-                    at["armed"] = marks.at["armed"]
-                    requests = sum(1 for t in marks.model_requests if t < at["exposed"])
-                    dialog.deny_button.click()
-                    await _until(lambda: not assistant.busy)
+    user = scratch / "user"
+    docs = user / "Documents"
+    docs.mkdir(parents=True)
+    server = ScriptedOpenAIServer([answer], repeat_last=True).start()
+    settings = Settings()
+    settings.memory.extract = False
+    gui = GuiPrompter()
+    session = Session(home=scratch / "home", settings=settings, clock=SystemClock(), prompter=gui)
+    model = OpenAIChatModel(server.base_url, model="bench")
+    session.use_model(model)
+    assistant = QtSession(session)
+    chat = ChatWindow(assistant, lambda: None)
+    chat.resize(900, 650)
+    chat.move(40, 40)
+    chat.show()
+    chat.activateWindow()
+    if prepare:  # as the app does once it is idle after start-up
+        gui.prepare()
+    await asyncio.sleep(0.5)
+    on_enter = BareOnEnter()
+    chat.input.installEventFilter(on_enter)
+    real: list[dict[str, float]] = []
+    first: dict[str, float] = {}
+    baseline: list[dict[str, float]] = []
+    model_calls: list[int] = []
+    arm_gaps: list[float] = []
+    try:
+        for index in range(runs + 1):  # the first pair warms imports, fonts and caches
+            for mode in ("baseline", "real") if index % 2 else ("real", "baseline"):
+                folder = docs / f"run-{index}-{mode}"
+                folder.mkdir()
+                (folder / "notes.txt").write_text("hello\n")
+                chat.input.setPlainText(f"list files in {folder}")
+                await asyncio.sleep(0.05)
+                marks.reset()
+                baseline_mode = mode == "baseline"
+                marks.mark("enter")
+                QTest.keyClick(chat.input, Qt.Key.Key_Return)
+                await _until(lambda: "painted" in marks.at and "exposed" in marks.at)
+                at = dict(marks.at)
+                if baseline_mode:
+                    baseline_mode = False
+                    bare.pop().close()
+                    chat.input.clear()
                     if index:
-                        real.append(at)
-                        model_calls.append(requests)
-                        arm_gaps.append(at["armed"] - at["exposed"])
-                    else:
-                        first = at
-                    await asyncio.sleep(0.1)
-        finally:
-            chat.input.removeEventFilter(on_enter)
-            app.removeEventFilter(watch)
-            gui.cancel_all()
-            chat.close()
-            assistant.close()
-            model.close()
-            server.stop()
+                        baseline.append(at)
+                    continue
+                [dialog] = [
+                    w
+                    for w in QApplication.topLevelWidgets()
+                    if isinstance(w, PermissionDialog) and w.isVisible()
+                ]
+                await _until(functools.partial(_armed, dialog))
+                at["armed"] = marks.at["armed"]
+                requests = sum(1 for t in marks.model_requests if t < at["exposed"])
+                dialog.deny_button.click()
+                await _until(lambda: not assistant.busy)
+                if index:
+                    real.append(at)
+                    model_calls.append(requests)
+                    arm_gaps.append(at["armed"] - at["exposed"])
+                else:
+                    first = at
+                await asyncio.sleep(0.1)
+    finally:
+        chat.input.removeEventFilter(on_enter)
+        setattr(PermissionDialog, "showEvent", real_show_event)  # noqa: B010
+        gui.cancel_all()
+        chat.close()
+        assistant.close()
+        model.close()
+        server.stop()
     report = _report(runs, real, baseline, model_calls, arm_gaps)
     report["first_question"] = {
         "enter_to_exposed_ms": _ms(first["exposed"] - first["enter"]),
@@ -380,7 +389,19 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     from tests.support.xvfb import running_xvfb
 
-    with running_xvfb(1280, 800) as server:
+    # Everything under one scratch folder, HOME too, before Qt starts (its caches follow HOME).
+    with (
+        tempfile.TemporaryDirectory(prefix="chamberlain-bench-") as tmp,
+        running_xvfb(1280, 800) as server,
+    ):
+        scratch = Path(tmp)
+        (scratch / "user").mkdir()
+        os.environ["HOME"] = str(scratch / "user")
+        for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+            os.environ.pop(name, None)
+        runtime = scratch / "runtime"
+        runtime.mkdir(mode=0o700)
+        os.environ["XDG_RUNTIME_DIR"] = str(runtime)
         server.start_window_manager(openbox=options.wm == "openbox")
         os.environ["DISPLAY"] = server.display
         os.environ.pop("WAYLAND_DISPLAY", None)
@@ -395,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
         loop = qasync.QEventLoop(app)
         asyncio.set_event_loop(loop)
         with loop:
-            report = loop.run_until_complete(_measure(options.runs, not options.cold))
+            report = loop.run_until_complete(_measure(scratch, options.runs, not options.cold))
         report["prepared"] = not options.cold
         report["window_manager"] = options.wm
     print(json.dumps(report, indent=2) if options.json else render(report))
