@@ -319,7 +319,7 @@ async def ask_to_end(holder: Holder | None, answer_s: float = ANSWER_S) -> bool:
     box = QMessageBox(
         QMessageBox.Icon.Warning, "Chamberlain", not_responding(holder, answer_s) + "."
     )
-    box.setWindowTitle("Chamberlain is not responding")
+    box.setWindowTitle("Not responding")  # Qt adds " — Chamberlain" (app/windows/words.py)
     if holder is None:
         box.setInformativeText(
             "It did not say which process it is, so it cannot be ended from here. Wait a moment "

@@ -320,7 +320,7 @@ def test_a_second_launch_on_screen_offers_to_end_the_frozen_one(tmp_path, frozen
             CHAMBERLAIN_MEMORY__ENCRYPTION="off",
         )
         with running_app(env) as second:
-            server.wait_for_window("Chamberlain is not responding", second, timeout=START_S)
+            server.wait_for_window("Not responding", second, timeout=START_S)
             assert process.poll() is None  # asked, not done
             if answer == "end":
                 _type_keys(server.display, "Alt_L", "e")
