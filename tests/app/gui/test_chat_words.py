@@ -24,10 +24,12 @@ from app.permission_dialog import PermissionDialog
 from app.permission_prompt import QuestionView
 from app.qt_session import QtSession
 from app.windows.words import TOOL_WORDS, waiting_words
+from broker.llm.openai_client import OpenAIChatModel
 from broker.permissions import PermissionQuestion
 from core.clock import ManualClock, SystemClock
 from tests.app.gui.conftest import make_session, until
 from tests.app.gui.test_chat_window import Allow, Deny, cards, replies, type_and_send
+from tests.support.openai_server import ToolCalls
 from tests.support.prompts import make_request
 from tools.manual import Capability
 
@@ -133,6 +135,30 @@ def test_a_call_the_person_denied_says_so_in_words_on_its_card_and_in_the_reply(
     assert raw_ids(window.transcript.text()) == []
     window.hide()
     assistant.close()
+
+
+def test_a_call_the_model_sent_broken_arguments_for_says_not_run_and_why_with_no_duration(
+    qtbot, run, app_home, docs, scripted_server
+):
+    server = scripted_server([ToolCalls([("file_read", '{"path": ')]), "I could not read it."])
+    model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=30)
+    window, assistant = chat_window(qtbot, app_home, prompter=Allow(), model=model)
+
+    async def scenario() -> None:
+        window.show()
+        await window.settled()
+        await type_and_send(qtbot, window, "what does my shopping list say?")
+        await until(lambda: window.send_button.isEnabled() and replies(window))
+        await window.settled()
+
+    run(scenario())
+    [card] = cards(window)
+    assert (card.tool.text(), card.status_text()) == ("Read a file", "Not run")
+    assert card.reason.text().startswith("arguments are not valid JSON")
+    assert card.duration.text() == ""  # it read "Error 0 ms"
+    window.hide()
+    assistant.close()
+    model.close()
 
 
 def test_a_tool_that_ran_keeps_its_duration_and_its_name_in_words(qtbot, run, app_home, docs):
