@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
 from app.activity_words import ActivityRow, rows
 from app.qt_session import QtSession
 from app.windows.palette import good_color, problem_color
+from app.windows.placement import resize_to_fit
 from app.windows.tables import EmptyOr, table
 from app.windows.tasks import Coalesced, spawn
 from app.windows.words import capability_words, tool_words, when_exactly
@@ -208,7 +209,7 @@ class ActivityWindow(QWidget):
         self.assistant = assistant
         self.setWindowTitle("Activity")  # Qt adds " — Chamberlain" (words.py)
         self.setAccessibleName("Activity")
-        self.resize(1180, 640)
+        resize_to_fit(self, 1180, 640)  # at most what the screen holds
         self._reload = Coalesced(self._load)
 
         # Owned by the window, so Qt deletes them with it, on the UI thread.

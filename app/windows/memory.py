@@ -62,6 +62,7 @@ from app.memory_consent import edit_fact
 from app.qt_session import QtSession
 from app.windows.confirm import confirm
 from app.windows.palette import problem_color
+from app.windows.placement import resize_to_fit
 from app.windows.tables import EmptyOr, table
 from app.windows.tasks import Coalesced, spawn
 from app.windows.words import when
@@ -327,7 +328,7 @@ class MemoryWindow(QWidget):
         self.assistant = assistant
         self.setWindowTitle("Memory")  # Qt adds " — Chamberlain" (app/windows/words.py)
         self.setAccessibleName("Memory")
-        self.resize(920, 640)
+        resize_to_fit(self, 920, 640)  # at most what the screen holds
         self._reload = Coalesced(self._load)
         # The fact `show_fact` was asked for, selected once a reload has it.
         self._target: str | None = None

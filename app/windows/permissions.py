@@ -39,6 +39,7 @@ from app.activity_words import DenialRow, last_uses, recent_denials
 from app.qt_session import QtSession
 from app.windows.confirm import confirm
 from app.windows.palette import problem_color
+from app.windows.placement import resize_to_fit
 from app.windows.tables import EmptyOr, caption, table
 from app.windows.tasks import Coalesced, spawn
 from app.windows.words import capability_words, duration, span, tool_words, when
@@ -230,7 +231,7 @@ class PermissionsWindow(QWidget):
         self.assistant = assistant
         self.setWindowTitle("Permissions")  # Qt adds " — Chamberlain" (words.py)
         self.setAccessibleName("Permissions")
-        self.resize(860, 620)
+        resize_to_fit(self, 860, 620)  # at most what the screen holds
         self._reload = Coalesced(self._load)
 
         # Owned by the window, so Qt deletes them with it, on the UI thread.

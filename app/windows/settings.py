@@ -39,6 +39,7 @@ from pydantic import BaseModel, ValidationError
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QKeySequence, QPalette, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QFormLayout,
@@ -63,6 +64,7 @@ from app.qt_session import QtSession
 from app.windows.fields import SettingField
 from app.windows.mcp_servers import McpServersSection
 from app.windows.palette import problem_color
+from app.windows.placement import resize_to_fit
 from app.windows.tasks import spawn
 from app.windows.words import tool_words
 from broker.keys import (
@@ -370,7 +372,7 @@ class SettingsWindow(QWidget):
         self.setWindowTitle("Settings")  # Qt adds " — Chamberlain" (words.py)
         self.setObjectName("settings-window")
         self.setAccessibleName("Settings")
-        self.resize(720, 820)
+        resize_to_fit(self, 720, 820)  # at most what the screen holds
         self._build()
         self.load()
 
@@ -408,6 +410,12 @@ class SettingsWindow(QWidget):
             caption.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
         scroll.setWidget(body)
         outer.addWidget(scroll, 1)
+        self._scroll = scroll
+        # A field given the focus by its Alt-key (or by an error) is scrolled into sight; the
+        # scroll area itself only does so for Tab.
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            app.focusChanged.connect(self._show_focused)
 
         line = QFrame()
         line.setFrameShape(QFrame.Shape.HLine)
@@ -437,6 +445,21 @@ class SettingsWindow(QWidget):
         save.activated.connect(self._save_clicked)
         close = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
         close.activated.connect(self.close)
+
+    def _show_focused(self, _old: QWidget | None, new: QWidget | None) -> None:
+        body = self._scroll.widget()
+        if new is None or body is None or not body.isAncestorOf(new):
+            return
+        # The whole row where it fits: the field with its hint or error beneath.
+        shown: QWidget = new
+        parent = new.parentWidget()
+        while parent is not None and parent is not body:
+            if isinstance(parent, SettingField):
+                if parent.height() < self._scroll.viewport().height() - 32:
+                    shown = parent
+                break
+            parent = parent.parentWidget()
+        self._scroll.ensureWidgetVisible(shown, 16, 16)
 
     # Slots are bound methods, not lambdas holding `self`: a lambda makes a reference cycle,
     # and a cycle may be collected on the io thread, where destroying a widget is an error.

@@ -98,10 +98,15 @@ def test_settings_has_an_alt_key_for_what_is_changed_most_and_each_reaches_its_c
     assert keys["m"] == "&Model server:"
     assert keys["w"] == "Open chat &with:"
     window.activateWindow()
+    assert window.shortcut_edit.visibleRegion().isEmpty()  # far down the window at first
     QTest.keyClick(window, Qt.Key.Key_W, Qt.KeyboardModifier.AltModifier)
     assert QApplication.focusWidget() is window.shortcut_edit
+    QApplication.processEvents()
+    assert not window.shortcut_edit.visibleRegion().isEmpty()  # scrolled into sight
     QTest.keyClick(window, Qt.Key.Key_M, Qt.KeyboardModifier.AltModifier)
     assert QApplication.focusWidget() is window.url_choice
+    QApplication.processEvents()
+    assert not window.url_choice.visibleRegion().isEmpty()
 
 
 def test_memory_keeps_one_meaning_per_alt_key_on_every_tab(shell, run):
