@@ -159,10 +159,13 @@ def connect_model(
     except ModelError as exc:
         return ModelChoice(None, str(exc), exc.remedy)
     if model.context_tokens is None:
-        # Not configured: a server on this machine may say (never asked of a remote one).
+        # Not configured: a server on this machine may say (never asked of a remote one); one
+        # that does not is taken to have a small window, so a long conversation is cut to fit
+        # here, with a note, not refused by the server (broker.llm.budget).
+        from broker.llm.budget import ASSUMED_CONTEXT_TOKENS
         from broker.llm.endpoints import context_tokens
 
-        model.context_tokens = context_tokens(base, model.name)
+        model.context_tokens = context_tokens(base, model.name) or ASSUMED_CONTEXT_TOKENS
     return ModelChoice(model)
 
 

@@ -62,9 +62,10 @@ class LLMSettings(BaseModel):
     # tools (a refusal naming tools switches to the prompt-based protocol); False always uses
     # the prompt protocol; True never falls back.
     native_tools: bool | None = None
-    # The server model's context, in tokens, when known (None: not known, nothing is cut): a
-    # request over it (less `reply_tokens`) has its oldest tool results cut first, and the
-    # reply says so. Tokens are estimated from the text (about 3 bytes a token).
+    # The server model's context, in tokens (None: what a server on this machine says, else
+    # 8192, broker.llm.budget.ASSUMED_CONTEXT_TOKENS): a request over it (less `reply_tokens`)
+    # has its oldest tool results cut first, and the reply says so. Tokens are estimated from
+    # the text (about 3 bytes a token).
     context_tokens: int | None = Field(default=None, ge=512)
     reply_tokens: int = Field(default=1024, ge=64)
     # Sampling temperature sent with every chat request; None leaves the server's default.

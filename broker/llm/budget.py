@@ -36,6 +36,14 @@ Counter = Callable[[str], int]
 
 # Per message: the role and the template's markers around it.
 MESSAGE_OVERHEAD_TOKENS = 8
+# The context assumed for a server that does not say its own (many OpenAI-compatible servers
+# do not) when llm.context_tokens is not set: small enough for the local models people run
+# (Ollama's default window is smaller still, and Ollama says its own), so a long conversation
+# is cut here, with a note, rather than refused by the server or cut there without a word.
+ASSUMED_CONTEXT_TOKENS = 8192
+# When a server refuses a request as longer than its context all the same, the request is fitted
+# once more to this share of what was sent (the server's real window is below it).
+RETRY_SHARE = 0.5
 CUT_NOTE = "[… {n} characters cut here to fit the model's context …]"
 DROPPED_NOTE = "[this tool result was dropped to fit the model's context]"
 LEFT_OUT_NOTE = (

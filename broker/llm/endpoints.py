@@ -291,3 +291,41 @@ def _ollama_context(shown: dict[str, object]) -> int | None:
             if isinstance(key, str) and key.endswith(".context_length"):
                 return _context_length(value)
     return None
+
+
+# How servers say a request was longer than the model's context: OpenAI's error code, llama.cpp
+# server's error type, and the words of vLLM ("maximum context length"), llama.cpp ("exceeds the
+# available context size"), Ollama and LM Studio ("context length", "n_ctx").
+_CONTEXT_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+_CONTEXT_WORDS = (
+    "context length",
+    "context_length",
+    "context size",
+    "context window",
+    "maximum context",
+    "n_ctx",
+    "too many tokens",
+    "prompt is too long",
+)
+
+
+def says_context_exceeded(status: int, body: object) -> bool:
+    """Whether an error answer (`status`, its parsed JSON `body`) says the request did not fit
+    the model's context. Only its code and words are read, to know what to do next (fit the
+    request to a smaller context once); nothing of it is trusted beyond that."""
+    if status not in (400, 413, 422, 500):
+        return False
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, dict):
+        for key in ("code", "type"):
+            if str(error.get(key) or "").lower() in _CONTEXT_CODES:
+                return True
+        text = error.get("message")
+    else:
+        text = error
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if not isinstance(text, str):
+        return False
+    lowered = text.lower()
+    return any(words in lowered for words in _CONTEXT_WORDS)

@@ -37,8 +37,8 @@ from broker.llm.base import (
     ModelUnavailable,
     delta_sink,
 )
-from broker.llm.budget import estimate_tokens, fit
-from broker.llm.endpoints import is_loopback_url
+from broker.llm.budget import RETRY_SHARE, estimate_tokens, fit, message_tokens
+from broker.llm.endpoints import is_loopback_url, says_context_exceeded
 from broker.llm.tool_protocol import PromptedTools
 from broker.settings import LLMSettings
 from core.errors import Remedy
@@ -233,11 +233,23 @@ class _ToolsRefused(Exception):
     """The server answered a request with tools by refusing tools (not the request)."""
 
 
+class _TooLong(ModelError):
+    """The server refused the request as longer than its model's context. `sent`: the messages
+    it refused (set by the one who sent them); `body`: the server's error."""
+
+    def __init__(self, message: str, *, body: object = None) -> None:
+        super().__init__(message)
+        self.body = body
+        self.sent: list[dict[str, Any]] = []
+
+
 def _refuses_tools(exc: Exception) -> bool:
     """A 400/422 whose error names tools: "model does not support tools" (Ollama), "tool
     choice requires --enable-auto-tool-choice" (vLLM), and the like."""
     if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
         return False
+    if says_context_exceeded(exc.status_code, exc.body):
+        return False  # too long, whatever tools its words name
     text = _error_excerpt(exc.body, limit=500).lower()
     return "tool" in text or "function" in text
 
@@ -473,19 +485,56 @@ class OpenAIChatModel:
     def chat(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> AssistantMessage:
-        cuts: list[str] = []
         messages = _encodable(messages)
-        if self._context_tokens is not None:
-            # Cut to the model's context (estimated tokens; the tool schemas count too).
-            schemas = estimate_tokens(json.dumps(tools)) if tools else 0
-            fitted = fit(messages, self._context_tokens - schemas, self._reply_tokens)
+        # The tool schemas count against the context too (estimated tokens).
+        schemas = estimate_tokens(json.dumps(tools)) if tools else 0
+        context = self._context_tokens
+        try:
+            return self._chat_fitted(messages, tools, schemas, context)
+        except _TooLong as refused:
+            sent = schemas + sum(message_tokens(m, estimate_tokens) for m in refused.sent)
+        # The server's real window is smaller than the one assumed (or configured): fitted once
+        # more to a share of what was sent, and that context kept for the session's later
+        # requests; a second refusal is said as it is.
+        smaller = max(int((sent + self._reply_tokens) * RETRY_SHARE), 512)
+        if context is not None:
+            smaller = min(smaller, context)
+        log.info("%s refused %d tokens as too long; fitting to %d", self._base_url, sent, smaller)
+        self._context_tokens = smaller
+        try:
+            return self._chat_fitted(messages, tools, schemas, smaller)
+        except _TooLong as again:
+            raise ModelError(
+                f"The model at {self._base_url} could not take this request: it is longer than "
+                f"the model's context, even with older parts of the conversation left out to fit "
+                f"about {smaller} tokens ({_error_excerpt(again.body)}). Set "
+                "llm.context_tokens in the settings to the context its server really has, or "
+                "go on in a new conversation"
+            ) from again
+
+    def _chat_fitted(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        schemas: int,
+        context: int | None,
+    ) -> AssistantMessage:
+        """`messages` cut to `context` (None: sent whole), then asked. A refusal as too long
+        raises _TooLong carrying what was sent."""
+        cuts: list[str] = []
+        if context is not None:
+            fitted = fit(messages, context - schemas, self._reply_tokens)
             if fitted.over:
                 raise ModelError(
-                    f"This request does not fit the model's context ({self._context_tokens} "
-                    "tokens, llm.context_tokens) even after cutting tool results and the message."
+                    f"This request does not fit the model's context ({context} tokens, "
+                    "llm.context_tokens) even after cutting tool results and the message."
                 )
             messages, cuts = fitted.messages, fitted.cuts
-        answer = self._chat_with_tools(messages, tools)
+        try:
+            answer = self._chat_with_tools(messages, tools)
+        except _TooLong as refused:
+            refused.sent = messages
+            raise
         return replace(answer, context_cuts=tuple(cuts)) if cuts else answer
 
     def _chat_with_tools(
@@ -855,6 +904,12 @@ class OpenAIChatModel:
             return ModelError(f"The connection to the model at {url} broke: {exc}")
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
+            if says_context_exceeded(status, exc.body):
+                return _TooLong(
+                    f"The model server at {url} answered that the request is longer than the "
+                    f"model's context: {_error_excerpt(exc.body)}",
+                    body=exc.body,
+                )
             hint = ""
             if status in (401, 403):
                 hint = " (check the API key for this endpoint)"

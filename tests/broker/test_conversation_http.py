@@ -167,3 +167,126 @@ def test_a_long_conversation_drops_old_results_then_old_turns_and_the_reply_says
     assert "earliest messages of our conversation" in answer.reply
     assert "an earlier tool result" in answer.reply
     assert json.dumps(sent).count("lorem ipsum") < 4 * 25
+
+
+# --- a server that does not say its context --------------------------------------------------
+
+
+def sixty_turns_of_long_results() -> Conversation:
+    """60 earlier turns, each reading a different file whose long result came back whole."""
+    from broker.conversation import Step, ToolExchange, Turn
+
+    turns = []
+    for n in range(60):
+        result = json.dumps(
+            {"path": f"~/Documents/note{n}.txt", "text": f"note {n}: " + "x" * 3000}
+        )
+        call = ToolExchange(
+            f"call-{n}", "file_read", json.dumps({"path": f"note{n}.txt"}), result, True
+        )
+        turns.append(
+            Turn(
+                text=f"read note{n}.txt",
+                reply=f"Note {n} is a row of x's. " * 4,
+                steps=(Step(calls=(call,)),),
+            )
+        )
+    return Conversation(turns=turns)
+
+
+def sent_tokens(body: dict[str, Any]) -> int:
+    """What the request weighs as the budget counts it (the tool schemas included)."""
+    from broker.llm.budget import estimate_tokens, message_tokens
+
+    schemas = estimate_tokens(json.dumps(body["tools"])) if body.get("tools") else 0
+    return schemas + sum(message_tokens(m, estimate_tokens) for m in body["messages"])
+
+
+def test_a_server_that_says_no_context_gets_a_long_conversation_cut_to_the_assumed_one(
+    tmp_path: Path, person: Path, scripted_server: ServerFactory
+) -> None:
+    from broker.llm.budget import ASSUMED_CONTEXT_TOKENS
+    from broker.session import connect_model
+
+    server = scripted_server(["The last one was note 59."])
+    settings = Settings()
+    assert settings.llm.context_tokens is None  # nothing configured, and the server says nothing
+    model = connect_model(settings, server.base_url, "m", home=tmp_path / "ch").model
+    assert isinstance(model, OpenAIChatModel)
+    session = open_session(tmp_path, model)
+    conversation = sixty_turns_of_long_results()
+    answer = session.ask("which note did I read last?", conversation=conversation)
+
+    body = server.requests[-1]
+    # Whole, the request would weigh about 60 × 1,000 tokens; it was sent within the assumed
+    # window, with room for the reply.
+    assert sent_tokens(body) <= ASSUMED_CONTEXT_TOKENS - settings.llm.reply_tokens
+    sent = body["messages"]
+    assert sent[-1] == {"role": "user", "content": "which note did I read last?"}
+    # The old tool results went first: the oldest are replaced by the note, which tells the
+    # model one was left out; the newest are still whole.
+    results = [m["content"] for m in sent if m["role"] == "tool"]
+    dropped = results.count(DROPPED_NOTE)
+    assert 0 < dropped < len(results)
+    assert results[:dropped] == [DROPPED_NOTE] * dropped
+    assert "note 59: xxx" in results[-1]
+    # Every earlier turn kept is whole and in order, the latest last.
+    asked = [m["content"] for m in sent if m["role"] == "user"][:-1]
+    assert asked == [f"read note{n}.txt" for n in range(60)][-len(asked) :]
+    # And the person is told.
+    assert answer.reply.startswith("The last one was note 59.")
+    assert f"an earlier tool result ({dropped}×)" in answer.reply
+
+
+def too_long_above(tokens: int, reply: str) -> Any:
+    """A server whose real window is `tokens`: a longer request is refused as vLLM refuses it."""
+    from tests.support.openai_server import Raw
+
+    def answer(body: dict[str, Any]) -> Any:
+        if sent_tokens(body) > tokens:
+            return Raw.error(
+                400,
+                f"This model's maximum context length is {tokens} tokens. However, you "
+                f"requested {sent_tokens(body)} tokens. Please reduce the length of the messages.",
+            )
+        return reply
+
+    return answer
+
+
+def test_a_server_refusing_the_request_as_too_long_gets_it_once_more_cut_smaller(
+    tmp_path: Path, person: Path, scripted_server: ServerFactory
+) -> None:
+    server = scripted_server([too_long_above(3000, "Note 59.")])
+    model = OpenAIChatModel(server.base_url, model="m", timeout_s=10, context_tokens=8192)
+    session = open_session(tmp_path, model)
+    conversation = sixty_turns_of_long_results()
+    answer = session.ask("which note did I read last?", conversation=conversation)
+
+    assert not answer.failed, answer.reply
+    assert answer.reply.startswith("Note 59.")
+    first, second = server.requests
+    assert sent_tokens(second) <= 3000 < sent_tokens(first)
+    assert second["messages"][-1]["content"] == "which note did I read last?"
+    # The smaller window is kept: the next turn is not refused first.
+    session.ask("thanks", conversation=conversation)
+    assert len(server.requests) == 3
+
+
+def test_a_request_refused_as_too_long_twice_says_so_and_the_turn_stays_in_the_conversation(
+    tmp_path: Path, person: Path, scripted_server: ServerFactory
+) -> None:
+    server = scripted_server([too_long_above(300, "never")])
+    model = OpenAIChatModel(server.base_url, model="m", timeout_s=10, context_tokens=8192)
+    session = open_session(tmp_path, model)
+    conversation = sixty_turns_of_long_results()
+    answer = session.ask("which note did I read last?", conversation=conversation)
+
+    assert answer.failed
+    assert len(server.requests) == 2  # asked once more, smaller, then no further
+    assert "longer than the model's context" in answer.reply
+    assert "llm.context_tokens" in answer.reply
+    assert "Traceback" not in answer.reply
+    # Not lost: the conversation holds the turn, for the person to go on from.
+    assert conversation.turns[-1].text == "which note did I read last?"
+    assert len(conversation.turns) == 61

@@ -192,7 +192,7 @@ def test_a_server_with_a_known_context_gets_a_request_cut_to_fit(
 
 
 def test_a_refusal_that_is_not_about_tools_stays_an_error(scripted_server: ServerFactory) -> None:
-    server = scripted_server([Raw.error(400, "context length exceeded")])
+    server = scripted_server([Raw.error(400, "messages[0].content must be a string")])
     model = client(server)
     with pytest.raises(ModelError, match="HTTP 400"):
         model.chat(USER, tools=[FILE_READ_TOOL])

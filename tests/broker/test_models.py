@@ -121,24 +121,26 @@ def test_the_command_line_lists_and_chooses(tmp_path: Path) -> None:
 def test_a_local_server_that_tells_its_context_gets_requests_cut_to_it(scripted_server) -> None:
     from broker.session import connect_model
 
-    listing = {"object": "list", "data": [{"id": "qwen", "max_model_len": 8192}]}
+    listing = {"object": "list", "data": [{"id": "qwen", "max_model_len": 32768}]}
     server = scripted_server(models_answer=Raw(body=json.dumps(listing)))
     choice = connect_model(Settings(), server.base_url, "qwen")
     assert choice.model is not None
-    assert choice.model.context_tokens == 8192  # type: ignore[attr-defined]
+    assert choice.model.context_tokens == 32768  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("told", ["lots", 1, -5, True, 10**12])
 def test_a_context_told_wrongly_is_ignored_and_a_configured_one_wins(
     scripted_server, told: object
 ) -> None:
-    """A server saying 1 token would make every request "not fit": only 512 and up is taken."""
+    """A server saying 1 token would make every request "not fit": only 512 and up is taken;
+    what it says otherwise counts as saying nothing (the assumed context)."""
+    from broker.llm.budget import ASSUMED_CONTEXT_TOKENS
     from broker.session import connect_model
 
     listing = {"object": "list", "data": [{"id": "qwen", "max_model_len": told}]}
     server = scripted_server(models_answer=Raw(body=json.dumps(listing)))
     told = connect_model(Settings(), server.base_url, "qwen").model
     assert told is not None
-    assert told.context_tokens is None  # type: ignore[attr-defined]
+    assert told.context_tokens == ASSUMED_CONTEXT_TOKENS  # type: ignore[attr-defined]
     configured = connect_model(Settings(llm={"context_tokens": 4096}), server.base_url, "qwen")
     assert configured.model.context_tokens == 4096  # type: ignore[union-attr]
