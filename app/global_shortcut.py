@@ -89,6 +89,7 @@ class GlobalShortcut(QObject):
         self.problem: str | None = None
         self._thread: threading.Thread | None = None
         self._wake: tuple[int, int] | None = None
+        self._paused = False
 
     @property
     def active(self) -> bool:
@@ -97,6 +98,7 @@ class GlobalShortcut(QObject):
     def start(self, shortcut: str) -> str | None:
         """Take `shortcut` ("" for none); the problem, in words, when it cannot be taken."""
         self.stop()
+        self._paused = False
         self.shortcut = shortcut
         self.problem = self._take(shortcut) if shortcut else None
         if self.problem is not None:
@@ -173,6 +175,18 @@ class GlobalShortcut(QObject):
             # Closing the connection ends its grabs; X does that for us.
             conn.close()
             os.close(wake)
+
+    def pause(self) -> None:
+        """Give the key back for a while (the person is pressing keys to choose a new one, and
+        the one in use would open the chat instead of being recorded); `resume` takes it again."""
+        if self.active:
+            self.stop()
+            self._paused = True
+
+    def resume(self) -> None:
+        if self._paused:
+            self._paused = False
+            self.start(self.shortcut)
 
     def stop(self) -> None:
         """Give the key back; the thread ends."""

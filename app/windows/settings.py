@@ -446,7 +446,14 @@ class SettingsWindow(QWidget):
         close = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
         close.activated.connect(self.close)
 
-    def _show_focused(self, _old: QWidget | None, new: QWidget | None) -> None:
+    def _show_focused(self, old: QWidget | None, new: QWidget | None) -> None:
+        if self.chat_shortcut is not None:
+            # While keys are pressed in the box, the key in use is not taken from the desktop:
+            # pressed there to choose it again, it would open the chat instead.
+            if new is self.shortcut_edit:
+                self.chat_shortcut.pause()
+            elif old is self.shortcut_edit:
+                self.chat_shortcut.resume()
         body = self._scroll.widget()
         if new is None or body is None or not body.isAncestorOf(new):
             return

@@ -208,3 +208,24 @@ def test_the_tray_shows_the_key_beside_open_chat_while_it_works(
         assert chat.shortcut().isEmpty()
     finally:
         shell.quit()
+
+
+def test_while_a_new_key_is_being_chosen_the_one_in_use_is_not_taken_from_the_box(
+    server, qtbot, app_home
+):
+    """Pressed in Settings' box to choose it again, the key in use would open the chat."""
+    shortcut = GlobalShortcut("xcb", server.display)
+    assert shortcut.start("Ctrl+Alt+Space") is None
+    assistant = QtSession(make_session(app_home))
+    window = open_settings(qtbot, assistant)
+    window.chat_shortcut = shortcut
+    try:
+        window.activateWindow()
+        window.shortcut_edit.setFocus()
+        qtbot.waitUntil(lambda: not holds(server, "Ctrl+Alt+Space"))
+        window.model_name.setFocus()
+        qtbot.waitUntil(lambda: holds(server, "Ctrl+Alt+Space"))
+        assert shortcut.active
+    finally:
+        shortcut.stop()
+        assistant.close()
