@@ -199,7 +199,7 @@ async def _welcome(shell: Any, out: Path) -> None:
 
 async def _welcome_only(out: Path) -> None:
     """The welcome where no model server answers (the embedded model does), for a 1.5x shot."""
-    from app.main import DesktopApp
+    from app.main import DesktopApp, end_pending_work
     from broker.llm import endpoints
     from tests.support.openai_server import free_port
 
@@ -224,13 +224,14 @@ async def _welcome_only(out: Path) -> None:
         _grab_region(out / f"chat-{scale}x.png", 0, 0, 1280, 800)
     finally:
         shell.quit()
+        await end_pending_work()
 
 
 async def _shots(out: Path) -> None:
     from PySide6.QtCore import QPoint
     from PySide6.QtWidgets import QApplication
 
-    from app.main import DesktopApp
+    from app.main import DesktopApp, end_pending_work
     from app.passphrase import PassphraseDialog
     from app.permission_dialog import PermissionDialog
     from app.permission_prompt import Choice
@@ -396,6 +397,9 @@ async def _shots(out: Path) -> None:
         _grab(chat, out / "chat-code.png")
     finally:
         shell.quit()
+        # As the app ends: what quitting set off (a window's refresh) is cancelled, not run
+        # once more after the loop's last turn with the io thread gone.
+        await end_pending_work()
         server.stop()
 
 
