@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -115,6 +116,18 @@ _NO_HTML = (
 )
 
 
+def _direction(text: str) -> Qt.LayoutDirection:
+    """The direction of a message: that of its first letter with one (Unicode's rule for a
+    paragraph); markdown's own marks (#, -, `) have none. Auto when no letter has one."""
+    for ch in text:
+        kind = unicodedata.bidirectional(ch)
+        if kind == "L":
+            return Qt.LayoutDirection.LeftToRight
+        if kind in ("R", "AL"):
+            return Qt.LayoutDirection.RightToLeft
+    return Qt.LayoutDirection.LayoutDirectionAuto
+
+
 class MarkdownView(QTextBrowser):
     """A reply rendered from markdown, as tall as its text, that loads and opens nothing."""
 
@@ -148,6 +161,12 @@ class MarkdownView(QTextBrowser):
             self.setCurrentFont(_monospace())
             self.setPlainText(text)
         else:
+            # One direction for the whole reply, from its first letter that has one, as chat
+            # apps set a message's: left to right, a list item that is only a Hebrew file name
+            # would otherwise flip to the right edge on its own, its ".txt" first.
+            option = self.document().defaultTextOption()
+            option.setTextDirection(_direction(text))
+            self.document().setDefaultTextOption(option)
             # No raw HTML: a reply (the model's, perhaps echoing a web page) could otherwise hide
             # text (`<span style="font-size:0">`) or dress a link up as something else.
             self.document().setMarkdown(text, _NO_HTML)

@@ -267,3 +267,37 @@ def test_a_long_conversation_title_is_cut_to_fit_and_never_widens_the_window(win
     shown = QLabel.text(window.title)
     assert shown.endswith("…")
     assert len(shown) < len(title)
+
+
+# --- right-to-left text --------------------------------------------------------------------
+
+
+def _directions(reply: ReplyBubble) -> dict[str, Qt.LayoutDirection]:
+    document = reply.view.document()
+    found = {}
+    block = document.begin()
+    while block.isValid():
+        found[block.text()] = block.textDirection()
+        block = block.next()
+    return found
+
+
+@pytest.mark.parametrize(
+    ("body", "direction"),
+    [
+        ("Your files:\n\n- `notes.txt`\n- `מתכון לחלה.txt`", Qt.LayoutDirection.LeftToRight),
+        ("הקבצים שלך:\n\n- `מתכון לחלה.txt`\n- `notes.txt`", Qt.LayoutDirection.RightToLeft),
+    ],
+    ids=["an English reply", "a Hebrew reply"],
+)
+def test_a_reply_reads_in_one_direction_whatever_the_direction_of_a_name_in_it(
+    window, run, body, direction
+):
+    """A list item that is only a Hebrew file name stays on the left of an English reply
+    (it flipped to the right edge, its ".txt" first); a Hebrew reply reads right to left, its
+    English file name included."""
+    [reply] = show(window, run, ReplyEntry(body=body, status="done"))
+    assert isinstance(reply, ReplyBubble)
+    directions = _directions(reply)
+    assert set(directions) >= {"notes.txt", "מתכון לחלה.txt"}
+    assert set(directions.values()) == {direction}
