@@ -25,12 +25,16 @@ from app.windows.words import capability_words, counted, tool_words
 from broker.audit.events import AuditEvent
 from broker.audit.tail import tail
 from broker.permissions import TOKEN_PROBLEM_TEXT
+from broker.router.understood import READINGS
 
 log = logging.getLogger("chamberlain.app.activity_words")
 
 # What `rows` shows by default, and how far back the permission questions look.
 DEFAULT_ROWS = 2_000
 DEFAULT_SCAN = 10_000
+
+# How each intent reads, by the id the log keeps.
+READINGS_BY_ID: dict[str, str] = {intent.value: words for intent, words in READINGS.items()}
 
 DAMAGED = "UNREADABLE_LINE"
 UNREADABLE_LOG = "UNREADABLE_LOG"
@@ -143,9 +147,12 @@ def summary(event: str, data: dict[str, Any], *, plain: bool = False) -> str:
     cap = _text(get("capability"))
     if plain and cap:
         cap = capability_words(cap)
+    # The Activity window says how a message was understood as the router says it when it
+    # asks ("a request about your files"); the command line keeps the id ("file_task").
+    intent = _reading(get("intent")) if plain else get("intent")
     if event == AuditEvent.ROUTER_OUTPUT:
         return (
-            f"understood as {get('intent')} ({get('source')}, confidence {get('confidence')}, "
+            f"understood as {intent} ({get('source')}, confidence {get('confidence')}, "
             f"risk {get('risk_level')})"
         )
     if event == AuditEvent.POLICY_DECISION:
@@ -190,9 +197,14 @@ def summary(event: str, data: dict[str, Any], *, plain: bool = False) -> str:
         return f"recalled {recalled}, held back {get('held_back')}"
     if event == AuditEvent.POSTHOOK_SUMMARY:
         status = get("status", "done")
-        return f"turn {status}: {get('intent')}, {counted(len(get('calls') or []), 'tool call')}"
+        return f"turn {status}: {intent}, {counted(len(get('calls') or []), 'tool call')}"
     shown = {k: v for k, v in data.items() if k not in _QUIET}
     return _short(shown, 120)
+
+
+def _reading(intent: object) -> object:
+    """An intent in the router's words; one this version does not know, as the log has it."""
+    return READINGS_BY_ID.get(str(intent), intent)
 
 
 def _counted(value: object, noun: str) -> str:

@@ -178,6 +178,10 @@ def test_the_activity_window_reads_counts_capabilities_and_tools_in_words_the_cl
     assert f"Read files for {docs}" in details["Permission given"]
     assert "List a folder" in details["Tools allowed"]
     assert not any("file_read" in r.detail or "file_list" in r.detail for r in shown)
+    # How the message was understood, in the router's words, not its intent id.
+    assert details["Request understood"].startswith("understood as a request about your files (")
+    assert details["Turn ended"] == "turn done: a request about your files, 1 tool call"
+    assert not any("file_task" in r.detail for r in shown)
     # Refused: the tool's row says it did not run, with no capability id either.
     s.permissions.prompter = Answer(None)  # the once-grant ended with its turn; now: no
     s.ask(f"list files in {docs}")
@@ -188,5 +192,6 @@ def test_the_activity_window_reads_counts_capabilities_and_tools_in_words_the_cl
     data = {"capability": "file_read", "scope": str(docs), "mode": "once", "grant_id": "g1"}
     assert f"file_read for {docs}" in summary(AuditEvent.PERMISSION_GRANTED, data)
     assert "file_list" in summary(AuditEvent.POLICY_DECISION, {"allowed_tools": ["file_list"]})
+    assert "file_task" in summary(AuditEvent.ROUTER_OUTPUT, {"intent": "file_task"})
     # Every built-in tool has its words (a new one would otherwise show as its id).
     assert set(builtin_registry().names()) <= set(TOOL_WORDS)
