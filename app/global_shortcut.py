@@ -21,7 +21,7 @@ import logging
 import os
 import select
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QKeySequence
@@ -72,6 +72,15 @@ def x11_key(shortcut: str) -> tuple[int, int] | None:
         if keysym != X.NoSymbol:
             return keysym, mask
     return None
+
+
+def desktop_kind(platform: str, environ: Mapping[str, str]) -> str:
+    """ "xcb" where keys can be taken from an X server; "wayland" in a Wayland session even when
+    Qt talks to XWayland (a key grabbed there reaches us only while an X window has the focus);
+    else Qt's platform name."""
+    if environ.get("WAYLAND_DISPLAY") or environ.get("XDG_SESSION_TYPE") == "wayland":
+        return "wayland"
+    return platform
 
 
 class GlobalShortcut(QObject):

@@ -122,10 +122,12 @@ class DesktopApp(QObject):
         self._model_found = False
         self._quitting = False
         # The desktop-wide key that opens the chat (taken in `start`, given back on Quit).
-        from app.global_shortcut import GlobalShortcut
+        from app.global_shortcut import GlobalShortcut, desktop_kind
 
         self.chat_shortcut = GlobalShortcut(
-            QGuiApplication.platformName(), os.environ.get("DISPLAY"), self
+            desktop_kind(QGuiApplication.platformName(), os.environ),
+            os.environ.get("DISPLAY"),
+            self,
         )
         self.chat_shortcut.pressed.connect(self.bring_to_front)
         self.chat_shortcut.changed.connect(self._show_chat_shortcut)

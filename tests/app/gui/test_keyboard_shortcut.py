@@ -19,7 +19,7 @@ from PySide6.QtGui import QKeySequence
 from Xlib import XK, X
 from Xlib import error as xerror
 
-from app.global_shortcut import GlobalShortcut, x11_key
+from app.global_shortcut import GlobalShortcut, desktop_kind, x11_key
 from app.qt_session import QtSession
 from tests.app.gui.conftest import make_session, open_settings, until
 from tests.support.app import app_env, running_app
@@ -229,3 +229,17 @@ def test_while_a_new_key_is_being_chosen_the_one_in_use_is_not_taken_from_the_bo
     finally:
         shortcut.stop()
         assistant.close()
+
+
+@pytest.mark.parametrize(
+    ("platform", "environ", "kind"),
+    [
+        ("xcb", {"DISPLAY": ":0"}, "xcb"),
+        # Qt on XWayland: a key grabbed there would only work over X windows.
+        ("xcb", {"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0"}, "wayland"),
+        ("xcb", {"DISPLAY": ":0", "XDG_SESSION_TYPE": "wayland"}, "wayland"),
+        ("wayland", {"WAYLAND_DISPLAY": "wayland-0"}, "wayland"),
+    ],
+)
+def test_in_a_wayland_session_no_key_is_grabbed_even_through_xwayland(platform, environ, kind):
+    assert desktop_kind(platform, environ) == kind
