@@ -20,7 +20,8 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -144,6 +145,17 @@ class PassphraseDialog(QDialog):
             self.off.setAccessibleName("Yes, store memory unencrypted")
             return
         self.done(ENCRYPTION_OFF)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        # Tab goes through the buttons as they sit, left to right: where the box puts each one
+        # depends on the desktop's button order, and Qt's own order is the order they were added.
+        buttons = [b for b in (self.off, self.ok, self.later) if b is not None]
+        buttons.sort(key=lambda button: button.mapTo(self, QPoint(0, 0)).x())
+        before: QWidget = self.second if self.new else self.first
+        for button in buttons:
+            QWidget.setTabOrder(before, button)
+            before = button
 
     def _say(self, text: str) -> None:
         self.problem.setText(text)

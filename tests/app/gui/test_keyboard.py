@@ -124,6 +124,18 @@ def test_the_passphrase_dialog_has_one_meaning_per_alt_key(qapp, qtbot, new):
     assert {key for _, key, _ in keyboard.claims(dialog)} >= {"n"}  # Not now
 
 
+@pytest.mark.parametrize("new", [True, False])
+def test_tab_goes_through_the_passphrase_dialog_in_reading_order(qapp, qtbot, new):
+    dialog = PassphraseDialog(new=new)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    stops = keyboard.tab_walk(dialog, keyboard.first_stop(dialog))
+    assert stops[0] is dialog.first  # the passphrase first
+    assert keyboard.out_of_reading_order(stops) == []
+    assert [w for w in keyboard.tab_stops(dialog) if w not in stops] == []
+
+
 def test_every_item_of_the_tray_menu_has_its_own_alt_key(shell):
     menu = shell.tray.menu
     assert keyboard.without_mnemonic(menu.actions()) == []
