@@ -36,6 +36,9 @@ wanted+=(libegl1 libfontconfig1 libxkbcommon0 libxkbcommon-x11-0 libxcb-cursor0 
   libxcb-keysyms1 libxcb-shape0 libxcb-randr0 libxcb-render-util0 libxcb-xinerama0 libxcb-xkb1
   libdbus-1-3)
 $for_tests && wanted+=(xvfb x11-utils xfonts-base xfonts-100dpi evilwm openbox dbus-daemon curl)
+# The chat's desktop-wide key is tried with a tray host (trayer) and a key pressed through XTEST
+# (xdotool), as a person's key press arrives.
+$for_tests && wanted+=(trayer xdotool)
 # The MCP tests run the reference filesystem server (an npm package) with node. Debian's nodejs
 # and npm only for what is missing: a node from NodeSource carries its own npm, and Debian's npm
 # would fight it, so a node without npm is reported, not "fixed".
