@@ -27,13 +27,12 @@ from tests.support.xvfb import Xvfb, running_xvfb
 
 XDOTOOL = shutil.which("xdotool")
 TRAYER = shutil.which("trayer")
-pytestmark = pytest.mark.skipif(
-    XDOTOOL is None or TRAYER is None, reason="xdotool and trayer (scripts/setup.sh) are needed"
-)
 
 
 @pytest.fixture
 def server() -> Iterator[Xvfb]:
+    if XDOTOOL is None or TRAYER is None:
+        pytest.fail("xdotool and trayer are missing: scripts/setup.sh --test installs them")
     with running_xvfb(1280, 800) as started:
         yield started
 
