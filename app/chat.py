@@ -50,7 +50,6 @@ from app.chat_entries import (
     Details,
     Entry,
     MemoryEntry,
-    MemoryState,
     NoticeEntry,
     ReplyEntry,
     ToolCall,
@@ -61,8 +60,8 @@ from app.chat_entries import (
 from app.chat_view import ElidedLabel, Transcript
 from app.errors import FrontEnd, worded
 from app.mcp_cli import left_out_line
-from app.memory_words import app_line
 from app.qt_session import Busy, Paused, QtSession
+from app.turn_record import TurnRecord, conversation_title, memory_entry
 from app.windows.confirm import confirm
 from app.windows.palette import problem_color
 from app.windows.tasks import Coalesced, spawn
@@ -72,17 +71,12 @@ from broker.events import (
     BackendNamed,
     PermissionAnswered,
     PermissionAsked,
-    PolicyDecided,
-    Recalled,
-    Routed,
     TextDelta,
-    ToolFinished,
-    ToolStarted,
     TurnEnded,
     TurnEvent,
     TurnStarted,
 )
-from broker.types import MemoryEvent, TurnResult
+from broker.types import TurnResult
 from core.errors import ChamberlainError
 from memory.db import MemoryStoreError
 from memory.types import FactStatus
@@ -100,9 +94,6 @@ RENDER_MS = 50
 # SCREEN_MARGIN for the window manager's frame and title bar.
 CHAT_SIZE = QSize(900, 650)
 SCREEN_MARGIN = QSize(32, 72)
-TITLE_CHARS = 60
-# Memory actions that kept something new, which Undo forgets again ("duplicate" kept nothing).
-KEPT_ACTIONS = ("added", "superseded", "pending")
 MEMORY_CLOSED = "Memory is closed now; nothing was changed."
 
 BUSY_HINT = "Wait for this request to finish, or press Stop, to send your next message."
@@ -113,9 +104,6 @@ NO_MODEL_HINT = (
     "(Ollama, LM Studio, llama.cpp server) on its usual port and restart Chamberlain, or set "
     "its address in Settings."
 )
-# Of the 64 KiB a kept message's metadata may hold (memory.conversations.MAX_META_CHARS),
-# what its tool results may take together.
-META_RESULT_CHARS = 40_000
 # What the person's own failure to save looks like: the store's errors (memory/conversations.py
 # words the database's as its own), the disk's.
 SAVE_ERRORS = (ChamberlainError, OSError)
@@ -129,14 +117,19 @@ class _Turn:
     temporary: bool
     turn_id: str | None = None
     reply: ReplyEntry | None = None
+    # How it was understood and its tool calls, recorded as the command line's chat records
+    # them (app.turn_record); each call's card by call id, and in the order shown.
+    record: TurnRecord = field(init=False)
     tools: dict[str, ToolEntry] = field(default_factory=dict)
     cards: list[ToolEntry] = field(default_factory=list)
-    details: Details = field(default_factory=Details)
     # Which model wrote the reply, on the first one of the session (shown below it).
     backend: str = ""
     shown_memory: list[MemoryEntry] = field(default_factory=list)
     ended: bool = False
     rendered_at: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.record = TurnRecord(self.text)
 
 
 class MessageInput(QPlainTextEdit):
@@ -510,7 +503,7 @@ class ChatWindow(QWidget):
             return
         try:
             if self.conversation_id is None:
-                started = await self.assistant.run_io(store.start, _title(text))
+                started = await self.assistant.run_io(store.start, conversation_title(text))
                 self.conversation_id = started.id
                 self.title.setText(started.title)
             await self.assistant.run_io(store.add, self.conversation_id, role, text, meta)
@@ -532,17 +525,8 @@ class ChatWindow(QWidget):
         store = self.history()
         if store is None:
             return
-        # The results share what a message's metadata may hold; the rest is cut.
-        share = META_RESULT_CHARS // max(1, len(turn.cards))
-        cards = {card.call.call_id: card.call.to_meta(result_chars=share) for card in turn.cards}
-        in_steps = {call.call_id for call in kept.calls}
-        meta = {
-            "status": result.status,
-            "plain": turn.reply is not None and turn.reply.plain,
-            # A card with no call in the conversation (one that never ran) stays with the reply.
-            "tools": [card for call_id, card in cards.items() if call_id not in in_steps],
-            "details": turn.details.to_meta(),
-        }
+        plain = turn.reply is not None and turn.reply.plain
+        cards, meta = turn.record.kept_meta(kept, result, plain=plain)
         # Saving the person's message started the conversation (`_keep_one`).
         is_open = conversation is self.conversation
         if is_open:
@@ -555,7 +539,7 @@ class ChatWindow(QWidget):
                     conversation,
                     kept,
                     user_saved=user_saved,
-                    title=_title(kept.text),
+                    title=conversation_title(kept.text),
                     shown_reply=reply,
                     tool_meta=cards,
                     reply_meta=meta,
@@ -646,36 +630,12 @@ class ChatWindow(QWidget):
             return
         if event.turn_id != turn.turn_id:
             return  # a turn started elsewhere (another window)
-        if isinstance(event, Routed):
-            router = event.router
-            turn.details.intent = router.intent.value
-            turn.details.confidence = router.confidence
-            turn.details.source = router.source
-        elif isinstance(event, PolicyDecided):
-            turn.details.allowed_tools = list(event.policy.allowed_tools)
-        elif isinstance(event, Recalled):
-            turn.details.recalled = [text for _, text in event.facts]
-            turn.details.held_back = event.held_back
-        elif isinstance(event, PermissionAsked):
+        if isinstance(event, PermissionAsked):
             self._hint(waiting_words(event.tool, event.capability, event.scope))
         elif isinstance(event, PermissionAnswered):
             self._hint("")
-        elif isinstance(event, ToolStarted):
-            self._card(turn, event.call_id).call.summary = event.summary
-            entry = turn.tools[event.call_id]
-            entry.call.capability = event.capability.value
-            self.transcript.refresh(entry)
-        elif isinstance(event, ToolFinished):
-            started = event.call_id in turn.tools  # no card yet: it never ran (no duration)
-            entry = self._card(turn, event.call_id, event.tool)
-            call = entry.call
-            call.status = event.status
-            call.duration_s = event.duration_s if started else None
-            call.reason = event.reason
-            call.result = event.result_text
-            if event.capability is not None:
-                call.capability = event.capability.value
-            self.transcript.refresh(entry)
+        elif (call := turn.record.take(event, lambda new: self._card(turn, new))) is not None:
+            self.transcript.refresh(turn.tools[call.call_id])
         elif isinstance(event, TextDelta):
             if turn.reply is None:
                 turn.reply = ReplyEntry()
@@ -687,20 +647,15 @@ class ChatWindow(QWidget):
         elif isinstance(event, TurnEnded):
             self._finish(turn, event.status, event.result)
 
-    def _card(self, turn: _Turn, call_id: str, tool: str = "") -> ToolEntry:
-        """The card for `call_id`, made now if the call never started (denied, refused)."""
-        entry = turn.tools.get(call_id)
-        if entry is None:
-            # Text after a tool call goes below its card, not into the text above it.
-            self._render_reply()
-            turn.reply = None
-            entry = ToolEntry(call=ToolCall(call_id=call_id, tool=tool or "tool", capability=None))
-            turn.tools[call_id] = entry
-            turn.cards.append(entry)
-            self.transcript.append(entry)
-        if tool:
-            entry.call.tool = tool
-        return entry
+    def _card(self, turn: _Turn, call: ToolCall) -> None:
+        """Show the card of a call that just appeared (started, or denied before it could)."""
+        # Text after a tool call goes below its card, not into the text above it.
+        self._render_reply()
+        turn.reply = None
+        entry = ToolEntry(call=call)
+        turn.tools[call.call_id] = entry
+        turn.cards.append(entry)
+        self.transcript.append(entry)
 
     def _schedule_render(self) -> None:
         turn = self._turn
@@ -737,7 +692,7 @@ class ChatWindow(QWidget):
             # What had streamed stays, as it was; the turn ends with the broker's "Stopped.".
             if turn.reply is not None:
                 turn.reply.status = "cancelled"
-                turn.reply.details = turn.details
+                turn.reply.details = turn.record.details
                 self.transcript.refresh(turn.reply)
             self.transcript.append(NoticeEntry(body=reply or "Stopped.", tone="stopped"))
         else:
@@ -750,7 +705,7 @@ class ChatWindow(QWidget):
             )
             # A request that could not be carried out reads as such (its reply says why).
             turn.reply.status = "failed" if result.failed else status
-            turn.reply.details = turn.details
+            turn.reply.details = turn.record.details
             self.transcript.refresh(turn.reply)
         if turn.backend and status != "cancelled":
             self.transcript.append(NoticeEntry(body=turn.backend, tone="info"))
@@ -889,24 +844,6 @@ class ChatWindow(QWidget):
         text = url.toString()
         QGuiApplication.clipboard().setText(text)
         self._hint(f"Links are not opened automatically. Copied to the clipboard: {text}")
-
-
-def _title(text: str) -> str:
-    """A new conversation's title: the first message, on one line, shortened."""
-    title = " ".join(text.split())
-    return title[: TITLE_CHARS - 1].rstrip() + "…" if len(title) > TITLE_CHARS else title
-
-
-def memory_entry(event: MemoryEvent) -> MemoryEntry:
-    """A memory line: a fact waiting for consent (Approve, Edit…, Reject), one just remembered
-    (Undo), else what memory did in the app's words (refused, already remembered, nothing to
-    remember)."""
-    text = event.text.strip()
-    body = app_line(event)
-    if event.fact_id and event.action in KEPT_ACTIONS and text:
-        state: MemoryState = "waiting" if event.status is FactStatus.PENDING else "kept"
-        return MemoryEntry(body=body, fact_id=event.fact_id, state=state, text=text)
-    return MemoryEntry(body=body, state="plain")
 
 
 def entries_of(messages: list[ChatMessage]) -> list[Entry]:

@@ -25,31 +25,26 @@ import argparse
 import sqlite3
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.chat_entries import STATUS_WORDS, Details, MemoryEntry, MemoryState, ToolCall
+from app.chat_entries import STATUS_WORDS
 from app.errors import FrontEnd, worded
-from app.memory_words import app_line, reply_with_notices
+from app.memory_words import reply_with_notices
+from app.turn_record import TurnRecord, conversation_title, memory_entry
 from app.turn_thread import WAKE_S, CtrlC, Ran, ctrl_c_marked, run_stoppable
 from core.errors import StorageError
-from memory.types import FactStatus
 
 if TYPE_CHECKING:
     from broker.conversation import Conversation
     from broker.events import TurnEvent
     from broker.session import Session
-    from broker.types import MemoryEvent, TurnResult
+    from broker.types import TurnResult
     from memory.conversations import ConversationStore
     from memory.store.facts import MemoryStore
     from tools.stop import StopSignal
 
-# A kept conversation's title: the first message, shortened (as the desktop chat does).
-TITLE_CHARS = 60
-# What the tool results shown with one reply may take together in its kept metadata (the
-# desktop chat's figure, app/chat.py); the conversation keeps what the model saw on its own.
-META_RESULT_CHARS = 40_000
 PROMPT = "> "
 
 
@@ -134,50 +129,31 @@ def kept_store(memory: MemoryStore, settings: Any) -> ConversationStore:
 # --- one turn -----------------------------------------------------------------------------------
 
 
-@dataclass
-class TurnRecord:
-    """What a turn reported as it ran: its tool calls as the app's cards show them, how it was
-    understood, and the reply's text as it streamed."""
-
-    text: str
-    turn_id: str | None = None
-    tools: dict[str, ToolCall] = field(default_factory=dict)
-    details: Details = field(default_factory=Details)
-    # The reply's text streamed since the last tool call (what the terminal shows of it).
-    streamed: str = ""
-    # Which model answered, said once, after its first reply.
-    backend: str = ""
-
-
 class TurnPrinter:
-    """Records a turn as it runs (`TurnRecord`) and, with `show`, shows it on the terminal: the
-    reply streaming to stdout, a line on stderr for each tool call, which model answered.
-    `also`: another observer told of every event (the session's own, for `ask`)."""
+    """Records a turn as it runs (app.turn_record's `TurnRecord`, as the desktop chat records
+    its own) and, with `show`, shows it on the terminal: the reply streaming to stdout, a line
+    on stderr for each tool call, which model answered. `also`: another observer told of every
+    event (the session's own, for `ask`)."""
 
     def __init__(
         self,
-        record: TurnRecord,
+        text: str,
         *,
         show: bool = True,
         debug: bool = False,
         also: Callable[[TurnEvent], None] | None = None,
     ) -> None:
-        self.record = record
+        self.record = TurnRecord(text)
         self.show = show
         self.debug = debug
         self.also = also
+        # The reply's text streamed since the last tool call (what the terminal shows of it).
+        self.streamed = ""
+        # Which model answered, said once, after its first reply.
+        self.backend = ""
 
     def __call__(self, event: TurnEvent) -> None:
-        from broker.events import (
-            BackendNamed,
-            PolicyDecided,
-            Recalled,
-            Routed,
-            TextDelta,
-            ToolFinished,
-            ToolStarted,
-            TurnStarted,
-        )
+        from broker.events import BackendNamed, TextDelta, ToolFinished
 
         if self.also is not None:
             self.also(event)
@@ -185,67 +161,31 @@ class TurnPrinter:
             from app.cli import _trace_to_stderr
 
             _trace_to_stderr(event)
-        record = self.record
-        if isinstance(event, TurnStarted):
-            record.turn_id = event.turn_id
-        elif isinstance(event, Routed):
-            router = event.router
-            record.details.intent = router.intent.value
-            record.details.confidence = router.confidence
-            record.details.source = router.source
-        elif isinstance(event, PolicyDecided):
-            record.details.allowed_tools = list(event.policy.allowed_tools)
-        elif isinstance(event, Recalled):
-            record.details.recalled = [text for _, text in event.facts]
-            record.details.held_back = event.held_back
-        elif isinstance(event, ToolStarted):
-            record.tools[event.call_id] = ToolCall(
-                call_id=event.call_id,
-                tool=event.tool,
-                capability=event.capability.value,
-                summary=event.summary,
-            )
-            self._end_streamed_part()
-        elif isinstance(event, ToolFinished):
-            self._finished(event)
-        elif isinstance(event, TextDelta):
-            record.streamed += event.text
-            if self.show:
-                sys.stdout.write(event.text)
-                sys.stdout.flush()
-        elif isinstance(event, BackendNamed):
-            record.backend = event.text
-
-    def _finished(self, event: Any) -> None:
-        record = self.record
-        call = record.tools.get(event.call_id)
-        if call is None:  # it never started (denied, refused)
-            call = ToolCall(call_id=event.call_id, tool=event.tool, capability=None)
-            record.tools[event.call_id] = call
-            self._end_streamed_part()
-        call.status = event.status
-        call.duration_s = event.duration_s
-        call.reason = event.reason
-        call.result = event.result_text
-        if event.capability is not None:
-            call.capability = event.capability.value
-        if self.show:
+        call = self.record.take(event, new_call=lambda _: self._end_streamed_part())
+        if isinstance(event, ToolFinished) and call is not None and self.show:
             what = f"{call.tool} {call.summary}".strip()
             why = f": {event.reason}" if event.reason and event.status != "ok" else ""
             sys.stderr.write(f"  [{what}: {STATUS_WORDS.get(event.status, event.status)}{why}]\n")
             sys.stderr.flush()
+        elif isinstance(event, TextDelta):
+            self.streamed += event.text
+            if self.show:
+                sys.stdout.write(event.text)
+                sys.stdout.flush()
+        elif isinstance(event, BackendNamed):
+            self.backend = event.text
 
     def _end_streamed_part(self) -> None:
         """Text after a tool call is a new part: it starts below the call's line."""
-        if self.record.streamed:
-            if self.show and not self.record.streamed.endswith("\n"):
+        if self.streamed:
+            if self.show and not self.streamed.endswith("\n"):
                 sys.stdout.write("\n")
                 sys.stdout.flush()
-            self.record.streamed = ""
+            self.streamed = ""
 
     def finish(self, shown: str) -> None:
         """Print the turn's final words (`shown`): what the stream has not shown of them."""
-        streamed = self.record.streamed.strip()
+        streamed = self.streamed.strip()
         if streamed and shown.startswith(streamed):
             rest = shown[len(streamed) :]
         elif streamed:
@@ -256,8 +196,8 @@ class TurnPrinter:
             sys.stdout.write(rest)
         sys.stdout.write("\n")
         sys.stdout.flush()
-        if self.record.backend:
-            sys.stderr.write(f"({self.record.backend})\n")
+        if self.backend:
+            sys.stderr.write(f"({self.backend})\n")
             sys.stderr.flush()
 
 
@@ -272,11 +212,11 @@ def ask_within(
     return session.ask(text, events=observer, stop=stop, conversation=kept.conversation)
 
 
-def keep_turn(kept: KeptConversation, record: TurnRecord, result: TurnResult) -> str:
+def keep_turn(kept: KeptConversation, printer: TurnPrinter, result: TurnResult) -> str:
     """Keep the turn the session just appended to the conversation, as the desktop chat keeps
-    its own (broker.conversation.save_turn, with the cards and details the app shows), then
-    memory's lines and "Stopped.". Returns "" or, when it could not be kept, why (the turn
-    itself stands, and the next one still follows it)."""
+    its own (broker.conversation.save_turn, with the cards and details the app shows:
+    app.turn_record), then memory's lines and "Stopped.". Returns "" or, when it could not be
+    kept, why (the turn itself stands, and the next one still follows it)."""
     from broker.conversation import save_turn
     from memory.db import MemoryStoreError
 
@@ -284,22 +224,11 @@ def keep_turn(kept: KeptConversation, record: TurnRecord, result: TurnResult) ->
     if kept.store is None or conversation.temporary or not conversation.turns:
         return ""
     turn = conversation.turns[-1]
-    share = META_RESULT_CHARS // max(1, len(record.tools))
-    cards = {cid: call.to_meta(result_chars=share) for cid, call in record.tools.items()}
-    in_steps = {call.call_id for call in turn.calls}
+    record = printer.record
+    cards, reply_meta = record.kept_meta(turn, result)
     cancelled = result.status == "cancelled"
-    reply_meta: dict[str, Any] = {
-        "status": "failed" if result.failed and not cancelled else result.status,
-        "plain": False,
-        "details": record.details.to_meta(),
-        # A card with no exchange in the conversation (a call that never ran) is shown with
-        # the reply, as the app shows it.
-        "tools": [card for cid, card in cards.items() if cid not in in_steps],
-    }
-    title = " ".join(turn.text.split())
-    if len(title) > TITLE_CHARS:
-        title = title[: TITLE_CHARS - 1].rstrip() + "…"
-    shown = record.streamed.strip() if cancelled else None
+    title = conversation_title(turn.text)
+    shown = printer.streamed.strip() if cancelled else None
     try:
         if cancelled and not shown and not cards:
             # Stopped before anything was shown: the person's message alone, as the app keeps
@@ -323,7 +252,8 @@ def keep_turn(kept: KeptConversation, record: TurnRecord, result: TurnResult) ->
             return ""
         kept.title = kept.title or title
         for event in result.memory:
-            kept.store.add(cid, "notice", *_memory_line(event))
+            line = memory_entry(event)
+            kept.store.add(cid, "notice", line.body, line.to_meta())
         if cancelled:
             stopped = result.reply.strip() or "Stopped."
             kept.store.add(cid, "notice", stopped, {"kind": "stopped"})
@@ -332,29 +262,15 @@ def keep_turn(kept: KeptConversation, record: TurnRecord, result: TurnResult) ->
     return ""
 
 
-def _memory_line(event: MemoryEvent) -> tuple[str, dict[str, Any]]:
-    """A memory line as the desktop chat keeps it (app/chat.py's memory_entry), so a
-    conversation from here opened in the app offers Approve or Undo on a fact still waiting or
-    kept; in the app's words, where it is shown."""
-    text = event.text.strip()
-    if event.fact_id and text and event.action in ("added", "superseded", "pending"):
-        state: MemoryState = "waiting" if event.status is FactStatus.PENDING else "kept"
-        entry = MemoryEntry(body=app_line(event), fact_id=event.fact_id, state=state, text=text)
-    else:
-        entry = MemoryEntry(body=app_line(event))
-    return entry.body, entry.to_meta()
-
-
 def keep_asked_turn(
     session: Session, kept: KeptConversation, text: str, ctrl_c: CtrlC
 ) -> Ran[TurnResult]:
     """`ask --continue`: one turn within the kept conversation, on a thread of its own that
     Ctrl-C stops (app.turn_thread), kept in it however it ended, a stopped one as the chat keeps
     it. Shown as `ask` shows a turn (the session's own observer; the caller prints the reply)."""
-    record = TurnRecord(text)
-    printer = TurnPrinter(record, show=False, also=session.events)
+    printer = TurnPrinter(text, show=False, also=session.events)
     ran = run_stoppable(lambda stop: ask_within(session, kept, text, printer, stop), ctrl_c)
-    problem = keep_turn(kept, record, ran.value)
+    problem = keep_turn(kept, printer, ran.value)
     if problem:
         sys.stderr.write(f"chamberlain: {problem}\n")
     return ran
@@ -545,8 +461,7 @@ def _turn(
         sys.stderr.write("\nStopping…\n")
         sys.stderr.flush()
 
-    record = TurnRecord(text)
-    printer = TurnPrinter(record, debug=debug)
+    printer = TurnPrinter(text, debug=debug)
     result = run_stoppable(
         lambda stop: ask_within(session, kept, text, printer, stop),
         ctrl_c,
@@ -555,7 +470,7 @@ def _turn(
     ).value
     shown = reply_with_notices(worded(result.reply, result.remedy, FrontEnd.CLI), result.memory)
     printer.finish(shown)
-    problem = keep_turn(kept, record, result)
+    problem = keep_turn(kept, printer, result)
     if problem:
         sys.stderr.write(f"chamberlain: {problem}\n")
         sys.stderr.flush()
