@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QApplication, QGridLayout, QPushButton, QTabWidget
 from app.main import DesktopApp
 from app.passphrase import PassphraseDialog
 from broker.permissions import PermissionRequest, PromptDecision, RulePrompter
+from broker.settings_seal import PendingChange
 from broker.types import GrantMode
 from memory.types import Sensitivity
 from tests.app.gui.conftest import until
@@ -173,12 +174,17 @@ def test_the_walk_notices_a_tab_order_that_reads_down_a_column_first(qtbot):
     ]
 
 
-def test_tab_reaches_the_mcp_server_editor_in_reading_order(shell, run):
+def test_tab_reaches_the_mcp_server_editor_and_the_outside_changes_in_reading_order(shell, run):
     window = opened(shell, "settings", run)
+    # A change another program made, waiting at the top with Discard and Confirm.
+    window.outside.show_pending(
+        [PendingChange("tools.unsandboxed_commands", value=True, in_use=False, confirmed=False)]
+    )
     window.mcp.add_button.click()
     QApplication.processEvents()
     assert window.mcp.editor.isVisible()
     stops = keyboard.tab_walk(window, keyboard.first_stop(window))
     assert window.mcp.name_edit in stops
     assert window.mcp.save_server_button in stops
+    assert stops[:2] == [window.outside.discard_button, window.outside.confirm_button]
     assert keyboard.out_of_reading_order(stops) == []
