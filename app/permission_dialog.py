@@ -52,6 +52,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QRadioButton,
+    QScrollArea,
     QSizePolicy,
     QStyle,
     QTextEdit,
@@ -183,6 +184,42 @@ def _wrapping(text: str) -> QLabel:
     return label
 
 
+class _Body(QScrollArea):
+    """The question's details and choices: as tall as they need where the screen allows,
+    scrolling vertically where it does not. A QScrollArea's own hint is capped at 24 lines and
+    knows nothing of wrapped text; this one reports the height its content needs at a width."""
+
+    def __init__(self, content: QWidget) -> None:
+        super().__init__()
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWidgetResizable(True)
+        self.setWidget(content)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        policy = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        content = self.widget()
+        layout = content.layout() if content is not None else None
+        if layout is None:
+            return super().heightForWidth(width)
+        return layout.totalHeightForWidth(width - 2 * self.frameWidth()) + 2 * self.frameWidth()
+
+    def sizeHint(self) -> QSize:
+        content = self.widget()
+        width = content.sizeHint().width() if content is not None else 320
+        return QSize(width, self.heightForWidth(width))
+
+    def minimumSizeHint(self) -> QSize:
+        # A few lines at least; below that the whole dialog would be of no use anyway.
+        return QSize(160, self.fontMetrics().lineSpacing() * 4)
+
+
 class _FocusRing(QWidget):
     """A ring around whichever control of the dialog has the keyboard focus, in any style.
 
@@ -193,11 +230,14 @@ class _FocusRing(QWidget):
 
     MARGIN = 3
 
-    def __init__(self, dialog: QDialog) -> None:
+    def __init__(self, dialog: QDialog, body: QScrollArea) -> None:
         super().__init__(dialog)
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.target: QWidget | None = None
+        # A control in the scrolling body moves when it scrolls, and is cut at its edges.
+        self._body = body
+        body.verticalScrollBar().valueChanged.connect(self._place)
         self.hide()
         app = QApplication.instance()
         if isinstance(app, QApplication):
@@ -238,7 +278,15 @@ class _FocusRing(QWidget):
             size.setWidth(min(size.width(), target.sizeHint().width()))
         where = QRect(target.mapTo(dialog, QPoint(0, 0)), size)
         margin = self.MARGIN
-        self.setGeometry(where.adjusted(-margin, -margin, margin, margin))
+        ring = where.adjusted(-margin, -margin, margin, margin)
+        viewport = self._body.viewport()
+        if viewport.isAncestorOf(target):
+            seen = QRect(viewport.mapTo(dialog, QPoint(0, 0)), viewport.size())
+            ring = ring.intersected(seen.adjusted(-margin, 0, margin, 0))
+            if ring.isEmpty():
+                self.hide()
+                return
+        self.setGeometry(ring)
         self.raise_()
         self.show()
         self.update()
@@ -340,11 +388,20 @@ class PermissionDialog(QDialog):
         else:
             undo = _UNDO[request.reversibility].lower()
         self._add_row(details, "Risk", _wrapping(f"{_RISK[request.risk]}; {undo}"))
-        root.addLayout(details)
+        # The details and the choices scroll together when the screen is too short for the
+        # whole question (a laptop at 1.5x): every line stays whole and the answer buttons stay
+        # in view, instead of every row being squeezed and cut.
+        body = QWidget()
+        body_layout = QVBoxLayout(body)
+        body_layout.setContentsMargins(0, 0, 0, 0)
+        body_layout.setSpacing(14)
+        body_layout.addLayout(details)
 
         # -- the choices ------------------------------------------------------------------------
-        root.addWidget(self._separator())
-        root.addLayout(self._choices(question))
+        body_layout.addWidget(self._separator())
+        body_layout.addLayout(self._choices(question))
+        self.body = _Body(body)
+        root.addWidget(self.body, 1)
 
         # -- the answer -------------------------------------------------------------------------
         buttons = QHBoxLayout()
@@ -391,7 +448,7 @@ class PermissionDialog(QDialog):
         self._arm_timer.timeout.connect(self._arm)
 
         self._set_tab_order()
-        self.focus_ring = _FocusRing(self)
+        self.focus_ring = _FocusRing(self, self.body)
         self._show_waiting(question.queued_behind)
         self._show_remaining(question.remaining_s())
         self._show_choice()

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QRadioButton,
+    QTextEdit,
     QWidget,
 )
 
@@ -515,6 +516,35 @@ def test_it_stays_on_top_without_taking_the_keyboard_focus(qtbot, monkeypatch):
     assert dialog.windowFlags() & Qt.WindowType.WindowStaysOnTopHint
     assert dialog.testAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
     assert activated == []
+
+
+def whole(widget: QWidget) -> bool:
+    """Whether `widget` got at least the height its text needs at its width (not cut)."""
+    return widget.height() >= widget.heightForWidth(widget.width())
+
+
+def test_a_question_taller_than_the_screen_scrolls_its_details_and_cuts_no_line(show):
+    """The offscreen screen is 800x600; this question needs more (a laptop at 1.5x is alike)."""
+    reason = "\n".join(f"Line {n} of a note the dialog must show whole." for n in range(12))
+    _, dialog = show(command("make", user_scope=False, reason=reason))
+    screen = dialog.screen().availableGeometry()
+    assert dialog.height() <= screen.height()
+    assert dialog.body.verticalScrollBar().maximum() > 0  # the rest is a scroll away
+    wrapped = [label for label in dialog.body.findChildren(QLabel) if label.wordWrap()]
+    boxes = dialog.body.findChildren(QTextEdit)
+    assert len(boxes) == 4
+    for widget in [*wrapped, *boxes]:
+        assert whole(widget), widget.accessibleName() or widget.text()
+    for widget in (dialog.headline, dialog.deny_button, dialog.allow_button):
+        corner = widget.mapTo(dialog, QPoint(0, 0))
+        assert dialog.rect().contains(QRect(corner, widget.size()))
+
+
+def test_a_question_that_fits_shows_no_scroll_bar(show):
+    _, dialog = show(file_read())
+    assert dialog.body.verticalScrollBar().maximum() == 0
+    for widget in [*dialog.body.findChildren(QLabel), *dialog.body.findChildren(QTextEdit)]:
+        assert whole(widget)
 
 
 def test_every_control_has_an_accessible_name_and_description(show):
