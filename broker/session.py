@@ -560,17 +560,52 @@ class Session:
                 router=router, policy=policy, reply=reply, failed=True, status="failed"
             )
         scope = TurnScope(turn_id=turn_id, allowed=[], capabilities={}, user_scopes=[])
-        result = self._execute(router, policy, scope, None, conversation)
+        turn = self._result(
+            router, policy, self._execute(router, policy, scope, None, conversation)
+        )
         note = f"(This reply was not recorded in the audit log, because {problem}.)"
+        turn.reply = f"{turn.reply}\n\n{note}" if turn.reply else note
+        return turn
+
+    def _result(
+        self,
+        router: RouterOutput,
+        policy: PolicyDecision,
+        result: ExecutionResult,
+        mcp_left_out: Sequence[McpLeftOut] = (),
+    ) -> TurnResult:
+        """The turn's result from what the executor did."""
         return TurnResult(
             router=router,
             policy=policy,
-            reply=f"{result.reply}\n\n{note}" if result.reply else note,
+            tool_calls=result.tool_calls,
+            reply=result.reply,
             iterations=result.iterations,
+            direct=result.direct,
             model=self.model.name if self.model else None,
-            failed=result.failed,
             remedy=result.remedy,
+            failed=result.failed,
+            mcp_left_out=list(mcp_left_out),
         )
+
+    def _close(
+        self, turn: TurnResult, turn_id: str, memory_hooks: Sequence[MemoryHook]
+    ) -> AuditWriteError | None:
+        """Run the turn's post-hooks (its summary audited, one-shot grants ended, memory's
+        hooks). When the audit cannot be written, the one-shot grants end all the same, and
+        the failure is returned for the reply to say."""
+        try:
+            run_posthooks(
+                turn,
+                turn_id=turn_id,
+                permissions=self.permissions,
+                audit=self.audit,
+                memory_hooks=list(memory_hooks),
+            )
+        except AuditWriteError as exc:
+            self._end_once_grants_unrecorded()
+            return exc
+        return None
 
     def _end_once_grants_unrecorded(self) -> None:
         """One-shot grants end with their turn even when the audit cannot say so."""
@@ -593,23 +628,23 @@ class Session:
         turn = TurnResult(
             router=router, policy=policy, reply=reply, failed=True, status=status, remedy=remedy
         )
+        unrecorded: AuditWriteError | None = None
         try:
             for grant in self.permissions.grants.live():
                 if grant.mode is GrantMode.ONCE:
                     self.permissions.revoke(grant.id, f"one-shot grant ends with its {how} turn")
-            run_posthooks(
-                turn,
-                turn_id=turn_id,
-                permissions=self.permissions,
-                audit=self.audit,
-                memory_hooks=[],  # nothing is remembered from a turn that did not finish
-            )
+            # Nothing is remembered from a turn that did not finish.
+            unrecorded = self._close(turn, turn_id, memory_hooks=())
         except AuditWriteError as exc:
-            # The reply already says the audit cannot be written; no second report.
-            log.info("turn %s ended as %s without its summary in the audit: %s", turn_id, how, exc)
             self._end_once_grants_unrecorded()
+            unrecorded = exc
         except Exception:  # ending the turn must not raise a second time
             log.exception("ending turn %s as %s failed too", turn_id, how)
+        if unrecorded is not None:
+            # The reply already says the audit cannot be written; no second report.
+            log.info(
+                "turn %s ended as %s without its summary in the audit: %s", turn_id, how, unrecorded
+            )
         return turn
 
     def _turn(
@@ -694,31 +729,12 @@ class Session:
             )
         except AuditWriteError as exc:
             unrecorded = exc
-        turn = TurnResult(
-            router=router,
-            policy=policy,
-            tool_calls=result.tool_calls,
-            reply=result.reply,
-            iterations=result.iterations,
-            direct=result.direct,
-            model=self.model.name if self.model else None,
-            remedy=result.remedy,
-            failed=result.failed,
-            mcp_left_out=mcp_left_out,
-        )
-        try:
-            if unrecorded is None:
-                run_posthooks(
-                    turn,
-                    turn_id=turn_id,
-                    permissions=self.permissions,
-                    audit=self.audit,
-                    memory_hooks=self.memory_hooks,
-                )
-        except AuditWriteError as exc:
-            unrecorded = exc
-        if unrecorded is not None:
+        turn = self._result(router, policy, result, mcp_left_out)
+        if unrecorded is None:
+            unrecorded = self._close(turn, turn_id, self.memory_hooks)
+        else:
             self._end_once_grants_unrecorded()
+        if unrecorded is not None:
             note = f"(This turn was not fully recorded in the audit log, because {unrecorded}.)"
             turn.reply = f"{turn.reply}\n\n{note}" if turn.reply else note
         # What memory did stays beside the reply, as data; each front end words it.
