@@ -98,6 +98,19 @@ def _stopped_because(exc: BaseException) -> tuple[str, Remedy | None] | None:
     return None
 
 
+@dataclass
+class _Asking:
+    """One turn while it runs: the person's text, its id, who is told of its events, the
+    conversation it is asked within, and the tool loop's steps as they happen (which the
+    conversation keeps, however the turn ends)."""
+
+    text: str
+    turn_id: str
+    observer: TurnObserver | None
+    conversation: Conversation | None = None
+    steps: list[Step] = field(default_factory=list)
+
+
 class MemoryUnavailable(StorageError):
     """Raised by a session's memory opener: memory cannot be opened now; the message says why."""
 
@@ -482,33 +495,28 @@ class Session:
         def delta(piece: str) -> None:
             emit(observer, TextDelta(turn_id, piece))
 
-        steps: list[Step] = []
+        asking = _Asking(text, turn_id, observer, conversation)
         try:
             with stopping(stop), deltas_to(delta if observer is not None else None):
-                turn = self._ask(text, turn_id, observer, conversation, steps)
+                turn = self._ask(asking)
         except KeyboardInterrupt:
             if conversation is not None:
                 conversation.append(Turn(text=text, reply="Cancelled.", status="cancelled"))
             raise
         if conversation is not None:
-            conversation.append(conversation_turn(text, turn, steps))
+            conversation.append(conversation_turn(text, turn, asking.steps))
         emit(observer, TurnEnded(turn_id, turn.status, turn))
         return turn
 
-    def _ask(
-        self,
-        text: str,
-        turn_id: str,
-        observer: TurnObserver | None,
-        conversation: Conversation | None = None,
-        steps: list[Step] | None = None,
-    ) -> TurnResult:
-        router = RouterOutput(text=text)
+    def _ask(self, asking: _Asking) -> TurnResult:
+        """`_turn`, ended as failed or cancelled by whatever it raises."""
+        turn_id = asking.turn_id
+        router = RouterOutput(text=asking.text)
         policy = PolicyDecision(
             intent=router.intent, allowed_tools=[], forbidden_tools=[], required_capabilities=[]
         )
         try:
-            turn = self._turn(text, turn_id, observer, conversation, steps)
+            turn = self._turn(asking)
         except Stopped:
             return self._end_abruptly(turn_id, router, policy, "cancelled", "Stopped.")
         except KeyboardInterrupt:
@@ -647,14 +655,9 @@ class Session:
             )
         return turn
 
-    def _turn(
-        self,
-        text: str,
-        turn_id: str,
-        observer: TurnObserver | None,
-        conversation: Conversation | None = None,
-        steps: list[Step] | None = None,
-    ) -> TurnResult:
+    def _turn(self, asking: _Asking) -> TurnResult:
+        text, turn_id, observer = asking.text, asking.turn_id, asking.observer
+        conversation, steps = asking.conversation, asking.steps
         # The router reads the person's earlier words and what their turns listed, as data.
         earlier = conversation.earlier() if conversation is not None else ()
         # A file name with spaces typed without quotes is read as the file that exists.
