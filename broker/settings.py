@@ -200,7 +200,7 @@ def check_shortcut(value: str) -> str:
         modifiers, key = value[:-2].split("+"), "+"
     else:
         *modifiers, key = value.split("+")
-    if not key or any(m not in SHORTCUT_MODIFIERS for m in modifiers):
+    if not key or key in SHORTCUT_MODIFIERS or any(m not in SHORTCUT_MODIFIERS for m in modifiers):
         raise ValueError(
             "must be modifiers (Ctrl, Alt, Shift, Meta) and one key, such as Ctrl+Alt+Space"
         )

@@ -1,5 +1,6 @@
 """What the desktop chat and the Settings window added to the settings: `chat.retention_days`
-(settings schema 2, migrated from 1), and an endpoint's API key kept in the system keyring.
+(settings schema 2, migrated from 1), `chat.shortcut` (the key that opens the chat), and an
+endpoint's API key kept in the system keyring.
 
 Real files in a tmp home. conftest sets keyring's fail backend, so by default there is "no
 system keyring"; the tests that need one install an in-memory backend through keyring's own
@@ -49,7 +50,7 @@ def test_a_version_1_file_gains_the_chat_section_and_keeps_everything_else(tmp_p
     save_settings(tmp_path, settings)
     saved = json.loads((tmp_path / "settings.json").read_text())
     assert saved["schema_version"] == SCHEMA_VERSION
-    assert saved["chat"] == {"retention_days": 90.0}
+    assert saved["chat"] == {"retention_days": 90.0, "shortcut": "Ctrl+Alt+Space"}
     assert saved["executor"]["max_iterations"] == 3
 
 
@@ -79,6 +80,26 @@ def test_a_round_trip_through_the_file_keeps_the_retention(tmp_path):
     settings.chat.retention_days = 14.5
     save_settings(tmp_path, settings)
     assert load_settings(tmp_path).chat.retention_days == 14.5
+
+
+# --- the key that opens the chat ------------------------------------------------------------
+
+
+def test_the_chat_opens_with_ctrl_alt_space_unless_the_file_says_another_key_or_none(tmp_path):
+    assert load_settings(tmp_path).chat.shortcut == "Ctrl+Alt+Space"
+    write(tmp_path, {"chat": {"shortcut": "Meta+C"}})
+    assert load_settings(tmp_path).chat.shortcut == "Meta+C"
+    write(tmp_path, {"chat": {"shortcut": ""}})
+    assert load_settings(tmp_path).chat.shortcut == ""  # off
+
+
+@pytest.mark.parametrize("bad", ["K", "Shift+K", "Hyper+K", "Ctrl+", "Ctrl+Alt"])
+def test_a_key_that_would_take_what_the_person_types_or_names_no_key_is_refused(tmp_path, bad):
+    """Without Ctrl, Alt or Meta a key taken from the whole desktop would swallow typing."""
+    path = write(tmp_path, {"chat": {"shortcut": bad}})
+    with pytest.raises(SettingsError, match="shortcut"):
+        load_settings(tmp_path)
+    assert json.loads(path.read_text()) == {"chat": {"shortcut": bad}}  # kept as it was
 
 
 # --- the API key -----------------------------------------------------------------------------
