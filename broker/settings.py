@@ -205,7 +205,7 @@ def check_shortcut(value: str) -> str:
             "must be modifiers (Ctrl, Alt, Shift, Meta) and one key, such as Ctrl+Alt+Space"
         )
     if not set(modifiers) & {"Ctrl", "Alt", "Meta"}:
-        raise ValueError("must hold Ctrl, Alt or Meta, or it would take a key you type")
+        raise ValueError("needs Ctrl, Alt or Meta with it, or it would take keys you type")
     return value
 
 

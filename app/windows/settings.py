@@ -973,8 +973,8 @@ class SettingsWindow(QWidget):
         except ValidationError as exc:
             for error in exc.errors():
                 path = self._field_for(_path_of(error["loc"]))
-                message = str(error["msg"])
-                errors.setdefault(path, message[:1].upper() + message[1:] + ".")
+                message = str(error["msg"]).removeprefix("Value error, ")
+                errors.setdefault(path, _sentence(message))
             return None, errors
         return (None, errors) if errors else (checked, {})
 

@@ -168,7 +168,9 @@ def test_a_key_without_ctrl_alt_or_meta_is_refused_beside_the_field(qtbot, app_h
     window.shortcut_edit.setKeySequence(QKeySequence("Shift+K"))
     settings, errors = window.candidate()
     assert settings is None
-    assert "Ctrl, Alt or Meta" in errors["chat.shortcut"]
+    assert errors["chat.shortcut"] == (
+        "Needs Ctrl, Alt or Meta with it, or it would take keys you type."
+    )
     assert not (app_home / "settings.json").exists()
     assistant.close()
 
