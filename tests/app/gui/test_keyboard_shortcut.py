@@ -105,6 +105,20 @@ def test_chamberlain_chat_opens_the_chat_when_the_app_is_not_running_yet(server,
         assert not holds(server, "Ctrl+Alt+Space")  # turned off: nothing taken
 
 
+def test_chamberlain_chat_brings_up_the_chat_of_the_running_app(server, tmp_path):
+    """The desktop's own binding pressed while the app runs: the second launch hands over and
+    ends; the running app shows its chat."""
+    start_tray_host(server)
+    server.start_window_manager()
+    env = app_env(tmp_path, display=server.display, CHAMBERLAIN_CHAT__SHORTCUT="")
+    with running_app(env) as first:
+        wait_for(lambda: (tmp_path / "home" / "instance.lock").exists() or first.poll() is not None)
+        assert first.poll() is None
+        with running_app(env, "--chat") as second:
+            assert second.wait(30) == 0
+        server.wait_for_window("Chat", first, timeout=20)
+
+
 def test_a_key_another_program_holds_is_said_in_settings_and_nothing_fails(
     server, qtbot, app_home, run
 ):
