@@ -154,6 +154,7 @@ class TurnPrinter:
 
     def __call__(self, event: TurnEvent) -> None:
         from broker.events import BackendNamed, TextDelta, ToolFinished
+        from broker.executor import MAX_REPLY_CHARS
 
         if self.also is not None:
             self.also(event)
@@ -168,9 +169,13 @@ class TurnPrinter:
             sys.stderr.write(f"  [{what}: {STATUS_WORDS.get(event.status, event.status)}{why}]\n")
             sys.stderr.flush()
         elif isinstance(event, TextDelta):
-            self.streamed += event.text
-            if self.show:
-                sys.stdout.write(event.text)
+            # The terminal is shown no more of a part than a reply keeps (the executor's cut):
+            # a model streaming megabytes does not flood it, and the reply then printed is what
+            # was shown, not shown again.
+            piece = event.text[: max(0, MAX_REPLY_CHARS - len(self.streamed))]
+            self.streamed += piece
+            if self.show and piece:
+                sys.stdout.write(piece)
                 sys.stdout.flush()
         elif isinstance(event, BackendNamed):
             self.backend = event.text
