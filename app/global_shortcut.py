@@ -99,15 +99,25 @@ class GlobalShortcut(QObject):
         self._thread: threading.Thread | None = None
         self._wake: tuple[int, int] | None = None
         self._paused = False
+        self._closed = False
+        # start() runs on the io thread at start-up, and on the UI thread from Settings.
+        self._lock = threading.Lock()
 
     @property
     def active(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
     def start(self, shortcut: str) -> str | None:
-        """Take `shortcut` ("" for none); the problem, in words, when it cannot be taken."""
-        self.stop()
+        """Take `shortcut` ("" for none); the problem, in words, when it cannot be taken. Any
+        thread may call it (once `close` has been called, it takes nothing)."""
+        with self._lock:
+            return self._start(shortcut)
+
+    def _start(self, shortcut: str) -> str | None:
+        self._stop()
         self._paused = False
+        if self._closed:
+            return None
         self.shortcut = shortcut
         self.problem = self._take(shortcut) if shortcut else None
         if self.problem is not None:
@@ -188,17 +198,29 @@ class GlobalShortcut(QObject):
     def pause(self) -> None:
         """Give the key back for a while (the person is pressing keys to choose a new one, and
         the one in use would open the chat instead of being recorded); `resume` takes it again."""
-        if self.active:
-            self.stop()
-            self._paused = True
+        with self._lock:
+            if self.active:
+                self._stop()
+                self._paused = True
 
     def resume(self) -> None:
         if self._paused:
             self._paused = False
             self.start(self.shortcut)
 
+    def close(self) -> None:
+        """Give the key back for good: the app is quitting (a start still on its way on the io
+        thread takes nothing)."""
+        with self._lock:
+            self._closed = True
+            self._stop()
+
     def stop(self) -> None:
         """Give the key back; the thread ends."""
+        with self._lock:
+            self._stop()
+
+    def _stop(self) -> None:
         thread, wake = self._thread, self._wake
         self._thread, self._wake = None, None
         if thread is None or wake is None:

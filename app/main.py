@@ -146,7 +146,6 @@ class DesktopApp(QObject):
     def start(self) -> None:
         """Show the tray (or, without one, the chat window as soon as the session is up); the
         rest loads afterwards."""
-        self.chat_shortcut.start(self.loaded_settings.settings.chat.shortcut)
         if self.use_tray:
             self.tray.show()
         else:
@@ -156,10 +155,17 @@ class DesktopApp(QObject):
         # After the session (and the chat, without a tray), not before the tray: its module
         # costs the tray's start 15-30 ms.
         self._spawn(self._welcome_on_first_start())
+        # Taking the key from the X server takes 15-20 ms of round trips: on the io thread.
+        self._spawn(self._take_chat_key())
         if self.loaded_settings.problem is not None:
             self._spawn(self._offer_settings_repair())
         if self.loaded_settings.pending:
             self._spawn(self._offer_settings_review())
+
+    async def _take_chat_key(self) -> None:
+        if not self._quitting:  # once Quit has begun, the io thread takes no more work
+            key = self.loaded_settings.settings.chat.shortcut
+            await self.assistant.run_io(self.chat_shortcut.start, key)
 
     def _show_chat_shortcut(self) -> None:
         """The tray shows the key beside "Open chat" while it works."""
@@ -494,7 +500,7 @@ class DesktopApp(QObject):
             self._no_tray_box.close()
             self._no_tray_box = None
         self.tray.hide()
-        self.chat_shortcut.stop()
+        self.chat_shortcut.close()
         self.assistant.close()
         if not self.finished.done():
             self.finished.set_result(0)
