@@ -94,7 +94,7 @@ def clashes(window: QWidget) -> dict[str, list[str]]:
         for key, text in [*chrome, *own]:
             seen[key].append(text)
         for key, texts in seen.items():
-            if len(set(texts)) > 1 or len(texts) > 1:
+            if len(texts) > 1:
                 found[f"Alt+{key.upper()} ({scope})"] = texts
     return found
 
