@@ -13,16 +13,17 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
 from app.chat import ChatWindow
-from app.chat_entries import Entry, ReplyEntry, UserEntry
+from app.chat_entries import Details, Entry, ReplyEntry, ToolCall, ToolEntry, UserEntry
 from app.chat_view import (
     MEASURE_CHARS,
     PASTE_PREVIEW_LINES,
     ReplyBubble,
     Segment,
+    ToolCard,
     UserBubble,
     split_code,
 )
@@ -301,3 +302,38 @@ def test_a_reply_reads_in_one_direction_whatever_the_direction_of_a_name_in_it(
     directions = _directions(reply)
     assert set(directions) >= {"notes.txt", "מתכון לחלה.txt"}
     assert set(directions.values()) == {direction}
+
+
+# --- keyboard focus ------------------------------------------------------------------------
+
+
+def ring_pixels(button: QWidget) -> int:
+    """Pixels of the highlight colour on the button's own edge, as drawn."""
+    image = button.grab().toImage()
+    highlight = button.palette().color(QPalette.ColorRole.Highlight)
+    edge = [(x, 0) for x in range(image.width())] + [(0, y) for y in range(image.height())]
+    return sum(
+        all(
+            abs(a - b) < 60
+            for a, b in zip(
+                image.pixelColor(x, y).getRgb()[:3], highlight.getRgb()[:3], strict=True
+            )
+        )
+        for x, y in edge
+    )
+
+
+def test_the_details_and_result_disclosures_show_a_ring_when_tab_reaches_them(window, run, qtbot):
+    call = ToolCall("c1", "file_list", "file.read", "~/Documents", status="ok", result="a.txt")
+    entries: list[Entry] = [
+        ToolEntry(call=call),
+        ReplyEntry(body="Done.", status="done", details=Details(intent="file_task")),
+    ]
+    card, reply = show(window, run, *entries)
+    assert isinstance(card, ToolCard)
+    assert isinstance(reply, ReplyBubble)
+    for button in (card.toggle, reply.details_button):
+        assert button.isVisible()
+        unfocused = ring_pixels(button)
+        assert tab_until(qtbot, window.input, button), button.text()
+        assert ring_pixels(button) > unfocused + button.width() // 2, button.text()
