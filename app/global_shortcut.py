@@ -40,7 +40,7 @@ BIND_IT_YOURSELF = (
 def taken_words(shortcut: str) -> str:
     return (
         f"{shortcut} is already used by another program, so it does not open the chat. Choose "
-        "another key, or free it there."
+        "another key, or free it in the program that uses it."
     )
 
 
