@@ -36,6 +36,7 @@ from broker.settings import ExecutorSettings
 from broker.types import Action, PolicyDecision, RouterOutput, ToolCallRecord
 from core.errors import Remedy
 from tools.registry import ToolRegistry
+from tools.words import tool_action
 
 log = logging.getLogger("chamberlain.broker.executor")
 
@@ -408,7 +409,7 @@ class Executor:
         lines = [f"I stopped: {why}, without a final answer."]
         for record in result.tool_calls:
             if record.status != "ok":
-                lines.append(f"- {record.tool}: {record.status} — {record.reason}")
+                lines.append(f"- {describe_failure(record)}")
         return "\n".join(lines)
 
 
@@ -461,15 +462,13 @@ def _call_key(name: str, arguments: str, limit: int) -> str:
 
 
 def describe_failure(record: ToolCallRecord) -> str:
-    """A readable sentence for a tool call that did not run."""
-    cap = record.capability.value if record.capability else None
-    if record.status == "denied" and cap:
-        # No front end's wording here (no CLI flag): each front end adds its own way to allow
-        # it from the record's status and capability.
-        return f"I did not run {record.tool}: {record.reason}."
-    if record.status == "timeout" and cap and "prompt" in record.reason:
-        return f"I did not run {record.tool}: {record.reason}."
+    """A readable sentence for a tool call that did not run: "I did not list a folder: you did
+    not give permission to read files (/home/ann/Documents)." The tool is named by what it does
+    (tools/words.py); its id stays in the record and the audit log."""
+    action = tool_action(record.tool)
+    reason = record.reason.removeprefix(f"{record.status}: ").rstrip(".")
     if record.status == "error":
-        return f"{record.tool} failed: {record.reason}"
-    reason = record.reason.removeprefix(f"{record.status}: ")
-    return f"{record.tool} did not run ({record.status}): {reason}"
+        return f"I could not {action}: {reason}."
+    # No front end's wording here (no CLI flag): each front end adds its own way to allow it
+    # from the record's status and capability.
+    return f"I did not {action}: {reason}."

@@ -45,6 +45,7 @@ from broker.filelock import held, keep_folder_owner
 from broker.types import Grant, GrantMode
 from core.clock import Clock
 from core.errors import StorageError
+from core.words import counted
 from tools.escapes import visible_path
 from tools.manual import PATH_SCOPED, CallPlan, Capability, Reversibility, Risk
 from tools.paths import resolve_path
@@ -59,6 +60,7 @@ from tools.scopes import (
     scope_covers,
 )
 from tools.stop import Stopped, current_stop, stop_hook
+from tools.words import capability_action
 
 if TYPE_CHECKING:
     from broker.taint import OutboundAfterPrivate
@@ -1210,15 +1212,21 @@ class PermissionBroker:
             startup = plan.startup if plan is not None else ()
             if startup:
                 # A place that runs code later (an rc file, a git hook): say which and when.
+                # Only a command's plan names code targets (tools/system.py), so "the command"
+                # is what the person reads; the tool's id stays in the audit line.
                 place, when = startup[0]
-                more = f" and {len(startup) - 1} more such place(s)" if len(startup) > 1 else ""
+                more = (
+                    f" and {counted(len(startup) - 1, 'more such place')}"
+                    if len(startup) > 1
+                    else ""
+                )
                 why = (
-                    f"{tool} would change {visible_path(place)}, which {when}{more}; Chamberlain "
-                    "changes such places only when you type the command yourself"
+                    f"the command would change {visible_path(place)}, which {when}{more}; "
+                    "Chamberlain changes such places only when you type the command yourself"
                 )
             else:
                 why = (
-                    f"{tool} would run code that cannot be shown here "
+                    "the command would run code that cannot be shown here "
                     f"({describe_scope(capability, scope)}); Chamberlain runs such commands "
                     "only when you type them yourself"
                 )
@@ -1319,15 +1327,17 @@ class PermissionBroker:
         self, decision: PromptDecision, request: PermissionRequest, turn_id: str | None
     ) -> Denial:
         capability, scope = request.capability, request.scope
-        what = capability.value
+        # In words, as the person and the model read it ("permission to read files
+        # (/home/ann/Documents)"); the capability's id is in the audit line below.
+        what = "permission to " + capability_action(capability)
         if scope != ANY_SCOPE:
-            what += " for " + describe_scope(capability, scope)
+            what += f" ({describe_scope(capability, scope)})"
         reason = {
-            "timeout": f"nobody answered the {capability.value} prompt within "
+            "timeout": "nobody answered the permission question within "
             f"{request.timeout_s:g} s, so it was denied",
-            "headless": f"{what} was not granted (no one to ask here)",
-            "error": f"the {capability.value} prompt failed, so it was denied",
-        }.get(decision.reason, f"you denied {what}")
+            "headless": f"{what} was not granted: there was no one here to ask",
+            "error": "the permission question failed, so it was denied",
+        }.get(decision.reason, f"you did not give {what}")
         timed_out = decision.reason == "timeout"
         self.audit.append(
             AuditEvent.PERMISSION_TIMEOUT if timed_out else AuditEvent.PERMISSION_DENIED,

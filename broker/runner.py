@@ -42,6 +42,7 @@ from broker.taint import Egress, TurnTaint
 from broker.types import ToolCallRecord, ToolStatus
 from core.errors import InstallationError
 from tools.arguments import ToolArguments
+from tools.escapes import visible
 from tools.manual import (
     Capability,
     InvalidArguments,
@@ -54,6 +55,7 @@ from tools.manual import (
 )
 from tools.registry import ToolRegistry
 from tools.stop import Stopped, StopSignal, check_stopped, current_stop
+from tools.words import capability_action, tool_action
 
 log = logging.getLogger("chamberlain.broker.runner")
 
@@ -219,21 +221,33 @@ class ToolRunner:
         call_id = "call-" + uuid.uuid4().hex[:12]
         tool = self.registry.get(name) if isinstance(name, str) else None
         if tool is None or name not in turn.allowed:
-            shown = ", ".join(sorted(turn.allowed)) or "none"
-            # The name is the model's: cap it before echoing it into the reason and back.
+            # The name is the model's: cap it before echoing it into the reason and back. The
+            # reason is read on the call's card too, so it names no id of ours; which tools the
+            # model may call instead (their ids) is told to the model alone.
             short = str(name)[:80]
             why = (
-                f"{short!r} is not a tool available in this turn (available: {shown})"
+                f"there is no tool named '{visible(short)}' in this turn"
                 if tool is None
-                else f"{short!r} is not allowed for this request (available: {shown})"
+                else f"this request does not allow Chamberlain to {tool_action(short)}"
             )
-            return self._finish(turn, call_id, short, raw_arguments, "refused", why, tool)
+            shown = ", ".join(sorted(turn.allowed)) or "none"
+            return self._finish(
+                turn,
+                call_id,
+                short,
+                raw_arguments,
+                "refused",
+                why,
+                tool,
+                model_note=f" (the tools you may call: {shown})",
+            )
 
         was = turn.capabilities.get(name) if turn.capabilities is not None else None
         if was is not None and tool.capability is not was:
+            # In words (the person reads it on the call's card); the ids are in the audit line.
             why = (
-                f"{name} now says it needs {tool.capability.value}, not the {was.value} it "
-                "was shown with for this request; ask again"
+                f"{visible(name)} now asks to {capability_action(tool.capability)}, not to "
+                f"{capability_action(was)} as when it was offered for this request; ask again"
             )
             return self._finish(turn, call_id, name, raw_arguments, "refused", why, tool)
         check_stopped()  # nothing is asked or run for a turn the person already stopped
@@ -251,7 +265,7 @@ class ToolRunner:
         except OSError as exc:
             # A path the tool could not look at (`ls /proc/1/root/` as a user): an error for
             # this call, never a turn that ends half-audited.
-            why = f"{name} could not check what it would touch: {exc.strerror or exc}"
+            why = f"what it would touch could not be looked at ({exc.strerror or exc})"
             return self._finish(turn, call_id, name, arguments, "error", why, tool)
         targets = list(prepared.targets)
         reversibility = prepared.reversibility
@@ -337,7 +351,7 @@ class ToolRunner:
         the ones the token was issued for.
         """
         if tool.name not in turn.allowed:
-            why = f"{tool.name!r} is not allowed for this request"
+            why = f"this request does not allow Chamberlain to {tool_action(tool.name)}"
             return self._finish(turn, call_id, tool.name, arguments, "refused", why, tool)
         problem = self.permissions.tokens.check(
             token,
@@ -421,7 +435,7 @@ class ToolRunner:
             # What it read goes back to the model now, as a result or inside an error.
             turn.taint.note(self.egress.private_source(tool, call, call_id))
         if not finished:
-            why = f"{tool.name} did not finish within {tool.manual.timeout_s:g} s"
+            why = f"it did not finish within {tool.manual.timeout_s:g} s"
             return self._finish(
                 turn, call_id, tool.name, arguments, "timeout", why, tool, token_id, started=started
             )
@@ -443,7 +457,7 @@ class ToolRunner:
             else:
                 exc_info = value if isinstance(value, BaseException) else None
                 log.error("tool %s crashed", tool.name, exc_info=exc_info)
-                why = f"{tool.name} failed unexpectedly ({type(value).__name__})"
+                why = f"it failed unexpectedly ({type(value).__name__})"
             return self._finish(
                 turn, call_id, tool.name, arguments, "error", why, tool, token_id, started=started
             )
@@ -483,7 +497,11 @@ class ToolRunner:
         *,
         started: float | None = None,
         result_text: str | None = None,
+        model_note: str = "",
     ) -> CallOutcome:
+        """The call's record, event and audit line, and what the model is given back.
+        `model_note` is for the model alone (the tool ids it may call instead), after the reason
+        a person reads on the call's card."""
         shown_args: str | dict[str, Any] = arguments
         if isinstance(arguments, str) and len(arguments) > 2000:
             shown_args = arguments[:2000] + "…"
@@ -525,6 +543,8 @@ class ToolRunner:
             ),
         )
         model_text = (
-            output if status == "ok" and output is not None else (f"error ({status}): {reason}")
+            output
+            if status == "ok" and output is not None
+            else f"error ({status}): {reason}{model_note}"
         )
         return CallOutcome(record=record, model_text=model_text)

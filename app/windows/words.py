@@ -1,8 +1,8 @@
 """Words the windows share: what each capability and tool does, counts, moments and spans of time.
 
-A capability has two wordings on purpose: the Permissions and Activity windows list what a
-capability lets Chamberlain do ("Run commands"), the permission dialog asks for one action of it
-("Run a command").
+What each tool and capability does is tools/words.py's table, and a count is core/words.py's
+`counted`: the broker's own sentences (a refusal, a reply to a call that did not run) use the
+same ones, and they are imported from here by the windows as they were.
 
 A window's title says what the window is ("Settings", "Permissions"), never the app's name: Qt
 adds " — Chamberlain" (the application display name) where the desktop lists windows, unless the
@@ -16,62 +16,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from core.words import counted as counted
+from core.words import span as span
 from tools.escapes import visible
 from tools.manual import Capability
 from tools.scopes import ANY, describe_scope
-
-# What each capability lets Chamberlain do, as the windows list a capability.
-CAPABILITY_WORDS: dict[str, str] = {
-    "screen_read": "See your screen",
-    "file_read": "Read files",
-    "file_write": "Change files",
-    "system_read": "Read system information",
-    "system_execute": "Run commands",
-    "web_access": "Use the web",
-    "open_external": "Open files and links in other apps",
-    "memory_write": "Remember things",
-    "mcp_read": "Use MCP tools that read",
-    "mcp_write": "Use MCP tools that change things",
-    "mcp_execute": "Use MCP tools that run things",
-}
-
-
-# One action of each capability, as the permission dialog asks for it.
-ACTION_WORDS: dict[Capability, str] = {
-    Capability.FILE_READ: "Read files",
-    Capability.FILE_WRITE: "Change files",
-    Capability.SYSTEM_READ: "Look up system information",
-    Capability.SYSTEM_EXECUTE: "Run a command",
-    Capability.WEB_ACCESS: "Use the web",
-    Capability.SCREEN_READ: "See your screen",
-    Capability.OPEN_EXTERNAL: "Open something in another app",
-    Capability.MEMORY_WRITE: "Remember something about you",
-    Capability.MCP_READ: "Use an MCP tool that reads",
-    Capability.MCP_WRITE: "Use an MCP tool that changes things",
-    Capability.MCP_EXECUTE: "Use an MCP tool that runs things",
-}
-
-
-# What each built-in tool does, as the windows name a tool ("List a folder", never `file_list`).
-# An MCP tool has no entry: it is shown by the name its server gives it.
-TOOL_WORDS: dict[str, str] = {
-    "file_list": "List a folder",
-    "file_read": "Read a file",
-    "file_search": "Search files",
-    "get_active_window": "See which window is active",
-    "open_path": "Open a file or folder",
-    "open_url": "Open a link",
-    "screen_capture": "Take a screenshot",
-    "system_execute": "Run a command",
-    "system_info": "Look up system information",
-    "web_fetch": "Fetch a web page",
-    "web_search": "Search the web",
-}
-
-
-def tool_words(tool: str) -> str:
-    """What the tool does, in words ("List a folder"); an MCP tool by its own name."""
-    return TOOL_WORDS.get(tool, tool)
+from tools.words import ACTION_WORDS as ACTION_WORDS
+from tools.words import CAPABILITY_WORDS as CAPABILITY_WORDS
+from tools.words import TOOL_WORDS as TOOL_WORDS
+from tools.words import action_words as action_words
+from tools.words import capability_words as capability_words
+from tools.words import tool_words as tool_words
 
 
 def waiting_words(tool: str, capability: Capability, scope: str) -> str:
@@ -81,34 +36,6 @@ def waiting_words(tool: str, capability: Capability, scope: str) -> str:
     to a person)."""
     where = "" if scope == ANY else f" ({describe_scope(capability, scope).replace('`', '')})"
     return f"Waiting for your permission: {visible(tool_words(tool))}{where}…"
-
-
-def counted(count: int, singular: str, plural: str | None = None) -> str:
-    """A count with its noun: "1 permission", "3 permissions", "0 facts"."""
-    return f"{count} {singular if count == 1 else (plural or singular + 's')}"
-
-
-def span(seconds: float) -> str:
-    """How long something lasts, in whole words: "5 minutes", "1 hour 30 minutes", "45 seconds".
-    (``duration`` is the countdown's short form, to the second.)"""
-    total = max(0, round(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return counted(hours, "hour") + (f" {counted(minutes, 'minute')}" if minutes else "")
-    if minutes:
-        return counted(minutes, "minute") + (f" {counted(secs, 'second')}" if secs else "")
-    return counted(secs, "second")
-
-
-def capability_words(capability: str) -> str:
-    """What the capability lets Chamberlain do: "Read files", "Run commands"…"""
-    return CAPABILITY_WORDS.get(capability, capability.replace("_", " ").capitalize())
-
-
-def action_words(capability: Capability) -> str:
-    """One action of the capability, as a prompt asks for it: "Read files", "Run a command"…"""
-    return ACTION_WORDS[capability]
 
 
 def when(timestamp: float | None) -> str:

@@ -113,6 +113,13 @@ class Granting(RulePrompter):
         return PromptDecision(allow=True, mode=GrantMode.ONCE)
 
 
+class Refusing(RulePrompter):
+    """The person answers No to every question."""
+
+    def decide(self, request: PermissionRequest) -> PromptDecision:
+        return PromptDecision(allow=False)
+
+
 class Rig:
     """An executor over real runner parts, with `probe` allowed and `hidden` registered."""
 
@@ -125,13 +132,14 @@ class Rig:
         tools: dict[str, Body] | None = None,
         manuals: dict[str, ToolManual] | None = None,
         model_problem: str | None = None,
+        prompter: RulePrompter | None = None,
     ) -> None:
         self.bodies = tools or {"probe": Body(), "hidden": Body()}
         manuals = manuals or {}
         registry = ToolRegistry(
             Tool(manuals.get(name) or manual(name), body) for name, body in self.bodies.items()
         )
-        stack = make_rig(tmp_path, registry=registry, prompter=Granting())
+        stack = make_rig(tmp_path, registry=registry, prompter=prompter or Granting())
         self.audit_path = stack.audit_path
         self.model = model
         self.executor = Executor(
@@ -255,6 +263,57 @@ def test_a_direct_action_runs_through_the_runner_and_renders_without_a_model(tmp
     assert rig.bodies["system_info"].calls == [{"topics": ["memory"]}]
     assert result.reply == "echo {'topics': ['memory']}"
     assert [e["data"]["status"] for e in rig.events("TOOL_CALL_END")] == ["ok"]
+
+
+def test_a_direct_action_the_person_refuses_says_in_words_what_was_not_done_and_the_audit_keeps_ids(
+    tmp_path,
+):
+    """The reply names the tool and the capability by what they do ("look up system
+    information"), as the person and the model read it; the ids stay in the audit line."""
+    rig = Rig(
+        tmp_path,
+        None,
+        tools={"system_info": Body()},
+        manuals={"system_info": manual("system_info")},
+        prompter=Refusing(),
+    )
+    router = RouterOutput(
+        intent=Intent.SYSTEM_TASK,
+        confidence=0.9,
+        arguments=RouterArguments(action="system_info", topics=["memory"]),
+        text="how much memory is free",
+    )
+    result = rig.run(allowed=["system_info"], router=router)
+    assert result.failed is True
+    assert rig.bodies["system_info"].calls == []
+    assert result.reply == (
+        "I did not look up system information: "
+        "you did not give permission to look up system information."
+    )
+    (denied,) = rig.events("PERMISSION_DENIED")
+    assert (denied["data"]["tool"], denied["data"]["capability"]) == ("system_info", "system_read")
+
+
+def test_a_tool_that_failed_in_the_loop_is_listed_by_what_it_does_when_the_loop_stops(tmp_path):
+    """The "I stopped" reply lists each call that did not work in words; a tool with no words
+    (an MCP tool, a name the model made up) is named as it is, escaped."""
+    answer = calls(("system_info", '{"n": 1'), ("x\u202etool", "{}"), ("system_info", '{"n": 2'))
+    model = ScriptedModel(replies(answer, answer))
+    rig = Rig(
+        tmp_path,
+        model,
+        tools={"system_info": Body()},
+        manuals={"system_info": manual("system_info")},
+        settings=ExecutorSettings(max_iterations=10, max_tool_errors=3),
+    )
+    result = rig.run(allowed=["system_info"])
+    lines = result.reply.splitlines()
+    assert lines[0].startswith("I stopped: 3 tool calls in a row failed or were refused")
+    assert lines[1].startswith("- I could not look up system information: arguments are not valid")
+    assert lines[2] == (
+        "- I did not use the tool x\\u202etool: there is no tool named 'x\\u202etool' in this turn."
+    )
+    assert "system_info" not in result.reply
 
 
 def test_a_direct_action_is_phrased_by_the_model_without_tools(tmp_path):
@@ -411,7 +470,7 @@ def test_consecutive_tool_errors_end_the_loop(tmp_path):
     assert result.iterations == 3
     assert [c.status for c in result.tool_calls] == ["error"] * 3
     assert result.reply.startswith("I stopped: 3 tool calls in a row failed or were refused")
-    assert "- probe: error — arguments are not valid JSON" in result.reply
+    assert "- I could not use the tool probe: arguments are not valid JSON" in result.reply
     assert rig.bodies["probe"].calls == []
 
 

@@ -308,7 +308,11 @@ def test_a_tool_that_changed_class_since_it_was_shown_is_refused(
     )
     outcome = session.runner.execute(scope, "notes__list_notes", "{}")
     assert outcome.record.status == "refused"
-    assert "now says it needs mcp_read" in outcome.record.reason
+    # In words on the call's card; the ids stay in the audit line.
+    assert "now asks to use an MCP tool that reads, not to use an MCP tool that runs things" in (
+        outcome.record.reason
+    )
+    assert "mcp_read" not in outcome.record.reason
 
 
 def test_the_session_ends_its_servers_on_close(notes, tmp_path, scripted_server):

@@ -31,7 +31,7 @@ from broker.permissions import (
 )
 from broker.types import GrantMode
 from core.clock import ManualClock
-from tools.manual import Capability
+from tools.manual import CallPlan, Capability
 
 SECRET = b"k" * 32
 GRANTS_KEY = b"g" * 32
@@ -99,6 +99,77 @@ def test_headless_with_no_decision_denies_and_audits(tmp_path, docs):
     assert "PERMISSION_DENIED" in events(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("decision", "said"),
+    [
+        (PromptDecision(allow=False), "you did not give permission to read files ({docs})"),
+        (
+            PromptDecision(allow=False, reason="headless"),
+            "permission to read files ({docs}) was not granted: there was no one here to ask",
+        ),
+        (
+            PromptDecision(allow=False, reason="error"),
+            "the permission question failed, so it was denied",
+        ),
+    ],
+    ids=["denied", "headless", "error"],
+)
+def test_a_denial_says_what_was_not_allowed_in_words_and_the_audit_keeps_the_ids(
+    tmp_path, docs, decision, said
+):
+    """The reason is read on the call's card, in the reply and by the model: the capability in
+    words ("read files"), never its id; the audit line has the tool's and capability's ids."""
+    broker, _ = make_broker(tmp_path, ScriptedPrompter(decision))
+    outcome = authorize(broker, docs, docs / "a.txt")
+    assert isinstance(outcome, Denial)
+    assert outcome.reason == said.format(docs=docs)
+    lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    denied = next(line for line in lines if line["event"] == "PERMISSION_DENIED")
+    assert (denied["data"]["tool"], denied["data"]["capability"]) == ("file_read", "file_read")
+
+
+@pytest.mark.parametrize(
+    ("places", "said"),
+    [
+        (1, "which runs when you next open a terminal; Chamberlain"),
+        (2, "which runs when you next open a terminal and 1 more such place; Chamberlain"),
+        (3, "which runs when you next open a terminal and 2 more such places; Chamberlain"),
+    ],
+)
+def test_a_command_that_would_change_a_startup_place_is_refused_in_words_counting_the_others(
+    tmp_path, places, said
+):
+    """A command the model asked for that would change a place that runs code later is refused
+    without a question; the reason names the first place, counts the rest with a real plural,
+    and names no tool or capability id (the audit line does)."""
+    prompter = ScriptedPrompter(PromptDecision(allow=True, mode=GrantMode.ONCE))
+    broker, _ = make_broker(tmp_path, prompter)
+    startup = (
+        ("/home/ann/.bashrc", "runs when you next open a terminal"),
+        ("/home/ann/.profile", "runs when your desktop session starts"),
+        ("/home/ann/.config/autostart", "runs when your desktop session starts"),
+    )[:places]
+    outcome = broker.authorize(
+        tool="system_execute",
+        capability=Capability.SYSTEM_EXECUTE,
+        arguments={"command": "patch -p0 -i fix.diff"},
+        targets=["code:patch -p0 -i fix.diff"],
+        call_id="c1",
+        user_scopes=[],
+        plan=CallPlan(startup=startup),
+    )
+    assert isinstance(outcome, Denial)
+    assert outcome.status == "refused"
+    assert outcome.reason.startswith("the command would change /home/ann/.bashrc, " + said)
+    assert "system_execute" not in outcome.reason
+    assert "(s)" not in outcome.reason
+    assert prompter.asked == []
+    lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    refused = next(line for line in lines if line["event"] == "PERMISSION_DENIED")
+    assert refused["data"]["tool"] == "system_execute"
+    assert refused["data"]["capability"] == "system_execute"
+
+
 def test_prompt_timeout_is_a_deny_recorded_as_timeout(tmp_path, docs):
     """Nobody answers; the broker's clock passes the request's deadline: a timeout, audited
     with the figure that applied. The late "yes" is never used."""
@@ -119,7 +190,7 @@ def test_prompt_timeout_is_a_deny_recorded_as_timeout(tmp_path, docs):
     assert question.answer(PromptDecision(allow=True, mode=GrantMode.SESSION)) is False
     assert isinstance(outcome, Denial)
     assert outcome.status == "timeout"
-    assert "within 7 s" in outcome.reason
+    assert outcome.reason == "nobody answered the permission question within 7 s, so it was denied"
     lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     timeout = next(line for line in lines if line["event"] == "PERMISSION_TIMEOUT")
     assert timeout["data"]["timeout_s"] == 7.0

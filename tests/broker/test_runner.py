@@ -128,8 +128,9 @@ def test_a_registered_tool_outside_the_allowed_set_is_refused_and_never_runs(tmp
     )
     outcome = rig.runner.execute(rig.turn, "hidden", '{"n": 1}')
     assert outcome.record.status == "refused"
-    assert "not allowed" in outcome.record.reason
-    assert "probe" in outcome.record.reason  # tells the model what it may use instead
+    assert "probe" in outcome.model_text  # tells the model what it may use instead
+    # The reason is also read on the call's card: no tool id there.
+    assert outcome.record.reason == "this request does not allow Chamberlain to use the tool hidden"
     assert outcome.result is None
     assert hidden.calls == []
     assert rig.prompter.asked == []  # a refused call never reaches a permission prompt
@@ -142,7 +143,7 @@ def test_an_unregistered_name_is_refused(tmp_path):
     rig = runner_rig(tmp_path, [make_tool("probe", body)])
     outcome = rig.runner.execute(rig.turn, "delete_everything", '{"path": "/"}')
     assert outcome.record.status == "refused"
-    assert "not a tool available" in outcome.record.reason
+    assert "there is no tool named" in outcome.record.reason
     assert outcome.model_text.startswith("error (refused):")
     assert body.calls == []
     assert rig.prompter.asked == []
@@ -384,7 +385,7 @@ def test_an_unexpected_exception_is_an_error_without_a_traceback(tmp_path):
     rig = runner_rig(tmp_path, [make_tool("probe", body)])
     outcome = rig.runner.execute(rig.turn, "probe", {"n": 1})
     assert outcome.record.status == "error"
-    assert outcome.record.reason == "probe failed unexpectedly (KeyError)"
+    assert outcome.record.reason == "it failed unexpectedly (KeyError)"
     for text in (outcome.record.reason, outcome.model_text, rig.audit_path.read_text()):
         assert "Traceback" not in text
         assert "internal-detail-7f3a" not in text

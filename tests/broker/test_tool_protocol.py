@@ -139,7 +139,7 @@ def test_a_well_formed_call_to_a_tool_not_offered_is_refused_by_name(tmp_path):
     rig = Rig(tmp_path, None)
     outcome = rig.executor.runner.execute(TurnScope("t", ["probe"]), calls[0].name, "{}")
     assert outcome.record.status == "refused"
-    assert "'format_disk' is not a tool available in this turn" in outcome.model_text
+    assert "there is no tool named 'format_disk' in this turn" in outcome.model_text
 
 
 def test_a_name_read_from_broken_json_is_kept_only_when_it_is_a_tool_of_the_turn():

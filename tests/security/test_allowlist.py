@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from app.prompt_view import once_only_words, plan_rows
+from broker.executor import describe_failure
 from broker.permissions import (
     PermissionRequest,
     PromptDecision,
@@ -259,10 +260,20 @@ def test_the_reviews_patch_in_the_home_lists_each_startup_place_and_is_never_run
 
     outcome = rig.run("patch -p0 -i Documents/typo-fix.diff", cwd=home)
     assert outcome.record.status == "refused", outcome.record.reason
-    # The refusal names the place and when it would run, not "code that cannot be shown".
-    assert "which runs" in outcome.record.reason
-    assert "more such place" in outcome.record.reason
-    assert "cannot be shown" not in outcome.record.reason
+    # The refusal names the place and when it would run, not "code that cannot be shown",
+    # in words a person reads on the call's card and in the reply (no tool or capability id,
+    # a real plural: two places are the one named "and 1 more such place").
+    first, when = plan.startup[0]
+    assert outcome.record.reason == (
+        f"the command would change {first}, which {when} and 1 more such place; Chamberlain "
+        "changes such places only when you type the command yourself"
+    )
+    assert describe_failure(outcome.record).startswith("I did not run a command: the command ")
+    # The audit line keeps the ids.
+    (refused,) = rig.stack.events("PERMISSION_DENIED")
+    assert refused["data"]["tool"] == "system_execute"
+    assert refused["data"]["capability"] == "system_execute"
+    assert refused["data"]["why"] == "runs_code"
     assert rig.prompter.asked == []
     assert rig.home.digest() == before
 
