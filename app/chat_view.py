@@ -150,6 +150,11 @@ class MarkdownView(QTextBrowser):
         self.document().setDocumentMargin(2)
         self._markdown = ""
         self._plain = False
+        # Height by width, for as long as the text and the font stay: the transcript asks every
+        # reply at two or three widths on each append (with and without the scroll bar, the
+        # measure's column), and each answer worked out lays the whole document out again.
+        self._heights: dict[int, int] = {}
+        self.document().contentsChanged.connect(self._heights.clear)
 
     def set_markdown(self, text: str, *, plain: bool = False) -> None:
         """Render `text` as markdown, or (`plain`) as preformatted text, e.g. a tool's own
@@ -181,10 +186,19 @@ class MarkdownView(QTextBrowser):
         return True
 
     def heightForWidth(self, width: int) -> int:
-        document = self.document()
-        frame = 2 * self.frameWidth()
-        document.setTextWidth(max(1, width - frame))
-        return math.ceil(document.size().height()) + frame
+        height = self._heights.get(width)
+        if height is None:
+            document = self.document()
+            frame = 2 * self.frameWidth()
+            document.setTextWidth(max(1, width - frame))
+            height = math.ceil(document.size().height()) + frame
+            self._heights[width] = height
+        return height
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._heights.clear()
+        super().changeEvent(event)
 
     def sizeHint(self) -> QSize:
         width = max(self.width(), 200)
