@@ -18,6 +18,7 @@ from broker.permissions import PermissionRequest, PromptDecision, Prompter, Rule
 from broker.session import Session
 from broker.settings import Settings
 from core.clock import ManualClock
+from tests.support.cli import make_user
 from tests.support.rig import Approving
 from tests.support.scripted_model import Request, ScriptedModel, replies
 
@@ -32,11 +33,9 @@ class NobodyAnswers(RulePrompter):
 
 @pytest.fixture
 def person(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "person"
-    (home / "Documents").mkdir(parents=True)
-    (home / "Documents" / "plan.txt").write_text("Buy milk\nCall the bank\n")
-    monkeypatch.setenv("HOME", str(home))
-    return home
+    """A person's home with ~/Documents/plan.txt (tests.support.cli's), as HOME."""
+    monkeypatch.setenv("HOME", str(make_user(tmp_path / "person")))
+    return tmp_path / "person"
 
 
 def asked(

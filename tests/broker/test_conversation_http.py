@@ -254,14 +254,25 @@ def too_long_above(tokens: int, reply: str) -> Any:
     return answer
 
 
-def test_a_server_refusing_the_request_as_too_long_gets_it_once_more_cut_smaller(
-    tmp_path: Path, person: Path, scripted_server: ServerFactory
-) -> None:
-    server = scripted_server([too_long_above(3000, "Note 59.")])
+def asked_of_a_smaller_window(
+    tmp_path: Path, scripted_server: ServerFactory, tokens: int, reply: str
+) -> tuple[Any, Session, Conversation, Any]:
+    """The 60-turn conversation's next question, asked of a server configured as 8192 tokens
+    whose real window is `tokens`; (server, session, conversation, the turn's result)."""
+    server = scripted_server([too_long_above(tokens, reply)])
     model = OpenAIChatModel(server.base_url, model="m", timeout_s=10, context_tokens=8192)
     session = open_session(tmp_path, model)
     conversation = sixty_turns_of_long_results()
     answer = session.ask("which note did I read last?", conversation=conversation)
+    return server, session, conversation, answer
+
+
+def test_a_server_refusing_the_request_as_too_long_gets_it_once_more_cut_smaller(
+    tmp_path: Path, person: Path, scripted_server: ServerFactory
+) -> None:
+    server, session, conversation, answer = asked_of_a_smaller_window(
+        tmp_path, scripted_server, 3000, "Note 59."
+    )
 
     assert not answer.failed, answer.reply
     assert answer.reply.startswith("Note 59.")
@@ -276,11 +287,9 @@ def test_a_server_refusing_the_request_as_too_long_gets_it_once_more_cut_smaller
 def test_a_request_refused_as_too_long_twice_says_so_and_the_turn_stays_in_the_conversation(
     tmp_path: Path, person: Path, scripted_server: ServerFactory
 ) -> None:
-    server = scripted_server([too_long_above(300, "never")])
-    model = OpenAIChatModel(server.base_url, model="m", timeout_s=10, context_tokens=8192)
-    session = open_session(tmp_path, model)
-    conversation = sixty_turns_of_long_results()
-    answer = session.ask("which note did I read last?", conversation=conversation)
+    server, _, conversation, answer = asked_of_a_smaller_window(
+        tmp_path, scripted_server, 300, "never"
+    )
 
     assert answer.failed
     assert len(server.requests) == 2  # asked once more, smaller, then no further
