@@ -28,6 +28,7 @@ from app.memory_cli import MemoryCommandError, add_memory_parser, cmd_memory, op
 from app.settings_cli import add_settings_parser, cmd_settings
 from app.terminal import json_text, safe_terminal
 from core import errors
+from core.words import counted
 
 if TYPE_CHECKING:
     from broker.permissions import PermissionQuestion, PermissionRequest, PromptDecision
@@ -714,15 +715,15 @@ def cmd_grants(args: argparse.Namespace) -> int:
         return EXIT_OK
     live = broker.grants.live()
     confirm = live and not args.yes and sys.stdin.isatty()
-    if confirm and not _confirm(f"Revoke all {len(live)} grant(s)?"):
+    if confirm and not _confirm(f"Revoke all {counted(len(live), 'grant')}?"):
         sys.stderr.write("Nothing was revoked.\n")
         return EXIT_FAILED
     revoked = broker.revoke_all("revoke-all by the user")
     emit(
         [g.id for g in revoked],
         args.json,
-        f"Revoked {len(revoked)} grant(s). Once and session grants of a Chamberlain that is "
-        "running end too, before its next tool call.",
+        f"Revoked {counted(len(revoked), 'grant')}. Once and session grants of a Chamberlain "
+        "that is running end too, before its next tool call.",
     )
     return EXIT_OK
 
@@ -800,7 +801,9 @@ def _audit_acknowledge(args: argparse.Namespace, path: Path, key: bytes) -> int:
         result = verify(path, key=key)
     data, text, code = _verify_report(result, path)
     lines = ", ".join(str(f.line) for f in pending)
-    said = f"Acknowledged the interrupted append at line(s) {lines}." if pending else ""
+    at = f"line {lines}" if len(pending) == 1 else f"lines {lines}"
+    appends = "append" if len(pending) == 1 else "appends"
+    said = f"Acknowledged the interrupted {appends} at {at}." if pending else ""
     said = said or "Nothing to acknowledge."
     emit({**data, "acknowledged": [f.line for f in pending]}, args.json, f"{said}\n{text}")
     return code

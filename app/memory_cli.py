@@ -17,6 +17,7 @@ from typing import Any
 
 from app.terminal import json_text
 from core.errors import StorageError
+from core.words import counted
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -175,7 +176,11 @@ def _forget(store: Any, args: argparse.Namespace, settings: Any) -> int:
         count = store.forget(args.id)
         if not count:
             raise MemoryCommandError(f"no fact with id {args.id!r}")
-    _emit({"forgotten": count}, args.json, f"Forgot {count} fact(s); their text is gone.")
+    _emit(
+        {"forgotten": count},
+        args.json,
+        f"Forgot {counted(count, 'fact')}; {'its' if count == 1 else 'their'} text is gone.",
+    )
     return EXIT_OK
 
 
@@ -236,7 +241,9 @@ def _import(store: Any, args: argparse.Namespace, settings: Any) -> int:
     _emit(
         _dump(facts),
         args.json,
-        f"Imported {len(facts)} fact(s), each waiting for approval (`chamberlain memory pending`).",
+        f"Imported {counted(len(facts), 'fact')}, "
+        f"{'waiting' if len(facts) == 1 else 'each waiting'} for approval "
+        "(`chamberlain memory pending`).",
     )
     return EXIT_OK
 

@@ -37,6 +37,7 @@ from broker.llm.base import ChatModel, ModelError, failure_in_turn, note_failure
 from broker.settings import MemorySettings
 from broker.types import Intent, MemoryEvent, RouterOutput, TurnResult
 from core.errors import Remedy
+from core.words import counted
 from memory.db import MemoryLockedError, open_database
 from memory.sensitivity.assessment import assess, combine, refuse_credentials
 from memory.slots import detect_slot, fact_from_request
@@ -145,11 +146,13 @@ class Recollection:
                 "relevant):\n" + "\n".join(f"- {f.text}" for f in self.facts)
             )
         if self.held_back:
+            one = self.held_back == 1
             lines.append(
-                f"{self.held_back} more remembered fact(s) matched, but are personal and this "
-                "model runs outside the user's machine, so they were held back. If they would "
-                "help, say so: the user can allow this endpoint with the setting "
-                "memory.allow_remote."
+                f"{counted(self.held_back, 'more remembered fact')} matched, but "
+                f"{'it is' if one else 'they are'} personal and this model runs outside the "
+                f"user's machine, so {'it was' if one else 'they were'} held back. If "
+                f"{'it' if one else 'they'} would help, say so: the user can allow this endpoint "
+                "with the setting memory.allow_remote."
             )
         return lines
 

@@ -38,6 +38,7 @@ from broker.audit.format import (
     looks_torn,
 )
 from broker.audit.macs import ack_mac, head_problem, parse_head
+from core.words import counted
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,7 +332,7 @@ def verify(path: Path, key: bytes | None = None) -> VerifyResult:
     acknowledged = [f for f in faults if f.acknowledged_at is not None]
     if acknowledged:
         notes.append(
-            f"{len(acknowledged)} acknowledged fault(s): "
+            f"{counted(len(acknowledged), 'acknowledged fault')}: "
             + "; ".join(
                 f"line {f.line}: {INTERRUPTED}, acknowledged at line {f.acknowledged_at}"
                 for f in acknowledged

@@ -617,6 +617,20 @@ def test_a_timed_grant_for_a_command_line_holding_a_password_is_never_saved(tmp_
     assert "hunter2" not in (path.read_text() if path.exists() else "")
 
 
+def test_revoke_all_counts_the_grants_it_ended_in_words(user):
+    """It reads "Revoked 2 grants." (it read "Revoked 2 grant(s)."); one grant is "Revoked 1
+    grant." in tests/app/test_terminal.py."""
+    (user / "Downloads").mkdir()
+    for folder in ("Documents", "Downloads"):
+        asked = f"list files in ~/{folder}"
+        proc = run_cli(user, "ask", asked, "--approve", "file_read=always", "--llm", "none")
+        assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(run_cli(user, "grants", "list", "--json").stdout)) == 2
+    proc = run_cli(user, "grants", "revoke-all", "--yes")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Revoked 2 grants. ")
+
+
 def test_grants_revoke_accepts_the_id_without_its_prefix(user):
     run_cli(
         user, "ask", "list files in ~/Documents", "--approve", "file_read=always", "--llm", "none"

@@ -102,6 +102,7 @@ def test_forget_removes_the_text_from_the_database_file(user):
 
     forgotten = run_cli(user, "memory", "forget", facts["my dog is called Zorblax"], env=PLAINTEXT)
     assert forgotten.returncode == 0, forgotten.stderr
+    assert forgotten.stdout.startswith("Forgot 1 fact; its text is gone.")
     assert b"Zorblax" not in every_byte_under(user / ".chamberlain")
     assert b"Quimby" in db.read_bytes()
 
@@ -274,9 +275,18 @@ def test_export_then_import_arrives_pending(user, tmp_path):
     assert memory_list(user) == []
     imported = run_cli(user, "memory", "import", str(out))
     assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.startswith("Imported 1 fact, waiting for approval")
     [fact] = memory_list(user)
     assert fact["status"] == "pending"
     assert fact["text"] == "my dog is called Rex"
+
+
+def test_forgetting_two_facts_says_two_facts(user):
+    run_cli(user, "memory", "add", "my dog is called Rex")
+    run_cli(user, "memory", "add", "my cat is called Quimby")
+    proc = run_cli(user, "memory", "forget", "--all", "--yes")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Forgot 2 facts; their text is gone.")
 
 
 def test_import_of_garbage_is_a_clear_error(user, tmp_path):
@@ -324,6 +334,7 @@ def test_memory_list_says_when_it_shows_only_the_newest(user, tmp_path):
     export.write_text(json.dumps(data))
     imported = run_cli(user, "memory", "import", str(export))
     assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.startswith("Imported 1005 facts, each waiting for approval")
     proc = run_cli(user, "memory", "list", "--status", "pending")
     assert proc.returncode == 0, proc.stderr
     assert "… and 5 more (showing the newest 1000 of 1005)" in proc.stdout

@@ -190,7 +190,7 @@ def test_revoke_all_asks_to_confirm_on_a_terminal_unless_told_yes(user, terminal
     code, screen, stdout = term.finish()
     assert code == 0, screen
     assert "[y/N]" not in screen
-    assert "Revoked 1 grant(s)." in stdout
+    assert "Revoked 1 grant." in stdout
 
 
 # --- what reaches the terminal: file names, tool results and replies, escaped ------------------

@@ -289,5 +289,23 @@ def test_the_model_is_told_when_facts_were_held_back(store):
     )
     lines = "\n".join(found.context_lines())
     assert "Dr Nandi" not in lines
-    assert "1 more remembered fact(s)" in lines
+    assert (
+        "1 more remembered fact matched, but it is personal and this model runs outside the "
+        "user's machine, so it was held back. If it would help, say so"
+    ) in lines
     assert "memory.allow_remote" in lines
+
+
+def test_the_model_is_told_how_many_facts_were_held_back_in_words(store):
+    for text in ("my dog's vet is Dr Nandi", "my dog's vet clinic is on Elm Street"):
+        store.add(text, sensitivity=Sensitivity.PERSONAL, status=FactStatus.ACTIVE)
+    found = recollect(
+        store, "who is my dog's vet", MemorySettings(), Sensitivity.LOW, temporary=False
+    )
+    lines = "\n".join(found.context_lines())
+    assert "Nandi" not in lines
+    assert "Elm" not in lines
+    assert (
+        "2 more remembered facts matched, but they are personal and this model runs outside "
+        "the user's machine, so they were held back. If they would help, say so"
+    ) in lines

@@ -325,6 +325,31 @@ def test_a_line_appended_by_hand_is_not_recorded_as_an_interrupted_append(
     assert b"AUDIT_FAULT" not in log_path.read_bytes()
 
 
+def test_two_interrupted_appends_are_acknowledged_and_counted_in_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two appends cut short read "the interrupted appends at lines 4, 7" and "2 acknowledged
+    faults" (they read "append at line(s)" and "fault(s)"); one is "at line 4", "1
+    acknowledged fault" in the test below."""
+    user = make_user(tmp_path / "user")
+    home = user / ".chamberlain"
+    log = home / "audit.jsonl"
+    key = load_install_secret(home).audit_key
+    with AuditLog(log, ManualClock(), key=key) as audit:
+        append_events(audit, 3)
+        cut_an_append(monkeypatch, audit)
+        append_events(audit, 1)
+        cut_an_append(monkeypatch, audit)
+        append_events(audit, 1)  # each later append records the one cut before it
+    faults = [f.line for f in verify(log, key=key).unacknowledged]
+    assert len(faults) == 2
+    proc = run_cli(user, "audit", "acknowledge")
+    assert proc.returncode == 0, proc.stderr
+    listed = ", ".join(str(line) for line in faults)
+    assert proc.stdout.startswith(f"Acknowledged the interrupted appends at lines {listed}.\n")
+    assert "2 acknowledged faults: " in verify(log, key=key).reason
+
+
 def test_the_cli_tells_an_interrupted_append_from_tampering_and_acknowledges_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -348,7 +373,7 @@ def test_the_cli_tells_an_interrupted_append_from_tampering_and_acknowledges_it(
 
     proc = run_cli(user, "audit", "acknowledge")
     assert proc.returncode == 0, proc.stderr
-    assert "Acknowledged the interrupted append at line(s) 4." in proc.stdout
+    assert "Acknowledged the interrupted append at line 4." in proc.stdout
     assert "audit log OK, with 1 acknowledged fault at line 4: 5 lines, chain intact" in (
         proc.stdout
     )
