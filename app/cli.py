@@ -539,10 +539,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
         emit(turn, False, shown)
         for notice in turn.mcp_left_out:
             sys.stderr.write(f"chamberlain: {left_out_line(notice)}\n")
+        from tools.manual import Capability
+        from tools.words import capability_action
+
         for cap in _denied_capabilities(turn):
+            # The flag takes the capability's id; the sentence says the action in words.
             sys.stderr.write(
-                f"To allow {cap} from the command line, re-run with --approve {cap}=once "
-                f"(or answer the prompt in a terminal).\n"
+                f"To let Chamberlain {capability_action(Capability(cap))} from the command line, "
+                f"re-run with --approve {cap}=once (or answer the prompt in a terminal).\n"
             )
     if turn.failed:
         if args.json:

@@ -37,10 +37,25 @@ def test_without_approval_it_is_denied_with_a_clear_message(user):
     proc = run_cli(user, "ask", "list files in ~/Documents", "--llm", "none")
     assert proc.returncode == 1
     assert "plan.txt" not in proc.stdout
-    assert "not granted" in proc.stdout
-    # How to allow it is the CLI's own wording, beside the broker's reply (never inside it).
+    # The reply says in words what was not done and why; no tool or capability id in it.
+    assert proc.stdout.startswith(
+        f"I did not list a folder: permission to read files ({user / 'Documents'}) was not "
+        "granted: there was no one here to ask."
+    )
+    assert "file_list" not in proc.stdout
+    assert "file_read" not in proc.stdout
+    # How to allow it is the CLI's own wording, beside the broker's reply (never inside it):
+    # the flag's value is the capability's id, the sentence says the action.
     assert "--approve" not in proc.stdout
-    assert "re-run with --approve file_read=once" in proc.stderr
+    assert proc.stderr.startswith(
+        "To let Chamberlain read files from the command line, re-run with --approve "
+        "file_read=once"
+    )
+    # The audit keeps the ids.
+    denied = [e for e in audit_events(user) if e["event"] == "PERMISSION_DENIED"]
+    assert [(e["data"]["tool"], e["data"]["capability"]) for e in denied] == [
+        ("file_list", "file_read")
+    ]
 
 
 def test_a_refusal_is_said_once_not_twice(user):
