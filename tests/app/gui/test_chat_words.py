@@ -294,3 +294,40 @@ def test_a_listing_question_names_the_folder_it_lists_as_a_folder(qtbot, tmp_pat
     assert asked["file_list"]["Tool"] == ["List a folder"]
     assert asked["file_read"]["File"] == [str(folder / "notes.txt")]
     assert asked["file_read"]["Tool"] == ["Read a file"]
+
+
+def test_calls_the_broker_refused_say_why_in_words_on_their_cards_and_the_audit_keeps_the_ids(
+    qtbot, run, app_home, docs, scripted_server
+):
+    """The broker's refusal reasons reach the card as they are: a tool this request does not
+    allow and a tool that does not exist are said in words, no tool or capability id; the
+    audit log keeps the id of each call."""
+    server = scripted_server(
+        [
+            ToolCalls([("system_execute", {"command": "rm notes.txt"}), ("wipe_disk", {})]),
+            "I could not do that.",
+        ]
+    )
+    model = OpenAIChatModel(server.base_url, model="scripted", timeout_s=30)
+    window, assistant = chat_window(qtbot, app_home, prompter=Allow(), model=model)
+
+    async def scenario() -> None:
+        window.show()
+        await window.settled()
+        await type_and_send(qtbot, window, "what does my shopping list say?")
+        await until(lambda: window.send_button.isEnabled() and replies(window))
+        await window.settled()
+
+    run(scenario())
+    first, second = cards(window)
+    assert first.tool.text() == "Run a command"
+    assert first.reason.text() == "this request does not allow Chamberlain to run a command"
+    assert second.reason.text() == "there is no tool named 'wipe_disk' in this turn"
+    for card in (first, second):
+        assert raw_ids(card.reason.text()) == []
+    audit = (app_home / "audit.jsonl").read_text()
+    assert '"tool":"system_execute"' in audit.replace(" ", "")
+    assert '"tool":"wipe_disk"' in audit.replace(" ", "")
+    window.hide()
+    assistant.close()
+    model.close()
