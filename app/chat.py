@@ -688,6 +688,9 @@ class ChatWindow(QWidget):
         # line (with Undo), from the turn's typed events (`result.memory`).
         said = not_done_words(result) or result.reply.strip()
         reply = worded(said, result.remedy, FrontEnd.APP)
+        # A turn with no reply text (a fact that waits for consent) keeps its Details at the
+        # turn's end, under its memory lines, not alone above them.
+        late = status != "cancelled" and turn.reply is None and not reply and bool(result.memory)
         if status == "cancelled":
             # What had streamed stays, as it was; the turn ends with the broker's "Stopped.".
             if turn.reply is not None:
@@ -698,7 +701,8 @@ class ChatWindow(QWidget):
         else:
             if turn.reply is None:
                 turn.reply = ReplyEntry()
-                self.transcript.append(turn.reply)
+                if not late:
+                    self.transcript.append(turn.reply)
             turn.reply.body = reply
             turn.reply.plain = any(
                 (card.call.result or "").strip() == reply for card in turn.cards if reply
@@ -716,6 +720,8 @@ class ChatWindow(QWidget):
             entry = memory_entry(event)
             turn.shown_memory.append(entry)
             self.transcript.append(entry)
+        if late and turn.reply is not None:
+            self.transcript.append(turn.reply)
         self._hint("")
         self._update_controls()
 
@@ -849,7 +855,13 @@ class ChatWindow(QWidget):
 def entries_of(messages: list[ChatMessage]) -> list[Entry]:
     """A kept conversation as transcript entries: cards before the reply they led to."""
     entries: list[Entry] = []
+    # A reply with no text (a fact that waits for consent) is shown after its turn's memory
+    # lines, as the chat showed it when the turn ended.
+    late: ReplyEntry | None = None
     for message in messages:
+        if late is not None and message.meta.get("kind") != "memory":
+            entries.append(late)
+            late = None
         if message.role == "user":
             entries.append(UserEntry(body=message.text))
         elif message.role == "assistant":
@@ -858,14 +870,16 @@ def entries_of(messages: list[ChatMessage]) -> list[Entry]:
                 if isinstance(card, dict):
                     entries.append(ToolEntry(call=ToolCall.from_meta(card)))
             details = meta.get("details")
-            entries.append(
-                ReplyEntry(
-                    body=message.text,
-                    plain=bool(meta.get("plain", False)),
-                    status=str(meta.get("status", "done")),
-                    details=Details.from_meta(details) if isinstance(details, dict) else None,
-                )
+            reply = ReplyEntry(
+                body=message.text,
+                plain=bool(meta.get("plain", False)),
+                status=str(meta.get("status", "done")),
+                details=Details.from_meta(details) if isinstance(details, dict) else None,
             )
+            if message.text.strip():
+                entries.append(reply)
+            else:
+                late = reply
         elif message.role == "tool":
             entries.append(ToolEntry(call=ToolCall.from_meta(message.meta)))
         elif message.meta.get("kind") == "memory":
@@ -873,4 +887,6 @@ def entries_of(messages: list[ChatMessage]) -> list[Entry]:
         else:
             stopped = message.meta.get("kind") == "stopped"
             entries.append(NoticeEntry(body=message.text, tone="stopped" if stopped else "info"))
+    if late is not None:
+        entries.append(late)
     return entries

@@ -966,6 +966,56 @@ def test_a_waiting_line_kept_with_the_conversation_offers_its_buttons_again_afte
     memory.close()
 
 
+def test_a_turn_that_only_asks_for_consent_shows_its_details_under_the_memory_line_now_and_kept(
+    qtbot, run, app_home, tmp_path
+):
+    """A fact waiting for consent is the whole answer (the reply has no text): the turn's
+    Details sit at its end, under the memory line, as under other turns' replies, never alone
+    above it; so too when the conversation is shown again after a restart."""
+    path = tmp_path / "kept.db"
+    first_memory = open_memory(path)
+    chat = rig(qtbot, app_home, first_memory)
+
+    def shape(window: ChatWindow) -> list[str]:
+        shown = [w for w in window.transcript.widgets() if w.isVisibleTo(window)]
+        return [type(w).__name__ for w in shown]
+
+    def details_under_the_line(window: ChatWindow) -> None:
+        [line] = memory_lines(window)
+        [reply] = replies(window)
+        assert reply.details_button.isVisibleTo(window)
+        assert not reply.view.isVisibleTo(window)  # no text to show
+        top = reply.details_button.mapTo(window, reply.details_button.rect().topLeft()).y()
+        assert top >= line.mapTo(window, line.rect().bottomLeft()).y()
+
+    async def first() -> list[str]:
+        await ask_to_remember(qtbot, chat, "I take insulin every morning")
+        await chat.window.settled()
+        return shape(chat.window)
+
+    assert run(first())[-2:] == ["MemoryLine", "ReplyBubble"]
+    details_under_the_line(chat.window)
+    chat.close()
+    first_memory.close()
+
+    memory = open_memory(path)  # a restart: the conversation read afresh
+    again = rig(qtbot, app_home, memory)
+
+    async def reopened() -> list[str]:
+        window = await again.shown()
+        await until(lambda: window.conversation_list.count() == 1)
+        await window.open_conversation(
+            window.conversation_list.item(0).data(Qt.ItemDataRole.UserRole)
+        )
+        await window.settled()
+        return shape(window)
+
+    assert run(reopened())[-2:] == ["MemoryLine", "ReplyBubble"]
+    details_under_the_line(again.window)
+    again.close()
+    memory.close()
+
+
 def test_the_consent_buttons_are_reached_with_tab_from_the_message_box(
     qtbot, run, app_home, memory
 ):
