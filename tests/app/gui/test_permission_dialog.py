@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QLabel,
+    QLineEdit,
     QPushButton,
     QRadioButton,
     QTextEdit,
@@ -861,6 +862,52 @@ def test_cancel_from_another_thread_closes_the_open_dialog(run, prompter, reason
     asker = run(scenario())
     assert asker.decision == PromptDecision(allow=False, reason=reason)
     assert prompter.waiting == 0
+
+
+@pytest.mark.parametrize("reason", ["timeout", "cancelled"])
+def test_a_question_ended_while_its_dialog_is_on_screen_with_the_focus_raises_nothing(
+    qtbot, run, prompter, reason
+):
+    """The deadline, or Stop, ends the question while its dialog is shown, exposed and active,
+    the keyboard on one of its controls (the focus ring follows it): the dialog goes, is
+    deleted, and the focus moving on afterwards raises nothing (once, "Internal C++ object
+    already deleted" in the ring's focus handler)."""
+    import shiboken6
+
+    clock = ManualClock()
+    elsewhere = QLineEdit()
+    qtbot.addWidget(elsewhere)
+
+    async def scenario() -> tuple[Asker, PermissionDialog]:
+        asker = Asker(prompter, file_read(clock=clock, timeout_s=30), clock)
+        await until(open_dialogs)
+        (dialog,) = open_dialogs()
+        handle = dialog.windowHandle()
+        await until(lambda: handle is not None and handle.isExposed())
+        dialog.activateWindow()
+        await until(dialog.isActiveWindow)
+        dialog.deny_button.setFocus()
+        await until(lambda: QApplication.focusWidget() is dialog.deny_button)
+        if reason == "timeout":
+            clock.advance(30)  # the broker's deadline passes
+        else:
+            asker.question.cancel("cancelled")  # the person's Stop, from the broker's side
+        await until(lambda: asker.done and not open_dialogs())
+        # The dialog is deleted (deleteLater), then the focus moves on to another window.
+        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+        elsewhere.show()
+        elsewhere.activateWindow()
+        elsewhere.setFocus()
+        await until(elsewhere.hasFocus)
+        await asyncio.sleep(0.1)
+        return asker, dialog
+
+    with qtbot.captureExceptions() as raised:
+        asker, dialog = run(scenario())
+    assert raised == []
+    assert asker.decision == PromptDecision(allow=False, reason=reason)
+    assert not shiboken6.isValid(dialog)  # gone, not only hidden
+    assert open_dialogs() == []
 
 
 def test_at_the_brokers_deadline_the_dialog_closes_and_a_click_after_it_grants_nothing(
