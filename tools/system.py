@@ -1284,11 +1284,11 @@ class _OpenTools:
         if suffix in _LAUNCHABLE_SUFFIXES:
             raise ToolRefused(
                 f"refused: {path.name} is a program, script, installer or launcher ({suffix}); "
-                "open_path opens documents and folders, not programs"
+                "Chamberlain opens documents and folders, not programs"
             )
         if path.is_file() and os.access(path, os.X_OK) and sys.platform != "win32":
             raise ToolRefused(
-                f"refused: {path.name} is executable, and opening it could run it; open_path "
+                f"refused: {path.name} is executable, and opening it could run it; Chamberlain "
                 "opens documents and folders, not programs"
             )
         return path
