@@ -55,7 +55,6 @@ from app.chat_entries import (
     ToolCall,
     ToolEntry,
     UserEntry,
-    not_done_words,
 )
 from app.chat_view import ElidedLabel, Transcript
 from app.errors import FrontEnd, worded
@@ -686,7 +685,7 @@ class ChatWindow(QWidget):
                 self.transcript.refresh(card)
         # The reply is the model's own; what memory did is shown below it, each as its own
         # line (with Undo), from the turn's typed events (`result.memory`).
-        said = not_done_words(result) or result.reply.strip()
+        said = result.reply.strip()
         reply = worded(said, result.remedy, FrontEnd.APP)
         # A turn with no reply text (a fact that waits for consent) keeps its Details at the
         # turn's end, under its memory lines, not alone above them.

@@ -9,13 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from app.windows.words import TOOL_WORDS, tool_words
+from app.windows.words import tool_words
 from broker.router.understood import READINGS
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QWidget
 
-    from broker.types import TurnResult
 
 # A tool result kept whole in a conversation's meta up to this many characters.
 FULL_RESULT_CHARS = 100_000
@@ -33,20 +32,15 @@ STATUS_WORDS = {
 ToolState = Literal["running", "ok", "denied", "refused", "error", "timeout", "cancelled"]
 
 # A call that never started (no duration) says so, not "Timed out 0 ms". The only call that
-# times out before it starts is one whose permission question nobody answered: the broker's
-# reason for it names the capability's id ("the system_read prompt"), so the card says it in
-# words instead. Denied and refused calls never start either; their own word says that.
+# times out before it starts is one whose permission question nobody answered; the card says
+# that in its own short words (a card kept before the broker's reasons were in words named the
+# capability's id: "the system_read prompt"). Denied and refused calls never start either;
+# their own word says that.
 NOT_RUN = "Not run"
 NOT_RUN_REASONS = {
     "timeout": "Nobody answered the permission question in time, so it did not run.",
-    # As Activity says it: the broker's reasons name the capability by its id ("you denied
-    # file_read for …"); the card shows the arguments, and "Denied" says the rest.
+    # As Activity says it: the card shows the arguments, and "Denied" says the rest.
     "denied": "The permission was not given, so it did not run.",
-}
-# Why a direct action (one tool, no model) did not run, after "I did not list a folder: ".
-_NOT_DONE = {
-    "timeout": "nobody answered the permission question in time.",
-    "denied": "the permission was not given.",
 }
 Tone = Literal["info", "warning", "error", "stopped"]
 
@@ -114,20 +108,6 @@ class ToolCall:
             reason=str(meta.get("reason", "")),
             result=str(result) if result is not None else None,
         )
-
-
-def not_done_words(result: TurnResult) -> str | None:
-    """The reply to a direct action whose one call was not allowed, in words: "I did not list
-    a folder: the permission was not given." (the broker's reply names the tool and capability
-    by their ids); None for any other turn, whose reply is shown as it is."""
-    if not (result.direct and result.failed and len(result.tool_calls) == 1):
-        return None
-    record = result.tool_calls[0]
-    words = TOOL_WORDS.get(record.tool)
-    why = _NOT_DONE.get(record.status)
-    if words is None or why is None:
-        return None
-    return f"I did not {words[0].lower()}{words[1:]}: {why}"
 
 
 @dataclass

@@ -107,7 +107,10 @@ def test_while_a_question_is_open_the_chat_names_the_tool_in_words_not_its_id(
     assert raw_ids(shown) == []
     [reply] = replies(window)
     said = reply.view.toPlainText()
-    assert said == "I did not list a folder: nobody answered the permission question in time."
+    assert said == (
+        "I did not list a folder: nobody answered the permission question within 60 s, "
+        "so it was denied."
+    )
     assert raw_ids(window.transcript.text()) == []
     window.hide()
     assistant.close()
@@ -131,7 +134,9 @@ def test_a_call_the_person_denied_says_so_in_words_on_its_card_and_in_the_reply(
     assert card.reason.text() == "The permission was not given, so it did not run."
     assert card.duration.text() == ""
     [reply] = replies(window)
-    assert reply.view.toPlainText() == "I did not read a file: the permission was not given."
+    assert reply.view.toPlainText() == (
+        f"I did not read a file: you did not give permission to read files ({docs}/notes.txt)."
+    )
     assert raw_ids(window.transcript.text()) == []
     window.hide()
     assistant.close()
