@@ -467,8 +467,9 @@ def describe_failure(record: ToolCallRecord) -> str:
     (tools/words.py); its id stays in the record and the audit log."""
     action = tool_action(record.tool)
     reason = record.reason.removeprefix(f"{record.status}: ").rstrip(".")
+    why = f": {reason}." if reason else "."
     if record.status == "error":
-        return f"I could not {action}: {reason}."
+        return f"I could not {action}{why}"
     # No front end's wording here (no CLI flag): each front end adds its own way to allow it
     # from the record's status and capability.
-    return f"I did not {action}: {reason}."
+    return f"I did not {action}{why}"

@@ -22,6 +22,7 @@ from broker.audit.writer import AuditLog
 from broker.executor import (
     NO_MODEL_HELP,
     Executor,
+    describe_failure,
     direct_arguments,
 )
 from broker.llm.base import (
@@ -47,6 +48,7 @@ from broker.types import (
     PolicyDecision,
     RouterArguments,
     RouterOutput,
+    ToolCallRecord,
     TurnResult,
 )
 from core.clock import ManualClock
@@ -292,6 +294,19 @@ def test_a_direct_action_the_person_refuses_says_in_words_what_was_not_done_and_
     )
     (denied,) = rig.events("PERMISSION_DENIED")
     assert (denied["data"]["tool"], denied["data"]["capability"]) == ("system_info", "system_read")
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "said"),
+    [
+        ("error", "error: no such file", "I could not read a file: no such file."),
+        ("refused", "refused: it is private.", "I did not read a file: it is private."),
+        ("cancelled", "", "I did not read a file."),
+    ],
+)
+def test_a_call_that_did_not_run_is_one_sentence_naming_the_tool_in_words(status, reason, said):
+    record = ToolCallRecord(tool="file_read", arguments={}, status=status, reason=reason)
+    assert describe_failure(record) == said
 
 
 def test_a_tool_that_failed_in_the_loop_is_listed_by_what_it_does_when_the_loop_stops(tmp_path):
