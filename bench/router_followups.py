@@ -1,8 +1,17 @@
 """How well the router reads follow-ups: intent and target of the last message of each dialogue in
-tests/broker/data/dialogues_{tuning,heldout}.jsonl (written blind; see that folder's README).
+tests/broker/data/dialogues_tuning*.jsonl and dialogues_heldout.jsonl (written blind; see that
+folder's README).
 
-    python -m bench.router_followups                 # the tuning split, with its misses
+    python -m bench.router_followups                 # the tuning split: in-sample, with its
+                                                     # misses, then out of fold
     python -m bench.router_followups --split heldout # totals and per-intent figures only
+
+The tuning split is every dialogues_tuning*.jsonl. Its in-sample figure flatters: the rules were
+written and the learned follow-up reader (resources/followup_model.json) trained on those
+dialogues. The out-of-fold figure is the honest one for what was trained: the dialogues are
+dealt into 5 folds (grouped by dialogue, so none scores itself), and each fold's follow-ups are
+routed with a follow-up reader trained, with the shipped settings, on the other folds only
+(scripts/train_followup_model.py; needs numpy; `--no-oof` skips it).
 
 Each dialogue's earlier turns become `Earlier` values as a conversation would give them: the
 person's text, the labelled intent, what the router's arguments named for that turn (its paths,
@@ -32,6 +41,7 @@ import re
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,9 +164,11 @@ class Scored:
     kind: str
 
 
-def score(path: Path) -> list[Scored]:
+def score(path: Path | Sequence[Path]) -> list[Scored]:
     scored: list[Scored] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    paths = [path] if isinstance(path, Path) else list(path)
+    lines = [line for p in paths for line in p.read_text(encoding="utf-8").splitlines()]
+    for line in lines:
         if not line.strip():
             continue
         dialogue = json.loads(line)
@@ -224,11 +236,11 @@ def report(scored: list[Scored], *, show_misses: bool) -> None:
         )
 
 
-def latency(path: Path, rounds: int) -> None:
+def latency(paths: Sequence[Path], rounds: int) -> None:
     """Each follow-up routed with its earlier turns and, interleaved (same machine, same
     moment), alone: what reading the conversation adds."""
     cases = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in (line for p in paths for line in p.read_text(encoding="utf-8").splitlines()):
         if line.strip():
             dialogue = json.loads(line)
             cases.append((dialogue["follow_up"]["user"], earlier_turns(dialogue["turns"])))
@@ -261,16 +273,84 @@ def latency(path: Path, rounds: int) -> None:
             )
 
 
+def out_of_fold() -> None:
+    """The tuning dialogues routed with fold readers that never saw them (see the docstring)."""
+    scripts = Path(__file__).resolve().parent.parent / "scripts"
+    if str(scripts.parent) not in sys.path:
+        sys.path.insert(0, str(scripts.parent))
+    try:
+        from scripts.train_followup_model import out_of_fold_routed
+    except ImportError as error:
+        print(f"\nOut of fold: not computed ({error}; the training script needs numpy)")
+        return
+    routed = out_of_fold_routed()
+    print("\n## Out of fold (the follow-up reader trained without the fold's dialogues)")
+    report(
+        [
+            Scored(
+                example.dialogue,
+                out,
+                out.intent is example.label,
+                target_right(example.target, out, example.reading.own),
+                target_kind(example.target),
+            )
+            for example, out in routed
+        ],
+        show_misses=False,
+    )
+
+
+def load_cost() -> None:
+    """How long the follow-up reader's weight file takes to load, and its size on disk and in
+    memory (loaded once per process, on the first follow-up)."""
+    import tracemalloc
+    from importlib import resources
+
+    from broker.router.followup_model import FollowupModel
+
+    try:
+        size = resources.files("resources").joinpath("followup_model.json").read_bytes()
+    except OSError as error:
+        print(f"\nFollow-up reader: none shipped ({error})")
+        return
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        FollowupModel.load()
+        times.append(time.perf_counter() - start)
+    tracemalloc.start()
+    model = FollowupModel.load()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(
+        f"\nFollow-up reader: {len(size) / 1024:.0f} KiB on disk, {len(model.weights)} weight "
+        f"rows; load median {sorted(times)[2] * 1e3:.1f} ms (max {max(times) * 1e3:.1f} ms), "
+        f"peak {peak / 2**20:.1f} MiB while loading"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("tuning", "heldout"), default="tuning")
     parser.add_argument("--rounds", type=int, default=20, help="latency rounds (tuning split)")
+    parser.add_argument("--no-oof", action="store_true", help="skip the out-of-fold figure")
     args = parser.parse_args(argv)
-    path = DATA / f"dialogues_{args.split}.jsonl"
+    if args.split == "heldout":
+        paths = [DATA / "dialogues_heldout.jsonl"]
+        if not paths[0].exists():
+            print(f"No held-out dialogues: {paths[0]} does not exist (nothing to score).")
+            return 0
+    else:
+        paths = sorted(DATA.glob("dialogues_tuning*.jsonl"))
+        print("Tuning files:", ", ".join(path.name for path in paths))
     route("warm up", earlier=[Earlier("warm up", Intent.CHAT_ONLY)])
-    report(score(path), show_misses=args.split == "tuning")
+    print("\n## In sample" if args.split == "tuning" else "\n## Held out")
+    report(score(paths), show_misses=args.split == "tuning")
+    if args.split == "tuning" and not args.no_oof:
+        out_of_fold()
     if args.split == "tuning" and args.rounds > 0:
-        latency(path, args.rounds)
+        load_cost()
+        latency(paths, args.rounds)
     return 0
 
 

@@ -222,9 +222,14 @@ def _softmax(z: np.ndarray) -> Any:
 
 
 def fit(
-    matrix: Matrix, indices: Sequence[int], labels: Sequence[int], l2: float
+    matrix: Matrix,
+    indices: Sequence[int],
+    labels: Sequence[int],
+    l2: float,
+    sample_weights: Sequence[float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Weights (columns × intents) and bias minimising mean cross-entropy + l2/2·|W|².
+    """Weights (columns × intents) and bias minimising mean cross-entropy + l2/2·|W|² (the mean
+    weighted by `sample_weights` when given: scripts/train_followup_model.py).
 
     L-BFGS with a backtracking (Armijo) line search: no randomness, and every reduction is a
     `bincount` or a sum over a fixed order, so the same data gives the same bits.
@@ -233,14 +238,23 @@ def fit(
     d, k = len(matrix.columns), len(INTENTS)
     y = np.zeros((n, k))
     y[np.arange(n), np.asarray(labels)] = 1.0
+    share = (
+        None
+        if sample_weights is None
+        else np.asarray(sample_weights, dtype=np.float64)[:, None] / float(sum(sample_weights))
+    )
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
         w, b = theta[: d * k].reshape(d, k), theta[d * k :]
         z = _scores(rows, cols, vals, n, w) + b
         z = z - z.max(axis=1, keepdims=True)
         log_p = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-        loss = -float((y * log_p).sum()) / n + 0.5 * l2 * float((w * w).sum())
-        g = (np.exp(log_p) - y) / n
+        if share is None:  # the unweighted mean, computed as it always was (the same bits)
+            loss = -float((y * log_p).sum()) / n + 0.5 * l2 * float((w * w).sum())
+            g = (np.exp(log_p) - y) / n
+        else:
+            loss = -float((share * y * log_p).sum()) + 0.5 * l2 * float((w * w).sum())
+            g = (np.exp(log_p) - y) * share
         products = vals[:, None] * g[rows]
         gw = (
             np.stack(

@@ -1,8 +1,9 @@
 """The router: one user message in, one `RouterOutput` out (intent, needs, risk, arguments).
 Given the earlier turns of its conversation (`Earlier`: the person's words, what each turn
 named and listed), a follow-up routes like the turn it follows unless its own words say
-otherwise, and "the second one" resolves to what that turn listed (`followup`); a follow-up
-is never refined by a model, which would read it without those turns.
+otherwise, and "the second one" resolves to what that turn listed (`followup`; the learned
+`followup_model` picks the intent where the rules' reading is outweighed); a follow-up is never
+refined by a model, which would read it without those turns.
 
 Deterministic first. A fast-path prefix (`/run df -h`) decides outright; otherwise keyword and
 regex heuristics pick the intent and pull out the arguments a direct action needs (paths, a
@@ -30,6 +31,9 @@ them all; none of them imports it):
   when its weight file cannot be used).
 - `followup`: `Earlier` (what the router may know of the turns a message follows) and
   `follow_up`: a follow-up routes like the turn it follows, its "the second one" resolved.
+- `followup_model`: the learned follow-up reader, which weighs the rules' reading of a
+  follow-up against the message's own words and the earlier turns' intents, and may choose
+  another intent (never an action, a command or a fact).
 - `heuristic`: `route_heuristic` (with the earlier turns, `route_in_conversation`),
   `route_rules`, `explain_route` and the `/prefix` fast path.
 - `refinement`: `refine_with_model`.

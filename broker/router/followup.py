@@ -5,14 +5,18 @@ A follow-up ("the second one", "do the same for Downloads", "and tomorrow?") rou
 turn it follows unless its own words say otherwise, and its referring words resolve to what that
 turn named (the folder used) or listed (the files, in the order the person saw them).
 
-`follow_up` reads one message against the earlier turns, first match wins:
+`follow_up` reads one message against the earlier turns (a last turn that only closed the one
+before, "ok", "omg", "thanks", is passed over: `talking_turns`), first match wins:
 
 1. a self-correction keeps only what follows it ("pause it? no, just kill it" → "just kill it");
 2. a closer ("thanks!", "cool", "typical lol") is chat;
-3. a pointer into what a turn listed ("the second one", "the last link", "the pdf", "the chai
-   one", a listed name typed again) picks that item: a file is read, a link is fetched, unless
-   the words ask for something else ("delete the second one" is a file task with no direct
-   action, rated as its words and the item are);
+3. a pointer into what a turn listed ("the second one", "number two", "the last link", "the
+   pdf", "the chai one", "the one about the tram", "that page" when one page was shown, "the
+   one after" the item the last turn picked, a listed name typed again; in a short message its
+   words do not decide, a bare number, "2 delete", or a word only one listed name has, "open
+   rota quick") picks that item: a file is read, a link is fetched, unless the words ask for
+   something else ("delete the second one" is a file task with no direct action, rated as its
+   words and the item are);
 4. words that plainly name their own target (a URL, a command, a typed path with its verb)
    route by themselves;
 5. "remember that", "keep it in mind" is a memory write (of the person's words only);
@@ -95,6 +99,8 @@ WHY_WORDS = 16
 FRAGMENT_WORDS = 4
 # How many turns back "the second one" may look for a listing.
 LOOK_BACK = 3
+# A message this short, unsure by its own words, may point by a bare number or a name's word.
+LOOSE_WORDS = 8
 # A listed name longer than this is not something a person points at.
 MAX_LISTED_CHARS = 1024
 
@@ -103,7 +109,8 @@ MAX_LISTED_CHARS = 1024
 _I = re.IGNORECASE
 _LEAD = (
     r"(?:(?:ok(?:ay)?|so|now|and|also|great|cool|thanks|nice|perfect|alright|right|then|hmm|"
-    r"please|pls|just|can\s+you|could\s+you|would\s+you|go\s+ahead\s+and)[\s,.!]+)*"
+    r"please|pls|just|yeah|yes|yep|sure|can\s+you|could\s+you|would\s+you|"
+    r"go\s+ahead\s+and)[\s,.!]+)*"
 )
 
 _CLOSER_WORDS = _words(
@@ -176,16 +183,46 @@ _ORDINAL_RE = re.compile(
 _SUPERLATIVE_RE = re.compile(r"\s+(?:to|who|that|ever|in\s+history)\b", _I)
 # "number 2", "#3", "item 4", "result 1".
 _NUMBER_RE = re.compile(
-    r"(?:\b(?:number|no\.?|item|result|link|file|entry|option)\s*|#)(\d{1,2})\b", _I
+    r"(?:\b(?:number|no\.?|item|result|link|file|entry|option)\s*|#)(\d{1,2})\b|"
+    r"\b(?:number|item|result|link|entry|option)\s+(one|two|three|four|five|six|seven|eight|"
+    r"nine|ten)\b",
+    _I,
 )
+_NUMBER_WORDS = {
+    word: place
+    for place, word in enumerate(
+        ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"], start=1
+    )
+}
 # "the pdf", "that spreadsheet", "the png one": a file type pointed at.
 _TYPE_REF_RE = re.compile(
     r"\b(?:the|that|this)\s+\.?([a-z0-9]{2,12})(?:\s+(?:one|file|doc|document))?\b", _I
 )
 # "the chai one", "the explainer link", "the 2025 one": a word of one listed name.
 _NAME_FRAME_RE = re.compile(
-    r"\b(?:the|that|this)\s+([\w\-]{2,40})\s+(?:one|link|page|site|article|file|doc|"
-    r"document|result|folder|version)\b",
+    r"(?:\b(?:the|that|this|their|its|your)\s+|^(?!(?:the|that|this|a|an|which|what|my|no|"
+    r"and|or|any|each|every)\b))([\w\-]{2,40})\s+(?:one|link|page|site|"
+    r"article|file|doc|document|result|folder|version|piece|story|post|guide|video|review|"
+    r"thread|report|sheet|log|script|dir|directory)\b",
+    _I,
+)
+# "the one about the tram", "the article on pricing": a word of one listed name after it.
+_ABOUT_NAME_RE = re.compile(
+    r"\b(?:one|link|page|article|story|piece|file|post|result)\s+(?:about|on|with|from|"
+    r"for)\s+(?:the\s+|that\s+)?([\w\-]{2,40})\b",
+    _I,
+)
+# "that page", "the site", "that file", "in there": the one page or file a turn showed.
+_THE_ONE_RE = re.compile(
+    r"\b(?:that|this|the\s+same|their|its)\s+(?P<kind>page|site|website|link|url|article|"
+    r"piece|story|post|timetable|file|doc|document|folder|dir|directory|pdf)\b",
+    _I,
+)
+_PAGE_KINDS = _words("page site website link url article piece story post timetable")
+# "the one after", "the next one", "the one before": next to the item the last turn picked.
+_RELATIVE_RE = re.compile(
+    r"\b(?:the\s+)?(?:(?P<after>one\s+after|next\s+one|one\s+below)|"
+    r"(?P<before>one\s+before|previous\s+one|one\s+above))\b",
     _I,
 )
 # "open the lease", "delete the setlist": an acting verb and a word of one listed name.
@@ -197,6 +234,18 @@ _NOT_A_NAME = _words(
     "same other next new old right wrong whole first last one ones file files folder thing "
     "list link page site rest top bottom latest newest oldest biggest smallest"
 )
+# Words too common to point at a listed name by themselves ("the", "what", "new", "file").
+_COMMON = _words(
+    "the and for you your with what whats which this that those these them there then than "
+    "from about into onto over under can could would should will please pls now just also "
+    "not but all any some how why who when where get got give need want see let lets me my "
+    "its it's one ones file files doc docs folder new old copy final draft version show tell "
+    "more less much many most top big bigger biggest small smaller latest newest oldest next "
+    "last first second third other same again too www com org net http https example yes "
+    "yeah nope okay quick instead rather actually really maybe thing things stuff"
+)
+# "top 5", "last 3": a count, not a position.
+_COUNTING = _words("top last first next bottom past every")
 _TYPE_WORDS: dict[str, frozenset[str]] = {
     "pdf": frozenset({"pdf"}),
     "spreadsheet": frozenset({"xlsx", "xls", "csv", "ods", "tsv"}),
@@ -262,7 +311,8 @@ _ACTING_VERBS = _words(
     "open read show display view print cat preview check skim summarise summarize sum tldr "
     "list ls describe explain pull bring fire load visit fetch play delete remove trash bin rm "
     "erase rename move copy edit unzip unpack extract save download share send upload email "
-    "attach convert run launch install close go look scan search grep"
+    "attach convert run launch install close go look scan search grep pop grab zip compress "
+    "stick put"
 )
 # Words that refer to what the last turn named ("the reviews on there", "that page").
 _REFERS_RE = re.compile(
@@ -401,27 +451,42 @@ def follow_up(
     or None when its own words decide. `own` is how `text` routes alone; `alone` routes other
     words the same way (rules and classifier), `rules` by the rules only (an earlier message
     read again for its arguments); `ranked` gives the classifier's probabilities."""
+    return read_follow_up(text, earlier, own, alone, rules, ranked)[0]
+
+
+def read_follow_up(
+    text: str,
+    earlier: Sequence[Earlier],
+    own: RouterOutput,
+    alone: Reroute,
+    rules: Reroute,
+    ranked: Ranked | None = None,
+) -> tuple[RouterOutput | None, str]:
+    """`follow_up`, and the name of the rule that decided ("pointed", "why_status", …; "none"
+    when none did): what the learned follow-up reader (`followup_model`) weighs it by."""
     if not earlier or len(text) > FOLLOW_UP_CHARS:
-        return None
+        return None, "not_read"
     message = " ".join(text.split())
     if not message or message.startswith("/"):
-        return None
+        return None, "not_read"
     whole = own
     corrected = _CORRECTION_RE.search(message)
     if corrected is not None and len(corrected.group("rest").split()) >= 2:
         # "pause the render? no, just kill it": what the person settled on.
         message = corrected.group("rest").strip()
         own = alone(message)
-    out = _follow(message, earlier, own, alone, rules, ranked)
+    rule, out = _follow(message, earlier, own, alone, rules, ranked)
+    if corrected is not None and own is not whole:
+        rule = "corrected_" + rule
     if out is None:
         if own is whole:
-            return None
+            return None, rule
         out = own
     # The message as typed goes on (the model reads all of it), never rated below its own
     # reading: a correction chooses the reading, not a lower risk.
     return out.model_copy(
         update={"text": text.strip(), "risk_level": _max_risk(out.risk_level, whole.risk_level)}
-    )
+    ), rule
 
 
 def _follow(
@@ -431,32 +496,37 @@ def _follow(
     alone: Reroute,
     rules: Reroute,
     ranked: Ranked | None,
-) -> RouterOutput | None:
-    """`follow_up` on the normalised message the person settled on."""
+) -> tuple[str, RouterOutput | None]:
+    """`follow_up` on the normalised message the person settled on, and the rule that decided."""
     if _closer(message):
-        return _chat(message)
+        return "closer", _chat(message)
+    earlier = talking_turns(earlier)
     last = _thread(earlier)
-    pointed = _pointed(message, earlier)
+    pointed = _pointed(message, earlier, own)
     if pointed is not None:
-        return _act_on(message, pointed, own)
+        return "pointed", _act_on(message, pointed, own)
     if _own_request(own):
-        return None
+        return "own_request", None
     if _KEEP_THAT_RE.search(message) and not _TO_A_PLACE_RE.search(message):
-        return _memory_write(message, own)
+        return "keep_that", _memory_write(message, own)
     acted = _ACT_ON_IT_RE.match(message)
     if acted is not None:
         target = _pronoun_target(earlier)
         verb = acted.group("verb")
         if verb is None or _verb_acts(verb, message, own):
             if target is not None:
-                return _act_on(message, target, own)
+                return "pronoun", _act_on(message, target, own)
             if own.confidence < DIRECT_ACTION_CONFIDENCE and any(map(_is_url, last.listed)):
                 # "open it" after several results: a page is to be read, the model picks which.
-                return _like(Intent.BROWSE_ONCE, last, message, None, rules, own, 0.8)
+                return "pronoun_results", _like(
+                    Intent.BROWSE_ONCE, last, message, None, rules, own, 0.8
+                )
     words = len(message.split())
     if _WHICH_OF_RE.search(message) and own.confidence < DIRECT_ACTION_CONFIDENCE and last.listed:
         # "which one is the biggest", "which of those do i need": about what the turn showed.
-        return _like(last.intent, last, message, None, rules, own, LIKELY_FOLLOW_UP_CONFIDENCE)
+        return "which_of", _like(
+            last.intent, last, message, None, rules, own, LIKELY_FOLLOW_UP_CONFIDENCE
+        )
     if (
         own.confidence < DIRECT_ACTION_CONFIDENCE
         and words <= UNSURE_WORDS
@@ -465,39 +535,43 @@ def _follow(
         and last.intent in (Intent.FILE_TASK, Intent.BROWSE_ONCE)
     ):
         # "what are people complaining about in the reviews on there": the page just named.
-        return _like(last.intent, last, message, None, rules, own, LIKELY_FOLLOW_UP_CONFIDENCE)
+        return "refers", _like(
+            last.intent, last, message, None, rules, own, LIKELY_FOLLOW_UP_CONFIDENCE
+        )
     if words <= WHY_WORDS and _WHY_RE.match(message):
         if last.intent in _STATUS:
-            return _like(Intent.ONE_SHOT_DISCOVERY, last, message, None, rules, own)
-        return _chat(message)
+            return "why_status", _like(Intent.ONE_SHOT_DISCOVERY, last, message, None, rules, own)
+        return "why_chat", _chat(message)
     if (
         last.intent in _STATUS
         and (_DISCOVERY_CUE_RE.search(message) or _WHATS_TAKING_RE.search(message))
         and own.intent is not Intent.ONE_SHOT_DISCOVERY
         and own.confidence < DIRECT_ACTION_CONFIDENCE
     ):
-        return _like(Intent.ONE_SHOT_DISCOVERY, last, message, None, rules, own)
+        return "discovery_cue", _like(Intent.ONE_SHOT_DISCOVERY, last, message, None, rules, own)
     if words <= CONTINUATION_WORDS and _META_RE.match(message):
-        return _chat(message)
+        return "meta", _chat(message)
     if _MORE_RE.match(message):
-        return _like(last.intent, last, message, None, rules, own)
+        return "more", _like(last.intent, last, message, None, rules, own)
     task = _howto_task(last, message, alone, rules)
     if task is not None:
-        return task
+        return "howto", task
     rest, plain = _continuation(message)
     if rest is not None and not _own_turn(rest, own, last):
         sure = FOLLOW_UP_CONFIDENCE if plain else LIKELY_FOLLOW_UP_CONFIDENCE
-        return _like(last.intent, last, message, rest, rules, own, sure)
+        return "continuation", _like(last.intent, last, message, rest, rules, own, sure)
     if (
         last.intent in _MEMORY
         and own.confidence < DIRECT_ACTION_CONFIDENCE
         and _NEW_VALUE_RE.search(message)
         and not _QUESTION_RE.search(message)
     ):
-        return _memory_write(message, own)
+        return "new_value", _memory_write(message, own)
     if _continues(message, words, own, last, ranked):
-        return _like(last.intent, last, message, message, rules, own, LIKELY_FOLLOW_UP_CONFIDENCE)
-    return None
+        return "continues", _like(
+            last.intent, last, message, message, rules, own, LIKELY_FOLLOW_UP_CONFIDENCE
+        )
+    return "none", None
 
 
 def _continues(
@@ -519,6 +593,16 @@ def _continues(
     return SAME_INTENT_PRIOR * probabilities.get(last.intent, 0.0) > probabilities.get(
         own.intent, own.confidence
     )
+
+
+def talking_turns(earlier: Sequence[Earlier]) -> Sequence[Earlier]:
+    """The turns a follow-up goes on from: a last turn that only closed the one before ("ok",
+    "omg", "thanks", "typical") says nothing of what comes next, so "flu jab?" after "how
+    much is a covid booster" and "ok" goes on from the booster's search."""
+    end = len(earlier)
+    while end > 1 and _closer(" ".join(earlier[end - 1].text.split())):
+        end -= 1
+    return earlier[:end]
 
 
 def _thread(earlier: Sequence[Earlier]) -> Earlier:
@@ -627,20 +711,95 @@ def _ext(name: str) -> str:
     return base.rsplit(".", 1)[-1].lower() if "." in base.strip(".") else ""
 
 
-def _pointed(message: str, earlier: Sequence[Earlier]) -> _Target | None:
-    """The listed item the words point at by position, by type or by name, if exactly one."""
+def _pointed(message: str, earlier: Sequence[Earlier], own: RouterOutput) -> _Target | None:
+    """The listed item the words point at by position, by type or by name, if exactly one;
+    "the one after" the item the last turn picked; "that page" when a turn showed one. A short
+    message its own words do not plainly decide may also point by a bare number ("2 delete")
+    or by a word only one listed name has ("open rota quick")."""
+    relative = _RELATIVE_RE.search(message)
+    if relative is not None:
+        return _next_to(earlier, 1 if relative.group("after") else -1)
     for turn in reversed(earlier[-LOOK_BACK:]):
         # An unusable name keeps its place: positions count what the person saw.
         listed = list(turn.listed)
         if not listed:
             continue
         index = _position(message)
+        loose = _terse(message, own)
+        if index is None and loose:
+            index = _bare_number(message)
         if index is not None:
             if -len(listed) <= index < len(listed) and _pickable(listed[index]):
                 return _Target(listed[index], turn, listed=True)
             return None
-        named = _by_name(message, [name for name in listed if _pickable(name)])
+        pickable = [name for name in listed if _pickable(name)]
+        named = _by_name(message, pickable)
+        if named is None:
+            named = _the_one(message, pickable)
+        if named is None and loose:
+            named = _by_a_word(message, pickable)
         return _Target(named, turn, listed=True) if named is not None else None
+    return None
+
+
+def _terse(message: str, own: RouterOutput) -> bool:
+    """A short message its own words do not decide, and not a whole question of its own
+    ("what's the weather in Paris tomorrow?" after a listing holding weather.txt)."""
+    words = len(message.split())
+    if own.confidence >= DIRECT_ACTION_CONFIDENCE or words > LOOSE_WORDS:
+        return False
+    return words <= FRAGMENT_WORDS or not (
+        _ASKS_RE.match(message) or message.rstrip().endswith("?")
+    )
+
+
+def _bare_number(message: str) -> int | None:
+    """ "2 delete", "do 1", "3": a number alone in a very short message."""
+    words = message.lower().strip(" ?.!").split()
+    if len(words) > 3:
+        return None
+    numbers = [w for w in words if w.isdigit() and 0 < int(w) <= 10]
+    if len(numbers) != 1 or any(w in _COUNTING for w in words):
+        return None
+    return int(numbers[0]) - 1
+
+
+def _by_a_word(message: str, listed: list[str]) -> str | None:
+    """The one listed name that holds a word of the message ("rota" in rota_dec.xlsx), when
+    the message's other words point at no other name."""
+    hits: set[str] = set()
+    for word in _WORD_RE.findall(message.lower()):
+        word = word.strip("'")
+        if len(word) < 3 or word in _NOT_A_NAME or word in _ACTING_VERBS or word in _COMMON:
+            continue
+        matched = [name for name in listed if _word_in(word, _tail(name))]
+        if len(matched) == 1:
+            hits.add(matched[0])
+    return hits.pop() if len(hits) == 1 else None
+
+
+def _the_one(message: str, listed: list[str]) -> str | None:
+    """ "that page" when exactly one page was listed, "that file" when exactly one file was."""
+    found = _THE_ONE_RE.search(message)
+    if found is None:
+        return None
+    pages = found.group("kind").lower() in _PAGE_KINDS
+    kind = [name for name in listed if _is_url(name) is pages]
+    return kind[0] if len(kind) == 1 else None
+
+
+def _next_to(earlier: Sequence[Earlier], step: int) -> _Target | None:
+    """The item listed next to (`step` 1: after, -1: before) the one the last turn's words
+    picked from an earlier turn's listing."""
+    picked = earlier[-1].named
+    for turn in reversed(earlier[-LOOK_BACK:-1]):
+        listed = list(turn.listed)
+        for index, name in enumerate(listed):
+            if name in picked or _in_folder(name, turn) in picked:
+                place = index + step
+                if 0 <= place < len(listed) and _pickable(listed[place]):
+                    return _Target(listed[place], turn, listed=True)
+                return None
     return None
 
 
@@ -659,9 +818,10 @@ def _position(message: str) -> int | None:
         place = _ORD_WORDS[word]
         return place - 1 if place > 0 else place
     number = _NUMBER_RE.search(message)
-    if number is not None and int(number.group(1)) > 0:
-        return int(number.group(1)) - 1
-    return None
+    if number is None:
+        return None
+    place = int(number.group(1)) if number.group(1) else _NUMBER_WORDS[number.group(2).lower()]
+    return place - 1 if place > 0 else None
 
 
 def _by_name(message: str, listed: list[str]) -> str | None:
@@ -673,6 +833,7 @@ def _by_name(message: str, listed: list[str]) -> str | None:
     if exact:
         return exact[0] if len(exact) == 1 else None
     words = [found.group(1).lower() for found in _NAME_FRAME_RE.finditer(message)]
+    words += [found.group(1).lower() for found in _ABOUT_NAME_RE.finditer(message)]
     verb = _VERB_NAME_RE.match(message)
     if verb is not None and verb.group(1).lower() in _ACTING_VERBS:
         words.append(verb.group(2).lower())
@@ -694,9 +855,14 @@ def _by_name(message: str, listed: list[str]) -> str | None:
 
 
 def _word_in(word: str, name: str) -> bool:
-    """`word` is one of the name's words, or its singular ("doc" in "docs.example.com")."""
+    """`word` is one of the name's words, or its singular ("doc" in "docs.example.com"), or
+    (four letters or more) the start or end of one ("ledger" in "dailyledger.example.com")."""
     words = _WORD_RE.findall(name.lower())
-    return word in words or word + "s" in words
+    if word in words or word + "s" in words:
+        return True
+    return len(word) >= 4 and any(
+        len(each) > len(word) and (each.startswith(word) or each.endswith(word)) for each in words
+    )
 
 
 def _tail(name: str) -> str:
@@ -944,3 +1110,59 @@ def _merged_query(query: str, rest: str) -> str:
     if _WHEN_WORDS_RE.search(rest) and _WHEN_WORDS_RE.search(query):
         return " ".join(_WHEN_WORDS_RE.sub(rest, query, count=1).split())
     return f"{query} {rest}"
+
+
+# --- another intent, chosen by the learned follow-up reader
+
+
+def reread(
+    text: str,
+    earlier: Sequence[Earlier],
+    current: RouterOutput,
+    own: RouterOutput,
+    intent: Intent,
+    confidence: float,
+    rules: Reroute,
+) -> RouterOutput:
+    """`text` read as `intent` (what `followup_model` chose over `current`, the rules'
+    reading): the message's own reading when that is the intent, else the last turn's request
+    carried on with what `current` pointed at. Never surer than `LIKELY_FOLLOW_UP_CONFIDENCE`,
+    so never a direct action; a memory write's fact is only ever the message's own words."""
+    message = " ".join(text.split())
+    confidence = min(confidence, LIKELY_FOLLOW_UP_CONFIDENCE)
+    kept = current.arguments
+    if intent is own.intent:
+        args = own.arguments.model_copy(deep=True)
+        if intent in (*_FILE_READS, Intent.SYSTEM_TASK) and not args.paths and kept.paths:
+            # "open the second one" read as a command: still about the file it picked.
+            args.paths = [p for p in kept.paths if not _is_url(p)]
+        if intent is Intent.BROWSE_ONCE and args.url is None:
+            args.url = kept.url
+        out = own.model_copy(update={"confidence": min(own.confidence, confidence)})
+        if out.confidence < DIRECT_ACTION_CONFIDENCE:
+            args.action = None
+        out = out.model_copy(update={"arguments": args})
+    elif intent is Intent.MEMORY_WRITE:
+        out = _memory_write(message, own).model_copy(update={"confidence": confidence})
+    elif intent is Intent.CHAT_ONLY:
+        out = _chat(message).model_copy(update={"confidence": confidence})
+    else:
+        last = _thread(earlier)
+        out = _like(intent, last, message, None, rules, own, confidence)
+        args = out.arguments.model_copy(deep=True)
+        if intent in (*_FILE_READS, Intent.SYSTEM_TASK) and kept.paths:
+            args.paths = [p for p in kept.paths if not _is_url(p)] or args.paths
+        if intent is Intent.BROWSE_ONCE and kept.url:
+            args.url = kept.url
+        if intent is Intent.FILE_TASK and kept.url and not args.paths:
+            args.url = kept.url  # "save that page into ~/reports": the page, into a folder
+        if own.arguments.paths and intent in _FILE_READS:
+            args.paths = list(dict.fromkeys([*args.paths, *own.arguments.paths]))
+        if own.arguments.url and intent is Intent.BROWSE_ONCE:
+            args.url = own.arguments.url
+        args.action = None
+        out = out.model_copy(update={"arguments": args})
+    risk = _max_risk(out.risk_level, own.risk_level)
+    if intent is current.intent or intent in (Intent.SYSTEM_TASK, Intent.FILE_TASK):
+        risk = _max_risk(risk, current.risk_level)
+    return out.model_copy(update={"text": text.strip(), "risk_level": risk})

@@ -14,7 +14,8 @@ from typing import Any
 
 from broker.router.classifier import _classifier, _predicted, _rules_decide, _with_classifier
 from broker.router.extraction import _make_view
-from broker.router.followup import Earlier, follow_up
+from broker.router.followup import Earlier, read_follow_up, reread
+from broker.router.followup_model import FollowupModel, Reading, feature_values, followup_model
 from broker.router.patterns import _ACTIVE_WINDOW_RE, _PREFIX_RE
 from broker.router.rules import _RULES, _file_guess
 from broker.router.scoring import (
@@ -87,13 +88,27 @@ def route_heuristic(
 
 
 def route_in_conversation(
-    text: str, earlier: Sequence[Earlier], *, weights: Path | None = None
+    text: str,
+    earlier: Sequence[Earlier],
+    *,
+    weights: Path | None = None,
+    followup_weights: Path | None = None,
 ) -> tuple[RouterOutput, bool]:
     """`route_heuristic`, and whether the earlier turns decided the reading (a follow-up, which
-    a model refining the message alone must not overrule: it never sees the earlier turns)."""
+    a model refining the message alone must not overrule: it never sees the earlier turns).
+    `followup_weights`: the learned follow-up reader's weight file, None for the shipped one."""
     own = _route(text, classifier=True, weights=weights)
     if not earlier:
         return own, False
+    reading = read_in_conversation(text, earlier, own, weights=weights)
+    return decide_follow_up(reading, followup_model(followup_weights))
+
+
+def read_in_conversation(
+    text: str, earlier: Sequence[Earlier], own: RouterOutput, *, weights: Path | None = None
+) -> Reading:
+    """What the rules read of `text` after `earlier` (`own`: `text` routed alone), for the
+    learned follow-up reader to weigh."""
 
     def alone(words: str) -> RouterOutput:
         return _route(words, classifier=True, weights=weights)
@@ -102,8 +117,51 @@ def route_in_conversation(
         predicted = _predicted(weights, words.lstrip())
         return {} if predicted is None else dict(predicted.ranked)
 
-    followed = follow_up(text, earlier, own, alone, route_rules, ranked)
-    return (own, False) if followed is None else (followed, True)
+    followed, rule = read_follow_up(text, earlier, own, alone, route_rules, ranked)
+    probabilities, joined = {}, {}
+    if text.strip() and own.source != "prefix":
+        probabilities = ranked(text)
+        joined = ranked(earlier[-1].text.strip() + "\n" + text.strip())
+    return Reading(text, tuple(earlier), own, followed, rule, probabilities, joined)
+
+
+# How sure the learned follow-up reader must be to choose another intent than the rules'
+# reading (chosen out of fold: scripts/train_followup_model.py).
+FOLLOW_UP_SWITCH = 0.3
+# The follow-up rules' verdicts the reader never overrules: not read, or the message's own plain
+# request (`followup._own_request`).
+_NOT_REREAD = frozenset({"not_read", "own_request", "corrected_own_request"})
+
+
+def decide_follow_up(
+    reading: Reading, model: FollowupModel | None, switch: float = FOLLOW_UP_SWITCH
+) -> tuple[RouterOutput, bool]:
+    """The rules' reading of a follow-up, unless the learned reader is at least `switch` sure
+    of another intent it can act on. A `/prefix`, a message the follow-up rules do not read (too
+    long) and one whose own words plainly name what they act on ("take a screenshot", a URL, a
+    command) are never reread."""
+    current = reading.followed or reading.own
+    followed = reading.followed is not None
+    if model is None or reading.rule in _NOT_REREAD or reading.own.source == "prefix":
+        return current, followed
+    ranked = model.predict(feature_values(reading))
+    intent, probability = next(
+        (intent, p) for intent, p in ranked if _can_act_on(intent, current, reading.own)
+    )
+    if intent is current.intent or probability < switch:
+        return current, followed
+    out = reread(
+        reading.text, reading.earlier, current, reading.own, intent, probability, route_rules
+    )
+    return out, True
+
+
+def _can_act_on(intent: Intent, current: RouterOutput, own: RouterOutput) -> bool:
+    """Whether `intent` can act on what the rules found the words point at: a file picked from
+    a listing ("open it" after a file was found) is never a page to fetch."""
+    args = current.arguments
+    picked_file = bool(args.paths) and args.url is None and own.arguments.url is None
+    return not (picked_file and intent is Intent.BROWSE_ONCE)
 
 
 def explain_route(text: str, top: int = 6, *, weights: Path | None = None) -> dict[str, Any]:

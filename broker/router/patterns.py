@@ -43,8 +43,9 @@ _RUN_VERB_RE = re.compile(r"\b(?:run|execute|exec)\b", _I)
 _NOT_A_COMMAND = _words(
     "me us through a an away out into over around late errands down up by along"
 )
-# "run the backup script", "execute my tests": something is to be run, but not spelled out.
-_NAMED_TASK = _words("the my our this that")
+# "run the backup script", "execute my tests", "run it": something is to be run, but not spelled
+# out (never the command `it`).
+_NAMED_TASK = _words("the my our this that it them those these both")
 # Politeness after a command is dropped; "now" is not ("shutdown now" is the command).
 _FOR_ME_RE = re.compile(r"(?<!\s)\s+(?:for me|please|pls)\s*[.!?]*$", _I)
 # Words no command line takes as a bare argument, but English does: "run find out which app is

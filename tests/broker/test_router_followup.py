@@ -264,3 +264,103 @@ def test_saving_a_page_as_a_file_is_a_file_task_not_a_memory() -> None:
     out = route("save that as a pdf", earlier=[page])
     assert out.intent is Intent.FILE_TASK
     assert out.arguments.url == "example.com/a"
+
+
+REPORTS = Earlier(
+    "list ~/Documents/reports",
+    Intent.FILE_TASK,
+    named=("~/Documents/reports",),
+    listed=(
+        "~/Documents/reports/q1.pdf",
+        "~/Documents/reports/q2.pdf",
+        "~/Documents/reports/q3.pdf",
+    ),
+)
+
+
+def test_the_one_after_reads_the_file_listed_after_the_one_just_summarised() -> None:
+    second = Earlier(
+        "summarise the second one", Intent.FILE_TASK, named=("~/Documents/reports/q2.pdf",)
+    )
+    out = route("and the one after", earlier=[REPORTS, second])
+    assert (out.intent, out.arguments.paths) == (Intent.FILE_TASK, ["~/Documents/reports/q3.pdf"])
+    before = route("now the one before", earlier=[REPORTS, second])
+    assert before.arguments.paths == ["~/Documents/reports/q1.pdf"]
+
+
+def test_that_page_after_a_reply_that_showed_one_link_reads_that_link() -> None:
+    answered = Earlier(
+        "when does the new season start",
+        Intent.LOOKUP_SEARCH,
+        listed=("https://game.example.gg/news/season-9",),
+    )
+    out = route("whats in the patch notes on that page", earlier=[answered])
+    assert out.intent is Intent.BROWSE_ONCE
+    assert out.arguments.url == "https://game.example.gg/news/season-9"
+
+
+def test_that_page_after_several_links_picks_none_of_them() -> None:
+    out = route("whats in the patch notes on that page", earlier=[SEARCH])
+    assert out.arguments.url not in SEARCH.listed
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        ("read their starter page", "https://bread.example.com/starter"),
+        ("the one about sourdough, summarise it", "https://kitchen.example.org/sourdough"),
+    ],
+)
+def test_a_result_is_picked_by_a_word_of_its_address(words: str, expected: str) -> None:
+    out = route(words, earlier=[SEARCH])
+    assert (out.intent, out.arguments.url) == (Intent.BROWSE_ONCE, expected)
+
+
+def test_number_two_in_words_picks_the_second_result() -> None:
+    out = route("lemme see number two in the browser", earlier=[SEARCH])
+    assert (out.intent, out.arguments.url) == (Intent.BROWSE_ONCE, SEARCH.listed[1])
+
+
+def test_a_fragment_after_a_closing_ok_goes_on_from_the_turn_before_it() -> None:
+    earlier = [
+        Earlier("how much is a covid booster in a uk pharmacy", Intent.LOOKUP_SEARCH),
+        Earlier("ok", Intent.CHAT_ONLY),
+    ]
+    out = route("flu jab?", earlier=earlier)
+    assert out.intent is Intent.LOOKUP_SEARCH
+    assert out.arguments.query is not None
+    assert "flu jab" in out.arguments.query
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [("2 delete", "~/Documents/budget.xlsx"), ("open budget quick", "~/Documents/budget.xlsx")],
+)
+def test_a_terse_follow_up_points_by_a_bare_number_or_a_word_of_one_name(
+    words: str, expected: str
+) -> None:
+    out = route(words, earlier=[DOCS])
+    assert (out.intent, out.arguments.paths) == (Intent.FILE_TASK, [expected])
+
+
+def test_a_whole_request_sharing_a_word_with_a_listed_name_does_not_pick_it() -> None:
+    listing = Earlier(
+        "whats in ~/notes", Intent.FILE_TASK, listed=("~/notes/weather.txt", "~/notes/todo.md")
+    )
+    out = route("what's the weather in Paris tomorrow?", earlier=[listing])
+    assert out.intent is Intent.LOOKUP_SEARCH
+    assert out.arguments.paths == []
+
+
+def test_run_it_after_finding_an_installer_is_that_file_to_run_never_the_command_it() -> None:
+    found = Earlier(
+        "find the zoom installer i downloaded",
+        Intent.FILE_TASK,
+        listed=("~/Downloads/ZoomInstallerFull.exe",),
+    )
+    out = route("go ahead and run it then", earlier=[found])
+    assert out.intent is Intent.SYSTEM_TASK
+    assert out.arguments.paths == ["~/Downloads/ZoomInstallerFull.exe"]
+    assert out.arguments.command is None
+    assert out.arguments.action is None
+    assert route("run it").arguments.command is None
