@@ -6,6 +6,7 @@ trained file does for some messages), so each case does not hang on what trainin
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,19 @@ def test_the_shipped_reader_loads_and_reads_a_follow_up() -> None:
     assert model is not None
     out = route("summarise the second one", earlier=[DOCS])
     assert (out.intent, out.arguments.paths) == (Intent.FILE_TASK, ["~/Documents/budget.xlsx"])
+
+
+def test_the_shipped_reader_was_trained_on_the_dialogues_in_the_repository() -> None:
+    """If a dialogues_tuning*.jsonl or a router_*.jsonl file changed, re-run
+    scripts/train_followup_model.py."""
+    model = followup_model()
+    assert model is not None
+    data = Path(__file__).parent / "data"
+    files = sorted(data.glob("dialogues_tuning*.jsonl"))
+    files += [data / "router_tuning.jsonl", data / "router_heldout.jsonl"]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.read_bytes())
+    training = model.metadata["training"]
+    assert training["sha256"] == digest.hexdigest(), "re-run scripts/train_followup_model.py"
+    assert "dialogues_heldout.jsonl" not in training["dialogue_files"]
