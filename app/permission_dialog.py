@@ -13,14 +13,17 @@ focused button is the Allow button; the dialog stays on top but never takes the 
 when it appears, so it is announced instead (an accessible alert carrying the question in words).
 
 It renders and forwards; what may be offered and what each answer decides is the question's
-(`app.permission_prompt`). It never calls `QDialog.exec()`: it is shown through
-`app.async_dialog.show_dialog`, the one seam every modal goes through.
+(`app.permission_prompt`). It never calls `QDialog.exec()` nor starts a nested loop: it is not
+modal, and is shown at once in the slot that received the question and awaited as
+`app.async_dialog.show_dialog` awaits a dialog (`open_question`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import math
+from collections.abc import Awaitable, Callable
 
 import shiboken6
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QRectF, QSize, Qt, QTimer
@@ -60,7 +63,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import async_dialog
 from app.permission_prompt import TIMED_MINUTES, Choice, QuestionView
 from app.prompt_view import (
     always_words,
@@ -855,21 +857,63 @@ def warm_up() -> None:
     question.deleteLater()
 
 
-async def present_question(
+def open_question(
     question: QuestionView, *, activation_delay_s: float = ACTIVATION_DELAY_S
-) -> PromptDecision | None:
-    """Show `question` in a PermissionDialog and return once it is over, with its decision.
+) -> Awaitable[PromptDecision | None]:
+    """Build and show `question`'s PermissionDialog now, and return what to await for its end.
 
-    The dialog is shown through the one awaitable seam (`app.async_dialog.show_dialog`); if it
-    goes away unanswered, that is a denial.
+    Called in the slot that received the question: a task would first let the loop go on with
+    what was queued before it (the chat repainting after Enter), 3-4 ms in one run of ten
+    (`bench/prompt_latency.py`). What is awaited holds `app.async_dialog.show_dialog`'s
+    promises for a dialog that is not modal: it ends with the dialog's `finished`, and when it
+    is cancelled the dialog is rejected (a denial), never left on screen with nobody waiting.
     """
     if question.done:
-        return question.decision
+        return _decided(question)
     dialog = PermissionDialog(question, activation_delay_s=activation_delay_s)
+    finished: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    def on_finished(result: int) -> None:
+        if not finished.done():
+            finished.set_result(int(result))
+
+    dialog.finished.connect(on_finished)
     try:
-        await async_dialog.show_dialog(dialog)
+        dialog.show()
+    except BaseException:
+        dialog.finished.disconnect(on_finished)
+        dialog.deleteLater()
+        raise
+    return _until_over(question, dialog, finished, on_finished)
+
+
+async def _decided(question: QuestionView) -> PromptDecision | None:
+    return question.decision
+
+
+async def _until_over(
+    question: QuestionView,
+    dialog: PermissionDialog,
+    finished: asyncio.Future[int],
+    on_finished: Callable[[int], None],
+) -> PromptDecision | None:
+    try:
+        await finished
+    except asyncio.CancelledError:
+        if dialog.isVisible():
+            dialog.reject()
+        raise
     finally:
+        dialog.finished.disconnect(on_finished)
         if not question.done:
             question.answer(PromptDecision(allow=False, reason="user"))
         dialog.deleteLater()
     return question.decision
+
+
+async def present_question(
+    question: QuestionView, *, activation_delay_s: float = ACTIVATION_DELAY_S
+) -> PromptDecision | None:
+    """Show `question` in a PermissionDialog and return once it is over, with its decision;
+    if it goes away unanswered, that is a denial."""
+    return await open_question(question, activation_delay_s=activation_delay_s)

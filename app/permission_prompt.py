@@ -245,11 +245,12 @@ class QuestionView(QObject):
 Presenter = Callable[[QuestionView], Awaitable[object]]
 
 
-async def _present_in_dialog(question: QuestionView) -> object:
+def _present_in_dialog(question: QuestionView) -> Awaitable[object]:
     # Imported here: the dialog module renders QuestionView, so it imports this one.
-    from app.permission_dialog import present_question
+    from app.permission_dialog import open_question
 
-    return await present_question(question)
+    # The dialog is built and shown now, in the slot that received the question.
+    return open_question(question)
 
 
 class GuiPrompter(QObject):
@@ -388,13 +389,22 @@ class GuiPrompter(QObject):
             question.cancel("error")
             return
         question.shown_at = question.question.clock.now()
-        task = loop.create_task(self._present(question))
+        # Called here, not in the task: the default presenter shows the dialog before the loop
+        # goes on with what was queued before the question (the chat repainting after Enter).
+        try:
+            presenting = self._present_question(question)
+        except Exception:  # a broken dialog must deny, never leave the broker waiting
+            log.exception("the permission dialog failed; the request was denied")
+            question.cancel("error")
+            question.deleteLater()
+            return
+        task = loop.create_task(self._present(question, presenting))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _present(self, question: QuestionView) -> None:
+    async def _present(self, question: QuestionView, presenting: Awaitable[object]) -> None:
         try:
-            await self._present_question(question)
+            await presenting
         except Exception:  # a broken dialog must deny, never leave the broker waiting
             log.exception("the permission dialog failed; the request was denied")
             question.cancel("error")

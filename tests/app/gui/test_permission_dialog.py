@@ -43,6 +43,7 @@ from app import async_dialog
 from app.permission_dialog import (
     ACTIVATION_DELAY_S,
     PermissionDialog,
+    open_question,
     present_question,
 )
 from app.permission_prompt import Choice, GuiPrompter, QuestionView
@@ -832,6 +833,54 @@ def test_a_worker_thread_gets_the_answer_given_in_the_dialog(qtbot, run, prompte
     assert shown == ["file_read"]
     assert waiting == [1, 0]
     assert not open_dialogs()
+
+
+def test_the_apps_dialog_is_on_screen_in_the_same_event_that_brings_the_question(run):
+    """The question's arrival on the UI thread shows its dialog before the loop runs anything
+    else (a task would first let the chat's own repaint after Enter go ahead of it)."""
+    gui = GuiPrompter()  # the app's own presenter
+    presented = threading.Event()
+    broker_side = gui.present
+
+    def present(question: PermissionQuestion) -> None:
+        broker_side(question)
+        presented.set()
+
+    gui.present = present  # type: ignore[method-assign]
+
+    async def scenario() -> Asker:
+        asker = Asker(gui, file_read())
+        assert presented.wait(10)
+        # Deliver the queued question and nothing else: no turn of the asyncio loop.
+        QApplication.sendPostedEvents(gui, QEvent.Type.MetaCall.value)
+        (dialog,) = open_dialogs()
+        assert dialog.deny_button.isDefault()
+        assert not dialog.armed
+        dialog.deny_button.click()
+        await until(lambda: asker.done and not open_dialogs())
+        return asker
+
+    try:
+        asker = run(scenario())
+    finally:
+        gui.cancel_all()
+    assert asker.decision == PromptDecision(allow=False, reason="user")
+
+
+def test_cancelling_the_wait_for_a_shown_question_closes_its_dialog_with_a_denial(qapp, run):
+    question = question_for(file_read())
+
+    async def scenario() -> None:
+        waiting = asyncio.ensure_future(open_question(question))
+        await asyncio.sleep(0.05)
+        assert len(open_dialogs()) == 1
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    run(scenario())
+    assert not open_dialogs()
+    assert question.decision == PromptDecision(allow=False, reason="user")
 
 
 def test_asking_on_the_ui_thread_denies_instead_of_freezing(prompter, caplog):
