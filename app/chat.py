@@ -412,10 +412,16 @@ class ChatWindow(QWidget):
         self.history_note.show()
 
     def _hint(self, text: str, *, problem: bool = False) -> None:
-        self.hint.setText(text)
-        self.hint.setAccessibleDescription(text)
         color = problem_color(self.palette()).name() if problem else ""
-        self.hint.setStyleSheet(f"color: {color};" if color else "")
+        style = f"color: {color};" if color else ""
+        # Called on every turn's start and on each permission question: setting a style sheet
+        # re-polishes the label even when it is the same, on the UI thread that is about to
+        # build the question's dialog. Only what changed is set.
+        if self.hint.styleSheet() != style:
+            self.hint.setStyleSheet(style)
+        if self.hint.text() != text:
+            self.hint.setText(text)
+            self.hint.setAccessibleDescription(text)
         self.hint.setVisible(bool(text))
 
     # -- conversations -----------------------------------------------------------------------
