@@ -12,16 +12,17 @@ reparented it): what a person sees as "on screen". It then waits until Allow arm
 be 0.8 s after that exposure, not after show()) and denies.
 
 The baseline, interleaved run by run with the real one: the same Enter on the same input, which
-there shows a bare QDialog (a label, on top, not activating) at once; Enter → its exposure is
-what Qt and the window system cost by themselves. The ratio of the medians is the figure that
-compares across machines; the absolute figures depend on this shared machine's load.
+there shows a bare QDialog (a label; the permission dialog's window flags: on top, a title and
+a close button; not activating) at once; Enter → its exposure is what Qt and the window system
+cost by themselves. The ratio of the medians is the figure that compares across machines; the
+absolute figures depend on this shared machine's load.
 
 Where the time goes, each run (medians reported), from timestamps taken by wrapping the parts
 in this process: Enter → the chat's submit; → the router starts (on the turn's worker thread);
 the router; → the permission gate asks (policy, executor, runner); → the dialog's construction
-starts on the UI thread (the queued signal); construction; → show(); → the window exposed (native
-window, map, window manager); → the first paint. Model requests to the local server before the
-dialog are counted (a direct action should need none).
+starts on the UI thread (the queued signal; it is built and shown in that slot); construction;
+→ show(); → the window exposed (native window, map, window manager); → the first paint. Model
+requests to the local server before the dialog are counted (a direct action should need none).
 
 The first question after start is reported on its own (one run): before it, the app warms the
 dialog up when idle (`GuiPrompter.prepare`), as the bench does unless `--cold`.
@@ -53,7 +54,7 @@ STAGES = (
     ("route_start", "route_end", "router"),
     ("route_end", "gate", "→ gate asks (policy, executor, runner)"),
     ("gate", "ui_receives", "→ the UI thread receives it (queued signal)"),
-    ("ui_receives", "build_start", "→ the dialog's construction starts (task)"),
+    ("ui_receives", "build_start", "→ the dialog's construction starts"),
     ("build_start", "build_end", "dialog construction"),
     ("build_end", "show", "→ show()"),
     ("show", "show_event", "show() → showEvent (native window, polish)"),
@@ -96,7 +97,6 @@ def _wrap(owner: Any, name: str, before: str | None, after: str | None, marks: M
 
 def _instrument(marks: Marks) -> None:
     import app.permission_dialog as dialog_module
-    from app import async_dialog
     from app.chat import ChatWindow
     from app.permission_prompt import GuiPrompter
     from broker import permissions
@@ -110,13 +110,8 @@ def _instrument(marks: Marks) -> None:
     _wrap(dialog_module.PermissionDialog, "__init__", "build_start", "build_end", marks)
     _wrap(dialog_module.PermissionDialog, "_arm", "armed", None, marks)
     _wrap(dialog_module.PermissionDialog, "showEvent", "show_event", "show_event_end", marks)
-    real_show = async_dialog.show_dialog
-
-    async def show_dialog(dialog: Any) -> int:
-        marks.mark("show")
-        return await real_show(dialog)
-
-    async_dialog.show_dialog = show_dialog
+    # The app calls show() from Python (`open_question`): the wrapper on the class is called.
+    _wrap(dialog_module.PermissionDialog, "show", "show", None, marks)
 
 
 def _exposure_watch(marks: Marks) -> Any:
@@ -289,12 +284,18 @@ def _bare_dialog() -> type[Any]:
     from PySide6.QtWidgets import QDialog, QLabel, QVBoxLayout
 
     class Bare(QDialog):
-        """The baseline: a dialog with one line of text, on top, shown without activation."""
+        """The baseline: a dialog with one line of text, with the permission dialog's window
+        flags (on top, a title and a close button), shown without activation."""
 
         def __init__(self) -> None:
             super().__init__()
             self.setWindowTitle("Baseline")
-            self.setWindowFlags(Qt.WindowType.Dialog | Qt.WindowType.WindowStaysOnTopHint)
+            self.setWindowFlags(
+                Qt.WindowType.Dialog
+                | Qt.WindowType.WindowStaysOnTopHint
+                | Qt.WindowType.WindowTitleHint
+                | Qt.WindowType.WindowCloseButtonHint
+            )
             self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating, True)
             QVBoxLayout(self).addWidget(QLabel("A bare dialog, for comparison."))
 
@@ -323,6 +324,9 @@ def _report(
 ) -> dict[str, Any]:
     total = [r["exposed"] - r["enter"] for r in real]
     bare = [r["exposed"] - r["enter"] for r in baseline]
+    # The dialog's own part, without the turn before it: the question reaching the UI thread →
+    # exposed (construction, polish, the window manager's map), against the same bare dialog.
+    part = [r["exposed"] - r["ui_receives"] for r in real]
     stages = {}
     for start, end, words in STAGES:
         spans = [r[end] - r[start] for r in real if start in r and end in r]
@@ -337,6 +341,8 @@ def _report(
         "dialog_ms": {"p50": _ms(statistics.median(total)), "p90": _ms(_percentile(total, 0.9))},
         "bare_ms": {"p50": _ms(statistics.median(bare)), "p90": _ms(_percentile(bare, 0.9))},
         "ratio_p50": round(statistics.median(total) / statistics.median(bare), 2),
+        "dialog_part_ms": {"p50": _ms(statistics.median(part)), "p90": _ms(_percentile(part, 0.9))},
+        "dialog_part_ratio_p50": round(statistics.median(part) / statistics.median(bare), 2),
         "to_first_paint_ms": _ms(statistics.median(r["painted"] - r["enter"] for r in real)),
         "stages": stages,
         "model_requests_before_dialog": sorted(set(model_calls)),
@@ -350,6 +356,7 @@ def _report(
 def render(report: dict[str, Any]) -> str:
     m = report["machine"]
     dialog, bare, cold = report["dialog_ms"], report["bare_ms"], report["first_question"]
+    part = report["dialog_part_ms"]
     lines = [
         f"machine: {m.get('cpu')} ({m.get('nproc')} cores), {m.get('ram')}, "
         f"load {m.get('load_average')}, {m.get('date')}",
@@ -360,6 +367,8 @@ def render(report: dict[str, Any]) -> str:
         f"{'bare QDialog (baseline)':<46}{bare['p50']:>9.1f}{bare['p90']:>9.1f}",
         f"ratio (p50): {report['ratio_p50']:.2f}×; to the dialog's first paint: "
         f"{report['to_first_paint_ms']:.1f} ms",
+        f"{'the dialog alone (question received → exposed)':<46}"
+        f"{part['p50']:>9.1f}{part['p90']:>9.1f}  ({report['dialog_part_ratio_p50']:.2f}× bare)",
         "the first question after start (one run, not in the figures above): "
         f"{cold['enter_to_exposed_ms']:.1f} ms, of which construction "
         f"{cold['construction_ms']:.1f} ms and show() → exposed "

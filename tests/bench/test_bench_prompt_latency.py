@@ -39,6 +39,8 @@ def test_the_prompt_latency_benchmark_times_every_stage_of_a_real_question(tmp_p
     assert report["runs"] == 2
     assert report["dialog_ms"]["p50"] > 0
     assert report["bare_ms"]["p50"] > 0
+    # The dialog's own part (question received → exposed) is within the whole Enter → exposed.
+    assert 0 < report["dialog_part_ms"]["p50"] <= report["dialog_ms"]["p50"]
     assert len(report["stages"]) == 12  # every stage from Enter to the first paint was reached
     assert report["model_requests_before_dialog"] == [0]  # a direct action asks no model
     assert report["prepared"] is True
