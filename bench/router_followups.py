@@ -11,7 +11,9 @@ written and the learned follow-up reader (resources/followup_model.json) trained
 dialogues. The out-of-fold figure is the honest one for what was trained: the dialogues are
 dealt into 5 folds (grouped by dialogue, so none scores itself), and each fold's follow-ups are
 routed with a follow-up reader trained, with the shipped settings, on the other folds only
-(scripts/train_followup_model.py; needs numpy; `--no-oof` skips it).
+(scripts/train_followup_model.py; needs numpy; `--no-oof` skips it). Then by file: each
+dialogue file routed with a reader trained on the other files only, what a new writer's
+dialogues meet.
 
 Each dialogue's earlier turns become `Earlier` values as a conversation would give them: the
 person's text, the labelled intent, what the router's arguments named for that turn (its paths,
@@ -279,6 +281,7 @@ def out_of_fold() -> None:
     if str(scripts.parent) not in sys.path:
         sys.path.insert(0, str(scripts.parent))
     try:
+        from broker.router.heuristic import decide_follow_up
         from scripts.train_followup_model import out_of_fold_routed
     except ImportError as error:
         print(f"\nOut of fold: not computed ({error}; the training script needs numpy)")
@@ -298,6 +301,17 @@ def out_of_fold() -> None:
         ],
         show_misses=False,
     )
+    print("\n## Out of fold by file (each file routed with a reader trained on the others)\n")
+    print("| file | rules alone (in sample) | rules + reader trained on the other files |")
+    print("|---|---|---|")
+    by_file = out_of_fold_routed(by_file=True)
+    for name in sorted({example.group.split(":")[0] for example, _ in by_file}):
+        mine = [(e, out) for e, out in by_file if e.group.startswith(name + ":")]
+        alone = sum(decide_follow_up(e.reading, None)[0].intent is e.label for e, _ in mine)
+        right = sum(out.intent is e.label for e, out in mine)
+        print(f"| {name} | {_pct(alone, len(mine))} | {_pct(right, len(mine))} |")
+    right = sum(out.intent is e.label for e, out in by_file)
+    print(f"| **all** | | **{_pct(right, len(by_file))}** |")
 
 
 def load_cost() -> None:

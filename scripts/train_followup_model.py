@@ -281,10 +281,12 @@ def out_of_fold(
 
 
 def out_of_fold_routed(
-    paths: Sequence[Path] | None = None,
+    paths: Sequence[Path] | None = None, *, by_file: bool = False
 ) -> list[tuple[Example, RouterOutput]]:
     """Every tuning dialogue's follow-up routed with a reader trained, with the shipped file's
-    settings (its L2 and corpus weight; `FOLLOW_UP_SWITCH`), on the other folds only."""
+    settings (its L2 and corpus weight; `FOLLOW_UP_SWITCH`), on the other folds only: 5 folds
+    of dialogues, or (`by_file`) each file's dialogues with a reader trained on the other files
+    (what a new writer's dialogues would meet)."""
     paths = sorted(DATA.glob("dialogues_tuning*.jsonl")) if paths is None else paths
     shipped = FollowupModel.load().metadata.get("training", {})
     l2 = float(shipped.get("l2", L2_GRID[0]))
@@ -292,8 +294,13 @@ def out_of_fold_routed(
     dialogues, _ = read_dialogues(paths)
     examples = dialogues + corpus_pairs(dialogues, SEED)
     matrix = build_matrix(examples)
-    fold = folds_of(examples, FOLDS, SEED)
-    outs = out_of_fold(examples, matrix, fold, l2, corpus_weight, FOLDS)[FOLLOW_UP_SWITCH]
+    if by_file:
+        files = sorted({e.group.split(":")[0] for e in examples if e.group})
+        fold = [files.index(e.group.split(":")[0]) if e.group else -1 for e in examples]
+        count = len(files)
+    else:
+        fold, count = folds_of(examples, FOLDS, SEED), FOLDS
+    outs = out_of_fold(examples, matrix, fold, l2, corpus_weight, count)[FOLLOW_UP_SWITCH]
     return list(zip([e for e in examples if e.kind == "follow_up"], outs, strict=True))
 
 
