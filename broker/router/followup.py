@@ -743,11 +743,14 @@ def _pointed(message: str, earlier: Sequence[Earlier], own: RouterOutput) -> _Ta
 
 
 def _terse(message: str, own: RouterOutput) -> bool:
-    """A short message its own words do not decide, and not a whole question of its own
-    ("what's the weather in Paris tomorrow?" after a listing holding weather.txt)."""
+    """A short message its own words do not decide, neither a whole question of its own
+    ("what's the weather in Paris tomorrow?" after a listing holding weather.txt) nor a
+    continuation ("and for rye bread?")."""
     words = len(message.split())
     if own.confidence >= DIRECT_ACTION_CONFIDENCE or words > LOOSE_WORDS:
         return False
+    if _continuation(message)[0] is not None:
+        return False  # "and for rye bread?" after bread.example.com: the same ask, new words
     return words <= FRAGMENT_WORDS or not (
         _ASKS_RE.match(message) or message.rstrip().endswith("?")
     )

@@ -364,3 +364,9 @@ def test_run_it_after_finding_an_installer_is_that_file_to_run_never_the_command
     assert out.arguments.command is None
     assert out.arguments.action is None
     assert route("run it").arguments.command is None
+
+
+def test_and_for_new_words_after_search_results_is_a_new_search_not_a_result_picked() -> None:
+    out = route("and for rye bread?", earlier=[SEARCH])
+    assert out.intent is Intent.LOOKUP_SEARCH
+    assert out.arguments.url is None
