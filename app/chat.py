@@ -88,6 +88,10 @@ log = logging.getLogger("chamberlain.app.chat")
 
 # Streaming text is re-rendered at most this often (the first piece at once).
 RENDER_MS = 50
+# How long after a permission question its "waiting for your answer" hint appears: the hint
+# row appearing relays out and repaints the whole chat, which would otherwise sit between the
+# question reaching the UI thread and its dialog on screen (2-4 ms, bench/prompt_latency.py).
+ASKED_HINT_MS = 100
 # The size the chat opens at where the screen has room for it; on a smaller screen (or a larger
 # scale: 1280x800 at 1.5x is 853x533) it opens as big as the screen's free area allows, less
 # SCREEN_MARGIN for the window manager's frame and title bar.
@@ -178,6 +182,10 @@ class ChatWindow(QWidget):
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
         self._render_timer.timeout.connect(self._render_reply)
+        self._asked_words = ""
+        self._asked_timer = QTimer(self)
+        self._asked_timer.setSingleShot(True)
+        self._asked_timer.timeout.connect(lambda: self._hint(self._asked_words))
         self.setWindowTitle("Chat")  # Qt adds " — Chamberlain" (app/windows/words.py)
         self.setAccessibleName("Chamberlain chat")
         self._build()
@@ -412,6 +420,7 @@ class ChatWindow(QWidget):
         self.history_note.show()
 
     def _hint(self, text: str, *, problem: bool = False) -> None:
+        self._asked_timer.stop()  # a later hint replaces a question's that is still to come
         color = problem_color(self.palette()).name() if problem else ""
         style = f"color: {color};" if color else ""
         # Called on every turn's start and on each permission question: setting a style sheet
@@ -636,7 +645,9 @@ class ChatWindow(QWidget):
         if event.turn_id != turn.turn_id:
             return  # a turn started elsewhere (another window)
         if isinstance(event, PermissionAsked):
-            self._hint(waiting_words(event.tool, event.capability, event.scope))
+            # After the question's dialog is on screen, not before it (ASKED_HINT_MS).
+            self._asked_words = waiting_words(event.tool, event.capability, event.scope)
+            self._asked_timer.start(ASKED_HINT_MS)
         elif isinstance(event, PermissionAnswered):
             self._hint("")
         elif (call := turn.record.take(event, lambda new: self._card(turn, new))) is not None:

@@ -129,6 +129,10 @@ def desktop(app_home: Path, scripted_server: Any, run: Any, qtbot: Any) -> Itera
                 await until(lambda: open_dialogs() or turn.done())
                 (dialog,) = open_dialogs()
                 await until(dialog.allow_button.isEnabled)
+                if chat is not None:
+                    # The chat's "waiting for your permission" follows the dialog a moment
+                    # later (app.chat.ASKED_HINT_MS), so as not to delay it.
+                    await until(chat.hint.text)
                 seen = Seen(dialog)
                 answer(dialog)
                 return await turn, seen

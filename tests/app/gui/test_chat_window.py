@@ -20,7 +20,7 @@ import pytest
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtWidgets import QAbstractButton, QMessageBox
 
-from app.chat import ChatWindow
+from app.chat import ASKED_HINT_MS, ChatWindow
 from app.chat_entries import NoticeEntry, UserEntry
 from app.chat_view import MAX_LIVE, PAGE, MemoryLine, ReplyBubble, ToolCard
 from app.qt_session import QtSession
@@ -164,6 +164,25 @@ def test_a_call_denied_before_it_started_still_gets_a_card(qtbot, run, app_home,
     assert card.status_text() == "Denied"
     assert not card.spinner.isVisibleTo(card)
     assert "hello" not in chat.window.transcript.text()
+    chat.close()
+
+
+def test_a_question_answered_at_once_leaves_no_waiting_hint_behind(qtbot, run, app_home, docs):
+    """The "waiting for your permission" hint comes a moment after the question (after its
+    dialog, ASKED_HINT_MS); a question answered before then never shows it afterwards."""
+    chat = rig(qtbot, app_home, prompter=Deny())
+
+    async def scenario() -> None:
+        window = await chat.shown()
+        await type_and_send(qtbot, window, f"list files in {docs}")
+        await turn_done(window)
+        await asyncio.sleep(2 * ASKED_HINT_MS / 1000)  # past when the hint would have come
+
+    run(scenario())
+    [card] = cards(chat.window)
+    assert card.entry.call.status == "denied"  # a question was asked, and answered at once
+    assert chat.window.hint.isHidden()
+    assert "Waiting for your permission" not in chat.window.hint.text()
     chat.close()
 
 
