@@ -48,8 +48,7 @@ def test_without_approval_it_is_denied_with_a_clear_message(user):
     # the flag's value is the capability's id, the sentence says the action.
     assert "--approve" not in proc.stdout
     assert proc.stderr.startswith(
-        "To let Chamberlain read files from the command line, re-run with --approve "
-        "file_read=once"
+        "To let Chamberlain read files from the command line, re-run with --approve file_read=once"
     )
     # The audit keeps the ids.
     denied = [e for e in audit_events(user) if e["event"] == "PERMISSION_DENIED"]

@@ -131,9 +131,7 @@ def test_the_next_append_records_the_cut_line_and_an_acknowledgement_makes_verif
     result = verify(log_path, key=key)
     assert (result.ok, result.interrupted, result.lines) == (True, False, 9)
     assert [(f.line, f.acknowledged_at) for f in result.faults] == [(4, 9)]
-    assert f"1 acknowledged fault: line 4: {INTERRUPTED}, acknowledged at line 9" in (
-        result.reason
-    )
+    assert f"1 acknowledged fault: line 4: {INTERRUPTED}, acknowledged at line 9" in (result.reason)
 
 
 def test_a_real_file_size_limit_cuts_an_append_in_a_subprocess(log_path: Path, key: bytes) -> None:
