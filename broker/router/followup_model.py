@@ -6,11 +6,12 @@ the message, and picks the intent. Its features are general word classes and rea
 whole phrases: the earlier turns' intents, the message's own reading (rules and classifier:
 intent, confidence, the classifier's probabilities), which follow-up rule decided and what it
 read, cues (an ordinal, "it"/"that"/"those", a question, a "why", a closer, a continuation,
-a keep-that, a path or URL of its own, the length), whether the last turn listed files or
-links, and the message's words, alone and beside the last turn's intent ("open" after a web
-search is not "open" after a file listing). One linear layer and a softmax over hashed
-features (`intent_model.bucket`), trained by `scripts/train_followup_model.py` on the labelled
-dialogues and, paired with earlier turns, the first-message corpora; it ships as
+a keep-that, a path or URL of its own, the length), the class of its first verb ("kill",
+"restart", "mute" are one kind) and of the things it names (an app, a page, the screen, a
+file), whether the last turn listed files or links, and the message's words. One linear layer
+and a softmax over hashed features (`intent_model.bucket`), trained by
+`scripts/train_followup_model.py` on the labelled dialogues and, paired with earlier turns,
+the first-message corpora; it ships as
 `resources/followup_model.json` in the intent model's packed-row form, loaded once on first
 use.
 
@@ -30,7 +31,7 @@ import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,7 @@ from broker.types import Intent, RouterOutput
 FORMAT = "chamberlain-followup-model"
 FORMAT_VERSION = 1
 # The features' own version: a weight file made for other features is refused.
-FEATURES = "followup-v3"
+FEATURES = "followup-v4"
 
 log = logging.getLogger("chamberlain.broker.router")
 
@@ -138,9 +139,6 @@ class Reading:
     rule: str
     # The classifier's probability of each intent for the message alone ({} without one).
     probabilities: Mapping[Intent, float]
-    # The same for the last turn's words and the message together ("euro to dirham" + "pound
-    # to dirham?"): what the message means in the thread.
-    joined: Mapping[Intent, float] = field(default_factory=dict)
 
 
 def _band(confidence: float) -> str:
@@ -243,8 +241,6 @@ def feature_values(reading: Reading) -> dict[str, float]:
         add("b=" + first + " " + second)
     for intent, probability in reading.probabilities.items():
         values["p=" + intent.value] = probability
-    for intent, probability in reading.joined.items():
-        values["j=" + intent.value] = probability
     for word in dict.fromkeys(words):
         padded = " " + word + " "
         for size in (3, 4):
@@ -323,13 +319,17 @@ class FollowupModel:
         )
 
     def predict(self, values: Mapping[str, float]) -> list[tuple[Intent, float]]:
-        scores = list(self.bias)
+        # Most features share a value (1, or CHAR_VALUE): their rows are summed column by
+        # column once per value, in C by zip and sum, as the intent classifier does.
+        by_value: dict[float, list[tuple[float, ...]]] = {}
         for name, value in values.items():
             row = self.weights.get(bucket(name, self.buckets))
-            if row is None:
-                continue
-            for k, weight in enumerate(row):
-                scores[k] += value * weight
+            if row is not None:
+                by_value.setdefault(value, []).append(row)
+        scores = list(self.bias)
+        for value, rows in by_value.items():
+            for k, column in enumerate(zip(*rows, strict=True)):
+                scores[k] += value * sum(column)
         probabilities = softmax(scores)
         order = sorted(range(len(INTENTS)), key=lambda k: (-probabilities[k], k))
         return [(INTENTS[k], probabilities[k]) for k in order]

@@ -118,11 +118,8 @@ def read_in_conversation(
         return {} if predicted is None else dict(predicted.ranked)
 
     followed, rule = read_follow_up(text, earlier, own, alone, route_rules, ranked)
-    probabilities, joined = {}, {}
-    if text.strip() and own.source != "prefix":
-        probabilities = ranked(text)
-        joined = ranked(earlier[-1].text.strip() + "\n" + text.strip())
-    return Reading(text, tuple(earlier), own, followed, rule, probabilities, joined)
+    probabilities = ranked(text) if text.strip() and own.source != "prefix" else {}
+    return Reading(text, tuple(earlier), own, followed, rule, probabilities)
 
 
 # How sure the learned follow-up reader must be to choose another intent than the rules'
