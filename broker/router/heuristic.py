@@ -8,6 +8,7 @@ or log the user's text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -153,12 +154,21 @@ def decide_follow_up(
     return out, True
 
 
+_AS_A_FILE_RE = re.compile(
+    r"\bas (?:an? )?(?:pdf|txt|text file|docx?|csv|png|jpe?g|html|markdown|md|zip|file)\b", re.I
+)
+
+
 def _can_act_on(intent: Intent, current: RouterOutput, own: RouterOutput) -> bool:
     """Whether `intent` can act on what the rules found the words point at: a file picked from
     a listing ("open it" after a file was found) is never a page to fetch."""
     args = current.arguments
     picked_file = bool(args.paths) and args.url is None and own.arguments.url is None
-    return not (picked_file and intent is Intent.BROWSE_ONCE)
+    if picked_file and intent is Intent.BROWSE_ONCE:
+        return False
+    # "save that as a pdf" after a page or a file: kept as a file, never a fact to remember.
+    pointed = bool(args.paths) or args.url is not None
+    return not (pointed and intent is Intent.MEMORY_WRITE and _AS_A_FILE_RE.search(own.text))
 
 
 def explain_route(text: str, top: int = 6, *, weights: Path | None = None) -> dict[str, Any]:
