@@ -49,7 +49,9 @@ def test_screen_without_a_grant_is_denied(tmp_path: Path, screen: Xvfb) -> None:
         user, "ask", "what's on my screen?", "--llm", "none", env={"DISPLAY": screen.display}
     )
     assert proc.returncode == 1
-    assert "screen_read" in proc.stdout
+    assert "I did not take a screenshot" in proc.stdout
+    assert "permission to see your screen" in proc.stdout
+    assert "--approve screen_read=once" in proc.stderr  # the flag takes the capability's id
     assert "heron" not in proc.stdout.lower()
 
 
