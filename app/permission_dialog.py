@@ -214,7 +214,11 @@ class _Body(QScrollArea):
         layout = content.layout() if content is not None else None
         if layout is None:
             return super().heightForWidth(width)
-        return layout.totalHeightForWidth(width - 2 * self.frameWidth()) + 2 * self.frameWidth()
+        # A layout's height for a width leaves out what its boxes need at least (an exact-text
+        # box, the separator): the content is never shorter than its minimum, so neither is this.
+        inner = width - 2 * self.frameWidth()
+        needed = max(layout.totalHeightForWidth(inner), layout.totalMinimumSize().height())
+        return needed + 2 * self.frameWidth()
 
     def sizeHint(self) -> QSize:
         content = self.widget()
