@@ -59,6 +59,18 @@ _WORD_RE = re.compile(r"[\w]+", re.UNICODE)
 # A list item that is a path ("C:\\Users\\ana\\My Documents\\cv.docx (2 MB)"): all of it, up
 # to a note in brackets or after a dash.
 _ITEM_PATH_RE = re.compile(r"((?:~|/|[a-z]:\\|\\\\)[^()\n]*?)(?:\s+[(\[]|\s+[-–—]\s|$)", re.I)
+# An item that is a file's path with brackets or a dash in its name ("~/Music/Low Tide (radio
+# edit).wav", "Bruno Mars - Uptown Funk.mp3"): up to its extension, before any note. A file
+# tool lists such a name whole, so the bench must not cut it at the bracket.
+_ITEM_FILE_RE = re.compile(
+    r"((?:~|/|[a-z]:\\|\\\\)[^\n]*?\.[a-z0-9]{1,5})(?:\s+[(\[][^()\[\]]*[)\]]|\s+[-–—]\s.*)?\s*$",
+    re.I,
+)
+# A list item that is a bare file name under a folder heading ("1. backup.ps1"): a listing
+# tool gives it with its folder, which the router joins from the folder the turn named.
+_ITEM_BARE_RE = re.compile(
+    r"(\w[\w .\-]{0,80}\.(?=[a-z0-9]*[a-z])[a-z0-9]{1,5})(?:\s+[(\[].*|\s+[-–—]\s.*)?$", re.I
+)
 
 
 def _pct(right: int, total: int) -> str:
@@ -72,7 +84,12 @@ def listed_in(reply: str) -> tuple[str, ...]:
     items = [_LIST_LINE_RE.sub("", line, count=1) for line in lines if _LIST_LINE_RE.match(line)]
     found: list[str] = []
     for line in items or lines:
-        whole = _ITEM_PATH_RE.match(line.strip()) if items else None
+        whole = None
+        if items:
+            item = line.strip()
+            whole = _ITEM_FILE_RE.match(item) or _ITEM_PATH_RE.match(item)
+            if whole is None and not _URL_RE.match(item):
+                whole = _ITEM_BARE_RE.fullmatch(item)
         if whole is not None:
             found.append(_strip_trailing(whole.group(1).strip()))
             continue
@@ -291,7 +308,7 @@ def out_of_fold() -> None:
     report(
         [
             Scored(
-                example.dialogue,
+                example.dialogue or {},
                 out,
                 out.intent is example.label,
                 target_right(example.target, out, example.reading.own),

@@ -385,8 +385,8 @@ def main(argv: list[str] | None = None) -> int:
         f"shipped switch {FOLLOW_UP_SWITCH}: out of fold intent {shipped['intent']:.1%}, "
         f"target {shipped['target']:.1%}"
     )
-    outs = out_of_fold(examples, matrix, fold, l2, corpus_weight, FOLDS)[FOLLOW_UP_SWITCH]
-    per = score(scored, outs)
+    shipped_outs = out_of_fold(examples, matrix, fold, l2, corpus_weight, FOLDS)[FOLLOW_UP_SWITCH]
+    per = score(scored, shipped_outs)
     for intent in INTENTS:
         right, total = per.right_by_intent[intent.value], per.by_intent[intent.value]
         print(f"  {intent.value}: {_pct(right, total)}")

@@ -219,6 +219,18 @@ _THE_ONE_RE = re.compile(
     _I,
 )
 _PAGE_KINDS = _words("page site website link url article piece story post timetable")
+# "the newest", "the oldest of those": by the dates the listed names carry.
+_BY_DATE_RE = re.compile(
+    r"\b(?:(?P<new>newest|latest|most\s+recent)|(?P<old>oldest|earliest))\b(?!\s+(?:news|"
+    r"version\s+of|update|release))",
+    _I,
+)
+# A date in a name: 2026-11-24, 2026_11_24, 2026.11.24, 20261124.
+# With a time after it ("Screenshot 2026-11-26 at 22.14.03"), the time orders the same day.
+_NAME_DATE_RE = re.compile(
+    r"(?<!\d)(20\d\d)[-_.]?(0[1-9]|1[0-2])[-_.]?(0[1-9]|[12]\d|3[01])(?!\d)"
+    r"(?:(?:\s+at\s+|[\sT_-])([01]\d|2[0-3])[.:\-]?([0-5]\d)(?:[.:\-]?([0-5]\d))?(?!\d))?"
+)
 # "the one after", "the next one", "the one before": next to the item the last turn picked.
 _RELATIVE_RE = re.compile(
     r"\b(?:the\s+)?(?:(?P<after>one\s+after|next\s+one|one\s+below)|"
@@ -301,7 +313,7 @@ _ACT_ON_IT_RE = re.compile(
     + _LEAD
     + r"(?:(?P<verb>[a-z]+(?:\s+(?:up|down|out|through|at))?)\s+(?:me\s+)?"
     + _PRONOUN
-    + r"(?:\s+(?:up|again|please|for\s+me|now|then))*\s*(?:$|[?.!,]|\s+(?:to|into|in|as|on|"
+    + r"(?:\s+(?:up|open|again|please|for\s+me|now|then))*\s*(?:$|[?.!,]|\s+(?:to|into|in|as|on|"
     r"next|from|and|with|so)\b)|"
     r"(?:list\s+)?(?:what'?s|whats|what\s+is)\s+(?:in|inside)\s+" + _PRONOUN + r"\b)",
     _I,
@@ -733,7 +745,7 @@ def _pointed(message: str, earlier: Sequence[Earlier], own: RouterOutput) -> _Ta
                 return _Target(listed[index], turn, listed=True)
             return None
         pickable = [name for name in listed if _pickable(name)]
-        named = _by_name(message, pickable)
+        named = _by_name(message, pickable) or _by_date(message, pickable)
         if named is None:
             named = _the_one(message, pickable)
         if named is None and loose:
@@ -779,6 +791,25 @@ def _by_a_word(message: str, listed: list[str]) -> str | None:
         if len(matched) == 1:
             hits.add(matched[0])
     return hits.pop() if len(hits) == 1 else None
+
+
+def _by_date(message: str, listed: list[str]) -> str | None:
+    """ "the newest" / "the oldest of those" when every listed name carries a date and one
+    name's date is the latest (or earliest): the listing shows nothing else a router can
+    compare (sizes and times are the tool's text, not its listing)."""
+    found = _BY_DATE_RE.search(message)
+    if found is None or len(listed) < 2:
+        return None
+    dated: list[tuple[str, str]] = []
+    for name in listed:
+        dates = _NAME_DATE_RE.findall(_tail(name))
+        if not dates:
+            return None
+        dated.append((max("".join(part or "00" for part in date) for date in dates), name))
+    dated.sort(reverse=found.group("new") is not None)
+    if dated[0][0] == dated[1][0]:
+        return None  # two names of the same day: the date does not decide
+    return dated[0][1]
 
 
 def _the_one(message: str, listed: list[str]) -> str | None:
@@ -892,14 +923,20 @@ def _mentions(lowered: str, name: str) -> bool:
 
 
 def _pronoun_target(earlier: Sequence[Earlier]) -> _Target | None:
-    """What "it" / "that" means: the one thing the last turn named or, failing that, listed."""
-    last = earlier[-1]
-    named = _named(last)
-    if len(named) == 1:
-        return _Target(named[0], last, listed=False)
-    listed = [n for n in last.listed if _pickable(n)]
-    if len(listed) == 1 and not named:
-        return _Target(listed[0], last, listed=True)
+    """What "it" / "that" means: the one thing the last turn named or, failing that, listed.
+    A turn that named and listed nothing ("is that safe to run?", "what's the total?") is
+    passed over: "run it then" still means the installer found before it. The first turn back
+    that named or listed anything decides, so "it" never skips a turn that showed other
+    things."""
+    for turn in reversed(earlier[-LOOK_BACK:]):
+        named = _named(turn)
+        listed = [n for n in turn.listed if _pickable(n)]
+        if len(named) == 1:
+            return _Target(named[0], turn, listed=False)
+        if len(listed) == 1 and not named:
+            return _Target(listed[0], turn, listed=True)
+        if named or turn.listed:
+            return None
     return None
 
 
@@ -982,7 +1019,10 @@ def _in_folder(name: str, turn: Earlier) -> str:
     folders = [n for n in _named(turn) if not _is_url(n) and not _ext(n)]
     if len(folders) != 1:
         return name
-    return folders[0].rstrip("/\\") + "/" + name
+    folder = folders[0]
+    # A Windows folder ("C:\\Projects\\scripts\\") keeps its own separator.
+    separator = "\\" if re.match(r"[a-z]:\\|\\\\", folder, _I) else "/"
+    return folder.rstrip("/\\") + separator + name
 
 
 def _max_risk(a: RiskLevel, b: RiskLevel) -> RiskLevel:

@@ -370,3 +370,87 @@ def test_and_for_new_words_after_search_results_is_a_new_search_not_a_result_pic
     out = route("and for rye bread?", earlier=[SEARCH])
     assert out.intent is Intent.LOOKUP_SEARCH
     assert out.arguments.url is None
+
+
+INSTALLER = Earlier(
+    "find the zoom installer i downloaded",
+    Intent.FILE_TASK,
+    listed=("~/Downloads/ZoomInstallerFull.exe",),
+)
+
+
+def test_run_it_after_a_chat_turn_still_means_the_file_found_before_it() -> None:
+    asked = Earlier("is that safe to run", Intent.CHAT_ONLY)
+    out = route("go ahead and run it then", earlier=[INSTALLER, asked])
+    assert out.intent is Intent.SYSTEM_TASK
+    assert out.arguments.paths == ["~/Downloads/ZoomInstallerFull.exe"]
+    assert out.arguments.command is None
+
+
+def test_it_never_skips_a_turn_that_showed_other_things() -> None:
+    # The turn between listed two files: "delete it" does not reach past it to the installer.
+    between = Earlier(
+        "and in documents?",
+        Intent.FILE_TASK,
+        listed=("~/Documents/a.txt", "~/Documents/b.txt"),
+    )
+    out = route("delete it", earlier=[INSTALLER, between])
+    assert "~/Downloads/ZoomInstallerFull.exe" not in out.arguments.paths
+
+
+def test_pop_it_open_opens_the_one_file_the_last_turn_found() -> None:
+    out = route("pop that open for me", earlier=[INSTALLER])
+    assert out.arguments.paths == ["~/Downloads/ZoomInstallerFull.exe"]
+    assert out.arguments.action == "read_file"
+
+
+SHOTS = Earlier(
+    "list recent screenshots",
+    Intent.FILE_TASK,
+    listed=(
+        "~/Pictures/Screenshot 2026-11-25 at 17.02.12.png",
+        "~/Pictures/Screenshot 2026-11-26 at 22.14.03.png",
+        "~/Pictures/Screenshot 2026-11-26 at 09.40.51.png",
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        ("newest of those, what does it show", "~/Pictures/Screenshot 2026-11-26 at 22.14.03.png"),
+        ("open the oldest", "~/Pictures/Screenshot 2026-11-25 at 17.02.12.png"),
+    ],
+)
+def test_the_newest_or_oldest_is_picked_by_the_dates_the_listed_names_carry(
+    words: str, expected: str
+) -> None:
+    out = route(words, earlier=[SHOTS])
+    assert (out.intent, out.arguments.paths) == (Intent.FILE_TASK, [expected])
+
+
+def test_the_newest_picks_nothing_when_a_listed_name_carries_no_date() -> None:
+    models = Earlier(
+        "ls ~/models",
+        Intent.FILE_TASK,
+        named=("~/models",),
+        listed=("~/models/xgb_2026-11-20.pkl", "~/models/baseline.pkl"),
+    )
+    out = route("open the newest", earlier=[models])
+    assert "~/models/xgb_2026-11-20.pkl" not in out.arguments.paths
+
+
+def test_the_latest_news_after_a_dated_listing_is_not_a_pick() -> None:
+    out = route("what's the latest news on the election", earlier=[SHOTS])
+    assert out.arguments.paths == []
+
+
+def test_a_bare_name_listed_under_a_windows_folder_keeps_its_backslashes() -> None:
+    listing = Earlier(
+        "and in the scripts folder",
+        Intent.FILE_TASK,
+        named=("C:\\Projects\\scripts\\",),
+        listed=("backup.ps1", "rename_photos.py", "cleanup.bat"),
+    )
+    out = route("open the backup one", earlier=[listing])
+    assert out.arguments.paths == ["C:\\Projects\\scripts\\backup.ps1"]
