@@ -201,11 +201,54 @@ _TYPE_REF_RE = re.compile(
 # "the chai one", "the explainer link", "the 2025 one": a word of one listed name.
 _NAME_FRAME_RE = re.compile(
     r"(?:\b(?:the|that|this|their|its|your)\s+|^(?!(?:the|that|this|a|an|which|what|my|no|"
-    r"and|or|any|each|every)\b))([\w\-]{2,40})\s+(?:one|link|page|site|"
+    r"and|or|any|each|every)\b))([\w\-]{2,40}(?:\s+[\w\-]{2,40})?)\s+(?:one|link|page|site|"
     r"article|file|doc|document|result|folder|version|piece|story|post|guide|video|review|"
     r"thread|report|sheet|log|script|dir|directory)\b",
     _I,
 )
+# "the v2", "that ch3": a word with a digit in it, pointing at the one listed name holding it.
+_CODE_REF_RE = re.compile(r"\b(?:the|that|this)\s+((?:[a-z]+\d|\d+[a-z])[\w\-]{0,30})\b", _I)
+# Words a person says for what a name abbreviates: "the march sheet" is sales_mar.xlsx, "the
+# arabic version" manual_AR.pdf, "the swedish one" glossary_sv_en.tbx.
+_SAID_AS: dict[str, tuple[str, ...]] = {
+    **{
+        month: (month[:3],)
+        for month in (
+            "january",
+            "february",
+            "march",
+            "april",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        )
+    },
+    "sept": ("sep",),
+    "english": ("en", "eng"),
+    "arabic": ("ar", "ara"),
+    "swedish": ("sv", "swe"),
+    "german": ("de", "ger", "deu"),
+    "french": ("fr", "fra", "fre"),
+    "spanish": ("es", "spa"),
+    "italian": ("it", "ita"),
+    "polish": ("pl", "pol"),
+    "portuguese": ("pt", "por"),
+    "dutch": ("nl", "nld"),
+    "danish": ("da", "dan"),
+    "norwegian": ("no", "nor", "nb"),
+    "finnish": ("fi", "fin"),
+    "russian": ("ru", "rus"),
+    "ukrainian": ("uk", "ukr"),
+    "chinese": ("zh", "chi", "zho"),
+    "japanese": ("ja", "jp", "jpn"),
+    "korean": ("ko", "kor"),
+    "turkish": ("tr", "tur"),
+    "greek": ("el", "gre"),
+}
 # "the one about the tram", "the article on pricing": a word of one listed name after it.
 _ABOUT_NAME_RE = re.compile(
     r"\b(?:one|link|page|article|story|piece|file|post|result)\s+(?:about|on|with|from|"
@@ -724,7 +767,8 @@ def _ext(name: str) -> str:
 
 
 def _pointed(message: str, earlier: Sequence[Earlier], own: RouterOutput) -> _Target | None:
-    """The listed item the words point at by position, by type or by name, if exactly one;
+    """The listed item the words point at by position, by type or by name, if exactly one (a
+    name or type the latest listing lacks is looked for in the listings before it);
     "the one after" the item the last turn picked; "that page" when a turn showed one. A short
     message its own words do not plainly decide may also point by a bare number ("2 delete")
     or by a word only one listed name has ("open rota quick")."""
@@ -750,7 +794,10 @@ def _pointed(message: str, earlier: Sequence[Earlier], own: RouterOutput) -> _Ta
             named = _the_one(message, pickable)
         if named is None and loose:
             named = _by_a_word(message, pickable)
-        return _Target(named, turn, listed=True) if named is not None else None
+        if named is not None:
+            return _Target(named, turn, listed=True)
+        # "i meant the march sheet" after "read the february one": a name the latest listing
+        # does not hold is looked for in the listing before it (positions stay with the last).
     return None
 
 
@@ -866,15 +913,21 @@ def _by_name(message: str, listed: list[str]) -> str | None:
     exact += [n for n in listed if _is_url(n) and _mentions(lowered, n.lower())]
     if exact:
         return exact[0] if len(exact) == 1 else None
+    stems = [n for n in listed if not _is_url(n) and _mentions(lowered, _stem(n).lower())]
+    if stems:
+        # "execute backup_photos now": a name typed without its extension.
+        return stems[0] if len(stems) == 1 else None
     words = [found.group(1).lower() for found in _NAME_FRAME_RE.finditer(message)]
     words += [found.group(1).lower() for found in _ABOUT_NAME_RE.finditer(message)]
+    words += [found.group(1).lower() for found in _CODE_REF_RE.finditer(message)]
     verb = _VERB_NAME_RE.match(message)
     if verb is not None and verb.group(1).lower() in _ACTING_VERBS:
         words.append(verb.group(2).lower())
     for word in words:
-        if word in _NOT_A_NAME:
+        parts = [part for part in word.split() if part not in _NOT_A_NAME]
+        if not parts:
             continue
-        framed = [n for n in listed if _word_in(word, _tail(n))]
+        framed = [n for n in listed if all(_word_in(part, _tail(n)) for part in parts)]
         if len(framed) == 1:
             return framed[0]
         if framed:
@@ -888,11 +941,24 @@ def _by_name(message: str, listed: list[str]) -> str | None:
     return None
 
 
+def _stem(name: str) -> str:
+    """A file's name without its extension, when that stem is distinctive enough to be typed
+    on its own ("backup_photos", "ch3-final"): a joined word with a digit, "_" or "-" in it."""
+    base = _base(name)
+    stem = base.rsplit(".", 1)[0] if "." in base.strip(".") else ""
+    if len(stem) < 5 or not re.search(r"[\d_\-]", stem) or not re.fullmatch(r"[\w\-.]+", stem):
+        return ""
+    return stem
+
+
 def _word_in(word: str, name: str) -> bool:
     """`word` is one of the name's words, or its singular ("doc" in "docs.example.com"), or
-    (four letters or more) the start or end of one ("ledger" in "dailyledger.example.com")."""
+    (four letters or more) the start or end of one ("ledger" in "dailyledger.example.com"),
+    or what it abbreviates to ("mar" for "march", "sv" for "swedish")."""
     words = _WORD_RE.findall(name.lower())
     if word in words or word + "s" in words:
+        return True
+    if any(short in words for short in _SAID_AS.get(word, ())):
         return True
     return len(word) >= 4 and any(
         len(each) > len(word) and (each.startswith(word) or each.endswith(word)) for each in words

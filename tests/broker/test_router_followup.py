@@ -454,3 +454,52 @@ def test_a_bare_name_listed_under_a_windows_folder_keeps_its_backslashes() -> No
     )
     out = route("open the backup one", earlier=[listing])
     assert out.arguments.paths == ["C:\\Projects\\scripts\\backup.ps1"]
+
+
+SALES = Earlier(
+    "show files in ~/Reports",
+    Intent.FILE_TASK,
+    named=("~/Reports",),
+    listed=(
+        "~/Reports/sales_feb.xlsx",
+        "~/Reports/sales_mar.xlsx",
+        "~/Reports/meeting-notes-nov.md",
+        "~/Reports/manual_AR.pdf",
+        "~/Reports/manual_EN.pdf",
+        "~/Reports/logo_v2.ai",
+        "~/Reports/backup_photos.sh",
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        ("the meeting notes one, key points?", "~/Reports/meeting-notes-nov.md"),
+        ("i meant the march sheet", "~/Reports/sales_mar.xlsx"),
+        ("open the arabic version please", "~/Reports/manual_AR.pdf"),
+        ("no wait, the v2 — open that one", "~/Reports/logo_v2.ai"),
+        ("read backup_photos please", "~/Reports/backup_photos.sh"),
+    ],
+)
+def test_a_listed_name_is_picked_by_the_words_a_person_says_for_it(
+    words: str, expected: str
+) -> None:
+    out = route(words, earlier=[SALES])
+    assert (out.intent, out.arguments.paths) == (Intent.FILE_TASK, [expected])
+
+
+def test_a_name_the_latest_listing_lacks_is_found_in_the_listing_before_it() -> None:
+    picked = Earlier(
+        "read the february one",
+        Intent.FILE_TASK,
+        named=("~/Reports",),
+        listed=("~/Reports/sales_feb.xlsx",),
+    )
+    out = route("wrong month, i meant the march sheet", earlier=[SALES, picked])
+    assert out.arguments.paths == ["~/Reports/sales_mar.xlsx"]
+
+
+def test_a_word_two_listed_names_share_picks_neither() -> None:
+    out = route("open the manual one", earlier=[SALES])
+    assert not any(path.startswith("~/Reports/manual") for path in out.arguments.paths)
