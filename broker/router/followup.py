@@ -997,6 +997,10 @@ def _pronoun_target(earlier: Sequence[Earlier]) -> _Target | None:
     for turn in reversed(earlier[-LOOK_BACK:]):
         named = _named(turn)
         listed = [n for n in turn.listed if _pickable(n)]
+        if len(named) == 1 and len(listed) == 1 and _inside(listed[0], named[0]):
+            # "is there a file called passwords in my home" → one match: "delete it" is the
+            # match, never the folder that was searched.
+            return _Target(listed[0], turn, listed=True)
         if len(named) == 1:
             return _Target(named[0], turn, listed=False)
         if len(listed) == 1 and not named:
@@ -1004,6 +1008,15 @@ def _pronoun_target(earlier: Sequence[Earlier]) -> _Target | None:
         if named or turn.listed:
             return None
     return None
+
+
+def _inside(name: str, folder: str) -> bool:
+    """`name` is a path below the folder `folder` (a file the person's words named is not a
+    folder to look inside)."""
+    if _is_url(name) or _is_url(folder) or _ext(folder):
+        return False
+    top = folder.rstrip("/\\")
+    return len(name) > len(top) + 1 and name.startswith(top) and name[len(top)] in "/\\"
 
 
 def _verb_acts(verb: str, message: str, own: RouterOutput) -> bool:

@@ -503,3 +503,23 @@ def test_a_name_the_latest_listing_lacks_is_found_in_the_listing_before_it() -> 
 def test_a_word_two_listed_names_share_picks_neither() -> None:
     out = route("open the manual one", earlier=[SALES])
     assert not any(path.startswith("~/Reports/manual") for path in out.arguments.paths)
+
+
+def test_delete_it_after_a_search_of_home_with_one_match_is_the_match_not_home() -> None:
+    found = Earlier(
+        "is there a file called passwords anywhere in my home",
+        Intent.FILE_TASK,
+        named=("~",),
+        listed=("~/old_laptop_backup/Desktop/passwords (old).txt",),
+    )
+    out = route("delete it", earlier=[found])
+    assert out.arguments.paths == ["~/old_laptop_backup/Desktop/passwords (old).txt"]
+    assert out.intent is Intent.FILE_TASK
+    assert out.arguments.action is None  # a delete is never a direct action
+
+
+def test_it_is_the_named_folder_when_the_one_listed_name_lies_outside_it() -> None:
+    looked = Earlier(
+        "what's in ~/proj", Intent.FILE_TASK, named=("~/proj",), listed=("~/other/x.txt",)
+    )
+    assert route("open it", earlier=[looked]).arguments.paths == ["~/proj"]
