@@ -249,6 +249,12 @@ _SAID_AS: dict[str, tuple[str, ...]] = {
     "turkish": ("tr", "tur"),
     "greek": ("el", "gre"),
 }
+# "the whole thesis folder", "that Invoices folder": a folder named by its own name.
+_FOLDER_WORD_RE = re.compile(
+    r"\b(?:the|that|this|my)\s+(?:whole\s+|entire\s+)?([\w\-.]{2,40})\s+(?:folder|dir|"
+    r"directory)\b",
+    _I,
+)
 # "the one about the tram", "the article on pricing": a word of one listed name after it.
 _ABOUT_NAME_RE = re.compile(
     r"\b(?:one|link|page|article|story|piece|file|post|result)\s+(?:about|on|with|from|"
@@ -562,6 +568,18 @@ def _follow(
         return "pointed", _act_on(message, pointed, own)
     if _own_request(own):
         return "own_request", None
+    # Only when the message's own words name no place ("my Documents folder" is ~/Documents,
+    # not a listed /mnt/backup/Documents) and the thread is about files.
+    folder = (
+        _folder_by_name(message, earlier)
+        if last.intent is Intent.FILE_TASK and not own.arguments.paths and not own.arguments.cwd
+        else None
+    )
+    if folder is not None:
+        out = _act_on(message, folder, own)
+        if not _READ_VERB_RE.match(message):
+            out.arguments.action = None  # "and the whole thesis folder?": the ask, not a listing
+        return "folder_by_name", out
     if _KEEP_THAT_RE.search(message) and not _TO_A_PLACE_RE.search(message):
         return "keep_that", _memory_write(message, own)
     acted = _ACT_ON_IT_RE.match(message)
@@ -1008,6 +1026,33 @@ def _pronoun_target(earlier: Sequence[Earlier]) -> _Target | None:
         if named or turn.listed:
             return None
     return None
+
+
+def _folder_by_name(message: str, earlier: Sequence[Earlier]) -> _Target | None:
+    """ "and the whole thesis folder?" after ~/Documents/thesis/chapter3.tex: the one folder
+    above a path the last turns named or listed whose name is the word before "folder"."""
+    found = _FOLDER_WORD_RE.search(message)
+    if found is None:
+        return None
+    word = found.group(1).lower()
+    if word in _NOT_A_NAME or word in _COMMON:
+        return None
+    folders: dict[str, _Target] = {}
+    for turn in earlier[-LOOK_BACK:]:
+        shown = [(n, False) for n in _named(turn)]
+        shown += [(n, True) for n in turn.listed if _pickable(n)]
+        for name, listed in shown:
+            if _is_url(name):
+                continue
+            path = name.rstrip("/\\")
+            while path:
+                if _base(path).lower() == word and not _ext(path):
+                    if path.lower() not in folders or not listed:
+                        folders[path.lower()] = _Target(path, turn, listed=listed)
+                    break
+                cut = max(path.rfind("/"), path.rfind("\\"))
+                path = path[:cut] if cut > 0 else ""
+    return next(iter(folders.values())) if len(folders) == 1 else None
 
 
 def _inside(name: str, folder: str) -> bool:

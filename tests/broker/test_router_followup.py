@@ -523,3 +523,32 @@ def test_it_is_the_named_folder_when_the_one_listed_name_lies_outside_it() -> No
         "what's in ~/proj", Intent.FILE_TASK, named=("~/proj",), listed=("~/other/x.txt",)
     )
     assert route("open it", earlier=[looked]).arguments.paths == ["~/proj"]
+
+
+CHAPTER = Earlier(
+    "open ~/Documents/thesis/chapter3.tex",
+    Intent.FILE_TASK,
+    named=("~/Documents/thesis/chapter3.tex",),
+)
+
+
+def test_the_whole_thesis_folder_is_the_folder_above_the_file_just_read() -> None:
+    out = route("and the whole thesis folder?", earlier=[CHAPTER])
+    assert (out.intent, out.arguments.paths) == (Intent.FILE_TASK, ["~/Documents/thesis"])
+    assert out.arguments.action is None  # the question goes on, not a bare listing
+    opened = route("open the thesis folder", earlier=[CHAPTER])
+    assert (opened.arguments.paths, opened.arguments.action) == (
+        ["~/Documents/thesis"],
+        "list_files",
+    )
+
+
+def test_my_documents_folder_is_the_persons_own_not_a_listed_folder_of_that_name() -> None:
+    backup = Earlier(
+        "what's on the backup drive",
+        Intent.FILE_TASK,
+        named=("/mnt/backup",),
+        listed=("/mnt/backup/Documents/old.txt",),
+    )
+    out = route("clean my Documents folder", earlier=[backup])
+    assert "/mnt/backup/Documents" not in out.arguments.paths
