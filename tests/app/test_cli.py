@@ -166,7 +166,8 @@ def test_forbidden_and_invented_tools_are_refused_and_the_turn_still_answers(use
     assert turn["reply"] == "I can't do that here."
     # The refusal went back to the model as a tool error naming what it may use.
     errors = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
-    assert all("not" in e and "file_list" in e for e in errors)
+    assert len(errors) == 2
+    assert all(e.startswith("error (refused): ") and "file_list" in e for e in errors), errors
     ends = [e for e in audit_events(user) if e["event"] == "TOOL_CALL_END"]
     assert {e["data"]["status"] for e in ends} == {"refused"}
     assert not [e for e in audit_events(user) if e["event"] == "TOOL_CALL_START"]
@@ -521,7 +522,7 @@ def test_damaged_token_key_is_a_clear_error_and_is_kept(user):
 def test_a_command_chained_with_rm_is_refused_with_the_reason(user):
     proc = run_cli(user, "ask", "run ls; rm -rf ~", "--llm", "none", "--approve-all", "once")
     assert proc.returncode == 1
-    assert "refused" in proc.stdout
+    assert "I did not run a command" in proc.stdout
     assert "`;`" in proc.stdout
     assert (user / "Documents" / "plan.txt").exists()
 
