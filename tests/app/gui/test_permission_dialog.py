@@ -113,7 +113,8 @@ def show(qtbot: Any) -> Callable[..., tuple[QuestionView, PermissionDialog]]:
         dialog.show()
         question.start()
         if delay_s == 0:
-            qtbot.waitUntil(lambda: dialog.allow_button.isEnabled(), timeout=2000)
+            # Generous: on a loaded machine the offscreen expose can come late.
+            qtbot.waitUntil(lambda: dialog.allow_button.isEnabled(), timeout=10_000)
         return question, dialog
 
     return make
