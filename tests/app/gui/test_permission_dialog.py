@@ -107,14 +107,20 @@ def show(qtbot: Any) -> Callable[..., tuple[QuestionView, PermissionDialog]]:
         delay_s: float = 0.0,
         clock: ManualClock | None = None,
     ) -> tuple[QuestionView, PermissionDialog]:
+        if clock is None:
+            # Asked now: a parametrized request was built when the tests were collected, and
+            # more than its 60 s may have passed since in a whole run (it would end at once).
+            now = SystemClock().now()
+            request = request.model_copy(
+                update={"asked_at": now, "deadline": now + request.timeout_s}
+            )
         question = question_for(request, clock)
         dialog = PermissionDialog(question, activation_delay_s=delay_s)
         qtbot.addWidget(dialog)
         dialog.show()
         question.start()
         if delay_s == 0:
-            # Generous: on a loaded machine the offscreen expose can come late.
-            qtbot.waitUntil(lambda: dialog.allow_button.isEnabled(), timeout=10_000)
+            qtbot.waitUntil(lambda: dialog.allow_button.isEnabled(), timeout=2000)
         return question, dialog
 
     return make
