@@ -39,6 +39,45 @@ def _no_inherited_home(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CHAMBERLAIN_HOME", raising=False)
 
 
+def _signal_state() -> dict[str, str]:
+    """Which signals this process ignores and its main thread blocks (hex masks, as the kernel
+    shows them). A child started by subprocess inherits both, and a Python child that starts
+    with SIGINT ignored never turns Ctrl-C into KeyboardInterrupt."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        return {
+            key: value.strip()
+            for key, _, value in (line.partition(":") for line in status)
+            if key in ("SigIgn", "SigBlk")
+        }
+
+
+@pytest.fixture(autouse=True)
+def _signals_left_as_found() -> Iterator[None]:
+    """A test that leaves a signal ignored or blocked (or a handler of its own) in the test
+    process fails here and the state is put back, so the CLI children of later tests still
+    stop on Ctrl-C as a person's would."""
+    if not os.path.exists("/proc/self/status"):
+        yield
+        return
+    import signal
+
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    before = _signal_state()
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield
+    after = _signal_state()
+    changed = [sig.name for sig, handler in handlers.items() if signal.getsignal(sig) != handler]
+    for sig, handler in handlers.items():
+        if handler is not None:
+            signal.signal(sig, handler)
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    if after != before or changed:
+        pytest.fail(
+            f"this test left the test process's signals changed: {before} -> {after}"
+            + (f"; handlers of {', '.join(changed)} replaced" if changed else "")
+        )
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty Chamberlain home under tmp_path, set as CHAMBERLAIN_HOME for this test."""
