@@ -24,6 +24,7 @@ import asyncio
 import itertools
 import math
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import shiboken6
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QRectF, QSize, Qt, QTimer
@@ -65,6 +66,7 @@ from PySide6.QtWidgets import (
 
 from app.permission_prompt import TIMED_MINUTES, Choice, QuestionView
 from app.prompt_view import (
+    Row,
     always_words,
     covers_note,
     no_always_words,
@@ -100,6 +102,11 @@ _MODEL_INITIATED_NOTE = (
 )
 
 _HIGH_RISK_NOTE = "This is a high-risk action. Read the details before you allow it."
+
+# Detail rows a dialog is built with before it knows its question: a command's plan shows up
+# to seven (Command, Folder, Can read, Can change, Will change, Network, Limits); a question
+# with more gets them made when it is filled in.
+_SPARE_SLOTS = 7
 
 
 def duration_words(minutes: float) -> str:
@@ -139,12 +146,16 @@ class _ExactText(QTextEdit):
         self.setSizePolicy(policy)
         self.document().setDocumentMargin(4)
         self.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self._heights: dict[int, int] = {}
+        self.show_text(plain, name)
+
+    def show_text(self, plain: str, name: str) -> None:
         # Plain text, always: a value the model chose may hold markup (`<a href…>`) that Qt
         # would otherwise render and so hide or disguise what is asked.
         self.setPlainText(plain)
         self.setAccessibleName(name)
         self.setAccessibleDescription(plain)
-        self._heights: dict[int, int] = {}
+        self._heights.clear()
 
     def hasHeightForWidth(self) -> bool:
         return True
@@ -309,30 +320,51 @@ class _FocusRing(QWidget):
         painter.end()
 
 
+@dataclass(frozen=True)
+class _RowSlot:
+    """A detail row of the form, as two form rows of which a question shows one (or none):
+    boxed exact text, or wrapped words; each with its own name label."""
+
+    exact_name: QLabel
+    exact: _ExactText
+    plain_name: QLabel
+    plain: QLabel
+
+
 class PermissionDialog(QDialog):
     """Renders one QuestionView; every way it closes answers the question."""
 
+    question: QuestionView
+
     def __init__(
         self,
-        question: QuestionView,
+        question: QuestionView | None,
         *,
         activation_delay_s: float = ACTIVATION_DELAY_S,
         arm_timer: QTimer | None = None,
         parent: QWidget | None = None,
     ) -> None:
-        """`arm_timer` counts the activation delay (a test passes one whose time it moves)."""
+        """`arm_timer` counts the activation delay (a test passes one whose time it moves).
+
+        With `question` None the dialog is a spare: every control is built (and polished, and
+        its native window made) while the app is idle, and `bind` fills it with a question
+        later — once — so that a question reaches the screen without waiting for ~30 controls
+        to be built (`spare_dialog`, `bench/prompt_latency.py`)."""
         super().__init__(parent)
-        self.question = question
-        self.activation_delay_s = activation_delay_s
+        self._bound = False
         self._armed = False
         self._announced = False
         # The native window whose exposure starts the activation delay (see `_watch_exposure`).
         self._watched: QWindow | None = None
         self._closing = False
         self._sized = False
-        request = question.request
-        cautious = question.model_initiated or question.high_risk
+        self._build()
+        if question is not None:
+            self.bind(question, activation_delay_s=activation_delay_s, arm_timer=arm_timer)
 
+    # -- building: every control any question may need, empty and hidden where optional ---------
+
+    def _build(self) -> None:
         self.setWindowTitle("Permission needed — Chamberlain")
         self.setWindowFlags(
             Qt.WindowType.Dialog
@@ -349,10 +381,7 @@ class PermissionDialog(QDialog):
         root.setSpacing(14)
 
         # -- headline ---------------------------------------------------------------------------
-        what = action_words(request.capability)
-        # The headline asks in the middle of a sentence: the action's first letter in lower
-        # case only ("use an MCP tool", not "use an mcp tool").
-        self.headline = QLabel(f"Allow Chamberlain to {what[:1].lower()}{what[1:]}?")
+        self.headline = QLabel()
         font = QFont(self.headline.font())
         font.setBold(True)
         if font.pointSizeF() > 0:
@@ -361,7 +390,6 @@ class PermissionDialog(QDialog):
             font.setPixelSize(round(font.pixelSize() * 1.3))
         self.headline.setFont(font)
         self.headline.setWordWrap(True)
-        self.headline.setAccessibleName(self.headline.text())
         heading = QVBoxLayout()
         heading.setSpacing(2)
         heading.addWidget(self.headline)
@@ -369,14 +397,13 @@ class PermissionDialog(QDialog):
         heading.addWidget(self.waiting_label)
         root.addLayout(heading)
 
-        # -- the caution, when there is reason for it ------------------------------------------
+        # -- the caution, shown when there is reason for it --------------------------------------
+        # `warning` and `warning_text` name it only while it is shown.
         self.warning: QFrame | None = None
         self.warning_text: QLabel | None = None
-        # Each detail row's value, by its label ("Command", "File", "Arguments"…).
-        self.rows: dict[str, QWidget] = {}
-        self._spoken: list[tuple[str, QLabel | _ExactText]] = []
-        if cautious:
-            root.addWidget(self._warning_frame(question))
+        self._caution, self._caution_text = self._caution_frame()
+        self._caution.setVisible(False)
+        root.addWidget(self._caution)
 
         # -- the details ------------------------------------------------------------------------
         details = QFormLayout()
@@ -385,19 +412,21 @@ class PermissionDialog(QDialog):
         details.setLabelAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         details.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         details.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
-        self._add_row(details, "What", _wrapping(action_words(request.capability)))
-        self._add_detail_rows(details, question)
-        # The tool is named in words above (What, Tool): no id here.
-        if question.model_initiated:
-            why = "The assistant asked on its own; your message did not name this"
-        else:
-            why = "You asked for this"
-        self._add_row(details, "Why", _wrapping(why))
-        if question.read_only and request.reversibility == "easy":
-            undo = "changes nothing"
-        else:
-            undo = _UNDO[request.reversibility].lower()
-        self._add_row(details, "Risk", _wrapping(f"{_RISK[request.risk]}; {undo}"))
+        self._details = details
+        self._what = _wrapping("")
+        self._add_row(details, "What", self._what)
+        # The question's own rows go between What and Why, each in a slot of two form rows
+        # (boxed exact text, or wrapped words) of which one is shown; more are made if needed.
+        self._slots: list[_RowSlot] = []
+        for _ in range(_SPARE_SLOTS):
+            self._add_slot()
+        self._why = _wrapping("")
+        self._add_row(details, "Why", self._why)
+        self._risk = _wrapping("")
+        self._add_row(details, "Risk", self._risk)
+        # Each shown detail row's value, by its label ("Command", "File", "Arguments"…).
+        self.rows: dict[str, QWidget] = {}
+        self._spoken: list[tuple[str, QLabel | _ExactText]] = []
         # The details and the choices scroll together when the screen is too short for the
         # whole question (a laptop at 1.5x): every line stays whole and the answer buttons stay
         # in view, instead of every row being squeezed and cut.
@@ -409,7 +438,7 @@ class PermissionDialog(QDialog):
 
         # -- the choices ------------------------------------------------------------------------
         body_layout.addWidget(self._separator())
-        body_layout.addLayout(self._choices(question))
+        body_layout.addLayout(self._choices())
         root.addWidget(self.body, 1)
 
         # -- the answer -------------------------------------------------------------------------
@@ -426,6 +455,10 @@ class PermissionDialog(QDialog):
         self.allow_button.setAutoDefault(True)
         self.allow_button.setEnabled(False)
         self.allow_button.setMinimumWidth(170)
+        self.allow_button.setAccessibleDescription(
+            "Answer with the choice selected above. It can be pressed a moment after this "
+            "dialog appears, so a click meant for another window cannot approve."
+        )
         buttons.addWidget(self.deny_button)
         buttons.addWidget(self.allow_button)
         root.addLayout(buttons)
@@ -436,7 +469,6 @@ class PermissionDialog(QDialog):
         self.countdown_bar = QProgressBar()
         self.countdown_bar.setTextVisible(False)
         self.countdown_bar.setFixedHeight(6)
-        self.countdown_bar.setRange(0, max(1, round(question.timeout_s * 10)))
         self.countdown_bar.setAccessibleName("Time left to answer")
         self.countdown_label = _secondary(QLabel())
         countdown.addWidget(self.countdown_bar)
@@ -446,31 +478,13 @@ class PermissionDialog(QDialog):
         self.deny_button.clicked.connect(self._deny)
         self.allow_button.clicked.connect(self._allow)
         self._group.idToggled.connect(self._on_choice_toggled)
-        question.remaining_changed.connect(self._show_remaining)
-        question.queue_changed.connect(self._show_waiting)
-        question.closed.connect(self._on_question_closed)
-
-        self._arm_timer = arm_timer if arm_timer is not None else QTimer(self)
-        self._arm_timer.setSingleShot(True)
-        # Qt's default coarse timers may fire up to 5 % early (0.76 s for 0.8 s, measured).
-        self._arm_timer.setTimerType(Qt.TimerType.PreciseTimer)
-        self._arm_timer.timeout.connect(self._arm)
-
+        # Picking a duration means "Allow for" that long.
+        self.duration_box.activated.connect(lambda _: self.select(Choice.TIMED))
+        self.duration_box.currentIndexChanged.connect(lambda _: self._show_choice())
         self._set_tab_order()
         self.focus_ring = _FocusRing(self, self.body)
-        self._show_waiting(question.queued_behind)
-        self._show_remaining(question.remaining_s())
-        self._show_choice()
-        self.choice_buttons[question.preselected].setFocus()
-        # What a screen reader says when the question appears (the dialog never takes the
-        # focus, so nothing else would make it speak): the headline, then the details.
-        self.setAccessibleName(self.headline.text())
-        self.setAccessibleDescription(self._question_words())
 
-    # -- building --------------------------------------------------------------------------------
-
-    def _add_row(self, form: QFormLayout, name: str, field: QLabel | _ExactText) -> None:
-        self._spoken.append((name, field))
+    def _add_row(self, form: QFormLayout, name: str, field: QLabel | _ExactText) -> QLabel:
         label = _secondary(QLabel(name))
         label.setBuddy(field)
         if isinstance(field, _ExactText):
@@ -478,22 +492,29 @@ class PermissionDialog(QDialog):
             margin = round(field.document().documentMargin())
             label.setContentsMargins(0, margin, 0, 0)
         form.addRow(label, field)
+        return label
 
-    def _add_detail_rows(self, form: QFormLayout, question: QuestionView) -> None:
-        """The rows of `app.prompt_view`, each value whole: what the call will do."""
-        for row in prompt_rows(question.request):
-            text = "\n".join(row.lines)
-            field: QLabel | _ExactText = (
-                _ExactText(text, row.label) if row.exact else _wrapping(text)
-            )
-            self.rows[row.label] = field
-            self._add_row(form, row.label, field)
-        if question.request.reason:
-            note = _wrapping(visible(question.request.reason))
-            self.rows["Note"] = note
-            self._add_row(form, "Note", note)
+    def _add_slot(self) -> _RowSlot:
+        """One more detail row, hidden until a question fills it: placed after the last slot
+        (before Why and Risk)."""
+        exact = _ExactText("", "")
+        plain = _wrapping("")
+        # What, then two form rows per slot before this one.
+        at = 1 + 2 * len(self._slots)
+        exact_name = _secondary(QLabel())
+        exact_name.setBuddy(exact)
+        exact_name.setContentsMargins(0, round(exact.document().documentMargin()), 0, 0)
+        plain_name = _secondary(QLabel())
+        plain_name.setBuddy(plain)
+        self._details.insertRow(at, exact_name, exact)
+        self._details.insertRow(at + 1, plain_name, plain)
+        self._details.setRowVisible(exact, False)
+        self._details.setRowVisible(plain, False)
+        slot = _RowSlot(exact_name, exact, plain_name, plain)
+        self._slots.append(slot)
+        return slot
 
-    def _warning_frame(self, question: QuestionView) -> QFrame:
+    def _caution_frame(self) -> tuple[QFrame, QLabel]:
         frame = QFrame()
         frame.setObjectName("caution")
         frame.setStyleSheet(
@@ -509,16 +530,10 @@ class PermissionDialog(QDialog):
         icon.setPixmap(warning_icon.pixmap(size, size))
         icon.setAlignment(Qt.AlignmentFlag.AlignTop)
         row.addWidget(icon)
-        notes = []
-        if question.model_initiated:
-            notes.append(_MODEL_INITIATED_NOTE)
-        if question.high_risk:
-            notes.append(_HIGH_RISK_NOTE)
-        self.warning_text = _wrapping("\n\n".join(notes))
-        self.warning_text.setAccessibleName("Caution")
-        row.addWidget(self.warning_text, 1)
-        self.warning = frame
-        return frame
+        text = _wrapping("")
+        text.setAccessibleName("Caution")
+        row.addWidget(text, 1)
+        return frame, text
 
     def _separator(self) -> QFrame:
         line = QFrame()
@@ -526,7 +541,7 @@ class PermissionDialog(QDialog):
         line.setFrameShadow(QFrame.Shadow.Sunken)
         return line
 
-    def _choices(self, question: QuestionView) -> QVBoxLayout:
+    def _choices(self) -> QVBoxLayout:
         box = QVBoxLayout()
         box.setSpacing(6)
         caption = QLabel("How long may it do this?")
@@ -534,34 +549,34 @@ class PermissionDialog(QDialog):
         bold.setBold(True)
         caption.setFont(bold)
         box.addWidget(caption)
-        request = question.request
         # A longer answer may cover more than this call reaches (the folder the person named,
-        # a class of commands): say so before it is given.
+        # a class of commands): said before it is given, when so. `covers_note`,
+        # `always_rule`, `once_only_note` and `no_always_note` name their label while shown.
         self.covers_note: QLabel | None = None
-        covers = covers_note(request)
-        if covers:
-            self.covers_note = _secondary(_wrapping(covers))
-            self.covers_note.setAccessibleName("What a longer answer covers")
-            box.addWidget(self.covers_note)
+        self._covers = _secondary(_wrapping(""))
+        self._covers.setAccessibleName("What a longer answer covers")
+        self._covers.setVisible(False)
+        box.addWidget(self._covers)
 
         grid = QGridLayout()
         grid.setHorizontalSpacing(8)
         grid.setVerticalSpacing(6)
         self._group = QButtonGroup(self)
+        # The offered choices' buttons, in the order shown (filled by `bind`).
         self.choice_buttons: dict[Choice, QRadioButton] = {}
+        self._radios: dict[Choice, QRadioButton] = {}
         # Parented to the dialog even where "Allow for" is not offered (then it stays hidden).
         self.duration_box = QComboBox(self)
         for minutes in TIMED_MINUTES:
             self.duration_box.addItem(duration_words(minutes), minutes)
-        self.duration_box.setCurrentIndex(TIMED_MINUTES.index(question.default_minutes))
         self.duration_box.setAccessibleName("How long to allow")
         self.duration_box.setAccessibleDescription(
             "The time an 'Allow for' answer lasts; Chamberlain asks again after it."
         )
-        # Picking a duration means "Allow for" that long.
-        self.duration_box.activated.connect(lambda _: self.select(Choice.TIMED))
-        self.duration_box.currentIndexChanged.connect(lambda _: self._show_choice())
         self.always_rule: QLabel | None = None
+        self._always_rule = _secondary(_wrapping(""))
+        self._always_rule.setContentsMargins(24, 0, 0, 0)
+        self._always_rule.setAccessibleName("The rule Always allow saves")
 
         texts = {
             Choice.ONCE: (
@@ -582,19 +597,15 @@ class PermissionDialog(QDialog):
             Choice.ALWAYS: (
                 "Always allo&w",
                 "Always allow",
-                always_rule_words(question) + ". Saved until you remove it in Permissions.",
+                "Always allow the rule shown below it. Saved until you remove it in Permissions.",
             ),
         }
         row = 0
-        for index, choice in enumerate(question.choices):
-            if choice is Choice.DENY:
-                continue
-            text, name, description = texts[choice]
+        for choice, (text, name, description) in texts.items():
             radio = QRadioButton(text)
             radio.setAccessibleName(name)
             radio.setAccessibleDescription(description)
-            self._group.addButton(radio, index)
-            self.choice_buttons[choice] = radio
+            self._radios[choice] = radio
             if choice is Choice.TIMED:
                 timed = QHBoxLayout()
                 timed.setSpacing(8)
@@ -606,28 +617,165 @@ class PermissionDialog(QDialog):
                 grid.addWidget(radio, row, 0)
             row += 1
             if choice is Choice.ALWAYS:
-                self.always_rule = _secondary(_wrapping(always_rule_words(question)))
-                self.always_rule.setContentsMargins(24, 0, 0, 0)
-                self.always_rule.setAccessibleName("The rule Always allow saves")
-                grid.addWidget(self.always_rule, row, 0)
+                grid.addWidget(self._always_rule, row, 0)
                 row += 1
         box.addLayout(grid)
-        if Choice.TIMED not in self.choice_buttons:
-            self.duration_box.setVisible(False)
 
         self.once_only_note: QLabel | None = None
-        if question.request.once_only:
-            self.once_only_note = _secondary(_wrapping(once_only_words(question.request)))
-            box.addWidget(self.once_only_note)
+        self._once_only = _secondary(_wrapping(""))
+        self._once_only.setVisible(False)
+        box.addWidget(self._once_only)
         # "Always" is offered only where it will be saved as shown; where not, say why.
         self.no_always_note: QLabel | None = None
-        why_not = no_always_words(question.request)
-        if why_not:
-            self.no_always_note = _secondary(_wrapping(why_not))
-            self.no_always_note.setAccessibleName("Why Always is not offered")
-            box.addWidget(self.no_always_note)
-        self.choice_buttons[question.preselected].setChecked(True)
+        self._no_always = _secondary(_wrapping(""))
+        self._no_always.setAccessibleName("Why Always is not offered")
+        self._no_always.setVisible(False)
+        box.addWidget(self._no_always)
         return box
+
+    def _set_tab_order(self) -> None:
+        # The order a person reads the dialog in: the choices top to bottom (the duration
+        # right of its "Allow for"), then Deny left of Allow. Choices not offered are hidden,
+        # and Tab passes over what is hidden.
+        chain: list[QWidget] = []
+        for choice, radio in self._radios.items():
+            chain.append(radio)
+            if choice is Choice.TIMED:
+                chain.append(self.duration_box)
+        chain += [self.deny_button, self.allow_button]
+        for first, second in itertools.pairwise(chain):
+            QWidget.setTabOrder(first, second)
+
+    # -- filling: one question, once ------------------------------------------------------------
+
+    def bind(
+        self,
+        question: QuestionView,
+        *,
+        activation_delay_s: float = ACTIVATION_DELAY_S,
+        arm_timer: QTimer | None = None,
+    ) -> None:
+        """Fill the dialog with `question`: its words, its rows, the choices it offers. Once
+        per dialog, before it is shown (a spare is used for one question, never refilled)."""
+        if self._bound:
+            raise RuntimeError("a permission dialog shows one question only")
+        self._bound = True
+        self.question = question
+        self.activation_delay_s = activation_delay_s
+        request = question.request
+
+        what = action_words(request.capability)
+        # The headline asks in the middle of a sentence: the action's first letter in lower
+        # case only ("use an MCP tool", not "use an mcp tool").
+        self.headline.setText(f"Allow Chamberlain to {what[:1].lower()}{what[1:]}?")
+        self.headline.setAccessibleName(self.headline.text())
+
+        if question.model_initiated or question.high_risk:
+            notes = []
+            if question.model_initiated:
+                notes.append(_MODEL_INITIATED_NOTE)
+            if question.high_risk:
+                notes.append(_HIGH_RISK_NOTE)
+            self._caution_text.setText("\n\n".join(notes))
+            self._caution.setVisible(True)
+            self.warning, self.warning_text = self._caution, self._caution_text
+
+        self._what.setText(what)
+        self._spoken.append(("What", self._what))
+        self._fill_rows(question)
+        # The tool is named in words above (What, Tool): no id here.
+        if question.model_initiated:
+            why = "The assistant asked on its own; your message did not name this"
+        else:
+            why = "You asked for this"
+        self._why.setText(why)
+        self._spoken.append(("Why", self._why))
+        if question.read_only and request.reversibility == "easy":
+            undo = "changes nothing"
+        else:
+            undo = _UNDO[request.reversibility].lower()
+        self._risk.setText(f"{_RISK[request.risk]}; {undo}")
+        self._spoken.append(("Risk", self._risk))
+
+        self._fill_choices(question)
+        self.countdown_bar.setRange(0, max(1, round(question.timeout_s * 10)))
+
+        question.remaining_changed.connect(self._show_remaining)
+        question.queue_changed.connect(self._show_waiting)
+        question.closed.connect(self._on_question_closed)
+
+        self._arm_timer = arm_timer if arm_timer is not None else QTimer(self)
+        self._arm_timer.setSingleShot(True)
+        # Qt's default coarse timers may fire up to 5 % early (0.76 s for 0.8 s, measured).
+        self._arm_timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._arm_timer.timeout.connect(self._arm)
+
+        self._show_waiting(question.queued_behind)
+        self._show_remaining(question.remaining_s())
+        self._show_choice()
+        self.choice_buttons[question.preselected].setFocus()
+        # What a screen reader says when the question appears (the dialog never takes the
+        # focus, so nothing else would make it speak): the headline, then the details.
+        self.setAccessibleName(self.headline.text())
+        self.setAccessibleDescription(self._question_words())
+
+    def _fill_rows(self, question: QuestionView) -> None:
+        """The rows of `app.prompt_view`, each value whole: what the call will do."""
+        rows = list(prompt_rows(question.request))
+        if question.request.reason:
+            rows.append(Row("Note", (visible(question.request.reason),), exact=False))
+        while len(self._slots) < len(rows):
+            self._add_slot()
+        for slot, row in zip(self._slots, rows, strict=False):
+            text = "\n".join(row.lines)
+            field: QLabel | _ExactText
+            if row.exact:
+                slot.exact.show_text(text, row.label)
+                slot.exact_name.setText(row.label)
+                field = slot.exact
+            else:
+                slot.plain.setText(text)
+                slot.plain_name.setText(row.label)
+                field = slot.plain
+            self._details.setRowVisible(field, True)
+            self.rows[row.label] = field
+            self._spoken.append((row.label, field))
+
+    def _fill_choices(self, question: QuestionView) -> None:
+        request = question.request
+        covers = covers_note(request)
+        if covers:
+            self._covers.setText(covers)
+            self._covers.setVisible(True)
+            self.covers_note = self._covers
+        offered = [choice for choice in question.choices if choice is not Choice.DENY]
+        for index, choice in enumerate(question.choices):
+            if choice in self._radios:
+                self._group.addButton(self._radios[choice], index)
+                self.choice_buttons[choice] = self._radios[choice]
+        for choice, radio in self._radios.items():
+            radio.setVisible(choice in offered)
+        self.duration_box.setVisible(Choice.TIMED in offered)
+        self.duration_box.setCurrentIndex(TIMED_MINUTES.index(question.default_minutes))
+        if Choice.ALWAYS in offered:
+            rule = always_rule_words(question)
+            self._always_rule.setText(rule)
+            self._radios[Choice.ALWAYS].setAccessibleDescription(
+                rule + ". Saved until you remove it in Permissions."
+            )
+            self.always_rule = self._always_rule
+        else:
+            self._always_rule.setVisible(False)
+        if request.once_only:
+            self._once_only.setText(once_only_words(request))
+            self._once_only.setVisible(True)
+            self.once_only_note = self._once_only
+        why_not = no_always_words(request)
+        if why_not:
+            self._no_always.setText(why_not)
+            self._no_always.setVisible(True)
+            self.no_always_note = self._no_always
+        self.choice_buttons[question.preselected].setChecked(True)
 
     def _question_words(self) -> str:
         """The question in sentences, as the dialog shows it: what, the details, who asked,
@@ -641,18 +789,6 @@ class PermissionDialog(QDialog):
         seconds = math.ceil(self.question.timeout_s)
         parts.append(f"Denies automatically in {seconds} s if you do not answer.")
         return " ".join(parts)
-
-    def _set_tab_order(self) -> None:
-        # The order a person reads the dialog in: the choices top to bottom (the duration
-        # right of its "Allow for"), then Deny left of Allow.
-        chain: list[QWidget] = []
-        for choice, radio in self.choice_buttons.items():
-            chain.append(radio)
-            if choice is Choice.TIMED:
-                chain.append(self.duration_box)
-        chain += [self.deny_button, self.allow_button]
-        for first, second in itertools.pairwise(chain):
-            QWidget.setTabOrder(first, second)
 
     def sizeHint(self) -> QSize:
         # Wide enough to read a path or a command at a glance, and exactly as tall as the
@@ -723,16 +859,22 @@ class PermissionDialog(QDialog):
         self._armed = True
         self.allow_button.setEnabled(True)
 
+    def fit_to_text(self) -> None:
+        """Take the size the question's text needs (the screen allowing), once. Called before
+        show() (`open_question`), the layout is worked out once, at that size; else show()
+        sizes the window from its hint capped at 2/3 of the screen, which squeezes wrapped
+        lines, and the showEvent lays it all out a second time at the right size."""
+        if self._sized:
+            return
+        self._sized = True
+        hint = self.sizeHint()
+        screen = self.screen().availableGeometry() if self.screen() else None
+        height = min(hint.height(), screen.height() - 48) if screen else hint.height()
+        self.resize(hint.width(), max(height, self.minimumSizeHint().height()))
+
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
-        if not self._sized:
-            # show() sized the window from its hint but capped it at 2/3 of the screen, which
-            # squeezes wrapped lines; give it the height its text needs (the screen allowing).
-            self._sized = True
-            hint = self.sizeHint()
-            screen = self.screen().availableGeometry() if self.screen() else None
-            height = min(hint.height(), screen.height() - 48) if screen else hint.height()
-            self.resize(hint.width(), max(height, self.minimumSizeHint().height()))
+        self.fit_to_text()
         self._watch_exposure()
 
     # -- on screen: the activation delay and the announcement ----------------------------------
@@ -801,6 +943,9 @@ class PermissionDialog(QDialog):
 
     def reject(self) -> None:
         """Esc and the window's close button: a denial."""
+        if not self._bound:  # a spare never shown: there is no question to answer
+            super().reject()
+            return
         if not self.question.done:
             self.question.answer(PromptDecision(allow=False, reason="user"))
         if not self._closing:
@@ -861,10 +1006,28 @@ def warm_up() -> None:
     question.deleteLater()
 
 
+def spare_dialog() -> PermissionDialog:
+    """A dialog for the next question, made ready while the app is idle: every control built
+    and polished, its native window made (never mapped: nothing shows), so that showing a
+    question is filling in words and mapping a window (`open_question(…, dialog=…)`).
+
+    Built for the question: ~5 ms of construction and ~5 ms of polishing and first layout
+    between the question reaching the UI thread and `show()` returning, where a bare dialog
+    takes about 1 ms (`bench/prompt_latency.py`)."""
+    dialog = PermissionDialog(None)
+    dialog.ensurePolished()
+    dialog.create()
+    return dialog
+
+
 def open_question(
-    question: QuestionView, *, activation_delay_s: float = ACTIVATION_DELAY_S
+    question: QuestionView,
+    *,
+    activation_delay_s: float = ACTIVATION_DELAY_S,
+    dialog: PermissionDialog | None = None,
 ) -> Awaitable[PromptDecision | None]:
-    """Build and show `question`'s PermissionDialog now, and return what to await for its end.
+    """Show `question` in a PermissionDialog now — `dialog`, a spare not yet filled in
+    (`spare_dialog`), or one built now — and return what to await for its end.
 
     Called in the slot that received the question: a task would first let the loop go on with
     what was queued before it (the chat repainting after Enter), 3-4 ms in one run of ten
@@ -873,8 +1036,13 @@ def open_question(
     is cancelled the dialog is rejected (a denial), never left on screen with nobody waiting.
     """
     if question.done:
+        if dialog is not None:
+            dialog.deleteLater()
         return _decided(question)
-    dialog = PermissionDialog(question, activation_delay_s=activation_delay_s)
+    if dialog is None:
+        dialog = PermissionDialog(question, activation_delay_s=activation_delay_s)
+    else:
+        dialog.bind(question, activation_delay_s=activation_delay_s)
     finished: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
     def on_finished(result: int) -> None:
@@ -883,6 +1051,7 @@ def open_question(
 
     dialog.finished.connect(on_finished)
     try:
+        dialog.fit_to_text()
         dialog.show()
     except BaseException:
         dialog.finished.disconnect(on_finished)

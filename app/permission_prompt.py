@@ -21,14 +21,18 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
+import shiboken6
 from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal
 
 from broker.permissions import PermissionQuestion, PromptDecision
 from broker.types import GrantMode
 from tools.manual import Capability
 from tools.scopes import read_only_command_scope
+
+if TYPE_CHECKING:
+    from app.permission_dialog import PermissionDialog
 
 log = logging.getLogger("chamberlain.app.permission_prompt")
 
@@ -244,13 +248,9 @@ class QuestionView(QObject):
 # Shows a question and returns once it is over (the default opens a PermissionDialog).
 Presenter = Callable[[QuestionView], Awaitable[object]]
 
-
-def _present_in_dialog(question: QuestionView) -> Awaitable[object]:
-    # Imported here: the dialog module renders QuestionView, so it imports this one.
-    from app.permission_dialog import open_question
-
-    # The dialog is built and shown now, in the slot that received the question.
-    return open_question(question)
+# After a question's dialog closed, the next one is made ready this much later (the UI thread
+# is busy for a few milliseconds then, while the turn goes on without it).
+SPARE_AFTER_MS = 50
 
 
 class GuiPrompter(QObject):
@@ -280,7 +280,15 @@ class GuiPrompter(QObject):
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
-        self._present_question: Presenter = present or _present_in_dialog
+        self._present_question: Presenter = present or self._present_in_dialog
+        # Its own dialogs (no presenter given): `prepare` keeps one ready from then on.
+        self._own_dialogs = present is None
+        self._spare: PermissionDialog | None = None
+        self._keep_spare = False
+        self._spare_timer = QTimer(self)
+        self._spare_timer.setSingleShot(True)
+        self._spare_timer.setInterval(SPARE_AFTER_MS)
+        self._spare_timer.timeout.connect(self._make_spare)
         # UI thread only: each question's view, the one on screen and those waiting.
         self._views: dict[int, QuestionView] = {}
         self._current: QuestionView | None = None
@@ -292,11 +300,40 @@ class GuiPrompter(QObject):
 
     def prepare(self) -> None:
         """Get the dialog ready before the first question (UI thread, when the app is idle):
-        its first build costs tens of milliseconds more than later ones. Shows nothing."""
-        if self._present_question is _present_in_dialog:
-            from app.permission_dialog import warm_up
+        its first build costs tens of milliseconds more than later ones, and every build
+        ~10 ms of the time from a person's Enter to the question on screen. Shows nothing;
+        from then on one dialog is kept ready, hidden (`spare_dialog`), and after each
+        question another is made ready for the next; `cancel_all` ends that."""
+        if not self._own_dialogs:
+            return
+        from app.permission_dialog import warm_up
 
-            warm_up()
+        warm_up()
+        self._keep_spare = True
+        self._make_spare()
+
+    def _make_spare(self) -> None:
+        if self._keep_spare and self._spare is None:
+            from app.permission_dialog import spare_dialog
+
+            self._spare = spare_dialog()
+
+    def _drop_spare(self) -> None:
+        self._keep_spare = False
+        self._spare_timer.stop()
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            # Here on the UI thread, now: never left to Python's collector on another thread.
+            shiboken6.delete(spare)
+
+    def _present_in_dialog(self, question: QuestionView) -> Awaitable[object]:
+        # Imported here: the dialog module renders QuestionView, so it imports this one.
+        from app.permission_dialog import open_question
+
+        # Shown now, in the slot that received the question: in the dialog made ready before,
+        # if there is one (`prepare`), else in one built now.
+        spare, self._spare = self._spare, None
+        return open_question(question, dialog=spare)
 
     # -- the broker's side (any thread) --------------------------------------------------------
 
@@ -334,6 +371,7 @@ class GuiPrompter(QObject):
             view.cancel(reason)
         self._queue.clear()
         self._update_waiting()
+        self._drop_spare()
 
     def _enqueue(self, question: PermissionQuestion) -> None:
         if question.done:
@@ -414,6 +452,8 @@ class GuiPrompter(QObject):
                 question.cancel("error")
         finally:
             question.deleteLater()
+            if self._keep_spare and self._spare is None:
+                self._spare_timer.start()
 
     def _update_waiting(self) -> None:
         queued = sum(1 for q in self._queue if not q.done)

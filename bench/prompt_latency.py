@@ -19,13 +19,15 @@ absolute figures depend on this shared machine's load.
 
 Where the time goes, each run (medians reported), from timestamps taken by wrapping the parts
 in this process: Enter → the chat's submit; → the router starts (on the turn's worker thread);
-the router; → the permission gate asks (policy, executor, runner); → the dialog's construction
-starts on the UI thread (the queued signal; it is built and shown in that slot); construction;
-→ show(); → the window exposed (native window, map, window manager); → the first paint. Model
+the router; → the permission gate asks (policy, executor, runner); → the UI thread receives it
+(the queued signal; the dialog is shown in that slot); → `open_question`; construction (none
+when the app had a dialog made ready, `GuiPrompter.prepare`); filling in the question; → show();
+→ the window exposed (map, window manager); → the first paint. Model
 requests to the local server before the dialog are counted (a direct action should need none).
 
 The first question after start is reported on its own (one run): before it, the app warms the
-dialog up when idle (`GuiPrompter.prepare`), as the bench does unless `--cold`.
+dialog up when idle and keeps one made ready from then on (`GuiPrompter.prepare`), as the bench
+does unless `--cold` (then every dialog is built for its question, as before that).
 
 A benchmark reports figures; it asserts nothing.
 """
@@ -54,11 +56,12 @@ STAGES = (
     ("route_start", "route_end", "router"),
     ("route_end", "gate", "→ gate asks (policy, executor, runner)"),
     ("gate", "ui_receives", "→ the UI thread receives it (queued signal)"),
-    ("ui_receives", "build_start", "→ the dialog's construction starts"),
-    ("build_start", "build_end", "dialog construction"),
-    ("build_end", "show", "→ show()"),
-    ("show", "show_event", "show() → showEvent (native window, polish)"),
-    ("show_event", "show_event_end", "showEvent (sizing to the text)"),
+    ("ui_receives", "open", "→ open_question"),
+    ("open", "bind_start", "construction (none when one was made ready)"),
+    ("bind_start", "bind_end", "filling in the question"),
+    ("bind_end", "show", "→ show() (sizing to the text)"),
+    ("show", "show_event", "show() → showEvent (layout; polish, native window if new)"),
+    ("show_event", "show_event_end", "showEvent"),
     ("show_event_end", "exposed", "→ window exposed (map, window manager)"),
     ("exposed", "painted", "exposed → first paint"),
 )
@@ -107,7 +110,9 @@ def _instrument(marks: Marks) -> None:
     _wrap(Session, "route", "route_start", "route_end", marks)
     # The gate calls `pose` by its module's global name.
     _wrap(permissions, "pose", "gate", None, marks)
-    _wrap(dialog_module.PermissionDialog, "__init__", "build_start", "build_end", marks)
+    # The prompter imports `open_question` from the module at each question.
+    _wrap(dialog_module, "open_question", "open", None, marks)
+    _wrap(dialog_module.PermissionDialog, "bind", "bind_start", "bind_end", marks)
     _wrap(dialog_module.PermissionDialog, "_arm", "armed", None, marks)
     _wrap(dialog_module.PermissionDialog, "showEvent", "show_event", "show_event_end", marks)
     # The app calls show() from Python (`open_question`): the wrapper on the class is called.
@@ -271,7 +276,7 @@ async def _measure(scratch: Path, runs: int, prepare: bool) -> dict[str, Any]:
     report = _report(runs, real, baseline, model_calls, arm_gaps)
     report["first_question"] = {
         "enter_to_exposed_ms": _ms(first["exposed"] - first["enter"]),
-        "construction_ms": _ms(first["build_end"] - first["build_start"]),
+        "construction_ms": _ms(first["bind_end"] - first["open"]),
         "show_to_exposed_ms": _ms(first["exposed"] - first["show"]),
     }
     return report
@@ -370,7 +375,7 @@ def render(report: dict[str, Any]) -> str:
         f"{'the dialog alone (question received → exposed)':<46}"
         f"{part['p50']:>9.1f}{part['p90']:>9.1f}  ({report['dialog_part_ratio_p50']:.2f}× bare)",
         "the first question after start (one run, not in the figures above): "
-        f"{cold['enter_to_exposed_ms']:.1f} ms, of which construction "
+        f"{cold['enter_to_exposed_ms']:.1f} ms, of which construction and filling in "
         f"{cold['construction_ms']:.1f} ms and show() → exposed "
         f"{cold['show_to_exposed_ms']:.1f} ms",
         "",

@@ -539,8 +539,12 @@ def test_a_question_taller_than_the_screen_scrolls_its_details_and_cuts_no_line(
     screen = dialog.screen().availableGeometry()
     assert dialog.height() <= screen.height()
     assert dialog.body.verticalScrollBar().maximum() > 0  # the rest is a scroll away
-    wrapped = [label for label in dialog.body.findChildren(QLabel) if label.wordWrap()]
-    boxes = dialog.body.findChildren(QTextEdit)
+    wrapped = [
+        label
+        for label in dialog.body.findChildren(QLabel)
+        if label.wordWrap() and label.isVisible()
+    ]
+    boxes = [box for box in dialog.body.findChildren(QTextEdit) if box.isVisible()]
     assert len(boxes) == 4
     for widget in [*wrapped, *boxes]:
         assert whole(widget), widget.accessibleName() or widget.text()
@@ -559,7 +563,7 @@ def test_a_question_that_fits_shows_no_scroll_bar(show, folder):
     _, dialog = show(file_read(scope=folder, arguments={"path": folder}))
     assert dialog.body.verticalScrollBar().maximum() == 0
     for widget in [*dialog.body.findChildren(QLabel), *dialog.body.findChildren(QTextEdit)]:
-        assert whole(widget)
+        assert whole(widget) or not widget.isVisible()
 
 
 def test_every_control_has_an_accessible_name_and_description(show):
@@ -805,21 +809,104 @@ def prompter(qapp: Any) -> Iterator[GuiPrompter]:
     gui.cancel_all()
 
 
-def test_preparing_the_dialog_before_the_first_question_shows_nothing_and_leaves_nothing(qapp):
-    built: list[PermissionDialog] = []
-    real = PermissionDialog.__init__
-
-    def recording(self: PermissionDialog, *args: Any, **kwargs: Any) -> None:
-        real(self, *args, **kwargs)
-        built.append(self)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(PermissionDialog, "__init__", recording)
-        GuiPrompter().prepare()
-    assert len(built) == 1  # the app's own dialog was built once, off screen
-    assert open_dialogs() == []
+def all_dialogs() -> list[PermissionDialog]:
     QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
-    assert [w for w in QApplication.allWidgets() if isinstance(w, PermissionDialog)] == []
+    return [w for w in QApplication.allWidgets() if isinstance(w, PermissionDialog)]
+
+
+def test_preparing_the_dialog_shows_nothing_and_the_question_appears_in_the_dialog_made_ready(
+    qtbot, run
+):
+    """The app prepares when idle: one dialog is kept ready, hidden, never mapped; the first
+    question is shown in it (filled in, nothing built then), and another is made ready for the
+    next question once it is over. Quitting (`cancel_all`) leaves no dialog behind."""
+    assert all_dialogs() == []
+    gui = GuiPrompter()  # the app's own presenter
+    try:
+        gui.prepare()
+        (ready,) = all_dialogs()  # the warm-up's own dialog is gone, one is kept ready
+        assert not ready.isVisible()
+        assert open_dialogs() == []
+        handle = ready.windowHandle()
+        assert handle is not None
+        assert not handle.isExposed()
+
+        async def scenario() -> Asker:
+            asker = Asker(gui, file_read(user_scope=False))
+            await until(open_dialogs)
+            (dialog,) = open_dialogs()
+            assert dialog is ready
+            assert dialog.rows["File"].toPlainText() == DOCS
+            assert dialog.warning is not None
+            assert dialog.warning.isVisible()
+            assert dialog.choice_buttons[Choice.ONCE].isChecked()
+            assert not dialog.armed
+            dialog.deny_button.click()
+            await until(lambda: asker.done and not open_dialogs())
+            # The next one is made ready (the answered one is deleted).
+            await until(lambda: len(all_dialogs()) == 1 and all_dialogs()[0] is not ready)
+            return asker
+
+        asker = run(scenario())
+        assert asker.decision == PromptDecision(allow=False, reason="user")
+        assert open_dialogs() == []
+    finally:
+        gui.cancel_all()
+    assert all_dialogs() == []
+
+
+def test_a_dialog_made_ready_shows_a_question_as_one_built_for_it_does(qtbot):
+    """Filled in later, a dialog made ready before shows every row, note and choice of the
+    question, and no other (a command with more detail rows than it was made with too)."""
+    from app.permission_dialog import spare_dialog
+
+    many = CallPlan(
+        stages=(("/usr/bin/make",), ("/usr/bin/tee", "log")),
+        cwd=DOCS,
+        reads=(DOCS, "/etc"),
+        writes=(DOCS,),
+        changes=(f"{DOCS}/log",),
+        network=("example.org",),
+        network_stages=(1,),
+        startup=(("/home/ann/.bashrc", "at login"),),
+        limits=(("time", "60 s"),),
+    )
+    requests = [
+        file_read(),
+        file_read(user_scope=False, reason="The model says: <b>trust me</b>"),
+        command("make"),
+        command("make", plan=many, risk="dangerous"),
+        command("readonly:ls", once_only=True),
+    ]
+    assert question_for(requests[-1]).choices == [Choice.ONCE, Choice.DENY]
+    for request in requests:
+        built = PermissionDialog(question_for(request))
+        ready = spare_dialog()
+        ready.bind(question_for(request))
+        for dialog in (built, ready):
+            qtbot.addWidget(dialog)
+            dialog.show()
+        assert ready.rows.keys() == built.rows.keys()
+        assert visible_text(ready) == visible_text(built)
+        assert [w.toPlainText() for w in ready.findChildren(QTextEdit) if w.isVisible()] == [
+            w.toPlainText() for w in built.findChildren(QTextEdit) if w.isVisible()
+        ]
+        assert ready.choice_buttons.keys() == built.choice_buttons.keys()
+        shown = [r for r in ready.findChildren(QRadioButton) if r.isVisible()]
+        assert shown == list(ready.choice_buttons.values())
+        assert ready.accessibleDescription() == built.accessibleDescription()
+        assert ready.allow_button.text() == built.allow_button.text()
+        assert (ready.warning is None) == (built.warning is None)
+        assert ready.sizeHint() == built.sizeHint()
+        # Top to bottom in the order of the question's rows, between What and Why.
+        tops = [w.mapTo(ready, QPoint(0, 0)).y() for w in ready.rows.values()]
+        assert tops == sorted(tops)
+        assert "What" in visible_text(ready)
+        why = next(w for w in ready.findChildren(QLabel) if w.text() == "Why" and w.isVisible())
+        assert why.mapTo(ready, QPoint(0, 0)).y() > max(tops)
+        for dialog in (built, ready):
+            dialog.close()
+    assert len(PermissionDialog(question_for(command("make", plan=many))).rows) > 7
 
 
 def test_a_worker_thread_gets_the_answer_given_in_the_dialog(qtbot, run, prompter):
