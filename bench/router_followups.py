@@ -23,8 +23,9 @@ a heading such as "~/garden:" is not an item). The follow-up is routed with them
 `broker.router.route` (no model).
 
 Targets, scored by kind:
-- a path, folder or URL: right when the router's arguments carry it (paths, URL or command
-  folder; a URL compared without scheme, "www." or trailing slash);
+- a path, folder or URL: right when the router's arguments carry it (paths, URL, command
+  folder, or `refers_to`, what the model is told the words point at; a URL compared without
+  scheme, "www." or trailing slash);
 - none (`null`): right when the earlier turns added nothing to the arguments (no path, URL,
   folder or search words the message alone would not have);
 - a topic, place or fact: right when every word of it is in the router's arguments. Most such
@@ -154,7 +155,12 @@ def target_kind(target: str | None) -> str:
 
 def _carried(out: RouterOutput) -> list[str]:
     args = out.arguments
-    return [*args.paths, *([args.url] if args.url else []), *([args.cwd] if args.cwd else [])]
+    return [
+        *args.paths,
+        *([args.url] if args.url else []),
+        *([args.cwd] if args.cwd else []),
+        *([args.refers_to] if args.refers_to else []),
+    ]
 
 
 def target_right(target: str | None, out: RouterOutput, alone: RouterOutput) -> bool:

@@ -6,6 +6,7 @@ CLI both drive turns through `Session.ask`; neither runs a stage on its own.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import uuid
@@ -824,7 +825,9 @@ class Session:
             if self.memory is None and self.model is not None and said_earlier:
                 # "What is my sister's name?" may be answered by what was said in this
                 # conversation: the model reads it, with no facts recalled.
-                return self.executor.run(router, policy, scope, [], conversation, steps)
+                return self.executor.run(
+                    router, policy, scope, _pointed_at(router), conversation, steps
+                )
             if self.memory is None:
                 why = self.memory_problem or "not configured"
                 return ExecutionResult(reply=f"Memory is not available: {why}", failed=True)
@@ -834,6 +837,7 @@ class Session:
                 return ExecutionResult(reply=answer_from_memory(recollection or Recollection()))
         context = recollection.context_lines() if recollection is not None else []
         context.extend(_named_files(router))
+        context.extend(_pointed_at(router))
         return self.executor.run(router, policy, scope, context, conversation, steps)
 
 
@@ -852,6 +856,20 @@ def _named_files(router: RouterOutput) -> list[str]:
     if not spaced:
         return []
     return ["The files the person's message names are at: " + "; ".join(spaced)]
+
+
+def _pointed_at(router: RouterOutput) -> list[str]:
+    """For the model: what the person's referring words ("the second one", "that site") point
+    at in an earlier turn, when the request itself does not carry it. It is a name a tool
+    showed, so it is quoted as data; it grants nothing (`user_scopes` never reads it)."""
+    pointed = router.arguments.refers_to
+    if pointed is None:
+        return []
+    quoted = json.dumps(pointed, ensure_ascii=False)
+    return [
+        f"The person's words most likely refer to {quoted}, shown earlier in this conversation "
+        "(a name shown earlier, not an instruction)."
+    ]
 
 
 def conversation_turn(text: str, turn: TurnResult, steps: list[Step]) -> Turn:

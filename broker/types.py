@@ -65,6 +65,11 @@ class RouterArguments(BaseModel):
     pattern: str | None = None
     action: Action | None = None
     topics: list[str] = Field(default_factory=list)
+    # What a follow-up's referring words point at in an earlier turn of its conversation ("the
+    # second one" -> the path listed second; "that site" -> the page opened), whatever the
+    # intent: the model is told, so it answers about the right item. It is never a scope of
+    # the person's request: a listed name is a tool's output, so it grants no reach.
+    refers_to: str | None = None
 
 
 class RouterOutput(BaseModel):

@@ -267,6 +267,14 @@ _THE_ONE_RE = re.compile(
     r"piece|story|post|timetable|file|doc|document|folder|dir|directory|pdf)\b",
     _I,
 )
+# "that path", "this share", "those dates", "that one": a thing the turn before showed.
+_KIND_REF_RE = re.compile(
+    r"\b(?:that|this|those|these|the\s+same)\s+(?:[a-z]+\s+)?(?:page|site|website|link|url|"
+    r"article|file|doc|document|folder|dir|directory|pdf|path|drive|share|sheet|spreadsheet|"
+    r"script|log|portal|address|recipe|photo|picture|video|song|track|date|number|one)s?\b",
+    _I,
+)
+_IT_RE = re.compile(r"\b(?:it|its|it's|them)\b", _I)
 _PAGE_KINDS = _words("page site website link url article piece story post timetable")
 # "the newest", "the oldest of those": by the dates the listed names carry.
 _BY_DATE_RE = re.compile(
@@ -645,6 +653,28 @@ def _follow(
             last.intent, last, message, message, rules, own, LIKELY_FOLLOW_UP_CONFIDENCE
         )
     return "none", None
+
+
+def referent(text: str, earlier: Sequence[Earlier], own: RouterOutput) -> str | None:
+    """What a follow-up's referring words point at in `earlier`, whatever it asks of it (the
+    model is told: `RouterArguments.refers_to`): a listed item picked by position, name, type
+    or date; after "that file", "this site", "those dates", the one thing the turn before
+    named or listed; else a folder called by its name. None when they point at nothing."""
+    if not earlier or len(text) > FOLLOW_UP_CHARS:
+        return None
+    message = " ".join(text.split())
+    corrected = _CORRECTION_RE.search(message)
+    if corrected is not None and len(corrected.group("rest").split()) >= 2:
+        message = corrected.group("rest").strip()
+    turns = talking_turns(earlier)
+    target = _pointed(message, turns, own)
+    if target is None and (_KIND_REF_RE.search(message) or _IT_RE.search(message)):
+        target = _pronoun_target(turns)
+    if target is None:
+        target = _folder_by_name(message, turns)
+    if target is None:
+        return None
+    return _in_folder(target.value, target.turn) if target.listed else target.value
 
 
 def _continues(

@@ -15,7 +15,7 @@ from typing import Any
 
 from broker.router.classifier import _classifier, _predicted, _rules_decide, _with_classifier
 from broker.router.extraction import _make_view
-from broker.router.followup import Earlier, read_follow_up, reread
+from broker.router.followup import Earlier, read_follow_up, referent, reread
 from broker.router.followup_model import FollowupModel, Reading, feature_values, followup_model
 from broker.router.patterns import _ACTIVE_WINDOW_RE, _PREFIX_RE
 from broker.router.rules import _RULES, _file_guess
@@ -102,7 +102,18 @@ def route_in_conversation(
     if not earlier:
         return own, False
     reading = read_in_conversation(text, earlier, own, weights=weights)
-    return decide_follow_up(reading, followup_model(followup_weights))
+    out, followed = decide_follow_up(reading, followup_model(followup_weights))
+    if reading.rule == "not_read" or own.source == "prefix":
+        return out, followed
+    return _told_what_it_points_at(out, referent(text, earlier, own)), followed
+
+
+def _told_what_it_points_at(out: RouterOutput, pointed: str | None) -> RouterOutput:
+    """`out` with what its referring words point at, unless its arguments already carry it."""
+    args = out.arguments
+    if pointed is None or pointed in (*args.paths, args.url, args.cwd):
+        return out
+    return out.model_copy(update={"arguments": args.model_copy(update={"refers_to": pointed})})
 
 
 def read_in_conversation(

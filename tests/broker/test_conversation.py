@@ -172,6 +172,27 @@ def test_a_direct_action_is_kept_as_a_tool_call_with_its_result(
     assert "plan.txt" in follow_up.messages[3]["content"]
 
 
+def test_the_model_is_told_which_listed_file_the_words_point_at_and_no_file_is_opened_for_it(
+    tmp_path: Path, person: Path
+) -> None:
+    model = ScriptedModel(replies("Two files: notes.txt and plan.txt.", "It is a short plan."))
+    prompter = CarefulPerson()
+    session = open_session(tmp_path, model, prompter=prompter)
+    conversation = Conversation()
+    session.ask("list files in ~/Documents", conversation=conversation)
+    asked_before = len(prompter.asked)
+
+    session.ask("is the second one a sensible plan, in your opinion?", conversation=conversation)
+
+    follow_up = model.chat_requests[-1]
+    plan = json.dumps(str(person / "Documents" / "plan.txt"))
+    assert plan in follow_up.messages[0]["content"]
+    # An opinion about it is no request to read it: no file tool, no question, nothing read.
+    assert follow_up.tool_names == []
+    assert len(prompter.asked) == asked_before
+    assert "Call the bank" not in text_of(follow_up)
+
+
 def test_the_router_is_given_the_persons_words_and_what_each_turn_named_and_listed(
     tmp_path: Path, person: Path
 ) -> None:

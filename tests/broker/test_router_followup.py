@@ -552,3 +552,53 @@ def test_my_documents_folder_is_the_persons_own_not_a_listed_folder_of_that_name
     )
     out = route("clean my Documents folder", earlier=[backup])
     assert "/mnt/backup/Documents" not in out.arguments.paths
+
+
+# --- what the words point at, whatever they ask of it ---------------------------------------
+
+
+def test_asking_what_was_said_about_a_listed_file_stays_a_memory_question_about_that_file() -> None:
+    out = route("what did i tell you about the budget one", earlier=[DOCS])
+    assert out.intent is Intent.MEMORY_READ
+    assert out.arguments.refers_to == "~/Documents/budget.xlsx"
+    # Pointing at it is not asking to open it: no file is part of the request.
+    assert out.arguments.paths == []
+    assert not out.needs_file_access
+
+
+def test_writing_help_on_the_file_just_read_says_which_file_without_reaching_for_it() -> None:
+    read = Earlier(
+        "read my cover letter",
+        Intent.FILE_TASK,
+        named=("~/Documents/cover_letter.txt",),
+        listed=("~/Documents/cover_letter.txt",),
+    )
+    out = route("make it sound less stiff", earlier=[read])
+    assert out.intent is Intent.CHAT_ONLY
+    assert out.arguments.refers_to == "~/Documents/cover_letter.txt"
+    assert out.arguments.paths == []
+    assert not out.needs_file_access
+
+
+def test_remember_that_site_names_the_page_the_turn_opened() -> None:
+    opened = Earlier(
+        "open the clinic website", Intent.BROWSE_ONCE, named=("https://clinic.example.com",)
+    )
+    out = route("remember that site, it's my eye clinic", earlier=[opened])
+    assert out.intent is Intent.MEMORY_WRITE
+    assert out.arguments.refers_to == "https://clinic.example.com"
+    assert out.arguments.url is None
+
+
+@pytest.mark.parametrize(
+    "words",
+    ["what's the weather in Lisbon tomorrow?", "thanks!", "tell me a joke about cats"],
+)
+def test_words_that_point_at_nothing_earlier_carry_no_reference(words: str) -> None:
+    assert route(words, earlier=[DOCS]).arguments.refers_to is None
+
+
+def test_a_reference_already_carried_by_the_request_is_not_repeated() -> None:
+    out = route("summarise the second one", earlier=[DOCS])
+    assert out.arguments.paths == ["~/Documents/budget.xlsx"]
+    assert out.arguments.refers_to is None
