@@ -156,6 +156,8 @@ class _ExactText(QTextEdit):
         self.setAccessibleName(name)
         self.setAccessibleDescription(plain)
         self._heights.clear()
+        # A QTextEdit's hint does not follow its text; this one's height does.
+        self.updateGeometry()
 
     def hasHeightForWidth(self) -> bool:
         return True
@@ -1017,6 +1019,9 @@ def spare_dialog() -> PermissionDialog:
     dialog = PermissionDialog(None)
     dialog.ensurePolished()
     dialog.create()
+    # Not laid out ahead: its layouts would keep heights measured without the question's
+    # words (the scrolling body's until the loop delivers its layout request), and the dialog
+    # sized to its text before show() would come out short.
     return dialog
 
 

@@ -837,6 +837,11 @@ def test_preparing_the_dialog_shows_nothing_and_the_question_appears_in_the_dial
             (dialog,) = open_dialogs()
             assert dialog is ready
             assert dialog.rows["File"].toPlainText() == DOCS
+            # Sized to its words before it was shown: whole, with no scroll bar.
+            await until(lambda: dialog.windowHandle().isExposed())
+            assert dialog.body.verticalScrollBar().maximum() == 0
+            shown = [*dialog.findChildren(QLabel), *dialog.findChildren(QTextEdit)]
+            assert all(whole(w) for w in shown if w.isVisible())
             assert dialog.warning is not None
             assert dialog.warning.isVisible()
             assert dialog.choice_buttons[Choice.ONCE].isChecked()
