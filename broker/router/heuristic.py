@@ -17,8 +17,8 @@ from broker.router.classifier import _classifier, _predicted, _rules_decide, _wi
 from broker.router.extraction import _make_view
 from broker.router.followup import Earlier, read_follow_up, referent, reread
 from broker.router.followup_model import FollowupModel, Reading, feature_values, followup_model
-from broker.router.patterns import _ACTIVE_WINDOW_RE, _PREFIX_RE
-from broker.router.rules import _RULES, _file_guess
+from broker.router.patterns import _ACTIVE_WINDOW_RE, _OPENERS_RE, _PREFIX_RE
+from broker.router.rules import _RULES, _WORDS_RE, OPENER_ONLY_WORDS, _file_guess
 from broker.router.scoring import (
     NOTHING_MATCHED_CONFIDENCE,
     _build,
@@ -233,6 +233,11 @@ def _route(text: str, *, classifier: bool, weights: Path | None = None) -> Route
     prefix = _PREFIX_RE.match(stripped)
     if prefix is not None:
         return _route_prefix(prefix.group(1), stripped[prefix.end() :].strip())
+    lead = _OPENERS_RE.match(stripped)
+    if lead is not None and len(_WORDS_RE.findall(stripped[lead.end() :])) > OPENER_ONLY_WORDS:
+        # "thanks, now take a screenshot": the request, read without the thanks before it.
+        routed = _route(stripped[lead.end() :], classifier=classifier, weights=weights)
+        return routed.model_copy(update={"text": text.strip()})
     view = _make_view(stripped)
     guess = next((g for rule in _RULES if (g := rule(view)) is not None), None)
     if guess is None:

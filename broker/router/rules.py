@@ -10,10 +10,13 @@ does): a rule reads the view and nothing else.
 
 from __future__ import annotations
 
+import re
+
 from broker.router.extraction import _blank, _dedupe, _pattern, _topics, _type_pattern, _View
 from broker.router.patterns import (
     _ACTIVE_WINDOW_RE,
     _BROWSE_VERB_RE,
+    _CHAT_OPENER_RE,
     _CHAT_RE,
     _CONCEPT_RE,
     _DESTRUCTIVE_RE,
@@ -57,6 +60,10 @@ from broker.types import Action, Intent, RouterArguments
 
 # A screen request this short is the request and nothing else ("take a screenshot of my screen").
 SHORT_REQUEST_WORDS = 6
+# At most this many words after "ok", "thanks", "haha": still only the opener ("ok thanks a
+# lot", "haha nice one"); more is a request of its own, read by the other rules.
+OPENER_ONLY_WORDS = 3
+_WORDS_RE = re.compile(r"[^\W_]+")
 
 
 def _memory_write(view: _View) -> _Guess | None:
@@ -172,6 +179,9 @@ def _chat(view: _View) -> _Guess | None:
     if _HOWTO_RE.match(text) or _CONCEPT_RE.search(text):
         return _Guess(Intent.CHAT_ONLY, 0.8)
     if _CHAT_RE.search(text):
+        return _Guess(Intent.CHAT_ONLY, 0.85)
+    opener = _CHAT_OPENER_RE.match(text)
+    if opener is not None and len(_WORDS_RE.findall(opener.group("rest"))) <= OPENER_ONLY_WORDS:
         return _Guess(Intent.CHAT_ONLY, 0.85)
     return None
 

@@ -1087,3 +1087,30 @@ def test_open_in_my_browser_hands_the_link_to_the_desktop_and_fetches_nothing(
     audited = [json.loads(line) for line in session.audit.path.read_text().splitlines()]
     called = {e["data"].get("tool") for e in audited if e["event"].startswith("TOOL_CALL")}
     assert called == {"open_url"}, "no page is fetched: the browser reads it"
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        ("haha. ok real q: average petrol price uk today", Intent.LOOKUP_SEARCH),
+        ("thanks! now list the files in ~/Downloads", Intent.FILE_TASK),
+        ("ok cool, what's the weather in Oslo tomorrow", Intent.LOOKUP_SEARCH),
+    ],
+)
+def test_thanks_or_ok_before_a_request_does_not_make_it_small_talk(
+    text: str, intent: Intent
+) -> None:
+    out = route(text)
+    assert out.intent is intent
+    assert out.text == text  # the model still reads all of it
+
+
+def test_a_fact_after_ok_is_remembered_without_the_ok() -> None:
+    out = route("ok remember my locker code is 4471")
+    assert out.intent is Intent.MEMORY_WRITE
+    assert out.arguments.fact == "my locker code is 4471"
+
+
+@pytest.mark.parametrize("text", ["ok thanks", "haha nice one", "thanks a lot mate", "hey"])
+def test_a_greeting_or_thanks_alone_is_still_small_talk(text: str) -> None:
+    assert route(text).intent is Intent.CHAT_ONLY
