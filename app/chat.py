@@ -130,6 +130,8 @@ class _Turn:
     shown_memory: list[MemoryEntry] = field(default_factory=list)
     ended: bool = False
     rendered_at: float = 0.0
+    # The person's message is in the transcript (`ChatWindow._show_message`).
+    shown: bool = False
 
     def __post_init__(self) -> None:
         self.record = TurnRecord(self.text)
@@ -589,13 +591,20 @@ class ChatWindow(QWidget):
         self._turn = turn
         self._hint("")
         self._update_controls()
-        self.transcript.append(UserEntry(body=text))
-        self.transcript.scroll_to_bottom()
         new_conversation = self.conversation_id is None
         # The turn is asked within, and kept in, the chat open now.
         conversation = self.conversation
+        # The turn starts on its thread first, then the person's message is drawn: building,
+        # laying out and painting it ahead of the turn had delayed a permission question's
+        # dialog by ~4 ms (`bench/prompt_latency.py`). It still shows before anything the turn
+        # reports does (`_on_event`).
+        asking = asyncio.ensure_future(
+            self.assistant.ask(text, temporary=temporary, conversation=conversation)
+        )
         try:
-            result = await self.assistant.ask(text, temporary=temporary, conversation=conversation)
+            await asyncio.sleep(0)  # the ask's first step, which hands the turn to its thread
+            self._show_message(turn)
+            result = await asking
         except (Busy, Paused) as exc:
             # Not sent: say why, and give the text back to send again later.
             self.transcript.append(NoticeEntry(body=f"Not sent. {exc}", tone="warning"))
@@ -603,6 +612,8 @@ class ChatWindow(QWidget):
                 self.input.setPlainText(text)
             return None
         finally:
+            if not asking.done():  # this window's own wait was cancelled before the turn's
+                asking.cancel()
             # However the turn ended (even by a bug), the window takes messages again.
             self._turn = None
             self._update_controls()
@@ -631,10 +642,19 @@ class ChatWindow(QWidget):
 
     # -- what the turn reports ---------------------------------------------------------------
 
+    def _show_message(self, turn: _Turn) -> None:
+        """The person's message at the bottom of the transcript, once."""
+        if not turn.shown:
+            turn.shown = True
+            self.transcript.append(UserEntry(body=turn.text))
+            self.transcript.scroll_to_bottom()
+
     def _on_event(self, event: TurnEvent) -> None:
         turn = self._turn
         if turn is None or turn.ended:
             return
+        # What the turn reports goes below the message that asked for it.
+        self._show_message(turn)
         if isinstance(event, TurnStarted):
             if turn.turn_id is None and event.text == turn.text:
                 turn.turn_id = event.turn_id
