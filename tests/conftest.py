@@ -7,6 +7,7 @@ environment is cleaned here at import, before any test (or subprocess it starts)
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -54,8 +55,9 @@ def _signal_state() -> dict[str, str]:
 @pytest.fixture(autouse=True)
 def _signals_left_as_found() -> Iterator[None]:
     """A test that leaves a signal ignored or blocked (or a handler of its own) in the test
-    process fails here and the state is put back, so the CLI children of later tests still
-    stop on Ctrl-C as a person's would."""
+    process is named in a warning and the state is put back, so the CLI children of later
+    tests still stop on Ctrl-C as a person's would. (A warning, not a failure: it is a
+    diagnostic for the two Ctrl-C tests that fail only in whole runs; none has been seen.)"""
     if not os.path.exists("/proc/self/status"):
         yield
         return
@@ -72,9 +74,10 @@ def _signals_left_as_found() -> Iterator[None]:
             signal.signal(sig, handler)
     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     if after != before or changed:
-        pytest.fail(
+        warnings.warn(
             f"this test left the test process's signals changed: {before} -> {after}"
-            + (f"; handlers of {', '.join(changed)} replaced" if changed else "")
+            + (f"; handlers of {', '.join(changed)} replaced" if changed else ""),
+            stacklevel=1,
         )
 
 
