@@ -274,6 +274,7 @@ _KIND_REF_RE = re.compile(
     r"script|log|portal|address|recipe|photo|picture|video|song|track|date|number|one)s?\b",
     _I,
 )
+_MIDDLE_RE = re.compile(r"\bthe\s+middle\s+" + _ITEM + r"\b", _I)
 _IT_RE = re.compile(r"\b(?:it|its|it's|them)\b", _I)
 _PAGE_KINDS = _words("page site website link url article piece story post timetable")
 # "the newest", "the oldest of those": by the dates the listed names carry.
@@ -829,6 +830,8 @@ def _pointed(message: str, earlier: Sequence[Earlier], own: RouterOutput) -> _Ta
         if not listed:
             continue
         index = _position(message)
+        if index is None and _MIDDLE_RE.search(message) and len(listed) % 2 == 1:
+            index = len(listed) // 2  # "the middle one" of three or five; of four, none
         loose = _terse(message, own)
         if index is None and loose:
             index = _bare_number(message)

@@ -602,3 +602,17 @@ def test_a_reference_already_carried_by_the_request_is_not_repeated() -> None:
     out = route("summarise the second one", earlier=[DOCS])
     assert out.arguments.paths == ["~/Documents/budget.xlsx"]
     assert out.arguments.refers_to is None
+
+
+def test_the_middle_one_of_an_odd_listing_is_picked_and_of_an_even_one_nothing() -> None:
+    out = route("open the middle one", earlier=[DOCS])
+    assert out.arguments.paths == ["~/Documents/budget.xlsx"]
+    four = Earlier(
+        "list my notes",
+        Intent.FILE_TASK,
+        named=("~/notes",),
+        listed=("~/notes/a.txt", "~/notes/b.txt", "~/notes/c.txt", "~/notes/d.txt"),
+    )
+    out = route("open the middle one", earlier=[four])
+    assert not any(p.startswith("~/notes/") for p in out.arguments.paths)
+    assert out.arguments.refers_to is None
