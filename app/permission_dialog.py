@@ -1013,9 +1013,10 @@ def spare_dialog() -> PermissionDialog:
     and polished, its native window made (never mapped: nothing shows), so that showing a
     question is filling in words and mapping a window (`open_question(…, dialog=…)`).
 
-    Built for the question: ~5 ms of construction and ~5 ms of polishing and first layout
-    between the question reaching the UI thread and `show()` returning, where a bare dialog
-    takes about 1 ms (`bench/prompt_latency.py`)."""
+    Built for the question instead: 3-6 ms of construction, then ~4 ms in show() for the
+    polish, the native window and a first layout, between the question reaching the UI thread
+    and the window being mapped; filled in, ~1 ms, then ~2.5 ms to size it to its words and
+    show it (`bench/prompt_latency.py`, docs/BENCHMARKS.md)."""
     dialog = PermissionDialog(None)
     dialog.ensurePolished()
     dialog.create()
