@@ -15,7 +15,8 @@ when it appears, so it is announced instead (an accessible alert carrying the qu
 It renders and forwards; what may be offered and what each answer decides is the question's
 (`app.permission_prompt`). It never calls `QDialog.exec()` nor starts a nested loop: it is not
 modal, and is shown at once in the slot that received the question and awaited as
-`app.async_dialog.show_dialog` awaits a dialog (`open_question`).
+`app.async_dialog.show_dialog` awaits a dialog (`open_question`). The app keeps one dialog made
+ready (`spare_dialog`): it is filled in with one question only, never shown empty or reused.
 """
 
 from __future__ import annotations

@@ -248,8 +248,8 @@ class QuestionView(QObject):
 # Shows a question and returns once it is over (the default opens a PermissionDialog).
 Presenter = Callable[[QuestionView], Awaitable[object]]
 
-# After a question's dialog closed, the next one is made ready this much later (the UI thread
-# is busy for a few milliseconds then, while the turn goes on without it).
+# After a question's dialog closed, the next one is made ready this much later: making it keeps
+# the UI thread ~5 ms, after the dialog has gone, while the turn goes on on its own thread.
 SPARE_AFTER_MS = 50
 
 
