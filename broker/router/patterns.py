@@ -260,9 +260,16 @@ _SYSTEM_DOMAIN_RE = re.compile(
     _I,
 )
 
+# Words before the verb that do not change what is asked ("safely eject", "ok fine restart").
+_SYSTEM_LEAD = r"(?:(?:safely|quickly|right|fine|then|yes|yeah|yep|sure)[\s,]+)*"
 _SYSTEM_VERB_RE = re.compile(
-    r"^" + _POLITE + r"(?:kill|pkill|killall|shut\s*down|power\s*off|reboot|restart|install|"
-    r"uninstall|upgrade|launch|mount|unmount|umount|eject|suspend|hibernate)\b",
+    r"^" + _POLITE + _SYSTEM_LEAD + _POLITE + r"(?:kill|pkill|killall|shut\s*down|power\s*off|"
+    r"shut\s+(?:that|this|the|my)\s+(?:[\w\-]+\s+){1,3}down|"
+    r"reboot|restart|install|uninstall|upgrade|launch|mount|unmount|umount|eject|suspend|"
+    r"hibernate|(?:turn|switch|flip)\s+(?:on|off)\s+(?:the\s+|my\s+)?(?:wi-?fi|bluetooth|"
+    r"(?:[\w\-]+\s+){1,2}mode|night\s+light|do\s+not\s+disturb|vpn|firewall|hotspot)|"
+    r"open\s+(?:the\s+|my\s+)?[\w\-.]+\s+(?:program|app|application)\b(?!\s+(?:store|page|"
+    r"site|website)))\b",
     _I,
 )
 

@@ -1114,3 +1114,26 @@ def test_a_fact_after_ok_is_remembered_without_the_ok() -> None:
 @pytest.mark.parametrize("text", ["ok thanks", "haha nice one", "thanks a lot mate", "hey"])
 def test_a_greeting_or_thanks_alone_is_still_small_talk(text: str) -> None:
     assert route(text).intent is Intent.CHAT_ONLY
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "safely eject Backup Plus, I'm about to unplug it",
+        "ok flip on power saver mode, i need this thing alive till 3",
+        "switch off bluetooth",
+        "Would you open the Zoom program now so that I might practise beforehand?",
+        "right, shut that gnome indexer down for now",
+        "ok fine restart for it",
+    ],
+)
+def test_a_setting_switched_or_a_program_started_in_everyday_words_is_a_system_task(
+    text: str,
+) -> None:
+    out = route(text)
+    assert out.intent is Intent.SYSTEM_TASK
+    assert out.needs_system_execute
+
+
+def test_the_app_store_page_of_a_program_is_a_page_not_a_program_to_start() -> None:
+    assert route("open the app store page for zoom").intent is not Intent.SYSTEM_TASK
