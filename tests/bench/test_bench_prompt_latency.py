@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.prompt_latency import STAGES
 from tests.support.xvfb import OPENBOX, XVFB
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,7 +42,8 @@ def test_the_prompt_latency_benchmark_times_every_stage_of_a_real_question(tmp_p
     assert report["bare_ms"]["p50"] > 0
     # The dialog's own part (question received → exposed) is within the whole Enter → exposed.
     assert 0 < report["dialog_part_ms"]["p50"] <= report["dialog_ms"]["p50"]
-    assert len(report["stages"]) == 12  # every stage from Enter to the first paint was reached
+    # Every stage from Enter to the first paint was reached, in order.
+    assert list(report["stages"]) == [words for _, _, words in STAGES]
     assert report["model_requests_before_dialog"] == [0]  # a direct action asks no model
     assert report["prepared"] is True
     assert set(report["first_question"]) == {
