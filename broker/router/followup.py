@@ -168,11 +168,12 @@ _ORD = (
     r"fourth|4th|fifth|5th|sixth|6th|seventh|7th|eighth|8th|ninth|9th|tenth|10th|last|final|"
     r"penultimate|top|bottom)"
 )
-_ITEM = (
-    r"(?:one|ones|file|item|link|url|result|hit|entry|doc|document|page|site|article|folder|"
+_ITEM_WORDS = (
+    r"one|ones|file|item|link|url|result|hit|entry|doc|document|page|site|article|folder|"
     r"pdf|image|photo|picture|pic|video|song|track|spreadsheet|sheet|option|thing|story|"
-    r"source|repo|post|paper)"
+    r"source|repo|post|paper"
 )
+_ITEM = r"(?:" + _ITEM_WORDS + r")"
 # "the second one", "2nd link", "the last result", "open the third" (at the end).
 _ORDINAL_RE = re.compile(
     r"\b(?:(?:the|that|this)\s+)?" + _ORD + r"(?:\s+" + _ITEM + r"\b|\s*[.!?]*\s*$|"
@@ -269,9 +270,9 @@ _THE_ONE_RE = re.compile(
 )
 # "that path", "this share", "those dates", "that one": a thing the turn before showed.
 _KIND_REF_RE = re.compile(
-    r"\b(?:that|this|those|these|the\s+same)\s+(?:[a-z]+\s+)?(?:page|site|website|link|url|"
-    r"article|file|doc|document|folder|dir|directory|pdf|path|drive|share|sheet|spreadsheet|"
-    r"script|log|portal|address|recipe|photo|picture|video|song|track|date|number|one)s?\b",
+    r"\b(?:that|this|those|these|the\s+same)\s+(?:[a-z]+\s+)?(?:"
+    + _ITEM_WORDS
+    + r"|website|dir|directory|path|drive|share|script|log|portal|address|recipe|date|number)s?\b",
     _I,
 )
 _MIDDLE_RE = re.compile(r"\bthe\s+middle\s+" + _ITEM + r"\b", _I)
@@ -531,32 +532,43 @@ def read_follow_up(
     alone: Reroute,
     rules: Reroute,
     ranked: Ranked | None = None,
-) -> tuple[RouterOutput | None, str]:
-    """`follow_up`, and the name of the rule that decided ("pointed", "why_status", …; "none"
-    when none did): what the learned follow-up reader (`followup_model`) weighs it by."""
+) -> tuple[RouterOutput | None, str, str | None]:
+    """`follow_up`; the name of the rule that decided ("pointed", "why_status", …; "none"
+    when none did), what the learned follow-up reader (`followup_model`) weighs it by; and
+    what its referring words point at whatever it asks (`RouterArguments.refers_to`): a
+    listed item picked by position, name, type or date; after "that file", "this site",
+    "those dates", "it", the one thing the turn before named or listed; else a folder called
+    by its name."""
     if not earlier or len(text) > FOLLOW_UP_CHARS:
-        return None, "not_read"
+        return None, "not_read", None
     message = " ".join(text.split())
     if not message or message.startswith("/"):
-        return None, "not_read"
+        return None, "not_read", None
     whole = own
     corrected = _CORRECTION_RE.search(message)
     if corrected is not None and len(corrected.group("rest").split()) >= 2:
         # "pause the render? no, just kill it": what the person settled on.
         message = corrected.group("rest").strip()
         own = alone(message)
-    rule, out = _follow(message, earlier, own, alone, rules, ranked)
+    turns = talking_turns(earlier)
+    pointed = _pointed(message, turns, own)
+    rule, out = _follow(message, turns, own, alone, rules, ranked, pointed)
+    referred = _referred(message, turns, pointed)
     if corrected is not None and own is not whole:
         rule = "corrected_" + rule
     if out is None:
         if own is whole:
-            return None, rule
+            return None, rule, referred
         out = own
     # The message as typed goes on (the model reads all of it), never rated below its own
     # reading: a correction chooses the reading, not a lower risk.
-    return out.model_copy(
-        update={"text": text.strip(), "risk_level": _max_risk(out.risk_level, whole.risk_level)}
-    ), rule
+    return (
+        out.model_copy(
+            update={"text": text.strip(), "risk_level": _max_risk(out.risk_level, whole.risk_level)}
+        ),
+        rule,
+        referred,
+    )
 
 
 def _follow(
@@ -566,13 +578,13 @@ def _follow(
     alone: Reroute,
     rules: Reroute,
     ranked: Ranked | None,
+    pointed: _Target | None,
 ) -> tuple[str, RouterOutput | None]:
-    """`follow_up` on the normalised message the person settled on, and the rule that decided."""
+    """`follow_up` on the normalised message the person settled on, after `earlier` (its
+    talking turns), and the rule that decided; `pointed` is the listed item its words pick."""
     if _closer(message):
         return "closer", _chat(message)
-    earlier = talking_turns(earlier)
     last = _thread(earlier)
-    pointed = _pointed(message, earlier, own)
     if pointed is not None:
         return "pointed", _act_on(message, pointed, own)
     if _own_request(own):
@@ -656,19 +668,9 @@ def _follow(
     return "none", None
 
 
-def referent(text: str, earlier: Sequence[Earlier], own: RouterOutput) -> str | None:
-    """What a follow-up's referring words point at in `earlier`, whatever it asks of it (the
-    model is told: `RouterArguments.refers_to`): a listed item picked by position, name, type
-    or date; after "that file", "this site", "those dates", the one thing the turn before
-    named or listed; else a folder called by its name. None when they point at nothing."""
-    if not earlier or len(text) > FOLLOW_UP_CHARS:
-        return None
-    message = " ".join(text.split())
-    corrected = _CORRECTION_RE.search(message)
-    if corrected is not None and len(corrected.group("rest").split()) >= 2:
-        message = corrected.group("rest").strip()
-    turns = talking_turns(earlier)
-    target = _pointed(message, turns, own)
+def _referred(message: str, turns: Sequence[Earlier], pointed: _Target | None) -> str | None:
+    """What the words point at (`read_follow_up`), given the listed item they pick, if any."""
+    target = pointed
     if target is None and (_KIND_REF_RE.search(message) or _IT_RE.search(message)):
         target = _pronoun_target(turns)
     if target is None:

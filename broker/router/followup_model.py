@@ -139,6 +139,8 @@ class Reading:
     rule: str
     # The classifier's probability of each intent for the message alone ({} without one).
     probabilities: Mapping[Intent, float]
+    # What its referring words point at in the earlier turns (`followup.read_follow_up`).
+    refers_to: str | None = None
 
 
 def _band(confidence: float) -> str:

@@ -15,10 +15,10 @@ from typing import Any
 
 from broker.router.classifier import _classifier, _predicted, _rules_decide, _with_classifier
 from broker.router.extraction import _make_view
-from broker.router.followup import Earlier, read_follow_up, referent, reread
+from broker.router.followup import Earlier, read_follow_up, reread
 from broker.router.followup_model import FollowupModel, Reading, feature_values, followup_model
-from broker.router.patterns import _ACTIVE_WINDOW_RE, _OPENERS_RE, _PREFIX_RE
-from broker.router.rules import _RULES, _WORDS_RE, OPENER_ONLY_WORDS, _file_guess
+from broker.router.patterns import _ACTIVE_WINDOW_RE, _PREFIX_RE
+from broker.router.rules import _RULES, _file_guess, request_after_openers
 from broker.router.scoring import (
     NOTHING_MATCHED_CONFIDENCE,
     _build,
@@ -103,9 +103,7 @@ def route_in_conversation(
         return own, False
     reading = read_in_conversation(text, earlier, own, weights=weights)
     out, followed = decide_follow_up(reading, followup_model(followup_weights))
-    if reading.rule == "not_read" or own.source == "prefix":
-        return out, followed
-    return _told_what_it_points_at(out, referent(text, earlier, own)), followed
+    return _told_what_it_points_at(out, reading.refers_to), followed
 
 
 def _told_what_it_points_at(out: RouterOutput, pointed: str | None) -> RouterOutput:
@@ -129,9 +127,9 @@ def read_in_conversation(
         predicted = _predicted(weights, words.lstrip())
         return {} if predicted is None else dict(predicted.ranked)
 
-    followed, rule = read_follow_up(text, earlier, own, alone, route_rules, ranked)
+    followed, rule, pointed = read_follow_up(text, earlier, own, alone, route_rules, ranked)
     probabilities = ranked(text) if text.strip() and own.source != "prefix" else {}
-    return Reading(text, tuple(earlier), own, followed, rule, probabilities)
+    return Reading(text, tuple(earlier), own, followed, rule, probabilities, pointed)
 
 
 # How sure the learned follow-up reader must be to choose another intent than the rules'
@@ -233,10 +231,10 @@ def _route(text: str, *, classifier: bool, weights: Path | None = None) -> Route
     prefix = _PREFIX_RE.match(stripped)
     if prefix is not None:
         return _route_prefix(prefix.group(1), stripped[prefix.end() :].strip())
-    lead = _OPENERS_RE.match(stripped)
-    if lead is not None and len(_WORDS_RE.findall(stripped[lead.end() :])) > OPENER_ONLY_WORDS:
+    request = request_after_openers(stripped)
+    if request is not None:
         # "thanks, now take a screenshot": the request, read without the thanks before it.
-        routed = _route(stripped[lead.end() :], classifier=classifier, weights=weights)
+        routed = _route(request, classifier=classifier, weights=weights)
         return routed.model_copy(update={"text": text.strip()})
     view = _make_view(stripped)
     guess = next((g for rule in _RULES if (g := rule(view)) is not None), None)

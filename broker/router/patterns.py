@@ -212,18 +212,13 @@ _CONCEPT_RE = re.compile(
     r"|\bdifference\s+between\b|\bwhat'?s\s+the\s+(?:meaning|definition)\s+of\b",
     _I,
 )
-# A greeting, thanks or "ok" that is all the message says ("ok thanks", "haha nice one"); one
-# followed by a request of its own ("haha. ok real q: petrol price today") is read by that.
-_CHAT_OPENER_RE = re.compile(
-    r"^(?:hi|hello|hey|yo|hiya|thanks|thank you|thx|ty|good (?:morning|night|evening|afternoon)|"
-    r"bye|goodbye|lol|haha|ok|okay|cool|nice|great)\b(?P<rest>.*)$",
-    _I | re.S,
-)
-# Greetings, thanks and "ok"s before a request ("haha. ok real q: ...", "thanks, now ..."):
-# the request after them is what is routed.
+# Greetings, thanks and "ok"s at the start of a message. With a few words at most after them
+# they are all it says ("ok thanks", "haha nice one"): small talk. Before a request ("haha. ok
+# real q: petrol price today", "thanks, now take a screenshot"), the request is what is routed.
 _OPENERS_RE = re.compile(
-    r"^(?:(?:hi|hello|hey|yo|hiya|thanks|thank you|thx|ty|lol|haha+|hehe|ok|okay|cool|nice|"
-    r"great|alright|sweet|perfect|awesome|real q|quick q|quick question)\b[\s,.!:;\-]*)+",
+    r"^(?:(?:hi|hello|hey|yo|hiya|thanks|thank you|thx|ty|good (?:morning|night|evening|"
+    r"afternoon)|bye|goodbye|lol|haha+|hehe|ok|okay|cool|nice|great|alright|sweet|perfect|"
+    r"awesome|real q|quick q|quick question)\b[\s,.!:;\-]*)+",
     _I,
 )
 _CHAT_RE = re.compile(

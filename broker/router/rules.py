@@ -10,13 +10,10 @@ does): a rule reads the view and nothing else.
 
 from __future__ import annotations
 
-import re
-
 from broker.router.extraction import _blank, _dedupe, _pattern, _topics, _type_pattern, _View
 from broker.router.patterns import (
     _ACTIVE_WINDOW_RE,
     _BROWSE_VERB_RE,
-    _CHAT_OPENER_RE,
     _CHAT_RE,
     _CONCEPT_RE,
     _DESTRUCTIVE_RE,
@@ -39,6 +36,7 @@ from broker.router.patterns import (
     _MEM_WRITE_TAIL_RE,
     _NAMED_RE,
     _OPEN_IN_BROWSER_RE,
+    _OPENERS_RE,
     _PERSONAL_DOC_RE,
     _QUESTION_RE,
     _REMINISCE_RE,
@@ -53,6 +51,7 @@ from broker.router.patterns import (
     _TO_VERB_RE,
     _WEB_STRONG_RE,
     _WEB_WEAK_RE,
+    _WORD_TOKEN_RE,
     _YOU_RE,
 )
 from broker.router.scoring import DIRECT_ACTION_CONFIDENCE, UNSURE_COMMAND_CONFIDENCE, _Guess
@@ -63,7 +62,17 @@ SHORT_REQUEST_WORDS = 6
 # At most this many words after "ok", "thanks", "haha": still only the opener ("ok thanks a
 # lot", "haha nice one"); more is a request of its own, read by the other rules.
 OPENER_ONLY_WORDS = 3
-_WORDS_RE = re.compile(r"[^\W_]+")
+
+
+def request_after_openers(text: str) -> str | None:
+    """The request after the greetings, thanks and "ok"s `text` starts with ("haha. ok real
+    q: petrol price today" → "petrol price today"); None when it starts with none, or when
+    only a few words follow them (then they are all it says)."""
+    lead = _OPENERS_RE.match(text)
+    if lead is None:
+        return None
+    rest = text[lead.end() :]
+    return rest if len(_WORD_TOKEN_RE.findall(rest)) > OPENER_ONLY_WORDS else None
 
 
 def _memory_write(view: _View) -> _Guess | None:
@@ -180,8 +189,7 @@ def _chat(view: _View) -> _Guess | None:
         return _Guess(Intent.CHAT_ONLY, 0.8)
     if _CHAT_RE.search(text):
         return _Guess(Intent.CHAT_ONLY, 0.85)
-    opener = _CHAT_OPENER_RE.match(text)
-    if opener is not None and len(_WORDS_RE.findall(opener.group("rest"))) <= OPENER_ONLY_WORDS:
+    if _OPENERS_RE.match(text) and request_after_openers(text) is None:
         return _Guess(Intent.CHAT_ONLY, 0.85)
     return None
 
