@@ -202,7 +202,7 @@ _TYPE_REF_RE = re.compile(
 # "the chai one", "the explainer link", "the 2025 one": a word of one listed name.
 _NAME_FRAME_RE = re.compile(
     r"(?:\b(?:the|that|this|their|its|your)\s+|^(?!(?:the|that|this|a|an|which|what|my|no|"
-    r"and|or|any|each|every)\b))([\w\-]{2,40}(?:\s+[\w\-]{2,40})?)\s+(?:one|link|page|site|"
+    r"and|or|any|each|every)\b))([\w\-]{2,40}(?:\s+[\w\-]{1,40})?)\s+(?:one|link|page|site|"
     r"article|file|doc|document|result|folder|version|piece|story|post|guide|video|review|"
     r"thread|report|sheet|log|script|dir|directory)\b",
     _I,
@@ -258,13 +258,13 @@ _FOLDER_WORD_RE = re.compile(
 )
 # "the one about the tram", "the article on pricing": a word of one listed name after it.
 _ABOUT_NAME_RE = re.compile(
-    r"\b(?:one|link|page|article|story|piece|file|post|result)\s+(?:about|on|with|from|"
-    r"for)\s+(?:the\s+|that\s+)?([\w\-]{2,40})\b",
+    r"\b(?:one|link|page|article|story|piece|file|post|result|letter)\s+(?:about|on|with|from|"
+    r"for|to)\s+(?:the\s+|that\s+)?([\w\-]{2,40})\b",
     _I,
 )
 # "that page", "the site", "that file", "in there": the one page or file a turn showed.
 _THE_ONE_RE = re.compile(
-    r"\b(?:that|this|the\s+same|their|its)\s+(?P<kind>page|site|website|link|url|article|"
+    r"\b(?:that|this|the\s+same|their|its)\s+(?:[a-z]+\s+){0,2}?(?P<kind>page|site|website|link|url|article|"
     r"piece|story|post|timetable|file|doc|document|folder|dir|directory|pdf)\b",
     _I,
 )
@@ -480,7 +480,7 @@ _ASKS_RE = re.compile(
 )
 # "which one is the biggest", "which of those do i need": a question about what was listed.
 _WHICH_OF_RE = re.compile(
-    r"\bwhich\s+(?:one|ones|of\s+(?:them|those|these|the\s+\w+))\b|"
+    r"\bwhich(?:ever)?\s+(?:one|ones|of\s+(?:them|those|these|the\s+\w+))\b|"
     r"\b(?:any|all|each|some|none|both|either)\s+of\s+(?:them|those|these)\b",
     _I,
 )
@@ -977,10 +977,14 @@ def _by_name(message: str, listed: list[str]) -> str | None:
     if verb is not None and verb.group(1).lower() in _ACTING_VERBS:
         words.append(verb.group(2).lower())
     for word in words:
-        parts = [part for part in word.split() if part not in _NOT_A_NAME]
+        parts = _name_parts(word)
         if not parts:
             continue
         framed = [n for n in listed if all(_word_in(part, _tail(n)) for part in parts)]
+        if not framed:
+            # "the nginx one" of /var/log/nginx/access.log.1: the folder a file sits in names
+            # it too, when only one listed file sits in such a folder.
+            framed = [n for n in listed if all(_word_in(part, _near_tail(n)) for part in parts)]
         if len(framed) == 1:
             return framed[0]
         if framed:
@@ -992,6 +996,28 @@ def _by_name(message: str, listed: list[str]) -> str | None:
         typed = [n for n in listed if _ext(n) in extensions]
         return typed[0] if len(typed) == 1 else None
     return None
+
+
+def _name_parts(words: str) -> list[str]:
+    """The words of a name a person typed, a number joined to the word before it as names
+    write it ("term 2" is "term2"); a lone number is never a name."""
+    parts: list[str] = []
+    for part in words.split():
+        if part in _NOT_A_NAME:
+            continue
+        if part.isdigit() and parts and not parts[-1].isdigit():
+            parts[-1] += part
+        elif len(part) >= 2:
+            parts.append(part)
+    return parts
+
+
+def _near_tail(name: str) -> str:
+    """A listed file's name with the folder it sits in ("nginx/access.log.1")."""
+    if _is_url(name):
+        return _tail(name)
+    parent = name.replace("\\", "/").rstrip("/").rsplit("/", 2)
+    return "/".join(parent[-2:])
 
 
 def _stem(name: str) -> str:
@@ -1014,7 +1040,9 @@ def _word_in(word: str, name: str) -> bool:
     if any(short in words for short in _SAID_AS.get(word, ())):
         return True
     return len(word) >= 4 and any(
-        len(each) > len(word) and (each.startswith(word) or each.endswith(word)) for each in words
+        len(each) > len(word)
+        and (each.startswith(word) or each.endswith((word, word + "s", word + "es")))
+        for each in words
     )
 
 

@@ -153,6 +153,10 @@ _MEM_WRITE_LEAD_RE = re.compile(
     r"(?!\w)[\s,:]*(?P<rest>.*)$",
     _I | re.S,
 )
+# "commit my locker code to memory", "kindly commit those dates to memory".
+_COMMIT_TO_MEMORY_RE = re.compile(
+    r"^" + _POLITE + r"commit\s+(?P<fact>[^.!?]{1,120}?)\s+to\s+(?:your\s+)?memory\s*[.!]*$", _I
+)
 _MEM_WRITE_TAIL_RE = re.compile(
     # The lookbehind starts a match only at the beginning of a punctuation run: linear time.
     r"(?<![\s,.;!\-])[\s,.;!\-]+(?:(?:please|pls|and)\s+)?"
@@ -178,6 +182,7 @@ _SCREEN_RE = re.compile(
     r"(?:window|dialog|popup|pop-up)\b|"
     r"dialog(?:ue)?\s+box|popped\s+up|pop-?up\s+(?:window|message)|foreground|"
     r"what\s+(?:i'?m|am\s+i)\s+looking\s+at|in front of me|"
+    r"\bread\b[^.?!]{0,40}\b(?:off|on)\s+(?:the|my|that)\s+(?:terminal|console)\b|"
     r"(?:describe|look at|what'?s on|what is on)\s+my\s+desktop)",
     _I,
 )
@@ -187,7 +192,9 @@ _ACTIVE_WINDOW_RE = re.compile(
     r"^(?:please\s+)?(?:which|what)(?:'s| is)?\s+(?:the\s+)?(?:window|app|application|program)\s+"
     r"(?:is\s+)?(?:active|focused|in\s+front|in\s+focus|on\s+top)\b|"
     r"^(?:please\s+)?(?:what|which)(?:'s| is)\s+(?:the\s+)?(?:active|focused|current|foreground)\s+"
-    r"(?:window|app|application)\b",
+    r"(?:window|app|application)\b|"
+    r"^(?:please\s+)?(?:which|what)\s+(?:window|app|application|program)\s+(?:am\s+i|i'?m|im)\s+"
+    r"(?:using|in|on)\b",
     _I,
 )
 _SCREENSHOT_RE = re.compile(
@@ -218,7 +225,9 @@ _CONCEPT_RE = re.compile(
 _OPENERS_RE = re.compile(
     r"^(?:(?:hi|hello|hey|yo|hiya|thanks|thank you|thx|ty|good (?:morning|night|evening|"
     r"afternoon)|bye|goodbye|lol|haha+|hehe|ok|okay|cool|nice|great|alright|sweet|perfect|"
-    r"awesome|real q|quick q|quick question)\b[\s,.!:;\-]*)+",
+    r"awesome|real q|quick q|quick question|(?:a\s+)?(?:different|other|another|new|unrelated|"
+    r"random|separate)\s+(?:question|q|thing|topic)|(?:on\s+)?(?:a\s+)?different\s+note|"
+    r"changing\s+(?:the\s+)?(?:subject|topic)|anyway|anyways|moving on)\b[\s,.!:;\-]*)+",
     _I,
 )
 _CHAT_RE = re.compile(
@@ -269,6 +278,14 @@ _SYSTEM_VERB_RE = re.compile(
     r"(?:[\w\-]+\s+){1,2}mode|night\s+light|do\s+not\s+disturb|vpn|firewall|hotspot)|"
     r"open\s+(?:the\s+|my\s+)?[\w\-.]+\s+(?:program|app|application)\b(?!\s+(?:store|page|"
     r"site|website)))\b",
+    _I,
+)
+# "stretch it out, eco mode on till I find a plug": a mode of this computer switched.
+_MODE_SWITCH_RE = re.compile(
+    r"(?:^|[,;.!]\s*)(?:(?:put|set|switch|turn|flip|stick|pop|get|and|then|now|please|pls|"
+    r"ok|okay|so)\s+)*(?:the\s+|my\s+)?(?:eco|dark|light|night|airplane|aeroplane|flight|"
+    r"focus|silent|quiet|game|gaming|performance|power[\s\-]?sav(?:er|ing)|battery[\s\-]?saver|"
+    r"low[\s\-]power|do\s+not\s+disturb|dnd)\s+mode\s+(?:on|off)\b",
     _I,
 )
 
@@ -355,7 +372,15 @@ _IN_PATH_RE = re.compile(
 _MEM_READ_RE = re.compile(
     r"\b(?:do|did)\s+you\s+(?:still\s+)?(?:remember|know|recall)\b[^?.!]{0,80}?"
     r"\b(?:my|me|i|i'm|we|our)\b|"
-    r"\bwhat\s+(?:do|did)\s+you\s+(?:know|remember)\s+about\s+(?:me|my|us|our)\b|"
+    r"\b(?:what|wat|wut)\s+(?:else\s+)?(?:do|did)\s+(?:you|u|ya)\s+(?:actually\s+|really\s+|even\s+)?"
+    r"(?:know|remember|have)\s+(?:about|on|of)\s+(?:me|my|us|our)\b|"
+    # "and other things you know of me", "anything more stored about me"
+    r"\b(?:things|stuff|anything|everything|else)\s+(?:else\s+|more\s+)?(?:(?:you|u)\s+"
+    r"(?:know|remember|have(?:\s+(?:stored|saved|kept|noted))?)|stored|saved|kept|noted)\s+"
+    r"(?:about|of|on)\s+(?:me|us)\b|"
+    # "when's the hearing, i gave you a date", "is that our region? I saved it with you"
+    r"\bi\s+(?:gave|sent|mentioned|told)\s+(?:it\s+|that\s+|them\s+)?(?:to\s+)?(?:you|u)\b|"
+    r"\bi\s+(?:saved|stored|left|kept)\s+(?:it|that|this|them)\s+with\s+(?:you|u)\b|"
     r"\b(?:did|have)\s+i\s+(?:ever\s+|already\s+)?(?:tell|told|mention|mentioned|say|said|give|"
     r"gave)\b|"
     r"\bwhat\s+did\s+i\s+(?:say|tell|mention)\b|\bi\s+(?:told|tell)\s+you\b|"
@@ -363,6 +388,7 @@ _MEM_READ_RE = re.compile(
     r"(?:my|our|what i|where i|when i)\b|"
     r"\bwhat(?:'?s|\s+is|\s+was)\s+the\s+name\s+of\s+(?:my|our)\b|"
     r"^(?:please\s+)?remind\s+me\s+(?:what|who|when|where|how|of|about)\b|"
+    r"^(?:please\s+)?remind\s+me\s+(?:which|whether|if)\b[^?.!]{0,60}?\bi\s+(?:said|told)\b|"
     r"^(?:please\s+|can you\s+|could you\s+)?recall\b|"
     r"^(?:and\s+|so\s+)?(?:what|what'?s|whats|when|when'?s|whens|who|who'?s|whos|where|"
     r"where'?s|wheres|how old)(?:\s+(?:is|are|was|were))?\s+my\b",

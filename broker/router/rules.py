@@ -15,6 +15,7 @@ from broker.router.patterns import (
     _ACTIVE_WINDOW_RE,
     _BROWSE_VERB_RE,
     _CHAT_RE,
+    _COMMIT_TO_MEMORY_RE,
     _CONCEPT_RE,
     _DESTRUCTIVE_RE,
     _DISCOVERY_CUE_RE,
@@ -34,6 +35,7 @@ from broker.router.patterns import (
     _MEM_READ_RE,
     _MEM_WRITE_LEAD_RE,
     _MEM_WRITE_TAIL_RE,
+    _MODE_SWITCH_RE,
     _NAMED_RE,
     _OPEN_IN_BROWSER_RE,
     _OPENERS_RE,
@@ -101,6 +103,13 @@ def _memory_write(view: _View) -> _Guess | None:
             rest = rest[: tail.start()]
         fact = _THAT_RE.sub("", rest).strip().rstrip(".!").strip()
         return _Guess(Intent.MEMORY_WRITE, confidence, RouterArguments(fact=fact or None))
+    committed = _COMMIT_TO_MEMORY_RE.match(text)
+    if committed is not None:
+        # "commit those dates to memory": what was said before; "commit my pin 4471 to
+        # memory": the words in between.
+        fact = committed.group("fact").strip()
+        said = _FIRST_PERSON_RE.search(fact) is not None
+        return _Guess(Intent.MEMORY_WRITE, 0.9, RouterArguments(fact=fact if said else None))
     tail = _MEM_WRITE_TAIL_RE.search(text)
     if tail is not None:
         fact = text[: tail.start()].strip().rstrip(".!,").strip()
@@ -169,7 +178,7 @@ def _discovery(view: _View) -> _Guess | None:
 
 
 def _system_verb(view: _View) -> _Guess | None:
-    if not _SYSTEM_VERB_RE.match(view.text):
+    if not (_SYSTEM_VERB_RE.match(view.text) or _MODE_SWITCH_RE.search(view.text)):
         return None
     return _Guess(Intent.SYSTEM_TASK, 0.85, RouterArguments(paths=view.paths), execute=True)
 

@@ -322,6 +322,47 @@ def test_fact_extraction(text: str, fact: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("commit my locker code 4471 to memory", "my locker code 4471"),
+        ("kindly commit those dates to memory.", None),
+    ],
+)
+def test_commit_to_memory_keeps_a_fact(text: str, fact: str | None) -> None:
+    out = route(text)
+    assert (out.intent, out.arguments.fact) == (Intent.MEMORY_WRITE, fact)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "nah. wat do u actually know about me anyway",
+        "and other things you know of me, tell all",
+        "anything more stored about me besides that",
+        "when's the hearing for this case, i gave you a date",
+        "is that our prod region? I think I saved it with you",
+        "remind me which ward i said im on this month",
+    ],
+)
+def test_asking_what_was_told_before_reads_memory(text: str) -> None:
+    assert route(text).intent is Intent.MEMORY_READ
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        ("ok different question, what app am i using rn", Intent.SCREEN_OBSERVE),
+        ("another thing: whats the weather in oslo tomorrow", Intent.LOOKUP_SEARCH),
+        ("stretch it out, eco mode on till I find a plug", Intent.SYSTEM_TASK),
+        ("put airplane mode on", Intent.SYSTEM_TASK),
+        ("what is eco mode on a dishwasher", Intent.CHAT_ONLY),
+    ],
+)
+def test_everyday_wording_routes_by_the_request(text: str, intent: Intent) -> None:
+    assert route(text).intent is intent
+
+
+@pytest.mark.parametrize(
     ("text", "pattern"),
     [
         ("find *.pdf in ~/Documents", "*.pdf"),

@@ -220,6 +220,76 @@ def test_a_word_of_one_listed_name_picks_it(words: str, expected: str) -> None:
     assert route(words, earlier=[found]).arguments.paths == [expected]
 
 
+@pytest.mark.parametrize(
+    ("words", "listed", "expected"),
+    [
+        # The folder a file sits in names it, when only that file sits in such a folder.
+        (
+            "give me the last 50 lines of the nginx one",
+            ("/var/log/syslog.2", "/var/log/nginx/access.log.1", "/var/log/apt/history.log"),
+            "/var/log/nginx/access.log.1",
+        ),
+        # A number typed apart from its word, as the name writes it joined.
+        (
+            "term 2 one kindly open",
+            ("~/Fees/receipt_term1.pdf", "~/Fees/receipt_term2.pdf", "~/Fees/bus_april.pdf"),
+            "~/Fees/receipt_term2.pdf",
+        ),
+        # "the one to the council": who a letter is to.
+        (
+            "please open the one to the council, I shall correct it",
+            ("~/Letters/Letter to council re hedges.odt", "~/Letters/Thanks to Ann.odt"),
+            "~/Letters/Letter to council re hedges.odt",
+        ),
+    ],
+)
+def test_a_listed_file_is_picked_by_its_folder_a_split_number_or_whom_it_is_to(
+    words: str, listed: tuple[str, ...], expected: str
+) -> None:
+    found = Earlier("list them", Intent.FILE_TASK, listed=listed)
+    out = route(words, earlier=[found])
+    assert (out.intent, out.arguments.paths) == (Intent.FILE_TASK, [expected])
+
+
+def test_a_folder_every_listed_file_shares_picks_none_of_them() -> None:
+    found = Earlier(
+        "biggest logs", Intent.FILE_TASK, listed=("/var/log/syslog.1", "/var/log/syslog.2")
+    )
+    assert route("tail the log one", earlier=[found]).arguments.paths == []
+
+
+def test_a_link_about_a_plural_picks_the_page_whose_name_holds_it() -> None:
+    found = Earlier(
+        "what links are in my trip notes",
+        Intent.FILE_TASK,
+        named=("~/trip/links.txt",),
+        listed=(
+            "https://zoo.example.org/groups",
+            "https://greenwaycoaches.example.co.uk/schools",
+        ),
+    )
+    out = route("open the link about the coach hire", earlier=[found])
+    assert out.intent is Intent.BROWSE_ONCE
+    assert out.arguments.url == "https://greenwaycoaches.example.co.uk/schools"
+
+
+def test_that_page_with_words_between_means_the_one_page_the_turn_showed() -> None:
+    seen = Earlier(
+        "what's on my screen",
+        Intent.SCREEN_OBSERVE,
+        listed=("https://track.freight.example.com/TR18-88231",),
+    )
+    out = route("get that truck tracking page up", earlier=[seen])
+    assert out.intent is Intent.BROWSE_ONCE
+    assert out.arguments.url == "https://track.freight.example.com/TR18-88231"
+
+
+def test_whichever_of_those_asks_about_the_listing() -> None:
+    assert route("whichever of those got edited last, open that", earlier=[DOCS]).intent is (
+        Intent.FILE_TASK
+    )
+
+
 def test_open_it_after_several_results_reads_a_page_without_picking_one() -> None:
     out = route("open it", earlier=[SEARCH])
     assert out.intent is Intent.BROWSE_ONCE
