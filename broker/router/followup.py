@@ -277,6 +277,13 @@ _KIND_REF_RE = re.compile(
 )
 _MIDDLE_RE = re.compile(r"\bthe\s+middle\s+" + _ITEM + r"\b", _I)
 _IT_RE = re.compile(r"\b(?:it|its|it's|them)\b", _I)
+# "what time is it", "is it raining", "it's late": an "it" that points at nothing.
+_EMPTY_IT_RE = re.compile(
+    r"\bwhat\s+time\s+is\s+it\b|"
+    r"\b(?:is|was|will)\s+it\s+(?:be\s+)?(?:raining|snowing|sunny|cold|hot|warm|windy|possible|"
+    r"true|worth)\b|\bit'?s\s+(?:raining|snowing|cold|hot|warm|late|early|sunny|windy)\b",
+    _I,
+)
 _PAGE_KINDS = _words("page site website link url article piece story post timetable")
 # "the newest", "the oldest of those": by the dates the listed names carry.
 _BY_DATE_RE = re.compile(
@@ -671,7 +678,8 @@ def _follow(
 def _referred(message: str, turns: Sequence[Earlier], pointed: _Target | None) -> str | None:
     """What the words point at (`read_follow_up`), given the listed item they pick, if any."""
     target = pointed
-    if target is None and (_KIND_REF_RE.search(message) or _IT_RE.search(message)):
+    pointing = _IT_RE.search(_EMPTY_IT_RE.sub(" ", message))
+    if target is None and (_KIND_REF_RE.search(message) or pointing):
         target = _pronoun_target(turns)
     if target is None:
         target = _folder_by_name(message, turns)

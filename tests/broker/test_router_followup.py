@@ -284,6 +284,11 @@ def test_that_page_with_words_between_means_the_one_page_the_turn_showed() -> No
     assert out.arguments.url == "https://track.freight.example.com/TR18-88231"
 
 
+@pytest.mark.parametrize("words", ["what time is it", "is it raining in leeds", "its late, bye"])
+def test_an_it_that_points_at_nothing_refers_to_nothing(words: str) -> None:
+    assert route(words, earlier=[DOCS]).arguments.refers_to is None
+
+
 def test_whichever_of_those_asks_about_the_listing() -> None:
     assert route("whichever of those got edited last, open that", earlier=[DOCS]).intent is (
         Intent.FILE_TASK
