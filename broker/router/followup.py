@@ -118,13 +118,14 @@ _CLOSER_WORDS = _words(
     "alright good helpful works helps sense understood noted lol lmao haha hah heh wow neat "
     "sweet brilliant appreciate appreciated bye goodbye nvm excellent amazing super fantastic "
     "wonderful lovely fine nevermind typical yay ugh oh ah meh yikes damn fab legend star "
-    "phew whoa oops hmm interesting fair lovely cute"
+    "phew whoa oops hmm interesting fair lovely cute obrigado obrigada perfeito gracias merci "
+    "danke grazie"
 )
 # Words a closer may hold besides the closers themselves ("thank you so much", "got it").
 _CLOSER_FILLER = _words(
     "you so much very a lot that's thats that it is was all i see got makes never mind for "
     "the help man mate buddy dude really just again night job one this you're youre ur u "
-    "are what enough sounds ok"
+    "are what enough sounds ok muito muchas mille beaucoup schön"
 )
 _WORD_RE = re.compile(r"[a-z0-9']+")
 
@@ -259,7 +260,7 @@ _FOLDER_WORD_RE = re.compile(
 # "the one about the tram", "the article on pricing": a word of one listed name after it.
 _ABOUT_NAME_RE = re.compile(
     r"\b(?:one|link|page|article|story|piece|file|post|result|letter)\s+(?:about|on|with|from|"
-    r"for|to)\s+(?:the\s+|that\s+)?([\w\-]{2,40})\b",
+    r"for|to)\s+(?:the\s+|that\s+|my\s+|our\s+)?([\w\-]{2,40})\b",
     _I,
 )
 # "that page", "the site", "that file", "in there": the one page or file a turn showed.
@@ -423,7 +424,8 @@ _SAME_RE = re.compile(
 )
 # "and tomorrow?", "what about Berlin?", "how about in French?".
 _ABOUT_RE = re.compile(
-    r"^(?:(?:ok(?:ay)?|so|cool|thanks|great|nice|alright|hmm|right)[\s,.!]+)?"
+    r"^(?:(?:ok(?:ay)?|so|cool|thanks|great|nice|alright|hmm|right|oh|ah|oh\s+yeah|oh\s+and\s+yeah)"
+    r"[\s,.!]+)?"
     r"(?:and\s+(?:what|wh?at|wot|how)\s+about|(?:what|wh?at|wot)\s+about|how\s+about|"
     r"what\s+of|and\s+for|and\s+also|also\s+for|and|n|or|but\s+for|also|then|now)\b[\s,]*"
     r"(?P<rest>.*)$",

@@ -171,6 +171,8 @@ _REMINISCE_RE = re.compile(
     r"if|whether|why)\b",
     _I,
 )
+# A value worth keeping: a number, an address, a code ("10.20.4.55", "TP1342", "4471").
+_A_VALUE_RE = re.compile(r"\b[\w.\-]*\d[\w.\-:/]*\b")
 _FIRST_PERSON_RE = re.compile(r"\b(?:i|i'm|im|i've|my|me|mine|we|our)\b", _I)
 _THAT_RE = re.compile(r"^that\s+", _I)
 _TO_VERB_RE = re.compile(r"^to\s+[a-z]", _I)
@@ -230,6 +232,16 @@ _OPENERS_RE = re.compile(
     r"changing\s+(?:the\s+)?(?:subject|topic)|anyway|anyways|moving on)\b[\s,.!:;\-]*)+",
     _I,
 )
+# "how do you say 'price comparison' in portuguese", "X is 'pepper' in english, did you know?",
+# "turn this into flashcards": language and writing, not a search or a memory.
+_SURE_CHAT_RE = re.compile(
+    r"\bhow\s+(?:do|would|should|can)\s+(?:you|u|i|we)\s+say\b|"
+    r"\bdid\s+(?:you|u)\s+know\s*[?!.]*\s*$|"
+    r"^(?:can\s+(?:you|u)\s+|could\s+(?:you|u)\s+|please\s+)?(?:turn|make)\s+(?:this|that|it|these|those)"
+    r"\s+into\s+(?:an?\s+)?(?:flash\s?cards?|bullet|list|summary|poem|song|email|letter|caption|"
+    r"tweet|post|quiz|table|story|haiku|limerick|outline|notes?)\b",
+    _I,
+)
 _CHAT_RE = re.compile(
     r"\b(?:joke|poem|haiku|limerick|story|riddle|proofread|translate|rewrite|paraphrase|"
     r"summari[sz]e|brainstorm|ideas for)\b|"
@@ -245,7 +257,8 @@ _DISCOVERY_CUE_RE = re.compile(
     r"whether i should|should i (?:delete|remove|close|uninstall|kill)|"
     r"what (?:can|should) i (?:clean|delete|remove|get rid|uninstall)|get rid of|clean up|"
     r"which (?:ones? )?i (?:don'?t|do not) need|"
-    r"(?:what'?s|whats|what is)\s+(?:using|eating|taking up|hogging)|"
+    r"(?:what'?s|whats|what is|wtf is|what the hell is)\s+"
+    r"(?:using|eating|taking up|hogging|draining|killing)|"
     r"is broken|keeps (?:failing|crashing|dropping|freezing|disconnecting)|"
     r"(?:isn'?t|not|stopped) working)\b",
     _I,
@@ -274,7 +287,11 @@ _SYSTEM_VERB_RE = re.compile(
     r"^" + _SYSTEM_LEAD + r"(?:kill|pkill|killall|shut\s*down|power\s*off|"
     r"shut\s+(?:that|this|the|my)\s+(?:[\w\-]+\s+){1,3}down|"
     r"reboot|restart|install|uninstall|upgrade|launch|mount|unmount|umount|eject|suspend|"
-    r"hibernate|(?:turn|switch|flip)\s+(?:on|off)\s+(?:the\s+|my\s+)?(?:wi-?fi|bluetooth|"
+    r"hibernate|change\s+(?:the|that|this|my)\s+(?:[\w\-]+\s+)?settings?\b|"
+    # "make the screen brighter": a setting of this computer, not a look at the screen.
+    r"(?:make|turn|set)\s+(?:the\s+|my\s+)?(?:screen|display|monitor|volume|sound|text|font)\s+"
+    r"(?:a\s+bit\s+|a\s+little\s+)?(?:brighter|dimmer|darker|louder|quieter|bigger|smaller|up|down)\b|"
+    r"(?:turn|switch|flip)\s+(?:on|off)\s+(?:the\s+|my\s+)?(?:wi-?fi|bluetooth|"
     r"(?:[\w\-]+\s+){1,2}mode|night\s+light|do\s+not\s+disturb|vpn|firewall|hotspot)|"
     r"open\s+(?:the\s+|my\s+)?[\w\-.]+\s+(?:program|app|application)\b(?!\s+(?:store|page|"
     r"site|website)))\b",
@@ -375,8 +392,8 @@ _MEM_READ_RE = re.compile(
     r"\b(?:what|wat|wut)\s+(?:else\s+)?(?:do|did)\s+(?:you|u|ya)\s+(?:actually\s+|really\s+|even\s+)?"
     r"(?:know|remember|have)\s+(?:about|on|of)\s+(?:me|my|us|our)\b|"
     # "and other things you know of me", "anything more stored about me"
-    r"\b(?:things|stuff|anything|everything|else)\s+(?:else\s+|more\s+)?(?:(?:you|u)\s+"
-    r"(?:know|remember|have(?:\s+(?:stored|saved|kept|noted))?)|stored|saved|kept|noted)\s+"
+    r"\b(?:things|stuff|anything|everything|else)\s+(?:else\s+|more\s+)?(?:(?:you|u)(?:'ve|\s+have)?"
+    r"\s+(?:know|remember|stored|saved|kept|noted|got|have)|stored|saved|kept|noted)\s+"
     r"(?:about|of|on)\s+(?:me|us)\b|"
     # "when's the hearing, i gave you a date", "is that our region? I saved it with you"
     r"\bi\s+(?:gave|sent|mentioned|told)\s+(?:it\s+|that\s+|them\s+)?(?:to\s+)?(?:you|u)\b|"
@@ -390,7 +407,7 @@ _MEM_READ_RE = re.compile(
     r"^(?:please\s+)?remind\s+me\s+(?:what|who|when|where|how|of|about)\b|"
     r"^(?:please\s+)?remind\s+me\s+(?:which|whether|if)\b[^?.!]{0,60}?\bi\s+(?:said|told)\b|"
     r"^(?:please\s+|can you\s+|could you\s+)?recall\b|"
-    r"^(?:and\s+|so\s+)?(?:what|what'?s|whats|when|when'?s|whens|who|who'?s|whos|where|"
+    r"^(?:and\s+|so\s+)?(?:what|what'?s|whats|wat|wat'?s|wats|when|when'?s|whens|who|who'?s|whos|where|"
     r"where'?s|wheres|how old)(?:\s+(?:is|are|was|were))?\s+my\b",
     _I,
 )

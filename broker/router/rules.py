@@ -10,8 +10,11 @@ does): a rule reads the view and nothing else.
 
 from __future__ import annotations
 
+import re
+
 from broker.router.extraction import _blank, _dedupe, _pattern, _topics, _type_pattern, _View
 from broker.router.patterns import (
+    _A_VALUE_RE,
     _ACTIVE_WINDOW_RE,
     _BROWSE_VERB_RE,
     _CHAT_RE,
@@ -47,6 +50,7 @@ from broker.router.patterns import (
     _SEARCH_LEAD_RE,
     _SEARCH_TAIL_RE,
     _SEARCH_VERB_RE,
+    _SURE_CHAT_RE,
     _SYSTEM_DOMAIN_RE,
     _SYSTEM_VERB_RE,
     _THAT_RE,
@@ -58,6 +62,9 @@ from broker.router.patterns import (
 )
 from broker.router.scoring import DIRECT_ACTION_CONFIDENCE, UNSURE_COMMAND_CONFIDENCE, _Guess
 from broker.types import Action, Intent, RouterArguments
+
+# "jot down 10.20.4.31 = db primary, keep it": the words before the value are not the fact.
+_NOTE_DOWN_RE = re.compile(r"^(?:jot|note|write|put)\s+(?:down\s+)?(?:that\s+)?", re.I)
 
 # A screen request this short is the request and nothing else ("take a screenshot of my screen").
 SHORT_REQUEST_WORDS = 6
@@ -114,8 +121,14 @@ def _memory_write(view: _View) -> _Guess | None:
     if tail is not None:
         fact = text[: tail.start()].strip().rstrip(".!,").strip()
         # "what are my kids names, do u remember": a question, not a fact to keep.
-        if fact and _FIRST_PERSON_RE.search(fact) and not _QUESTION_RE.search(fact):
-            return _Guess(Intent.MEMORY_WRITE, 0.85, RouterArguments(fact=fact))
+        if fact and not _QUESTION_RE.search(fact):
+            if _FIRST_PERSON_RE.search(fact):
+                return _Guess(Intent.MEMORY_WRITE, 0.85, RouterArguments(fact=fact))
+            if _A_VALUE_RE.search(fact):
+                fact = _NOTE_DOWN_RE.sub("", fact) or fact
+                # "10.20.4.31 = primary postgres node, pls keep it": a value to keep, said
+                # without "my"; less sure, so never kept without the person's yes.
+                return _Guess(Intent.MEMORY_WRITE, 0.75, RouterArguments(fact=fact))
     return None
 
 
@@ -150,6 +163,8 @@ def _browse(view: _View) -> _Guess | None:
 def _screen(view: _View) -> _Guess | None:
     if not (_SCREEN_RE.search(view.text) or _ACTIVE_WINDOW_RE.search(view.text)):
         return None
+    if _SYSTEM_VERB_RE.match(view.text):
+        return None  # "make the screen brighter": a setting, read by `_system_verb`
     if _HOWTO_RE.match(view.text):
         return None
     args = RouterArguments()
@@ -194,6 +209,8 @@ def _file_explicit(view: _View) -> _Guess | None:
 
 def _chat(view: _View) -> _Guess | None:
     text = view.text
+    if _SURE_CHAT_RE.search(text):
+        return _Guess(Intent.CHAT_ONLY, 0.9)
     if _HOWTO_RE.match(text) or _CONCEPT_RE.search(text):
         return _Guess(Intent.CHAT_ONLY, 0.8)
     if _CHAT_RE.search(text):

@@ -326,11 +326,22 @@ def test_fact_extraction(text: str, fact: str) -> None:
     [
         ("commit my locker code 4471 to memory", "my locker code 4471"),
         ("kindly commit those dates to memory.", None),
+        # A value said without "my", before "keep it" or "update it".
+        (
+            "jot down 10.20.4.31 = primary postgres node, pls keep it",
+            "10.20.4.31 = primary postgres node",
+        ),
+        ("its 10.20.4.55 since the rewire, update it", "its 10.20.4.55 since the rewire"),
     ],
 )
 def test_commit_to_memory_keeps_a_fact(text: str, fact: str | None) -> None:
     out = route(text)
     assert (out.intent, out.arguments.fact) == (Intent.MEMORY_WRITE, fact)
+
+
+@pytest.mark.parametrize("text", ["delete the file, keep it", "open the app, note that"])
+def test_keep_it_after_an_instruction_is_no_fact(text: str) -> None:
+    assert route(text).intent is not Intent.MEMORY_WRITE
 
 
 @pytest.mark.parametrize(
@@ -342,6 +353,8 @@ def test_commit_to_memory_keeps_a_fact(text: str, fact: str | None) -> None:
         "when's the hearing for this case, i gave you a date",
         "is that our prod region? I think I saved it with you",
         "remind me which ward i said im on this month",
+        "wats my fav band",
+        "everything you've stored on me, list it please",
     ],
 )
 def test_asking_what_was_told_before_reads_memory(text: str) -> None:
@@ -356,6 +369,13 @@ def test_asking_what_was_told_before_reads_memory(text: str) -> None:
         ("stretch it out, eco mode on till I find a plug", Intent.SYSTEM_TASK),
         ("put airplane mode on", Intent.SYSTEM_TASK),
         ("what is eco mode on a dishwasher", Intent.CHAT_ONLY),
+        ("make the screen brighter please, it's too dim", Intent.SYSTEM_TASK),
+        ("change the power setting so it doesnt sleep", Intent.SYSTEM_TASK),
+        ("how do you say 'price comparison' in portuguese?", Intent.CHAT_ONLY),
+        ("haha pimenta is 'pepper' in english, did you know?", Intent.CHAT_ONLY),
+        ("can u turn this into flashcards", Intent.CHAT_ONLY),
+        ("did you know my birthday", Intent.MEMORY_READ),
+        ("what is on my screen", Intent.SCREEN_OBSERVE),
     ],
 )
 def test_everyday_wording_routes_by_the_request(text: str, intent: Intent) -> None:

@@ -289,6 +289,36 @@ def test_an_it_that_points_at_nothing_refers_to_nothing(words: str) -> None:
     assert route(words, earlier=[DOCS]).arguments.refers_to is None
 
 
+def test_the_letter_about_my_pension_picks_the_pension_letter() -> None:
+    found = Earlier(
+        "what's in my Documents",
+        Intent.FILE_TASK,
+        listed=("~/Documents/Pension letter 2026.pdf", "~/Documents/Gas bill.pdf"),
+    )
+    out = route("the letter about my pension, could you bring that up", earlier=[found])
+    assert (out.intent, out.arguments.paths) == (
+        Intent.FILE_TASK,
+        ["~/Documents/Pension letter 2026.pdf"],
+    )
+
+
+def test_oh_and_after_facts_kept_keeps_another() -> None:
+    kept = Earlier("remember i work nights on wednesdays", Intent.MEMORY_WRITE)
+    assert route("oh and sundays are always off", earlier=[kept]).intent is Intent.MEMORY_WRITE
+
+
+@pytest.mark.parametrize("words", ["perfeito, muito obrigado 🙏", "gracias!", "merci beaucoup"])
+def test_thanks_in_another_language_closes_a_turn(words: str) -> None:
+    status = Earlier("what wifi am i on", Intent.SYSTEM_TASK)
+    assert route(words, earlier=[status]).intent is Intent.CHAT_ONLY
+
+
+def test_what_is_draining_it_after_a_battery_readout_investigates() -> None:
+    battery = Earlier("battery?", Intent.SYSTEM_TASK)
+    out = route("it was 100 an hour ago wtf is draining it", earlier=[battery])
+    assert out.intent is Intent.ONE_SHOT_DISCOVERY
+
+
 def test_whichever_of_those_asks_about_the_listing() -> None:
     assert route("whichever of those got edited last, open that", earlier=[DOCS]).intent is (
         Intent.FILE_TASK
