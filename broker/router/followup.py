@@ -205,7 +205,8 @@ _NAME_FRAME_RE = re.compile(
     r"(?:\b(?:the|that|this|their|its|your)\s+|^(?!(?:the|that|this|a|an|which|what|my|no|"
     r"and|or|any|each|every)\b))([\w\-]{2,40}(?:\s+[\w\-]{1,40})?)\s+(?:one|link|page|site|"
     r"article|file|doc|document|result|folder|version|piece|story|post|guide|video|review|"
-    r"thread|report|sheet|log|script|dir|directory)\b",
+    r"thread|report|sheet|log|script|dir|directory|wav|mp3|mp4|mov|pdf|docx?|xlsx?|csv|txt|png|"
+    r"jpe?g|zip|iso|recording|track|clip|mix|photo|picture|image|video|spreadsheet)\b",
     _I,
 )
 # "the v2", "that ch3": a word with a digit in it, pointing at the one listed name holding it.
@@ -402,10 +403,24 @@ _REFERS_RE = re.compile(
 # "remember that", "keep it in mind", "store that as well", "save that password for me".
 _KEEP_THAT_RE = re.compile(
     r"^" + _LEAD + r"(?:please\s+)?(?:remember|memori[sz]e|store|save|note|jot\s+down|"
-    r"write\s+down|make\s+a\s+note\s+of|keep|add)\s+(?:that|it|this|those|these)\b|"
+    r"write\s+down|make\s+a\s+note\s+of|keep)\s+(?:that|it|this|those|these)\b|"
+    # "add that too", but not "add that printer to this machine"
+    r"^" + _LEAD + r"(?:please\s+)?add\s+(?:that|it|this|those|these)\s*(?:too|as\s+well|"
+    r"to\s+(?:your\s+)?(?:memory|notes|list))?\s*[.!]*$|"
     r"\bkeep\s+(?:that|it|this)\s+in\s+mind\b|"
+    # "store the new harbour master's name": a detail the turn before gave.
+    r"^" + _LEAD + r"(?:please\s+)?(?:remember|store|save|note|keep|jot\s+down|write\s+down)\s+"
+    r"(?:the|her|his|their|that|this)\s+(?:[\w'\-]+\s+){0,3}?(?:name|names|number|address|date|"
+    r"dates|code|time|details|email|phone|contact)\b(?!\s+(?:in|into|to|as)\b)|"
     r"[,.;!]\s*(?:please\s+)?(?:remember|memori[sz]e|note)\s+(?!(?:when|how|what|where|who|"
     r"which|if|the\s+time)\b)\S",
+    _I,
+)
+# "you hang on to that for me", "so do remember my 4mm needles are in the blue tin": kept
+# whatever place the words name (the tin is not a folder).
+_KEEP_SAID_RE = re.compile(
+    r"\b(?:hang|hold)\s+on(?:\s+to|to)\s+(?:that|it|this|those|these)\b|"
+    r"\b(?:do|please)\s+remember\s+(?:that\s+)?(?:my|our|i|i'm|we)\b",
     _I,
 )
 # "save it next to my reports in ~/work", "save that as a pdf": a file, not a memory.
@@ -431,12 +446,20 @@ _ABOUT_RE = re.compile(
     r"(?P<rest>.*)$",
     _I | re.S,
 )
+# "sorry who signs off again", "what's the gate code again?": a question asked before.
+_AGAIN_RE = re.compile(
+    r"^(?:\w+[\s,.!]+){0,2}?(?:what|what'?s|whats|wat|wats|who|who'?s|whos|when|when'?s|whens|"
+    r"where|where'?s|wheres|which|how\s+much|how\s+many)\b[^\n]{0,60}?\bagain\s*[?!.]*$",
+    _I,
+)
 # "Downloads too", "the battery as well".
 _TOO_RE = re.compile(r"^(?P<rest>\S.{0,200}?)\s+(?:too|as\s+well|also)\s*[?.!]*$", _I | re.S)
 # "why?", "how come?": after a status readout an investigation, after anything else chat.
 _WHY_RE = re.compile(
-    r"^(?:but\s+|and\s+|so\s+|ok(?:ay)?[\s,]+|hmm[\s,]+)?(?:why|why\s+not|how\s+come|how\s+so|"
-    r"what\s+caused\s+(?:it|that|this)|why\s+is\s+(?:it|that))\b[^\n]{0,80}$",
+    r"^(?:\S{1,10}[?!]+\s+)?(?:but\s+|and\s+|so\s+|ok(?:ay)?[\s,]+|hmm[\s,]+)?(?:why|whys|why'?s|"
+    r"why\s+not|how\s+come|how\s+so|what\s+caused\s+(?:it|that|this)|why\s+is\s+(?:it|that))\b"
+    r"[^\n]{0,80}$|"
+    r"^[^\n]{1,60}?[?!.]\s*(?:but\s+|so\s+)?how\s+come\s*[?!.]*$",
     _I,
 )
 # "what's taking it all up?" after a disk readout: what the space goes to.
@@ -478,7 +501,8 @@ _DO_IT_RE = re.compile(
 # A remembered value changed: "they changed it, it's 0800 555 0211 now", "i moved to days".
 _NEW_VALUE_RE = re.compile(
     r"\b(?:now|anymore|changed|moved|switched|updated|out\s+of\s+date|outdated|no\s+longer|"
-    r"not\s+anymore|instead|actually\s+it'?s|it'?s\s+now|add\b)",
+    r"not\s+anymore|instead|actually\s+it'?s|it'?s\s+now|"
+    r"add\b(?![^.?!]{0,40}\bto\s+(?:this|my|the)\s+(?:machine|computer|pc|laptop|mac|system)\b))",
     _I,
 )
 # A short message that is a whole question of its own ("what time is it"), not a fragment.
@@ -610,7 +634,9 @@ def _follow(
         if not _READ_VERB_RE.match(message):
             out.arguments.action = None  # "and the whole thesis folder?": the ask, not a listing
         return "folder_by_name", out
-    if _KEEP_THAT_RE.search(message) and not _TO_A_PLACE_RE.search(message):
+    if _KEEP_SAID_RE.search(message) or (
+        _KEEP_THAT_RE.search(message) and not _TO_A_PLACE_RE.search(message)
+    ):
         return "keep_that", _memory_write(message, own)
     acted = _ACT_ON_IT_RE.match(message)
     if acted is not None:
@@ -670,6 +696,13 @@ def _follow(
         and not _QUESTION_RE.search(message)
     ):
         return "new_value", _memory_write(message, own)
+    if (
+        any(turn.intent in _MEMORY for turn in earlier)
+        and own.confidence < DIRECT_ACTION_CONFIDENCE
+        and _AGAIN_RE.match(message)
+    ):
+        # "sorry who signs off again" after facts were kept: asked to be reminded.
+        return "again", _like(Intent.MEMORY_READ, last, message, None, rules, own)
     if _continues(message, words, own, last, ranked):
         return "continues", _like(
             last.intent, last, message, message, rules, own, LIKELY_FOLLOW_UP_CONFIDENCE

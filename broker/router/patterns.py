@@ -288,6 +288,9 @@ _SYSTEM_VERB_RE = re.compile(
     r"shut\s+(?:that|this|the|my)\s+(?:[\w\-]+\s+){1,3}down|"
     r"reboot|restart|install|uninstall|upgrade|launch|mount|unmount|umount|eject|suspend|"
     r"hibernate|change\s+(?:the|that|this|my)\s+(?:[\w\-]+\s+)?settings?\b|"
+    r"fire\s+(?:(?:that|it|this|them)\s+)?(?:off|up)\b|"
+    r"add\s+(?:the|that|this|a|an|my)\s+(?:[\w\-]+\s+){0,3}?(?:to|on)\s+(?:this|my|the)\s+"
+    r"(?:machine|computer|pc|laptop|mac|system)\b|"
     # "make the screen brighter": a setting of this computer, not a look at the screen.
     r"(?:make|turn|set)\s+(?:the\s+|my\s+)?(?:screen|display|monitor|volume|sound|text|font)\s+"
     r"(?:a\s+bit\s+|a\s+little\s+)?(?:brighter|dimmer|darker|louder|quieter|bigger|smaller|up|down)\b|"
@@ -397,7 +400,9 @@ _MEM_READ_RE = re.compile(
     r"(?:about|of|on)\s+(?:me|us)\b|"
     # "when's the hearing, i gave you a date", "is that our region? I saved it with you"
     r"\bi\s+(?:gave|sent|mentioned|told)\s+(?:it\s+|that\s+|them\s+)?(?:to\s+)?(?:you|u)\b|"
-    r"\bi\s+(?:saved|stored|left|kept)\s+(?:it|that|this|them)\s+with\s+(?:you|u)\b|"
+    r"\b(?:saved|stored|left|kept|noted|note|put)\b[^.?!]{0,30}?\bwith\s+(?:you|u)\b|"
+    r"\b(?:everything|anything|all|stuff)\s+(?:that\s+)?(?:i'?ve|ive|i\s+have|i)\s+(?:given|told|sent|"
+    r"said\s+to)\s+(?:you|u)\b|"
     r"\b(?:did|have)\s+i\s+(?:ever\s+|already\s+)?(?:tell|told|mention|mentioned|say|said|give|"
     r"gave)\b|"
     r"\bwhat\s+did\s+i\s+(?:say|tell|mention)\b|\bi\s+(?:told|tell)\s+you\b|"
@@ -414,7 +419,9 @@ _MEM_READ_RE = re.compile(
 
 _MACHINE_FACT_RE = re.compile(
     r"\bmy\s+(?:(?:local|public)\s+)?(?:ip|ip address|mac address|hostname|host name|"
-    r"kernel(?: version)?|os(?: version)?|screen resolution|gpu|graphics card)\b",
+    r"kernel(?: version)?|os(?: version)?|screen resolution|gpu|graphics card)\b|"
+    r"\bmy\s+(?:(?:mac|macbook|laptop|pc|computer|machine|system)(?:'?s)?\s+)?(?:chip|cpu|processor|"
+    r"ram|unified memory|storage|ssd|model|serial(?: number)?|refresh rate|resolution)\b",
     _I,
 )
 

@@ -39,7 +39,7 @@ OBVIOUS: dict[str, Intent] = {
     "search the web for the opening hours of the city library": Intent.LOOKUP_SEARCH,
     "open https://example.net/blog and summarise it": Intent.BROWSE_ONCE,
     "figure out why my laptop gets so hot when it is idle": Intent.ONE_SHOT_DISCOVERY,
-    "what is on my screen at the moment": Intent.SCREEN_OBSERVE,
+    "describe what is showing on my screen at this moment": Intent.SCREEN_OBSERVE,
     "list the files in ~/Documents/scans": Intent.FILE_TASK,
     "run `uname -r`": Intent.SYSTEM_TASK,
     "what did i tell you my godmother is called": Intent.MEMORY_READ,

@@ -355,6 +355,8 @@ def test_keep_it_after_an_instruction_is_no_fact(text: str) -> None:
         "remind me which ward i said im on this month",
         "wats my fav band",
         "everything you've stored on me, list it please",
+        "pull up everything ive given you re the colourist guy",
+        "have i got a note with you about her press officer",
     ],
 )
 def test_asking_what_was_told_before_reads_memory(text: str) -> None:
@@ -376,6 +378,10 @@ def test_asking_what_was_told_before_reads_memory(text: str) -> None:
         ("can u turn this into flashcards", Intent.CHAT_ONLY),
         ("did you know my birthday", Intent.MEMORY_READ),
         ("what is on my screen", Intent.SCREEN_OBSERVE),
+        ("whats my mac's chip and how much unified memory does it have", Intent.SYSTEM_TASK),
+        ("yep, fire that off in a terminal for me", Intent.SYSTEM_TASK),
+        ("add that printer to this machine", Intent.SYSTEM_TASK),
+        ("add milk to my list", Intent.FILE_TASK),
     ],
 )
 def test_everyday_wording_routes_by_the_request(text: str, intent: Intent) -> None:

@@ -319,6 +319,43 @@ def test_what_is_draining_it_after_a_battery_readout_investigates() -> None:
     assert out.intent is Intent.ONE_SHOT_DISCOVERY
 
 
+KEPT = Earlier("remember the petty cash limit is 50", Intent.MEMORY_WRITE)
+
+
+@pytest.mark.parametrize(
+    ("words", "intent"),
+    [
+        ("sorry who signs off again", Intent.MEMORY_READ),
+        ("14 march, got it — you hang on to that for me too", Intent.MEMORY_WRITE),
+        ("store the new treasurer's name, ill be quoting her", Intent.MEMORY_WRITE),
+        ("so do remember my 4mm needles are in the blue tin", Intent.MEMORY_WRITE),
+        ("add that printer to this machine", Intent.SYSTEM_TASK),
+    ],
+)
+def test_after_a_fact_was_kept_the_words_decide_between_recall_keep_and_act(
+    words: str, intent: Intent
+) -> None:
+    assert route(words, earlier=[KEPT]).intent is intent
+
+
+@pytest.mark.parametrize(
+    "words", ["94?? whys it running that hot", "3 gigs free out of 32?? how come"]
+)
+def test_a_why_after_the_value_it_doubts_investigates(words: str) -> None:
+    readout = Earlier("how much ram is free", Intent.SYSTEM_TASK)
+    assert route(words, earlier=[readout]).intent is Intent.ONE_SHOT_DISCOVERY
+
+
+def test_the_name_and_type_of_a_listed_file_pick_it() -> None:
+    found = Earlier(
+        "find footage from the kestrel shoot",
+        Intent.FILE_TASK,
+        listed=("~/Footage/kestrel_mix.wav", "~/Footage/kestrel_a.mov", "~/Footage/owl_mix.wav"),
+    )
+    out = route("duration of the kestrel mix wav?", earlier=[found])
+    assert (out.intent, out.arguments.paths) == (Intent.FILE_TASK, ["~/Footage/kestrel_mix.wav"])
+
+
 def test_whichever_of_those_asks_about_the_listing() -> None:
     assert route("whichever of those got edited last, open that", earlier=[DOCS]).intent is (
         Intent.FILE_TASK
