@@ -446,6 +446,16 @@ _ABOUT_RE = re.compile(
     r"(?P<rest>.*)$",
     _I | re.S,
 )
+# "louder still", "a bit dimmer", "bigger, 125 is good", "go 70": a setting turned up or down.
+_ADJUST_RE = re.compile(
+    r"\b(?:louder|quieter|softer|dimmer|brighter|darker|bigger|smaller|larger|higher|lower|"
+    r"more\s+(?:loud|quiet|bright|dim)|(?:turn|crank|bump)\s+it\s+(?:up|down)|"
+    r"(?:up|down)\s+a\s+(?:bit|notch|little))\b|"
+    r"^(?:\w+[\s,.!]+){0,2}?(?:go|set|make\s+it|scale|to)?\s*\d{2,3}\s*%?\s*(?:is\s+\w+)?[.!]*$",
+    _I,
+)
+# How many words a setting turned up or down takes at most.
+ADJUST_WORDS = 10
 # "sorry who signs off again", "what's the gate code again?": a question asked before.
 _AGAIN_RE = re.compile(
     r"^(?:\w+[\s,.!]+){0,2}?(?:what|what'?s|whats|wat|wats|who|who'?s|whos|when|when'?s|whens|"
@@ -703,6 +713,15 @@ def _follow(
     ):
         # "sorry who signs off again" after facts were kept: asked to be reminded.
         return "again", _like(Intent.MEMORY_READ, last, message, None, rules, own)
+    if (
+        last.intent is Intent.SYSTEM_TASK
+        and words <= ADJUST_WORDS
+        and own.confidence < DIRECT_ACTION_CONFIDENCE
+        and _ADJUST_RE.search(message)
+    ):
+        # "louder still please", "hmm dimmer", "too small. scale 150" after a setting was
+        # changed: the same setting, more or less.
+        return "adjust", _like(Intent.SYSTEM_TASK, last, message, None, rules, own)
     if _continues(message, words, own, last, ranked):
         return "continues", _like(
             last.intent, last, message, message, rules, own, LIKELY_FOLLOW_UP_CONFIDENCE

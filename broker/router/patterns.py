@@ -287,6 +287,7 @@ _SYSTEM_VERB_RE = re.compile(
     r"^" + _SYSTEM_LEAD + r"(?:kill|pkill|killall|shut\s*down|power\s*off|"
     r"shut\s+(?:that|this|the|my)\s+(?:[\w\-]+\s+){1,3}down|"
     r"reboot|restart|install|uninstall|upgrade|launch|mount|unmount|umount|eject|suspend|"
+    r"mute|unmute|silence|"
     r"hibernate|change\s+(?:the|that|this|my)\s+(?:[\w\-]+\s+)?settings?\b|"
     r"fire\s+(?:(?:that|it|this|them)\s+)?(?:off|up)\b|"
     r"add\s+(?:the|that|this|a|an|my)\s+(?:[\w\-]+\s+){0,3}?(?:to|on)\s+(?:this|my|the)\s+"

@@ -356,6 +356,23 @@ def test_the_name_and_type_of_a_listed_file_pick_it() -> None:
     assert (out.intent, out.arguments.paths) == (Intent.FILE_TASK, ["~/Footage/kestrel_mix.wav"])
 
 
+@pytest.mark.parametrize(
+    ("words", "intent"),
+    [
+        ("louder still please, I can hardly hear the man", Intent.SYSTEM_TASK),
+        ("too small. scale 150", Intent.SYSTEM_TASK),
+        ("please bigger, 125 is good", Intent.SYSTEM_TASK),
+        ("go 70", Intent.SYSTEM_TASK),
+        ("what is 70 in celsius", Intent.CHAT_ONLY),
+    ],
+)
+def test_after_a_setting_was_changed_more_or_less_of_it_is_the_same_setting(
+    words: str, intent: Intent
+) -> None:
+    volume = Earlier("turn the volume up", Intent.SYSTEM_TASK)
+    assert route(words, earlier=[volume]).intent is intent
+
+
 def test_whichever_of_those_asks_about_the_listing() -> None:
     assert route("whichever of those got edited last, open that", earlier=[DOCS]).intent is (
         Intent.FILE_TASK
