@@ -171,8 +171,8 @@ _REMINISCE_RE = re.compile(
     r"if|whether|why)\b",
     _I,
 )
-# A value worth keeping: a number, an address, a code ("10.20.4.55", "TP1342", "4471").
-_A_VALUE_RE = re.compile(r"\b[\w.\-]*\d[\w.\-:/]*\b")
+# A value worth keeping holds a digit: a number, an address, a code ("10.20.4.55", "TP1342").
+_A_VALUE_RE = re.compile(r"\d")
 _FIRST_PERSON_RE = re.compile(r"\b(?:i|i'm|im|i've|my|me|mine|we|our)\b", _I)
 _THAT_RE = re.compile(r"^that\s+", _I)
 _TO_VERB_RE = re.compile(r"^to\s+[a-z]", _I)
