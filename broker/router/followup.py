@@ -404,23 +404,32 @@ _REFERS_RE = re.compile(
 _KEEP_THAT_RE = re.compile(
     r"^" + _LEAD + r"(?:please\s+)?(?:remember|memori[sz]e|store|save|note|jot\s+down|"
     r"write\s+down|make\s+a\s+note\s+of|keep)\s+(?:that|it|this|those|these)\b|"
+    r"^" + _LEAD + r"(?:please\s+)?(?:jot|write|note|put)\s+(?:that|it|this|those|these)\s+down\b|"
     # "add that too", but not "add that printer to this machine"
     r"^" + _LEAD + r"(?:please\s+)?add\s+(?:that|it|this|those|these)\s*(?:too|as\s+well|"
     r"to\s+(?:your\s+)?(?:memory|notes|list))?\s*[.!]*$|"
     r"\bkeep\s+(?:that|it|this)\s+in\s+mind\b|"
-    # "store the new harbour master's name": a detail the turn before gave.
-    r"^" + _LEAD + r"(?:please\s+)?(?:remember|store|save|note|keep|jot\s+down|write\s+down)\s+"
-    r"(?:the|her|his|their|that|this)\s+(?:[\w'\-]+\s+){0,3}?(?:name|names|number|address|date|"
-    r"dates|code|time|details|email|phone|contact)\b(?!\s+(?:in|into|to|as)\b)|"
     r"[,.;!]\s*(?:please\s+)?(?:remember|memori[sz]e|note)\s+(?!(?:when|how|what|where|who|"
     r"which|if|the\s+time)\b)\S",
+    _I,
+)
+# "store the new harbour master's name", "save aled's number as my electrician": a detail the
+# turn before gave, kept even when its words also name a listed item.
+_KEEP_DETAIL_RE = re.compile(
+    r"^" + _LEAD + r"(?:please\s+)?(?:remember|store|save|note|keep|jot\s+down|write\s+down)\s+"
+    r"(?:the|her|his|their|that|this|[\w\-]+'s)\s+(?:[\w'\-]+\s+){0,3}?(?:name|names|number|"
+    r"address|date|dates|code|time|details|email|phone|contact)\b"
+    r"(?!\s+(?:in|into|to|as\s+(?:a|an)|as\s+[\w\-]+\.[a-z0-9]{1,5})\b)",
     _I,
 )
 # "you hang on to that for me", "so do remember my 4mm needles are in the blue tin": kept
 # whatever place the words name (the tin is not a folder).
 _KEEP_SAID_RE = re.compile(
     r"\b(?:hang|hold)\s+on(?:\s+to|to)\s+(?:that|it|this|those|these)\b|"
-    r"\b(?:do|please)\s+remember\s+(?:that\s+)?(?:my|our|i|i'm|we)\b",
+    r"\b(?:do|please)\s+remember\s+(?:that\s+)?(?:my|our|i|i'm|we)\b|"
+    # "store our fiscal year as apr-mar for future reports"
+    r"^(?:please\s+)?(?:store|save|remember|note|keep)\s+(?:my|our)\s+[^.?!]{1,60}?\bfor\s+"
+    r"(?:future|later|next\s+time|reference)\b",
     _I,
 )
 # "save it next to my reports in ~/work", "save that as a pdf": a file, not a memory.
@@ -456,6 +465,14 @@ _ADJUST_RE = re.compile(
 )
 # How many words a setting turned up or down takes at most.
 ADJUST_WORDS = 10
+# "say both of those back to me", "read it back": what was kept, read out.
+_SAID_BACK_RE = re.compile(
+    r"\b(?:say|read|repeat|tell|give)\s+(?:me\s+)?(?:it|that|those|them|these|both(?:\s+of\s+"
+    r"(?:those|them|these))?|all\s+of\s+(?:it|them|that))\s+back\b",
+    _I,
+)
+# "english is mrs hart btw", "fyi its the 14th": a fact added in passing.
+_BY_THE_WAY_RE = re.compile(r"\b(?:btw|by\s+the\s+way|fyi)\b", _I)
 # "sorry who signs off again", "what's the gate code again?": a question asked before.
 _AGAIN_RE = re.compile(
     r"^(?:\w+[\s,.!]+){0,2}?(?:what|what'?s|whats|wat|wats|who|who'?s|whos|when|when'?s|whens|"
@@ -511,7 +528,7 @@ _DO_IT_RE = re.compile(
 # A remembered value changed: "they changed it, it's 0800 555 0211 now", "i moved to days".
 _NEW_VALUE_RE = re.compile(
     r"\b(?:now|anymore|changed|moved|switched|updated|out\s+of\s+date|outdated|no\s+longer|"
-    r"not\s+anymore|instead|actually\s+it'?s|it'?s\s+now|"
+    r"not\s+anymore|instead|actually\s+it'?s|it'?s\s+now|^update\s*:|"
     r"add\b(?![^.?!]{0,40}\bto\s+(?:this|my|the)\s+(?:machine|computer|pc|laptop|mac|system)\b))",
     _I,
 )
@@ -628,6 +645,8 @@ def _follow(
     if _closer(message):
         return "closer", _chat(message)
     last = _thread(earlier)
+    if _KEEP_DETAIL_RE.search(message):
+        return "keep_that", _memory_write(message, own)
     if pointed is not None:
         return "pointed", _act_on(message, pointed, own)
     if _own_request(own):
@@ -706,11 +725,19 @@ def _follow(
         and not _QUESTION_RE.search(message)
     ):
         return "new_value", _memory_write(message, own)
+    remembered = any(turn.intent in _MEMORY for turn in earlier)
+    if remembered and own.confidence < DIRECT_ACTION_CONFIDENCE and _SAID_BACK_RE.search(message):
+        # "say both of those back to me", "read it back": what was kept, read out.
+        return "said_back", _like(Intent.MEMORY_READ, last, message, None, rules, own)
     if (
-        any(turn.intent in _MEMORY for turn in earlier)
+        remembered
         and own.confidence < DIRECT_ACTION_CONFIDENCE
-        and _AGAIN_RE.match(message)
+        and _BY_THE_WAY_RE.search(message)
+        and not _QUESTION_RE.search(message)
     ):
+        # "english is mrs hart btw" after facts were asked for or kept: one more to keep.
+        return "by_the_way", _memory_write(message, own)
+    if remembered and own.confidence < DIRECT_ACTION_CONFIDENCE and _AGAIN_RE.match(message):
         # "sorry who signs off again" after facts were kept: asked to be reminded.
         return "again", _like(Intent.MEMORY_READ, last, message, None, rules, own)
     if (

@@ -180,7 +180,7 @@ _TO_VERB_RE = re.compile(r"^to\s+[a-z]", _I)
 _SCREEN_RE = re.compile(
     r"\b(?:(?:screen\s?shot|screen\s?grab|screencap)\b(?!\s+(?:files?|folder))|"
     r"(?:my|the|this|on)\s+(?:screen|display|monitor)\b|on-screen|"
-    r"(?:this|the|that|current|active|open|focused)\s+(?:[\w\-]+\s+)?"
+    r"(?:this|the|that|current|active|open|focused)\s+(?:[\w\-]+\s+){0,2}?"
     r"(?:window|dialog|popup|pop-up)\b|"
     r"dialog(?:ue)?\s+box|popped\s+up|pop-?up\s+(?:window|message)|foreground|"
     r"what\s+(?:i'?m|am\s+i)\s+looking\s+at|in front of me|"
@@ -290,6 +290,9 @@ _SYSTEM_VERB_RE = re.compile(
     r"mute|unmute|silence|"
     r"hibernate|change\s+(?:the|that|this|my)\s+(?:[\w\-]+\s+)?settings?\b|"
     r"fire\s+(?:(?:that|it|this|them)\s+)?(?:off|up)\b|"
+    r"(?:make|set)\s+[^.?!]{1,50}?\s+(?:the\s+)?default\b(?!\s+(?:style|font|template|text))|"
+    r"(?:flip|switch|set|change|put)\s+(?:my\s+|the\s+|this\s+)?(?:laptop|pc|computer|mac|screen|"
+    r"machine|desktop|display)\s+(?:over\s+)?(?:to|into|onto)\b|"
     r"add\s+(?:the|that|this|a|an|my)\s+(?:[\w\-]+\s+){0,3}?(?:to|on)\s+(?:this|my|the)\s+"
     r"(?:machine|computer|pc|laptop|mac|system)\b|"
     # "make the screen brighter": a setting of this computer, not a look at the screen.
@@ -396,16 +399,17 @@ _MEM_READ_RE = re.compile(
     r"\b(?:what|wat|wut)\s+(?:else\s+)?(?:do|did)\s+(?:you|u|ya)\s+(?:actually\s+|really\s+|even\s+)?"
     r"(?:know|remember|have)\s+(?:about|on|of)\s+(?:me|my|us|our)\b|"
     # "and other things you know of me", "anything more stored about me"
-    r"\b(?:things|stuff|anything|everything|else)\s+(?:else\s+|more\s+)?(?:(?:you|u)(?:'ve|\s+have)?"
-    r"\s+(?:know|remember|stored|saved|kept|noted|got|have)|stored|saved|kept|noted)\s+"
-    r"(?:about|of|on)\s+(?:me|us)\b|"
+    r"\b(?:things|stuff|anything|everything|else)\s+(?:else\s+|more\s+)?(?:(?:you|u)"
+    r"(?:'ve|'re|\s+have|\s+are)?\s+(?:know|remember|stored|saved|kept|noted|got|have|holding|"
+    r"keeping|storing)|stored|saved|kept|noted)\s+"
+    r"(?:about|of|on)\s+(?:me|us|my|our)\b|"
     # "when's the hearing, i gave you a date", "is that our region? I saved it with you"
     r"\bi\s+(?:gave|sent|mentioned|told)\s+(?:it\s+|that\s+|them\s+)?(?:to\s+)?(?:you|u)\b|"
     r"\b(?:saved|stored|left|kept|noted|note|put)\b[^.?!]{0,30}?\bwith\s+(?:you|u)\b|"
     r"\b(?:everything|anything|all|stuff)\s+(?:that\s+)?(?:i'?ve|ive|i\s+have|i)\s+(?:given|told|sent|"
     r"said\s+to)\s+(?:you|u)\b|"
     r"\b(?:did|have)\s+i\s+(?:ever\s+|already\s+)?(?:tell|told|mention|mentioned|say|said|give|"
-    r"gave)\b|"
+    r"gave|given)\b|"
     r"\bwhat\s+did\s+i\s+(?:say|tell|mention)\b|\bi\s+(?:told|tell)\s+you\b|"
     r"^(?:do\s+|did\s+)?you\s+(?:still\s+)?(?:remember|know|recall)\s+"
     r"(?:my|our|what i|where i|when i)\b|"
@@ -461,6 +465,17 @@ _QUESTION_RE = re.compile(
 )
 _YOU_RE = re.compile(r"\b(?:you|your|you're|youre)\b", _I)
 
+# "how much does apple charge to replace an m1 air battery": a price, not a readout.
+_COST_RE = re.compile(
+    r"\bhow\s+much\s+(?:does|do|would|will)\s+(?:\w+\s+){1,3}(?:charge|cost)\b", _I
+)
+# "launch the kyocera portal in edge": a page in a browser, not a program.
+_IN_A_BROWSER_RE = re.compile(
+    r"\b(?:portal|site|website|page|web\s*app|dashboard|url|link)\s+(?:up\s+)?(?:in|on|with)\s+"
+    r"(?:my\s+|the\s+|a\s+)?(?:browser|firefox|chrome|chromium|safari|edge|brave|opera|vivaldi|"
+    r"new\s+tab)\b",
+    _I,
+)
 # "open <url> in my browser": the whole message asks to hand the link to the desktop, not to
 # read the page here (`open_url`, not `web_fetch`). Read with the URL blanked out.
 _OPEN_IN_BROWSER_RE = re.compile(

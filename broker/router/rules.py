@@ -20,6 +20,7 @@ from broker.router.patterns import (
     _CHAT_RE,
     _COMMIT_TO_MEMORY_RE,
     _CONCEPT_RE,
+    _COST_RE,
     _DESTRUCTIVE_RE,
     _DISCOVERY_CUE_RE,
     _FILE_DOMAIN_RE,
@@ -34,6 +35,7 @@ from broker.router.patterns import (
     _HAS_EXTENSION_RE,
     _HOGGING_RE,
     _HOWTO_RE,
+    _IN_A_BROWSER_RE,
     _MACHINE_FACT_RE,
     _MEM_READ_RE,
     _MEM_WRITE_LEAD_RE,
@@ -195,6 +197,8 @@ def _discovery(view: _View) -> _Guess | None:
 def _system_verb(view: _View) -> _Guess | None:
     if not (_SYSTEM_VERB_RE.match(view.text) or _MODE_SWITCH_RE.search(view.text)):
         return None
+    if _IN_A_BROWSER_RE.search(view.text):
+        return _Guess(Intent.BROWSE_ONCE, 0.8)  # "launch the kyocera portal in edge"
     return _Guess(Intent.SYSTEM_TASK, 0.85, RouterArguments(paths=view.paths), execute=True)
 
 
@@ -222,7 +226,8 @@ def _chat(view: _View) -> _Guess | None:
 
 def _system_info(view: _View) -> _Guess | None:
     topics = _topics(view.text)
-    if not topics:
+    if not topics or _COST_RE.search(view.text):
+        # "how much does apple charge to replace an m1 air battery": a price, not a readout.
         return None
     words = len(view.text.split())
     confidence = 0.9 if words <= 12 else 0.8
@@ -308,7 +313,7 @@ def _lookup(view: _View) -> _Guess | None:
     confidence = 0.0
     if _SEARCH_VERB_RE.search(text):
         confidence = 0.85
-    elif _WEB_STRONG_RE.search(text):
+    elif _WEB_STRONG_RE.search(text) or _COST_RE.search(text):
         confidence = 0.8
     elif _WEB_WEAK_RE.search(text) and _QUESTION_RE.search(text) and not _YOU_RE.search(text):
         confidence = 0.7

@@ -357,6 +357,8 @@ def test_keep_it_after_an_instruction_is_no_fact(text: str) -> None:
         "everything you've stored on me, list it please",
         "pull up everything ive given you re the colourist guy",
         "have i got a note with you about her press officer",
+        "have i ever given you a sparky's contact? need one for flat 4",
+        "list everything you're holding about my staff team",
     ],
 )
 def test_asking_what_was_told_before_reads_memory(text: str) -> None:
@@ -384,6 +386,11 @@ def test_asking_what_was_told_before_reads_memory(text: str) -> None:
         ("add milk to my list", Intent.FILE_TASK),
         ("silence discord", Intent.SYSTEM_TASK),
         ("what does mute mean", Intent.CHAT_ONLY),
+        ("make Staffroom-HP the one word prints to by default", Intent.SYSTEM_TASK),
+        ("go ahead and flip my laptop to that theme right now pls", Intent.SYSTEM_TASK),
+        ("launch the kyocera portal in edge", Intent.BROWSE_ONCE),
+        ("launch firefox", Intent.SYSTEM_TASK),
+        ("the file manager window thats open, how many photos are selected", Intent.SCREEN_OBSERVE),
     ],
 )
 def test_everyday_wording_routes_by_the_request(text: str, intent: Intent) -> None:

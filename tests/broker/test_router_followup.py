@@ -330,6 +330,11 @@ KEPT = Earlier("remember the petty cash limit is 50", Intent.MEMORY_WRITE)
         ("store the new treasurer's name, ill be quoting her", Intent.MEMORY_WRITE),
         ("so do remember my 4mm needles are in the blue tin", Intent.MEMORY_WRITE),
         ("add that printer to this machine", Intent.SYSTEM_TASK),
+        ("say both of those back to me so i can check the spelling", Intent.MEMORY_READ),
+        ("the deputy is mrs hart btw", Intent.MEMORY_WRITE),
+        ("jot that down with todays date", Intent.MEMORY_WRITE),
+        ("update: we cut burn to 71k so its more like 16 months", Intent.MEMORY_WRITE),
+        ("store our fiscal year as apr-mar for future reports", Intent.MEMORY_WRITE),
     ],
 )
 def test_after_a_fact_was_kept_the_words_decide_between_recall_keep_and_act(
@@ -371,6 +376,17 @@ def test_after_a_setting_was_changed_more_or_less_of_it_is_the_same_setting(
 ) -> None:
     volume = Earlier("turn the volume up", Intent.SYSTEM_TASK)
     assert route(words, earlier=[volume]).intent is intent
+
+
+def test_saving_a_named_persons_number_keeps_it_even_when_a_listed_page_has_the_name() -> None:
+    found = Earlier(
+        "look up an electrician in bristol",
+        Intent.LOOKUP_SEARCH,
+        listed=("https://trades.example.co.uk/bristol/aled-electrical",),
+    )
+    out = route("save aled's number as my electrician", earlier=[found])
+    assert out.intent is Intent.MEMORY_WRITE
+    assert out.arguments.url is None
 
 
 def test_whichever_of_those_asks_about_the_listing() -> None:
