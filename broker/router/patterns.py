@@ -355,6 +355,9 @@ _TOPIC_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
 _FILE_NOUN_RE = re.compile(
     r"\b(?:my|the|this|that|these|those|all|some|which|any)\s+(?:[\w.\-]+\s+){0,2}"
     r"(?:files?|folders?|director(?:y|ies)|documents)\b|"
+    # "grep that log for nan", "tail the error log": a log is a file.
+    r"^" + _POLITE + r"(?:grep|tail|head|cat|less)\s+(?:the|that|this|my)\s+"
+    r"(?:[\w.\-]+\s+){0,2}logs?\b|"
     r"\bwhere\s+did\s+i\s+(?:save|put|store|download)\b|"
     r"\bfiles?\s+(?:named|called)\b",
     _I,

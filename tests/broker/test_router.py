@@ -390,6 +390,8 @@ def test_asking_what_was_told_before_reads_memory(text: str) -> None:
         ("go ahead and flip my laptop to that theme right now pls", Intent.SYSTEM_TASK),
         ("launch the kyocera portal in edge", Intent.BROWSE_ONCE),
         ("launch firefox", Intent.SYSTEM_TASK),
+        ("grep that log for the first line with nan", Intent.FILE_TASK),
+        ("tail the nginx error log", Intent.FILE_TASK),
         ("the file manager window thats open, how many photos are selected", Intent.SCREEN_OBSERVE),
     ],
 )
