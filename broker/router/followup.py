@@ -725,21 +725,10 @@ def _follow(
         and not _QUESTION_RE.search(message)
     ):
         return "new_value", _memory_write(message, own)
-    remembered = any(turn.intent in _MEMORY for turn in earlier)
-    if remembered and own.confidence < DIRECT_ACTION_CONFIDENCE and _SAID_BACK_RE.search(message):
-        # "say both of those back to me", "read it back": what was kept, read out.
-        return "said_back", _like(Intent.MEMORY_READ, last, message, None, rules, own)
-    if (
-        remembered
-        and own.confidence < DIRECT_ACTION_CONFIDENCE
-        and _BY_THE_WAY_RE.search(message)
-        and not _QUESTION_RE.search(message)
-    ):
-        # "english is mrs hart btw" after facts were asked for or kept: one more to keep.
-        return "by_the_way", _memory_write(message, own)
-    if remembered and own.confidence < DIRECT_ACTION_CONFIDENCE and _AGAIN_RE.match(message):
-        # "sorry who signs off again" after facts were kept: asked to be reminded.
-        return "again", _like(Intent.MEMORY_READ, last, message, None, rules, own)
+    if own.confidence < DIRECT_ACTION_CONFIDENCE and any(t.intent in _MEMORY for t in earlier):
+        after_facts = _after_facts(message, last, rules, own)
+        if after_facts is not None:
+            return after_facts
     if (
         last.intent is Intent.SYSTEM_TASK
         and words <= ADJUST_WORDS
@@ -754,6 +743,21 @@ def _follow(
             last.intent, last, message, message, rules, own, LIKELY_FOLLOW_UP_CONFIDENCE
         )
     return "none", None
+
+
+def _after_facts(
+    message: str, last: Earlier, rules: Reroute, own: RouterOutput
+) -> tuple[str, RouterOutput] | None:
+    """An unsure message after facts were asked for or kept in this conversation, and the rule
+    that read it: "say both of those back to me" and "who signs off again" recall them;
+    "english is mrs hart btw" keeps one more."""
+    if _SAID_BACK_RE.search(message):
+        return "said_back", _like(Intent.MEMORY_READ, last, message, None, rules, own)
+    if _BY_THE_WAY_RE.search(message) and not _QUESTION_RE.search(message):
+        return "by_the_way", _memory_write(message, own)
+    if _AGAIN_RE.match(message):
+        return "again", _like(Intent.MEMORY_READ, last, message, None, rules, own)
+    return None
 
 
 def _referred(message: str, turns: Sequence[Earlier], pointed: _Target | None) -> str | None:

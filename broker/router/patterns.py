@@ -171,6 +171,8 @@ _REMINISCE_RE = re.compile(
     r"if|whether|why)\b",
     _I,
 )
+# "jot down 10.20.4.31 = db primary, keep it": the words before the value are not the fact.
+_NOTE_DOWN_RE = re.compile(r"^(?:jot|note|write|put)\s+(?:down\s+)?(?:that\s+)?", _I)
 # A value worth keeping holds a digit: a number, an address, a code ("10.20.4.55", "TP1342").
 _A_VALUE_RE = re.compile(r"\d")
 _FIRST_PERSON_RE = re.compile(r"\b(?:i|i'm|im|i've|my|me|mine|we|our)\b", _I)

@@ -10,8 +10,6 @@ does): a rule reads the view and nothing else.
 
 from __future__ import annotations
 
-import re
-
 from broker.router.extraction import _blank, _dedupe, _pattern, _topics, _type_pattern, _View
 from broker.router.patterns import (
     _A_VALUE_RE,
@@ -42,6 +40,7 @@ from broker.router.patterns import (
     _MEM_WRITE_TAIL_RE,
     _MODE_SWITCH_RE,
     _NAMED_RE,
+    _NOTE_DOWN_RE,
     _OPEN_IN_BROWSER_RE,
     _OPENERS_RE,
     _PERSONAL_DOC_RE,
@@ -64,9 +63,6 @@ from broker.router.patterns import (
 )
 from broker.router.scoring import DIRECT_ACTION_CONFIDENCE, UNSURE_COMMAND_CONFIDENCE, _Guess
 from broker.types import Action, Intent, RouterArguments
-
-# "jot down 10.20.4.31 = db primary, keep it": the words before the value are not the fact.
-_NOTE_DOWN_RE = re.compile(r"^(?:jot|note|write|put)\s+(?:down\s+)?(?:that\s+)?", re.I)
 
 # A screen request this short is the request and nothing else ("take a screenshot of my screen").
 SHORT_REQUEST_WORDS = 6
