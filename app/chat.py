@@ -70,6 +70,8 @@ from broker.events import (
     BackendNamed,
     PermissionAnswered,
     PermissionAsked,
+    PolicyDecided,
+    Routed,
     TextDelta,
     TurnEnded,
     TurnEvent,
@@ -92,6 +94,13 @@ RENDER_MS = 50
 # row appearing relays out and repaints the whole chat, which would otherwise sit between the
 # question reaching the UI thread and its dialog on screen (2-4 ms, bench/prompt_latency.py).
 ASKED_HINT_MS = 100
+# How long after Enter the person's message is drawn when the turn has reported nothing to show
+# below it yet: long enough for a direct action's permission question to be on screen first
+# (~10-20 ms, bench/prompt_latency.py), short enough to look immediate (under 100 ms).
+MESSAGE_MS = 40
+# What a turn reports that adds nothing below the person's message (recorded for Details, or
+# shown in a dialog of its own): these do not draw the message ahead of MESSAGE_MS.
+_DRAWS_NOTHING = (Routed, PolicyDecided, PermissionAsked, BackendNamed)
 # The size the chat opens at where the screen has room for it; on a smaller screen (or a larger
 # scale: 1280x800 at 1.5x is 853x533) it opens as big as the screen's free area allows, less
 # SCREEN_MARGIN for the window manager's frame and title bar.
@@ -130,8 +139,10 @@ class _Turn:
     shown_memory: list[MemoryEntry] = field(default_factory=list)
     ended: bool = False
     rendered_at: float = 0.0
-    # The person's message is in the transcript (`ChatWindow._show_message`).
+    # The person's message is in the transcript (`ChatWindow._show_message`), and the task
+    # keeping it in the history.
     shown: bool = False
+    keeping: asyncio.Future[None] | None = None
 
     def __post_init__(self) -> None:
         self.record = TurnRecord(self.text)
@@ -575,50 +586,64 @@ class ChatWindow(QWidget):
         text = self.input.toPlainText().strip()
         if not text:
             return
-        if self._turn is not None:
-            self._hint(BUSY_HINT)
-            return
-        self.input.clear()
-        self._start(self.send(text))
+        begun = self._begin(text)
+        if begun is not None:
+            self.input.clear()
+            self._start(self._carry(*begun))
 
     async def send(self, text: str) -> TurnResult | None:
         """Ask `text` as one turn and show it; None when the QtSession refused to start it."""
+        begun = self._begin(text)
+        return None if begun is None else await self._carry(*begun)
+
+    def _begin(self, text: str) -> tuple[_Turn, asyncio.Future[TurnResult], Conversation] | None:
+        """Hand `text` to the turn thread now, within the chat open now; None (with why, and
+        the text left in the input) when it cannot start.
+
+        The person's message is drawn MESSAGE_MS later, or sooner when the turn reports
+        anything to show below it (`_on_event`): drawing it (a new bubble polished and laid
+        out, the transcript repainted) while the turn is routed and checked had made a direct
+        action's permission question wait for the UI thread and the interpreter behind it
+        (`bench/prompt_latency.py`)."""
         if self._turn is not None:
             self._hint(BUSY_HINT)
             return None
         temporary = self.temporary_toggle.isChecked()
-        turn = _Turn(text=text, temporary=temporary)
-        self._turn = turn
-        self._hint("")
-        self._update_controls()
-        new_conversation = self.conversation_id is None
         # The turn is asked within, and kept in, the chat open now.
         conversation = self.conversation
-        # The turn starts on its thread first, then the person's message is drawn: building,
-        # laying out and painting it ahead of the turn had delayed a permission question's
-        # dialog by ~4 ms (`bench/prompt_latency.py`). It still shows before anything the turn
-        # reports does (`_on_event`).
-        asking = asyncio.ensure_future(
-            self.assistant.ask(text, temporary=temporary, conversation=conversation)
-        )
         try:
-            await asyncio.sleep(0)  # the ask's first step, which hands the turn to its thread
-            self._show_message(turn)
-            result = await asking
+            asking = self.assistant.begin(text, temporary=temporary, conversation=conversation)
         except (Busy, Paused) as exc:
             # Not sent: say why, and give the text back to send again later.
             self.transcript.append(NoticeEntry(body=f"Not sent. {exc}", tone="warning"))
             if not self.input.toPlainText():
                 self.input.setPlainText(text)
             return None
+        turn = _Turn(text=text, temporary=temporary)
+        self._turn = turn
+        self._hint("")
+        self._update_controls()
+        QTimer.singleShot(MESSAGE_MS, self, lambda: self._show_message(turn))
+        return turn, asking, conversation
+
+    async def _carry(
+        self, turn: _Turn, asking: asyncio.Future[TurnResult], conversation: Conversation
+    ) -> TurnResult | None:
+        """Wait for the turn `_begin` started, then show how it ended and keep it."""
+        new_conversation = self.conversation_id is None
+        try:
+            result = await asking
         finally:
             if not asking.done():  # this window's own wait was cancelled before the turn's
                 asking.cancel()
             # However the turn ended (even by a bug), the window takes messages again.
             self._turn = None
             self._update_controls()
+        self._show_message(turn)
         self._finish(turn, result.status, result)
-        if not temporary:
+        if not turn.temporary:
+            if turn.keeping is not None:
+                await turn.keeping  # the person's message first, then the reply
             await self._keep_turn(turn, result, conversation)
             if new_conversation:
                 await self.refresh()
@@ -643,25 +668,32 @@ class ChatWindow(QWidget):
     # -- what the turn reports ---------------------------------------------------------------
 
     def _show_message(self, turn: _Turn) -> None:
-        """The person's message at the bottom of the transcript, once."""
+        """The person's message at the bottom of the transcript, once; kept in the history
+        once it is shown and the turn has really started (not when it was refused)."""
         if not turn.shown:
             turn.shown = True
             self.transcript.append(UserEntry(body=turn.text))
             self.transcript.scroll_to_bottom()
+        if turn.keeping is None and turn.turn_id is not None and not turn.temporary:
+            turn.keeping = asyncio.ensure_future(self._keep("user", turn.text))
+            self._pending.add(turn.keeping)
+            turn.keeping.add_done_callback(self._pending.discard)
 
     def _on_event(self, event: TurnEvent) -> None:
         turn = self._turn
         if turn is None or turn.ended:
             return
-        # What the turn reports goes below the message that asked for it.
-        self._show_message(turn)
         if isinstance(event, TurnStarted):
             if turn.turn_id is None and event.text == turn.text:
                 turn.turn_id = event.turn_id
-                if not turn.temporary:
-                    # Kept once the turn has really started (not when it was refused).
-                    self._start(self._keep("user", turn.text))
+                if turn.shown:
+                    self._show_message(turn)  # kept now that the turn has started
             return
+        if not isinstance(event, _DRAWS_NOTHING):
+            # What the turn reports goes below the message that asked for it. (Until the turn
+            # has something to show, the message waits for MESSAGE_MS: a question's dialog
+            # goes on screen first.)
+            self._show_message(turn)
         if event.turn_id != turn.turn_id:
             return  # a turn started elsewhere (another window)
         if isinstance(event, PermissionAsked):

@@ -132,6 +132,49 @@ class QtSession(QObject):
     def state(self) -> tuple[str, str]:
         return self._state
 
+    def begin(
+        self,
+        text: str,
+        *,
+        temporary: bool = False,
+        conversation: Conversation | None = None,
+    ) -> asyncio.Future[TurnResult]:
+        """Hand one turn to the turn thread now, within `conversation` when given (the session
+        appends the turn to it), and return what will hold its result; its events arrive
+        through `turn_event` meanwhile. Raises Paused or Busy at once when it cannot start.
+
+        Called from the UI thread's own handler (the chat's Enter), the turn is on its thread
+        before that handler returns: not one loop turn later, behind whatever Qt has queued
+        meanwhile (the input's repaint, the message drawn) — that had cost a direct action's
+        permission question ~3 ms (`bench/prompt_latency.py`). Before the session is built
+        (the first turn after start), the turn waits for it first."""
+        if self._paused:
+            raise Paused("Chamberlain is paused. Resume it from the tray menu to ask again.")
+        if self._stop is not None:
+            raise Busy("Chamberlain is still working on the last request. Wait, or press Stop.")
+        stop = StopSignal()
+        self._stop = stop
+        loop = asyncio.get_event_loop()
+
+        def run(session: Session) -> asyncio.Future[TurnResult]:
+            session.set_temporary(temporary)
+            return loop.run_in_executor(
+                self._turns,
+                lambda: session.ask(
+                    text, events=self.turn_event.emit, stop=stop, conversation=conversation
+                ),
+            )
+
+        async def started_first() -> TurnResult:
+            return await run(await self.start())
+
+        turn = (
+            run(self._session) if self._session is not None else loop.create_task(started_first())
+        )
+        # Registered before anyone awaits the turn, so it has run when they resume.
+        turn.add_done_callback(lambda _: self._turn_over())
+        return turn
+
     async def ask(
         self,
         text: str,
@@ -139,33 +182,14 @@ class QtSession(QObject):
         temporary: bool = False,
         conversation: Conversation | None = None,
     ) -> TurnResult:
-        """Run one turn on the turn thread, within `conversation` when given (the session
-        appends the turn to it); its events arrive through `turn_event` meanwhile."""
-        if self._paused:
-            raise Paused("Chamberlain is paused. Resume it from the tray menu to ask again.")
-        if self._stop is not None:
-            raise Busy("Chamberlain is still working on the last request. Wait, or press Stop.")
-        stop = StopSignal()
-        self._stop = stop
-        try:
-            await self.start()
-        except BaseException:
-            self._stop = None
-            raise
-        self.session.set_temporary(temporary)
-        loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(
-                self._turns,
-                lambda: self.session.ask(
-                    text, events=self.turn_event.emit, stop=stop, conversation=conversation
-                ),
-            )
-        finally:
-            self._stop = None
-            self.grants_changed.emit()
-            # The turn may have remembered a fact, and recall counts each use.
-            self.memory_changed.emit(None)
+        """Run one turn on the turn thread (`begin`) and wait for its result."""
+        return await self.begin(text, temporary=temporary, conversation=conversation)
+
+    def _turn_over(self) -> None:
+        self._stop = None
+        self.grants_changed.emit()
+        # The turn may have remembered a fact, and recall counts each use.
+        self.memory_changed.emit(None)
 
     def stop(self) -> bool:
         """Stop the running turn (the Stop button, Esc in the dialog is not this); False when

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,73 @@ def test_a_question_answered_at_once_leaves_no_waiting_hint_behind(qtbot, run, a
     assert card.entry.call.status == "denied"  # a question was asked, and answered at once
     assert chat.window.hint.isHidden()
     assert "Waiting for your permission" not in chat.window.hint.text()
+    chat.close()
+
+
+def test_enter_hands_the_turn_to_its_thread_before_the_window_draws_anything(
+    qtbot, run, app_home, docs, memory
+):
+    """The turn is on its own thread before Enter's handler returns: not behind the input's
+    repaint and the person's message, which are drawn after it (bench/prompt_latency.py). The
+    message still shows, above what the turn reported, and is kept before the reply."""
+    chat = rig(qtbot, app_home, memory, prompter=Deny())
+    started = threading.Event()
+    session = chat.assistant.session
+    real_ask = session.ask
+
+    def ask(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        return real_ask(*args, **kwargs)
+
+    session.ask = ask  # type: ignore[method-assign]
+    window = chat.window
+
+    async def scenario() -> None:
+        await chat.shown()
+        await type_and_send(qtbot, window, f"list files in {docs}")
+        # No turn of the event loop since Enter: only its handler can have started the turn.
+        assert started.wait(10), "the turn had not started on its thread when Enter returned"
+        assert window.transcript.entries == []  # the message is drawn a moment later
+        assert window.input.toPlainText() == ""
+        await turn_done(window)
+
+    run(scenario())
+    text = window.transcript.text()
+    assert text.index(f"list files in {docs}") < text.index("Denied")
+    [conversation] = ConversationStore(memory).conversations()
+    roles = [m.role for m in ConversationStore(memory).messages(conversation.id)]
+    assert roles[0] == "user", roles
+    assert "assistant" in roles[1:], roles
+    chat.close()
+
+
+def test_the_persons_message_shows_by_itself_while_a_turn_reports_nothing(
+    qtbot, run, app_home, scripted_server
+):
+    """A turn that is slow to report anything (a model thinking) still shows the person's
+    message within a moment of Enter, not when the reply starts."""
+    gate = threading.Event()
+
+    def slow(_request: dict[str, Any]) -> Text:
+        gate.wait(10)
+        return Text("Here I am.")
+
+    server = scripted_server([slow])
+    chat = rig(qtbot, app_home, model=OpenAIChatModel(server.base_url, model="m"))
+
+    async def scenario() -> None:
+        window = await chat.shown()
+        await type_and_send(qtbot, window, "tell me a short joke about tea")
+        await until(lambda: "tell me a short joke about tea" in window.transcript.text(), 2)
+        assert not replies(window)  # the model has not answered yet
+        gate.set()
+        await turn_done(window)
+
+    try:
+        run(scenario())
+    finally:
+        gate.set()
+    assert "Here I am." in chat.window.transcript.text()
     chat.close()
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QAccessible,
     QAccessibleAnnouncementEvent,
@@ -956,8 +956,9 @@ def test_the_apps_dialog_is_on_screen_in_the_same_event_that_brings_the_question
     async def scenario() -> Asker:
         asker = Asker(gui, file_read())
         assert presented.wait(10)
-        # Deliver the queued question and nothing else: no turn of the asyncio loop.
-        QApplication.sendPostedEvents(gui, QEvent.Type.MetaCall.value)
+        # Deliver what was posted to the prompter (the question) and nothing else: no turn
+        # of the asyncio loop.
+        QApplication.sendPostedEvents(gui, 0)
         (dialog,) = open_dialogs()
         assert dialog.deny_button.isDefault()
         assert not dialog.armed
@@ -969,6 +970,46 @@ def test_the_apps_dialog_is_on_screen_in_the_same_event_that_brings_the_question
         asker = run(scenario())
     finally:
         gui.cancel_all()
+    assert asker.decision == PromptDecision(allow=False, reason="user")
+
+
+def test_a_question_is_shown_ahead_of_what_the_turn_queued_for_the_ui_thread_before_it(run):
+    """The turn reports its steps (routed, the policy's decision, the question asked) to the UI
+    thread before it puts the question: the dialog goes on screen before those are handled."""
+    gui = GuiPrompter()  # the app's own presenter
+    order: list[str] = []
+
+    class Reports(QObject):
+        step = Signal(str)
+
+    reports = Reports()
+    reports.step.connect(order.append, Qt.ConnectionType.QueuedConnection)
+    broker_side = gui.present
+    presented = threading.Event()
+
+    def present(question: PermissionQuestion) -> None:
+        reports.step.emit("routed")  # from the broker's thread, queued before the question
+        reports.step.emit("asked")
+        broker_side(question)
+        presented.set()
+
+    gui.present = present  # type: ignore[method-assign]
+    gui.question_shown.connect(lambda _capability: order.append("dialog"))
+
+    async def scenario() -> Asker:
+        asker = Asker(gui, file_read())
+        assert presented.wait(10)
+        QApplication.sendPostedEvents(None, 0)  # everything posted, in the order Qt takes it
+        (dialog,) = open_dialogs()
+        dialog.deny_button.click()
+        await until(lambda: asker.done and not open_dialogs())
+        return asker
+
+    try:
+        asker = run(scenario())
+    finally:
+        gui.cancel_all()
+    assert order[:3] == ["dialog", "routed", "asked"]
     assert asker.decision == PromptDecision(allow=False, reason="user")
 
 
