@@ -7,6 +7,7 @@ environment is cleaned here at import, before any test (or subprocess it starts)
 from __future__ import annotations
 
 import os
+import signal
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -29,6 +30,13 @@ for _name in [name for name in os.environ if name.startswith("CHAMBERLAIN_")]:
 # per reply) is used only by the tests that ask for it (tests/broker/test_embedded.py and the
 # real-model tests), which set CHAMBERLAIN_LLM__EMBEDDED_FALLBACK or pass --llm embedded.
 os.environ["CHAMBERLAIN_LLM__EMBEDDED_FALLBACK"] = "false"
+# A run started in the background by a shell without job control (`./run-tests &`, `setsid bash
+# .ci/run &`) inherits SIGINT ignored, and Python then never turns it into KeyboardInterrupt, in
+# this process or in the CLI children the tests start on a terminal: Ctrl-C typed there did
+# nothing and the Ctrl-C tests failed only in such runs. A person's shell starts a foreground
+# command with SIGINT at its default, so the tests' children start that way too.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 # Qt widgets in tests render offscreen (pytest-qt makes the QApplication); the screenshots
 # script, not the tests, uses a real X server.
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
@@ -56,8 +64,7 @@ def _signal_state() -> dict[str, str]:
 def _signals_left_as_found() -> Iterator[None]:
     """A test that leaves a signal ignored or blocked (or a handler of its own) in the test
     process is named in a warning and the state is put back, so the CLI children of later
-    tests still stop on Ctrl-C as a person's would. (A warning, not a failure: it is a
-    diagnostic for the two Ctrl-C tests that fail only in whole runs; none has been seen.)"""
+    tests still stop on Ctrl-C as a person's would. (A warning, not a failure: a diagnostic.)"""
     if not os.path.exists("/proc/self/status"):
         yield
         return
