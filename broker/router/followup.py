@@ -1239,6 +1239,15 @@ def _named(turn: Earlier) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+# Told to run what they point at rather than read it: the verb opens the request ("launch the
+# installer", "ok, execute it", "now run the first one"), not a question ("how do i install it").
+_RUNS_IT_RE = re.compile(
+    r"(?:^|[,.;:!]\s*|\b(?:then|now|just|please|pls|plz|go ahead and|and)\s+)"
+    r"(?:run|execute|exec|launch|install)\s+(?!me\b|us\b|through\b)",
+    re.I,
+)
+
+
 def _act_on(message: str, target: _Target, own: RouterOutput) -> RouterOutput:
     """The follow-up's words applied to the item it points at. Reading is the default; any
     other verb keeps its own weight and the item never lowers the risk."""
@@ -1247,10 +1256,13 @@ def _act_on(message: str, target: _Target, own: RouterOutput) -> RouterOutput:
         value = _in_folder(value, target.turn)
     writes = bool(_WRITE_VERB_RE.search(message)) and not _READ_VERB_RE.match(message)
     action: Action | None = None
-    if own.intent is Intent.SYSTEM_TASK and (
-        own.confidence >= DIRECT_ACTION_CONFIDENCE or own.needs_system_execute
+    runs_it = _RUNS_IT_RE.search(message) is not None
+    if runs_it or (
+        own.intent is Intent.SYSTEM_TASK
+        and (own.confidence >= DIRECT_ACTION_CONFIDENCE or own.needs_system_execute)
     ):
-        # "kill it", "run the second one": a command reading, never a direct one from a name.
+        # "kill it", "run the second one", "launch the installer": a command reading, never a
+        # direct one from a name (running a listed script or installer is a system task).
         intent = Intent.SYSTEM_TASK
         args = RouterArguments(paths=[] if _is_url(value) else [value])
     elif _is_url(value):

@@ -69,6 +69,29 @@ def test_deleting_the_second_one_is_a_destructive_file_task_with_no_direct_actio
     assert out.risk_level == "high"
 
 
+@pytest.mark.parametrize(
+    "words",
+    [
+        "yep that one, launch the installer",
+        "looks fine, execute deploy_site.sh",
+        "ok now run the first one",
+    ],
+)
+def test_running_a_listed_installer_or_script_is_a_system_task_not_a_read(words: str) -> None:
+    listing = Earlier(
+        "show me ~/dev/site/scripts",
+        Intent.FILE_TASK,
+        listed=("~/dev/site/scripts/deploy_site.sh", "~/dev/site/scripts/setup-installer.run"),
+    )
+    out = route(words, earlier=[listing])
+    assert out.intent is Intent.SYSTEM_TASK
+    assert out.arguments.action is None  # never a direct action from a listed name
+    # Asked about, not told to: not run.
+    assert route("how do i install the second one?", earlier=[listing]).intent is not (
+        Intent.SYSTEM_TASK
+    )
+
+
 def test_a_credential_file_picked_by_position_is_high_risk_and_never_a_direct_action() -> None:
     hostile = Earlier(
         "list my home folder", Intent.FILE_TASK, listed=("~/notes.txt", "~/.ssh/id_ed25519")
