@@ -940,14 +940,23 @@ def test_a_worker_thread_gets_the_answer_given_in_the_dialog(qtbot, run, prompte
     assert not open_dialogs()
 
 
-def test_the_apps_dialog_is_on_screen_in_the_same_event_that_brings_the_question(run):
-    """The question's arrival on the UI thread shows its dialog before the loop runs anything
-    else (a task would first let the chat's own repaint after Enter go ahead of it)."""
+def deny_the_delivered_question(
+    run: Any,
+    deliver: Callable[[GuiPrompter], None],
+    *,
+    before: Callable[[], None] = lambda: None,
+    check: Callable[[PermissionDialog], None] = lambda _dialog: None,
+) -> tuple[GuiPrompter, Asker]:
+    """The app's own prompter asked from a broker thread (`before` runs on that thread just
+    ahead of the question); once it has handed the question over, `deliver` hands the UI thread
+    what was posted, with no turn of the asyncio loop; the one dialog then on screen is
+    `check`ed and denied."""
     gui = GuiPrompter()  # the app's own presenter
     presented = threading.Event()
     broker_side = gui.present
 
     def present(question: PermissionQuestion) -> None:
+        before()
         broker_side(question)
         presented.set()
 
@@ -956,12 +965,9 @@ def test_the_apps_dialog_is_on_screen_in_the_same_event_that_brings_the_question
     async def scenario() -> Asker:
         asker = Asker(gui, file_read())
         assert presented.wait(10)
-        # Deliver what was posted to the prompter (the question) and nothing else: no turn
-        # of the asyncio loop.
-        QApplication.sendPostedEvents(gui, 0)
+        deliver(gui)
         (dialog,) = open_dialogs()
-        assert dialog.deny_button.isDefault()
-        assert not dialog.armed
+        check(dialog)
         dialog.deny_button.click()
         await until(lambda: asker.done and not open_dialogs())
         return asker
@@ -971,12 +977,24 @@ def test_the_apps_dialog_is_on_screen_in_the_same_event_that_brings_the_question
     finally:
         gui.cancel_all()
     assert asker.decision == PromptDecision(allow=False, reason="user")
+    return gui, asker
+
+
+def test_the_apps_dialog_is_on_screen_in_the_same_event_that_brings_the_question(run):
+    """The question's arrival on the UI thread shows its dialog before the loop runs anything
+    else (a task would first let the chat's own repaint after Enter go ahead of it)."""
+
+    def check(dialog: PermissionDialog) -> None:
+        assert dialog.deny_button.isDefault()
+        assert not dialog.armed
+
+    # What was posted to the prompter (the question) and nothing else.
+    deny_the_delivered_question(run, lambda gui: QApplication.sendPostedEvents(gui, 0), check=check)
 
 
 def test_a_question_is_shown_ahead_of_what_the_turn_queued_for_the_ui_thread_before_it(run):
     """The turn reports its steps (routed, the policy's decision, the question asked) to the UI
     thread before it puts the question: the dialog goes on screen before those are handled."""
-    gui = GuiPrompter()  # the app's own presenter
     order: list[str] = []
 
     class Reports(QObject):
@@ -984,33 +1002,17 @@ def test_a_question_is_shown_ahead_of_what_the_turn_queued_for_the_ui_thread_bef
 
     reports = Reports()
     reports.step.connect(order.append, Qt.ConnectionType.QueuedConnection)
-    broker_side = gui.present
-    presented = threading.Event()
 
-    def present(question: PermissionQuestion) -> None:
-        reports.step.emit("routed")  # from the broker's thread, queued before the question
+    def report_first() -> None:  # from the broker's thread, queued before the question
+        reports.step.emit("routed")
         reports.step.emit("asked")
-        broker_side(question)
-        presented.set()
 
-    gui.present = present  # type: ignore[method-assign]
-    gui.question_shown.connect(lambda _capability: order.append("dialog"))
-
-    async def scenario() -> Asker:
-        asker = Asker(gui, file_read())
-        assert presented.wait(10)
+    def deliver(gui: GuiPrompter) -> None:
+        gui.question_shown.connect(lambda _capability: order.append("dialog"))
         QApplication.sendPostedEvents(None, 0)  # everything posted, in the order Qt takes it
-        (dialog,) = open_dialogs()
-        dialog.deny_button.click()
-        await until(lambda: asker.done and not open_dialogs())
-        return asker
 
-    try:
-        asker = run(scenario())
-    finally:
-        gui.cancel_all()
+    deny_the_delivered_question(run, deliver, before=report_first)
     assert order[:3] == ["dialog", "routed", "asked"]
-    assert asker.decision == PromptDecision(allow=False, reason="user")
 
 
 def test_cancelling_the_wait_for_a_shown_question_closes_its_dialog_with_a_denial(qapp, run):
