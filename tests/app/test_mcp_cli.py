@@ -366,16 +366,7 @@ def test_no_server_program_outlives_the_command(user, notes, servers, args):
 @pytest.mark.parametrize(
     ("sig", "code"),
     [
-        pytest.param(
-            signal.SIGINT,
-            130,
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason="failed in two whole fresh-clone runs started in the background, whose "
-                "tests ran with SIGINT ignored (tests/conftest.py now restores it); kept "
-                "until whole runs show it passing",
-            ),
-        ),
+        (signal.SIGINT, 130),
         (signal.SIGTERM, 128 + signal.SIGTERM),
     ],
 )

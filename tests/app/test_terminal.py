@@ -128,12 +128,6 @@ def test_ctrl_c_at_the_permission_prompt_cancels_with_one_line_and_exit_130(user
     assert "plan.txt" not in stdout
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="failed in two whole fresh-clone runs started in the background, whose "
-    "tests ran with SIGINT ignored (tests/conftest.py now restores it); kept "
-    "until whole runs show it passing",
-)
 def test_ctrl_c_at_the_passphrase_prompt_cancels_with_one_line_and_exit_130(user, terminal):
     term = terminal(
         user,
