@@ -668,13 +668,17 @@ class ChatWindow(QWidget):
     # -- what the turn reports ---------------------------------------------------------------
 
     def _show_message(self, turn: _Turn) -> None:
-        """The person's message at the bottom of the transcript, once; kept in the history
-        once it is shown and the turn has really started (not when it was refused)."""
+        """The person's message at the bottom of the transcript, once."""
         if not turn.shown:
             turn.shown = True
             self.transcript.append(UserEntry(body=turn.text))
             self.transcript.scroll_to_bottom()
-        if turn.keeping is None and turn.turn_id is not None and not turn.temporary:
+        self._keep_message(turn)
+
+    def _keep_message(self, turn: _Turn) -> None:
+        """Keep the person's message in the history, once it is shown and the turn has really
+        started (not when it was refused)."""
+        if turn.shown and turn.keeping is None and turn.turn_id is not None and not turn.temporary:
             turn.keeping = asyncio.ensure_future(self._keep("user", turn.text))
             self._pending.add(turn.keeping)
             turn.keeping.add_done_callback(self._pending.discard)
@@ -686,8 +690,7 @@ class ChatWindow(QWidget):
         if isinstance(event, TurnStarted):
             if turn.turn_id is None and event.text == turn.text:
                 turn.turn_id = event.turn_id
-                if turn.shown:
-                    self._show_message(turn)  # kept now that the turn has started
+                self._keep_message(turn)
             return
         if not isinstance(event, _DRAWS_NOTHING):
             # What the turn reports goes below the message that asked for it. (Until the turn

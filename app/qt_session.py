@@ -168,9 +168,15 @@ class QtSession(QObject):
         async def started_first() -> TurnResult:
             return await run(await self.start())
 
-        turn = (
-            run(self._session) if self._session is not None else loop.create_task(started_first())
-        )
+        try:
+            turn = (
+                run(self._session)
+                if self._session is not None
+                else loop.create_task(started_first())
+            )
+        except BaseException:
+            self._stop = None  # not handed over (the turn thread closed): nothing is running
+            raise
         # Registered before anyone awaits the turn, so it has run when they resume.
         turn.add_done_callback(lambda _: self._turn_over())
         return turn

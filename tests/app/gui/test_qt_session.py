@@ -103,3 +103,18 @@ def test_revoke_all_from_the_app_ends_a_timed_grant_before_the_next_call(qapp, r
     run(assistant.ask(f"list files in {docs}"))
     assert len(prompter.threads) == 2  # asked again
     assistant.close()
+
+
+def test_a_turn_that_could_not_be_handed_over_leaves_the_session_free(qapp, run, app_home, docs):
+    """Asked after the turn thread was shut (the app closing): the ask fails at once, and the
+    session is not left thinking a turn runs, so it never answers "Busy" for good."""
+    assistant = QtSession(make_session(app_home))
+    run(assistant.start())
+    assistant.close()
+
+    async def ask() -> None:
+        with pytest.raises(RuntimeError):
+            await assistant.ask(f"list files in {docs}")
+
+    run(ask())
+    assert not assistant.busy
