@@ -57,6 +57,7 @@ from broker.router.patterns import (
     _DISCOVERY_CUE_RE,
     _KNOWN_FOLDERS,
     _QUESTION_RE,
+    _RUNS_IT_RE,
     _URL_RE,
     _words,
 )
@@ -1239,15 +1240,6 @@ def _named(turn: Earlier) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-# Told to run what they point at rather than read it: the verb opens the request ("launch the
-# installer", "ok, execute it", "now run the first one"), not a question ("how do i install it").
-_RUNS_IT_RE = re.compile(
-    r"(?:^|[,.;:!]\s*|\b(?:then|now|just|please|pls|plz|go ahead and|and)\s+)"
-    r"(?:run|execute|exec|launch|install)\s+(?!me\b|us\b|through\b)",
-    re.I,
-)
-
-
 def _act_on(message: str, target: _Target, own: RouterOutput) -> RouterOutput:
     """The follow-up's words applied to the item it points at. Reading is the default; any
     other verb keeps its own weight and the item never lowers the risk."""
@@ -1257,8 +1249,11 @@ def _act_on(message: str, target: _Target, own: RouterOutput) -> RouterOutput:
     writes = bool(_WRITE_VERB_RE.search(message)) and not _READ_VERB_RE.match(message)
     action: Action | None = None
     runs_it = _RUNS_IT_RE.search(message) is not None
-    if runs_it or (
-        own.intent is Intent.SYSTEM_TASK
+    # A listed link "launched" or "run" is a page to open (below), never a program to run.
+    opens_link = runs_it and _is_url(value)
+    if (runs_it and not opens_link) or (
+        not opens_link
+        and own.intent is Intent.SYSTEM_TASK
         and (own.confidence >= DIRECT_ACTION_CONFIDENCE or own.needs_system_execute)
     ):
         # "kill it", "run the second one", "launch the installer": a command reading, never a

@@ -17,7 +17,7 @@ from broker.router.classifier import _classifier, _predicted, _rules_decide, _wi
 from broker.router.extraction import _make_view
 from broker.router.followup import Earlier, read_follow_up, reread
 from broker.router.followup_model import FollowupModel, Reading, feature_values, followup_model
-from broker.router.patterns import _ACTIVE_WINDOW_RE, _PREFIX_RE
+from broker.router.patterns import _ACTIVE_WINDOW_RE, _PREFIX_RE, _RUNS_IT_RE
 from broker.router.rules import _RULES, _file_guess, request_after_openers
 from broker.router.scoring import (
     NOTHING_MATCHED_CONFIDENCE,
@@ -170,11 +170,17 @@ _AS_A_FILE_RE = re.compile(
 
 def _can_act_on(intent: Intent, current: RouterOutput, own: RouterOutput) -> bool:
     """Whether `intent` can act on what the rules found the words point at: a file picked from
-    a listing ("open it" after a file was found) is never a page to fetch."""
+    a listing ("open it" after a file was found) is never a page to fetch, and a link picked
+    from one is never a program to run."""
     args = current.arguments
     picked_file = bool(args.paths) and args.url is None and own.arguments.url is None
     if picked_file and intent is Intent.BROWSE_ONCE:
         return False
+    # "launch the second one" after search results: the link picked is opened, not a program
+    # run (a system task would drop the link it points at).
+    launched_link = args.url is not None and not args.paths and _RUNS_IT_RE.search(own.text)
+    if launched_link and intent is Intent.SYSTEM_TASK:
+        return current.intent is Intent.SYSTEM_TASK
     # "save that as a pdf" after a page or a file: kept as a file, never a fact to remember.
     pointed = bool(args.paths) or args.url is not None
     return not (pointed and intent is Intent.MEMORY_WRITE and _AS_A_FILE_RE.search(own.text))

@@ -171,6 +171,14 @@ _REMINISCE_RE = re.compile(
     r"if|whether|why)\b",
     _I,
 )
+# Told to run what the words point at rather than read it: the verb opens the request ("launch
+# the installer", "ok, execute it", "now run the first one"), not a question ("how do i install
+# it").
+_RUNS_IT_RE = re.compile(
+    r"(?:^|[,.;:!]\s*|\b(?:then|now|just|please|pls|plz|go ahead and|and)\s+)"
+    r"(?:run|execute|exec|launch|install)\s+(?!me\b|us\b|through\b)",
+    _I,
+)
 # "jot down 10.20.4.31 = db primary, keep it": the words before the value are not the fact.
 _NOTE_DOWN_RE = re.compile(r"^(?:jot|note|write|put)\s+(?:down\s+)?(?:that\s+)?", _I)
 # A value worth keeping holds a digit: a number, an address, a code ("10.20.4.55", "TP1342").

@@ -91,6 +91,16 @@ def test_running_a_listed_installer_or_script_is_a_system_task_not_a_read(words:
         Intent.SYSTEM_TASK
     )
 
+    # A listed link told to "launch" is a page to open, not a program.
+    links = Earlier(
+        "search for kayak rentals",
+        Intent.LOOKUP_SEARCH,
+        listed=("https://paddle.example.com/rent", "https://kayaks.example.org/"),
+    )
+    page = route("ok, launch the second one", earlier=[links])
+    assert page.intent is Intent.BROWSE_ONCE
+    assert page.arguments.url == "https://kayaks.example.org/"
+
 
 def test_a_credential_file_picked_by_position_is_high_risk_and_never_a_direct_action() -> None:
     hostile = Earlier(
