@@ -499,6 +499,14 @@ _OPEN_IN_BROWSER_RE = re.compile(
     r"(?:\s+(?:please|for\s+me))?\s*[.!]?$",
     _I,
 )
+# The whole message besides its URL is a verb of opening or reading it ("load <url>", "pls
+# visit <url>"): the page is all it asks for, whatever words the address holds.
+_ONLY_BROWSE_VERB_RE = re.compile(
+    r"^(?:(?:please|pls|can\s+you|could\s+you)\s+)?(?:open|read|visit|go\s+to|browse|fetch|"
+    r"load|summari[sz]e|tl;?dr)(?:\s+(?:up|the\s+page|this|this\s+page))?"
+    r"(?:\s+(?:please|pls|for\s+me))?\s*[.!:]?$",
+    _I,
+)
 _BROWSE_VERB_RE = re.compile(
     r"\b(?:open|read|visit|go to|browse|fetch|get|summari[sz]e|tl;?dr|check|look at|load|"
     r"what does|what is|whats|what's)\b",

@@ -41,6 +41,7 @@ from broker.router.patterns import (
     _MODE_SWITCH_RE,
     _NAMED_RE,
     _NOTE_DOWN_RE,
+    _ONLY_BROWSE_VERB_RE,
     _OPEN_IN_BROWSER_RE,
     _OPENERS_RE,
     _PERSONAL_DOC_RE,
@@ -149,6 +150,8 @@ def _browse(view: _View) -> _Guess | None:
         return None
     rest = _blank(view.text, *view.url_span) if view.url_span else view.text
     confidence = 0.9 if _BROWSE_VERB_RE.search(rest) or not rest.strip() else 0.8
+    if _ONLY_BROWSE_VERB_RE.match(" ".join(rest.split())):
+        confidence = 0.95
     args = RouterArguments(url=view.url)
     if _OPEN_IN_BROWSER_RE.match(" ".join(rest.split())):
         args.action = "open_url"
