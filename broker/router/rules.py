@@ -115,7 +115,9 @@ def _memory_write(view: _View) -> _Guess | None:
         # memory": the words in between.
         fact = committed.group("fact").strip()
         said = _FIRST_PERSON_RE.search(fact) is not None
-        return _Guess(Intent.MEMORY_WRITE, 0.9, RouterArguments(fact=fact if said else None))
+        # The rules' to decide: "commit ... to memory" is never a git commit, though a
+        # classifier that has read many "commit and push" may think so.
+        return _Guess(Intent.MEMORY_WRITE, 0.95, RouterArguments(fact=fact if said else None))
     tail = _MEM_WRITE_TAIL_RE.search(text)
     if tail is not None:
         fact = text[: tail.start()].strip().rstrip(".!,").strip()
