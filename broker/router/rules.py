@@ -152,10 +152,11 @@ def _browse(view: _View) -> _Guess | None:
         return None
     rest = _blank(view.text, *view.url_span) if view.url_span else view.text
     confidence = 0.9 if _BROWSE_VERB_RE.search(rest) or not rest.strip() else 0.8
-    if _ONLY_BROWSE_VERB_RE.match(" ".join(rest.split())):
+    words = " ".join(rest.split())
+    if _ONLY_BROWSE_VERB_RE.match(words):
         confidence = 0.95
     args = RouterArguments(url=view.url)
-    if _OPEN_IN_BROWSER_RE.match(" ".join(rest.split())):
+    if _OPEN_IN_BROWSER_RE.match(words):
         args.action = "open_url"
         return _Guess(Intent.BROWSE_ONCE, 0.95, args)
     if confidence >= DIRECT_ACTION_CONFIDENCE:

@@ -45,6 +45,8 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> Callable[[Intent, float], StubClas
         "remember that my dog is called Rex",  # a fact in the person's words
         "take a screenshot",  # a short screen request
         "list files in ~/Documents",  # an explicit path with a file verb
+        "load http://192.168.1.1:8080/status",  # a URL and only a verb to open it
+        "kindly commit those dates to memory.",  # "commit ... to memory", never a git commit
     ],
 )
 def test_the_rules_unambiguous_forms_are_never_overruled(reads, text: str) -> None:
