@@ -243,6 +243,11 @@ class _TooLong(ModelError):
         self.sent: list[dict[str, Any]] = []
 
 
+def _carries_tool_turns(messages: list[dict[str, Any]]) -> bool:
+    """Whether `messages` hold a tool call or a tool's result (an earlier turn's)."""
+    return any(m.get("role") == "tool" or m.get("tool_calls") for m in messages)
+
+
 def _refuses_tools(exc: Exception) -> bool:
     """A 400/422 whose error names tools: "model does not support tools" (Ollama), "tool
     choice requires --enable-auto-tool-choice" (vLLM), and the like."""
@@ -540,7 +545,9 @@ class OpenAIChatModel:
     def _chat_with_tools(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> AssistantMessage:
-        if tools and self._native_tools is False:
+        if self._native_tools is False and (tools or _carries_tool_turns(messages)):
+            # Earlier turns' calls and results go in the prompt protocol's words too when this
+            # turn shows no tools: this server was never sent them natively.
             return self._prompted.chat(messages, tools)
         try:
             answer = self._chat_once(messages, tools)

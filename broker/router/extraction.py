@@ -37,6 +37,8 @@ from broker.router.patterns import (
     _QUOTED_RE,
     _RUN_RE,
     _RUN_VERB_RE,
+    _RUNNABLE,
+    _RUNNABLE_WITHIN,
     _SEPARATOR_RE,
     _TOKEN_RE,
     _TOPIC_RES,
@@ -218,6 +220,11 @@ def _find_command(text: str, view: _View) -> None:
         cmd = cmd[:-1]
     first = cmd.split(maxsplit=1)[0].lower() if cmd else ""
     if first in _NAMED_TASK:
+        view.run_task = True
+        return
+    if first in ("a", "an") and _RUNNABLE.intersection(
+        word.lower() for word in cmd.split()[1 : 1 + _RUNNABLE_WITHIN]
+    ):
         view.run_task = True
         return
     if not cmd or first in _NOT_A_COMMAND:

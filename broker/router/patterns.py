@@ -35,7 +35,8 @@ _POLITE = r"(?:(?:" + _POLITE_WORDS + r")[\s,]+)*"
 _BACKTICK_RE = re.compile(r"`([^`\n]{1,1000})`")
 # "execute: rm -rf /" is as much a command as "execute rm -rf /": the colon changes nothing.
 _RUN_RE = re.compile(
-    r"^" + _POLITE + r"(?:run|execute|exec)(?:\s*:)?\s+(?:(?:the\s+)?command(?:\s*:)?\s+)?"
+    r"^" + _POLITE + r"(?:run|execute|exec)(?:\s*:)?\s+"
+    r"(?:(?:(?:the|a|an)\s+)?(?:shell\s+|terminal\s+)?command(?:\s*:)?\s+)?"
     r"(?P<cmd>\S.*)$",
     _I | re.S,
 )
@@ -47,6 +48,13 @@ _NOT_A_COMMAND = _words(
 # "run the backup script", "execute my tests", "run it": something is to be run, but not spelled
 # out (never the command `it`).
 _NAMED_TASK = _words("the my our this that it them those these both")
+# "run a speed test", "run a quick scan of my disk": "a" or "an" and, within three words, a
+# thing a computer runs; "run a marathon", "run an errand" name none.
+_RUNNABLE = _words(
+    "command commands script check checks scan test tests benchmark diagnostic diagnostics "
+    "backup update cleanup program job query ping traceroute"
+)
+_RUNNABLE_WITHIN = 3
 # Politeness after a command is dropped; "now" is not ("shutdown now" is the command).
 _FOR_ME_RE = re.compile(r"(?<!\s)\s+(?:for me|please|pls)\s*[.!?]*$", _I)
 # Words no command line takes as a bare argument, but English does: "run find out which app is
@@ -392,6 +400,13 @@ _FILE_READ_VERB_RE = re.compile(
     _I,
 )
 _FILE_SEARCH_VERB_RE = re.compile(r"^" + _POLITE + r"(?:find|search|look\s+for|locate|grep)\b", _I)
+# "write a note called todo.txt saying buy milk", "create a file named plan.md": a new file the
+# person names, with its extension; a file task whatever else the sentence says.
+_NEW_NAMED_FILE_RE = re.compile(
+    r"^" + _POLITE + r"(?:write|create|make|save|start|add)\b[^.?!]{0,40}?\b(?:called|named|titled)"
+    r"\s+['\"]?[\w.-]+\.[a-z0-9]{1,5}\b",
+    _I,
+)
 _FILE_WRITE_VERB_RE = re.compile(
     r"\b(?:rename|move|mv|copy|cp|delete|remove|rm|create|make|write|save|edit|append|touch|"
     r"mkdir|back\s*up|backup|compress|zip|unzip|extract|overwrite|replace|empty|clean|"

@@ -40,6 +40,7 @@ from broker.router.patterns import (
     _MEM_WRITE_TAIL_RE,
     _MODE_SWITCH_RE,
     _NAMED_RE,
+    _NEW_NAMED_FILE_RE,
     _NOTE_DOWN_RE,
     _ONLY_BROWSE_VERB_RE,
     _OPEN_IN_BROWSER_RE,
@@ -210,6 +211,8 @@ def _file_explicit(view: _View) -> _Guess | None:
     guess = _file_guess(view, 0.9)
     if guess.arguments.action is not None and view.paths:
         guess.confidence = 0.95  # a path the person typed and a verb that plainly acts on it
+    elif _NEW_NAMED_FILE_RE.match(view.text):
+        guess.confidence = 0.95  # a new file the person names: nothing else it could be
     return guess
 
 

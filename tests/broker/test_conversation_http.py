@@ -91,7 +91,8 @@ def test_an_earlier_result_is_wrapped_as_data_exactly_as_it_was_in_its_own_turn(
     tmp_path: Path, person: Path, scripted_server: ServerFactory
 ) -> None:
     """For a server without native tool calls, results go back as marked data in user
-    messages: the follow-up carries the earlier result in the same wrapping."""
+    messages: the follow-up carries the earlier result in the same wrapping, also when it is a
+    question that is shown no tools (it had gone out as native tool messages then)."""
     server = scripted_server(
         [
             '<tool_call>{"name": "file_read", "arguments": {"path": "~/Documents/plan.txt"}}'
@@ -104,7 +105,7 @@ def test_an_earlier_result_is_wrapped_as_data_exactly_as_it_was_in_its_own_turn(
     session = open_session(tmp_path, model)
     conversation = Conversation()
     session.ask("summarise ~/Documents/plan.txt", conversation=conversation)
-    session.ask("what was the second thing?", conversation=conversation)
+    session.ask("which of those should I do first?", conversation=conversation)
 
     def wrapped(body: dict[str, Any]) -> list[str]:
         """The results sent as data, their call ids made alike (the model's own id in its

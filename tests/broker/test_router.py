@@ -20,6 +20,7 @@ from broker.router import (
     refine_with_model,
     route,
     route_heuristic,
+    route_rules,
     router_schema,
     understood_command,
 )
@@ -264,6 +265,7 @@ def test_apostrophes_are_not_taken_for_quoted_paths() -> None:
         ("run the command `rm -rf ~/old_builds`", "rm -rf ~/old_builds"),
         ("`docker ps`", "docker ps"),
         ("run ls .", "ls ."),
+        ("run a command: uptime", "uptime"),
     ],
 )
 def test_command_extraction(text: str, command: str) -> None:
@@ -273,12 +275,28 @@ def test_command_extraction(text: str, command: str) -> None:
     assert out.arguments.url is None  # a host inside a command is not a page to browse
 
 
-def test_run_without_a_spelled_out_command_still_needs_execution() -> None:
-    out = route("execute the backup script")
+@pytest.mark.parametrize(
+    "text",
+    [
+        "execute the backup script",
+        "run a command that checks how fast this computer hashes data",
+        "run a speed test",
+        "could you run an overnight backup",
+    ],
+)
+def test_run_without_a_spelled_out_command_still_needs_execution(text: str) -> None:
+    out = route(text)
     assert out.intent is Intent.SYSTEM_TASK
     assert out.arguments.command is None
     assert out.needs_system_execute
     assert out.confidence < DIRECT_ACTION_CONFIDENCE
+
+
+@pytest.mark.parametrize("text", ["run a marathon", "run an errand for me", "run a bath"])
+def test_run_with_nothing_a_computer_runs_is_no_command(text: str) -> None:
+    out = route_rules(text)
+    assert out.intent is not Intent.SYSTEM_TASK
+    assert not out.needs_system_execute
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,10 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> Callable[[Intent, float], StubClas
         "list files in ~/Documents",  # an explicit path with a file verb
         "load http://192.168.1.1:8080/status",  # a URL and only a verb to open it
         "kindly commit those dates to memory.",  # "commit ... to memory", never a git commit
+        # Something to run, spelled out in words: a system task the model works out.
+        "run a command that checks how fast this computer hashes data",
+        "please execute a quick scan of my disk",
+        "write a note called todo.txt saying buy milk",  # a new file the person names
     ],
 )
 def test_the_rules_unambiguous_forms_are_never_overruled(reads, text: str) -> None:

@@ -152,7 +152,7 @@ def test_a_call_the_model_sent_broken_arguments_for_says_not_run_and_why_with_no
     async def scenario() -> None:
         window.show()
         await window.settled()
-        await type_and_send(qtbot, window, "what does my shopping list say?")
+        await type_and_send(qtbot, window, "what does the shopping list file say?")
         await until(lambda: window.send_button.isEnabled() and replies(window))
         await window.settled()
 
@@ -319,7 +319,7 @@ def test_calls_the_broker_refused_say_why_in_words_on_their_cards_and_the_audit_
     async def scenario() -> None:
         window.show()
         await window.settled()
-        await type_and_send(qtbot, window, "what does my shopping list say?")
+        await type_and_send(qtbot, window, "what does the shopping list file say?")
         await until(lambda: window.send_button.isEnabled() and replies(window))
         await window.settled()
 
