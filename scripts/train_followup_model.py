@@ -15,6 +15,13 @@ first messages paired with earlier turns; it never reads dialogues_heldout.jsonl
   reader learns when the conversation does not matter; weighted `--corpus-weight` of a
   dialogue's example.
 
+Each dialogue is read (its own reading, the classifier's probabilities) by an intent classifier
+trained as the shipped one but without that dialogue's fold (`cross_fitted_classifiers`; five
+fits of about a minute each, ~20 with `bench.router_followups`' per-file figures): the shipped
+classifier has learned the dialogues' changes of intent, and its readings of them would be
+surer than any it gives a new message. The first messages paired with a turn are read by the
+shipped classifier, which learned them too, as before.
+
 Features are `broker.router.followup_model.feature_values`; the fit is
 `scripts/train_intent_model.fit` (multinomial logistic regression, L2, L-BFGS, deterministic).
 The L2 strength, the corpus weight and how sure the reader must be to overrule the rules
@@ -34,8 +41,9 @@ import hashlib
 import json
 import os
 import sys
+import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +58,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.router_followups import listed_in, named_by, target_kind, target_right  # noqa: E402
+from broker.router import intent_model  # noqa: E402
 from broker.router.followup import Earlier  # noqa: E402
 from broker.router.followup_model import (  # noqa: E402
     FEATURES,
@@ -65,15 +74,18 @@ from broker.router.heuristic import (  # noqa: E402
     decide_follow_up,
     read_in_conversation,
 )
-from broker.router.intent_model import INTENTS, bucket  # noqa: E402
+from broker.router.intent_model import INTENTS, IntentModel, bucket  # noqa: E402
 from broker.types import Intent, RouterOutput  # noqa: E402
 from scripts.train_intent_model import (  # noqa: E402
     Matrix,
     _round,
+    dialogue_group,
     fit,
     render,
+    training_examples,
     weight_rows,
 )
+from scripts.train_intent_model import build_matrix as classifier_matrix  # noqa: E402
 
 DATA = REPO / "tests" / "broker" / "data"
 OUTPUT = REPO / "resources" / "followup_model.json"
@@ -102,20 +114,30 @@ class Example:
     dialogue: dict[str, Any] | None = None
 
 
-def _own(text: str) -> RouterOutput:
-    return _route(text, classifier=True)
+# Which intent classifier reads a dialogue's messages (`_route`'s weights; None: the shipped one).
+Classifiers = Callable[[str], Path | None]
 
 
-def earlier_turns(turns: Sequence[dict[str, Any]]) -> list[Earlier]:
+def _shipped(_group: str) -> Path | None:
+    return None
+
+
+def _own(text: str, weights: Path | None = None) -> RouterOutput:
+    return _route(text, classifier=True, weights=weights)
+
+
+def earlier_turns(turns: Sequence[dict[str, Any]], weights: Path | None = None) -> list[Earlier]:
     """`bench.router_followups.earlier_turns`, with the rules alone reading each turn's
     follow-ups (what the reader is trained on must not depend on an earlier reader)."""
     earlier: list[Earlier] = []
     for turn in turns:
-        own = _own(turn["user"])
+        own = _own(turn["user"], weights)
         out = (
             own
             if not earlier
-            else decide_follow_up(read_in_conversation(turn["user"], earlier, own), None)[0]
+            else decide_follow_up(
+                read_in_conversation(turn["user"], earlier, own, weights=weights), None
+            )[0]
         )
         earlier.append(
             Earlier(
@@ -128,8 +150,9 @@ def earlier_turns(turns: Sequence[dict[str, Any]]) -> list[Earlier]:
     return earlier
 
 
-def read_dialogues(paths: Sequence[Path]) -> tuple[list[Example], list[str]]:
-    examples: list[Example] = []
+def load_dialogues(paths: Sequence[Path]) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+    """Each dialogue of `paths` with its group (`dialogue_group`), and notes on lines skipped."""
+    loaded: list[tuple[str, dict[str, Any]]] = []
     notes: list[str] = []
     for path in paths:
         for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
@@ -137,32 +160,102 @@ def read_dialogues(paths: Sequence[Path]) -> tuple[list[Example], list[str]]:
                 continue
             try:
                 dialogue = json.loads(line)
-                turns = dialogue["turns"]
-                follow = dialogue["follow_up"]
-                group = f"{path.name}:{dialogue['id']}"
-                for item in [*turns, follow]:
+                for item in [*dialogue["turns"], dialogue["follow_up"]]:
                     Intent(item["intent"])
+                    str(item["user"])
+                loaded.append((dialogue_group(path, dialogue), dialogue))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
                 notes.append(f"{path.name}:{number}: skipped, not a dialogue ({error})")
-                continue
-            earlier = earlier_turns(turns)
-            for index in range(1, len(turns)):
-                text = turns[index]["user"]
-                reading = read_in_conversation(text, earlier[:index], _own(text))
-                examples.append(Example(reading, Intent(turns[index]["intent"]), group, "turn"))
-            text = follow["user"]
-            reading = read_in_conversation(text, earlier, _own(text))
-            examples.append(
-                Example(
-                    reading,
-                    Intent(follow["intent"]),
-                    group,
-                    "follow_up",
-                    follow.get("target"),
-                    dialogue=dialogue,
-                )
+    return loaded, notes
+
+
+def read_dialogues(
+    loaded: Sequence[tuple[str, dict[str, Any]]], classifiers: Classifiers = _shipped
+) -> list[Example]:
+    """Every later turn of every dialogue, the follow-up last, read after the turns before it,
+    each dialogue's messages read by `classifiers(group)`."""
+    examples: list[Example] = []
+    for group, dialogue in loaded:
+        weights = classifiers(group)
+        turns = dialogue["turns"]
+        follow = dialogue["follow_up"]
+        earlier = earlier_turns(turns, weights)
+        for index in range(1, len(turns)):
+            text = turns[index]["user"]
+            reading = read_in_conversation(
+                text, earlier[:index], _own(text, weights), weights=weights
             )
-    return examples, notes
+            examples.append(Example(reading, Intent(turns[index]["intent"]), group, "turn"))
+        text = follow["user"]
+        reading = read_in_conversation(text, earlier, _own(text, weights), weights=weights)
+        examples.append(
+            Example(
+                reading,
+                Intent(follow["intent"]),
+                group,
+                "follow_up",
+                follow.get("target"),
+                dialogue=dialogue,
+            )
+        )
+    return examples
+
+
+def deal(groups: Sequence[str], folds: int, seed: int) -> dict[str, int]:
+    """Each dialogue's fold: dialogues dealt to folds in a seeded random order."""
+    ordered = sorted(set(groups))
+    order = np.random.default_rng(seed).permutation(len(ordered))
+    return {ordered[int(i)]: position % folds for position, i in enumerate(order)}
+
+
+def cross_fitted_classifiers(
+    fold_of: Mapping[str, int], folds: int, folder: Path
+) -> dict[int, Path]:
+    """For each fold, an intent classifier trained as the shipped one (its settings, its data)
+    but without that fold's dialogues, written to `folder`.
+
+    The classifier learns the dialogues' messages that change the intent
+    (`scripts/train_intent_model.dialogue_messages`), and the reader weighs the classifier's
+    reading: read by the shipped classifier, a dialogue the reader learns from would come with
+    a reading the classifier had learned by heart, surer than any it gives a new message. So
+    each dialogue is read by the classifier that never saw it, as a new one will be."""
+    shipped = IntentModel.load()
+    training = shipped.metadata.get("training", {})
+    l2 = float(training["l2"])
+    header: dict[str, Any] = {
+        "format": intent_model.FORMAT,
+        "version": intent_model.FORMAT_VERSION,
+        "intents": [intent.value for intent in INTENTS],
+        "features": shipped.metadata["features"],
+        "temperature": shipped.temperature,
+    }
+    paths: dict[int, Path] = {}
+    for k in range(folds):
+        left_out = {group for group, f in fold_of.items() if f == k}
+        examples, _ = training_examples(leave_out=left_out)
+        texts = [e.text for e in examples]
+        labels = [INTENTS.index(e.intent) for e in examples]
+        matrix = classifier_matrix(texts, shipped.buckets, shipped.word_weight)
+        w, b = fit(matrix, range(len(texts)), labels, l2)
+        header["training"] = {"messages": len(texts), "left_out_dialogues": len(left_out)}
+        paths[k] = folder / f"intent_fold_{k}.json"
+        paths[k].write_text(render(header, b, weight_rows(w, matrix.columns)), "utf-8")
+        print(
+            f"classifier for fold {k + 1}/{folds}: {len(texts)} messages, "
+            f"{len(left_out)} dialogues left out",
+            flush=True,
+        )
+    return paths
+
+
+def read_cross_fitted(
+    loaded: Sequence[tuple[str, dict[str, Any]]], fold_of: Mapping[str, int], folds: int
+) -> list[Example]:
+    """`read_dialogues`, each dialogue read by the classifier that never saw it
+    (`cross_fitted_classifiers`)."""
+    with tempfile.TemporaryDirectory(prefix="chamberlain-classifiers-") as folder:
+        fitted = cross_fitted_classifiers(fold_of, folds, Path(folder))
+        return read_dialogues(loaded, lambda group: fitted[fold_of[group]])
 
 
 def corpus_pairs(dialogues: list[Example], seed: int) -> list[Example]:
@@ -220,11 +313,9 @@ def model_of(w: np.ndarray, b: np.ndarray, columns: np.ndarray) -> FollowupModel
 
 
 def folds_of(examples: Sequence[Example], folds: int, seed: int) -> list[int]:
-    """A fold per example: its dialogue's, dialogues dealt to folds in a seeded random order;
-    -1 for a first message (always trained on, never scored)."""
-    groups = sorted({e.group for e in examples if e.group})
-    order = np.random.default_rng(seed).permutation(len(groups))
-    fold_of = {groups[int(i)]: position % folds for position, i in enumerate(order)}
+    """A fold per example: its dialogue's (`deal`); -1 for a first message (always trained
+    on, never scored)."""
+    fold_of = deal([e.group for e in examples if e.group], folds, seed)
     return [fold_of[e.group] if e.group else -1 for e in examples]
 
 
@@ -291,15 +382,17 @@ def out_of_fold_routed(
     shipped = FollowupModel.load().metadata.get("training", {})
     l2 = float(shipped.get("l2", L2_GRID[0]))
     corpus_weight = float(shipped.get("corpus_weight", CORPUS_WEIGHT_GRID[0]))
-    dialogues, _ = read_dialogues(paths)
-    examples = dialogues + corpus_pairs(dialogues, SEED)
-    matrix = build_matrix(examples)
+    loaded, _ = load_dialogues(paths)
     if by_file:
-        files = sorted({e.group.split(":")[0] for e in examples if e.group})
-        fold = [files.index(e.group.split(":")[0]) if e.group else -1 for e in examples]
+        files = sorted({group.split(":")[0] for group, _ in loaded})
+        fold_of = {group: files.index(group.split(":")[0]) for group, _ in loaded}
         count = len(files)
     else:
-        fold, count = folds_of(examples, FOLDS, SEED), FOLDS
+        fold_of, count = deal([group for group, _ in loaded], FOLDS, SEED), FOLDS
+    dialogues = read_cross_fitted(loaded, fold_of, count)
+    examples = dialogues + corpus_pairs(dialogues, SEED)
+    matrix = build_matrix(examples)
+    fold = [fold_of[e.group] if e.group else -1 for e in examples]
     outs = out_of_fold(examples, matrix, fold, l2, corpus_weight, count)[FOLLOW_UP_SWITCH]
     return list(zip([e for e in examples if e.kind == "follow_up"], outs, strict=True))
 
@@ -320,9 +413,10 @@ def main(argv: list[str] | None = None) -> int:
     paths = sorted(DATA.glob("dialogues_tuning*.jsonl")) + list(args.dialogues)
     if any(path.name == "dialogues_heldout.jsonl" for path in paths):
         parser.error("dialogues_heldout.jsonl is for measuring only, never for training")
-    dialogues, notes = read_dialogues(paths)
+    loaded, notes = load_dialogues(paths)
     for note in notes:
         print(note)
+    dialogues = read_cross_fitted(loaded, deal([group for group, _ in loaded], FOLDS, SEED), FOLDS)
     pairs = corpus_pairs(dialogues, SEED)
     examples = dialogues + pairs
     follow_ups = [e for e in dialogues if e.kind == "follow_up"]

@@ -160,6 +160,11 @@ def _with_classifier(
         # A path the person typed: a reading that would not look at it does not contradict
         # the rules' file reading ("look through ~/Documents and tell me what is there").
         return _build(guess, view, text.strip())
+    named_file = bool(view.paths) and view.url is None and guess.intent in _TOUCH_FILES
+    if named_file and predicted.intent is Intent.BROWSE_ONCE:
+        # A file's name and no address: there is no page to read ("summarise Q3 budget.csv",
+        # where "summarise" is mostly said of a page).
+        return _build(guess, view, text.strip())
     contested = predicted.intent is Intent.MEMORY_WRITE or (
         guess.confidence >= DIRECT_ACTION_CONFIDENCE and predicted.probability < OVERRULE
     )

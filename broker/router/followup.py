@@ -129,6 +129,13 @@ _CLOSER_FILLER = _words(
     "are what enough sounds ok muito muchas mille beaucoup schön"
 )
 _WORD_RE = re.compile(r"[a-z0-9']+")
+# A bare yes to what a reply offered ("sure, go ahead", "yes do it"): it names nothing, so it
+# reaches no further than the person's own request before it (`_consent`).
+_CONSENT_WORDS = _words("sure yes yeah yep yup yea ya proceed ahead do")
+_CONSENT_FILLER = _words(
+    "ok okay alright then please pls plz it that now just and right away thanks thank you go "
+    "for on carry fine thats that's absolutely definitely of course sounds good why not"
+)
 
 # "pause the render? no just kill it", "nope, the docx", "X. actually, Y".
 _CORRECTION_RE = re.compile(
@@ -646,6 +653,14 @@ def _follow(
     if _closer(message):
         return "closer", _chat(message)
     last = _thread(earlier)
+    if _consent(message):
+        # Whatever the reply offered, a yes names nothing: it goes on with what the person
+        # asked for before (a request that acts), else it is talk. Never reread by the model.
+        if last.intent is Intent.CHAT_ONLY or last.intent in _MEMORY:
+            return "consent", _chat(message)
+        out = _like(last.intent, last, message, None, rules, own, LIKELY_FOLLOW_UP_CONFIDENCE)
+        out.arguments.action = None  # the model answers it: the yes does not redo the request
+        return "consent", out
     if _KEEP_DETAIL_RE.search(message):
         return "keep_that", _memory_write(message, own)
     if pointed is not None:
@@ -783,8 +798,12 @@ def _continues(
     reading of a short message continues."""
     if own.confidence >= DIRECT_ACTION_CONFIDENCE or own.arguments.action is not None:
         return False
-    if words > UNSURE_WORDS or own.intent is last.intent:
+    if words > UNSURE_WORDS:
         return False
+    if own.intent is last.intent:
+        # "the Danube, next one" read as a page to read, "flu jab?" as a search, by their own
+        # words: the same request, and where or what it is about comes from the turn before.
+        return not _carries_its_own(own)
     if words <= FRAGMENT_WORDS and not _ASKS_RE.match(message):
         return True  # "silver?", "the Danube, next one": a fragment of the same request
     probabilities = ranked(own.text) if ranked is not None else {}
@@ -793,6 +812,13 @@ def _continues(
     return SAME_INTENT_PRIOR * probabilities.get(last.intent, 0.0) > probabilities.get(
         own.intent, own.confidence
     )
+
+
+def _carries_its_own(out: RouterOutput) -> bool:
+    """Whether a reading names what it acts on by itself: a path, a folder, a URL, a search, a
+    command or a fact."""
+    args = out.arguments
+    return bool(args.paths or args.cwd or args.url or args.query or args.command or args.fact)
 
 
 def talking_turns(earlier: Sequence[Earlier]) -> Sequence[Earlier]:
@@ -855,6 +881,15 @@ def _closer(message: str) -> bool:
         elif word not in _CLOSER_FILLER:
             return False
     return closer or words in (["got", "it"], ["i", "see"], ["makes", "sense"])
+
+
+def _consent(message: str) -> bool:
+    words = _WORD_RE.findall(message.lower())
+    if not words or len(words) > 8:
+        return False
+    return all(w in _CONSENT_WORDS or w in _CONSENT_FILLER for w in words) and any(
+        w in _CONSENT_WORDS for w in words
+    )
 
 
 def _chat(message: str) -> RouterOutput:

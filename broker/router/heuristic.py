@@ -135,9 +135,9 @@ def read_in_conversation(
 # How sure the learned follow-up reader must be to choose another intent than the rules'
 # reading (chosen out of fold: scripts/train_followup_model.py).
 FOLLOW_UP_SWITCH = 0.4
-# The follow-up rules' verdicts the reader never overrules: not read, or the message's own plain
-# request (`followup._own_request`).
-_NOT_REREAD = frozenset({"not_read", "own_request", "corrected_own_request"})
+# The follow-up rules' verdicts the reader never overrules: not read, the message's own plain
+# request (`followup._own_request`), or a bare yes that names nothing (`followup._consent`).
+_NOT_REREAD = frozenset({"not_read", "own_request", "corrected_own_request", "consent"})
 
 
 def decide_follow_up(

@@ -407,6 +407,13 @@ _NEW_NAMED_FILE_RE = re.compile(
     r"\s+['\"]?[\w.-]+\.[a-z0-9]{1,5}\b",
     _I,
 )
+# "add milk to my list", "put batteries on the shopping list": a list the person keeps, a file
+# (a remembered fact is added to "that", "my allergies" or "the list of ... I'm handling").
+_KEPT_LIST_RE = re.compile(
+    r"^" + _POLITE + r"(?:add|put|stick|pop|jot)\b[^.?!]{1,40}?\b(?:to|on|onto)\s+(?:my|the)\s+"
+    r"(?:(?:shopping|grocery|groceries|to-?do|packing|reading|wish|bucket)\s+)?list\s*[.!]?\s*$",
+    _I,
+)
 _FILE_WRITE_VERB_RE = re.compile(
     r"\b(?:rename|move|mv|copy|cp|delete|remove|rm|create|make|write|save|edit|append|touch|"
     r"mkdir|back\s*up|backup|compress|zip|unzip|extract|overwrite|replace|empty|clean|"

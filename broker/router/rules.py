@@ -34,6 +34,7 @@ from broker.router.patterns import (
     _HOGGING_RE,
     _HOWTO_RE,
     _IN_A_BROWSER_RE,
+    _KEPT_LIST_RE,
     _MACHINE_FACT_RE,
     _MEM_READ_RE,
     _MEM_WRITE_LEAD_RE,
@@ -253,6 +254,8 @@ def _file_implicit(view: _View) -> _Guess | None:
         )
         return _file_guess(view, 0.85 if verb else 0.7)
     if _type_pattern(text) and _FILE_SEARCH_VERB_RE.match(text):
+        return _file_guess(view, 0.8)
+    if _KEPT_LIST_RE.match(text):
         return _file_guess(view, 0.8)
     return None
 

@@ -4,6 +4,7 @@ training script that reproduces its file byte for byte."""
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import math
 import os
@@ -33,8 +34,9 @@ REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "resources" / "intent_model.json"
 SCRIPT = REPO / "scripts" / "train_intent_model.py"
 # Loads in ~20 ms here (bench/intent_model.py); it grew from 1.1 to 1.9 MB when the tuning
-# dialogues' first turns (some 3700 messages) joined its training data.
-SIZE_CAP = 2_500_000
+# dialogues' first turns (some 3700 messages) joined its training data, and to 2.6 MB with
+# their later turns that change the intent (some 5500 more).
+SIZE_CAP = 3_000_000
 
 # One obvious message per intent, written for this test and in none of the data files.
 OBVIOUS: dict[str, Intent] = {
@@ -291,27 +293,69 @@ def _train(tmp_path: Path, data: Path, output: Path) -> subprocess.CompletedProc
     )
 
 
-def test_every_tuning_dialogue_opens_with_a_first_message_the_classifier_is_trained_on() -> None:
+def test_the_classifier_learns_each_dialogues_opening_and_its_changes_of_intent() -> None:
+    """A first turn, and a later turn whose intent is not the one before it, are read by their
+    own words: trained on. A later turn that goes on with the one before is not."""
     pytest.importorskip("numpy")
     script = training_script()
     trained = {" ".join(normalise(e.text).split()) for e in script.training_examples()[0]}
     paths = sorted((REPO / "tests" / "broker" / "data").glob("dialogues_tuning*.jsonl"))
     assert len(paths) >= 20
+    changes = 0
     for path in paths:
         for line in path.read_text("utf-8").splitlines():
             if line.strip():
-                opening = json.loads(line)["turns"][0]["user"]
-                assert " ".join(normalise(opening).split()) in trained, (path.name, opening)
+                dialogue = json.loads(line)
+                said = [*dialogue["turns"], dialogue["follow_up"]]
+                assert " ".join(normalise(said[0]["user"]).split()) in trained
+                for before, turn in itertools.pairwise(said):
+                    if turn["intent"] != before["intent"]:
+                        changes += 1
+                        assert " ".join(normalise(turn["user"]).split()) in trained
+    assert changes > 3000
+
+
+def test_a_later_turn_that_goes_on_with_the_one_before_is_not_trained_on(tmp_path: Path) -> None:
+    pytest.importorskip("numpy")
+    dialogue = {
+        "id": "d1",
+        "turns": [{"user": "list ~/Music", "intent": "file_task", "assistant": "1. a.mp3"}],
+        "follow_up": {"user": "and the 2nd?", "intent": "file_task", "target": None},
+    }
+    changed = {
+        "id": "d2",
+        "turns": [{"user": "list ~/Music", "intent": "file_task", "assistant": "1. a.mp3"}],
+        "follow_up": {"user": "k now play it", "intent": "system_task", "target": None},
+    }
+    path = tmp_path / "dialogues_tuning_x.jsonl"
+    path.write_text("\n".join(json.dumps(d) for d in (dialogue, changed)) + "\n", "utf-8")
+    script = training_script()
+    read = [(e.text, e.intent) for e in script.dialogue_messages([path])]
+    assert read == [
+        ("list ~/Music", Intent.FILE_TASK),
+        ("list ~/Music", Intent.FILE_TASK),
+        ("k now play it", Intent.SYSTEM_TASK),
+    ]
+    left = script.dialogue_messages([path], leave_out={f"{path.name}:d2"})
+    assert [e.text for e in left] == ["list ~/Music"]
 
 
 def test_the_held_out_dialogues_are_never_trained_on(tmp_path: Path) -> None:
     pytest.importorskip("numpy")
     heldout = tmp_path / "dialogues_heldout.jsonl"
     heldout.write_text(
-        json.dumps({"id": "x", "turns": [{"user": "hi", "intent": "chat_only"}]}) + "\n", "utf-8"
+        json.dumps(
+            {
+                "id": "x",
+                "turns": [{"user": "hi", "intent": "chat_only"}],
+                "follow_up": {"user": "bye", "intent": "chat_only"},
+            }
+        )
+        + "\n",
+        "utf-8",
     )
     with pytest.raises(ValueError, match="held out"):
-        training_script().dialogue_openings([heldout])
+        training_script().dialogue_messages([heldout])
 
 
 def test_training_twice_on_a_tiny_corpus_writes_byte_identical_files(tmp_path: Path) -> None:

@@ -402,6 +402,7 @@ def test_asking_what_was_told_before_reads_memory(text: str) -> None:
         ("yep, fire that off in a terminal for me", Intent.SYSTEM_TASK),
         ("add that printer to this machine", Intent.SYSTEM_TASK),
         ("add milk to my list", Intent.FILE_TASK),
+        ("pls add eggs to my grocery list", Intent.FILE_TASK),
         ("silence discord", Intent.SYSTEM_TASK),
         ("what does mute mean", Intent.CHAT_ONLY),
         ("make Staffroom-HP the one word prints to by default", Intent.SYSTEM_TASK),

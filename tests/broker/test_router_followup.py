@@ -824,3 +824,17 @@ def test_the_middle_one_of_an_odd_listing_is_picked_and_of_an_even_one_nothing()
     out = route("open the middle one", earlier=[four])
     assert not any(p.startswith("~/notes/") for p in out.arguments.paths)
     assert out.arguments.refers_to is None
+
+
+@pytest.mark.parametrize("words", ["Sure, go ahead.", "yes do it", "yep, go ahead then"])
+def test_a_bare_yes_reaches_no_further_than_the_persons_request_before_it(words: str) -> None:
+    """Whatever a reply offered ("I'll delete it next"), a yes names nothing: it goes on with
+    the file the person asked for, is never reread as a command, and does not redo the read."""
+    read = Earlier("read ~/Documents/notes.txt", Intent.FILE_TASK, named=("~/Documents/notes.txt",))
+    out = route(words, earlier=[read])
+    assert out.intent is Intent.FILE_TASK
+    assert not out.needs_system_execute
+    assert out.arguments.action is None
+    # After talk, a yes is talk.
+    chat = Earlier("how can i make my battery last longer", Intent.CHAT_ONLY)
+    assert route(words, earlier=[chat]).intent is Intent.CHAT_ONLY
