@@ -91,7 +91,9 @@ def resolve_path(raw: str, *, home: Path | None = None, cwd: Path | None = None)
     return Path(resolved)
 
 
-def _components(path: Path) -> tuple[str, ...]:
+def components(path: Path) -> tuple[str, ...]:
+    """The parts `is_within` compares: ValueError for a path not absolute or still holding
+    `..`."""
     if not path.is_absolute():
         raise ValueError(f"{os.fspath(path)!r} is not absolute; resolve it first")
     parts = path.parts
@@ -107,8 +109,8 @@ def is_within(target: Path, prefix: Path) -> bool:
     `..` raises ValueError rather than being guessed at. `/home/a/Documents2` is not within
     `/home/a/Documents`; a path is within itself; `/` contains every absolute path.
     """
-    t = _components(target)
-    p = _components(prefix)
+    t = components(target)
+    p = components(prefix)
     return len(t) >= len(p) and t[: len(p)] == p
 
 

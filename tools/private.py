@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.paths import is_within
+from tools.paths import components, is_within
 
 # Credentials and private data under a home folder (relative to it).
 CREDENTIAL_HOME_PATHS: tuple[str, ...] = (
@@ -92,12 +92,17 @@ class PrivatePlaces:
 
     def hit(self, path: Path) -> PrivateHit | None:
         """The private place `path` (already resolved) lies in or is, or None."""
-        for place in self.app_dirs:
-            if within(path, place):
-                return PrivateHit(place, "chamberlain")
-        for place in self.credentials:
-            if within(path, place):
-                return PrivateHit(place, "credentials")
+        try:
+            parts = components(path)
+        except ValueError:
+            return None
+        for kind, places in (("chamberlain", self.app_dirs), ("credentials", self.credentials)):
+            for place in places:
+                # Compared as `within` does, each place's parts worked out once: every file
+                # a tool touches is checked against some sixty places.
+                prefix = _parts(place)
+                if prefix is not None and parts[: len(prefix)] == prefix:
+                    return PrivateHit(place, kind)
         return None
 
     def inside(self, folder: Path) -> list[Path]:
@@ -107,6 +112,14 @@ class PrivatePlaces:
             if place != folder and within(place, folder):
                 found.append(place)
         return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _parts(place: Path) -> tuple[str, ...] | None:
+    try:
+        return components(place)
+    except ValueError:
+        return None
 
 
 def within(path: Path, prefix: Path) -> bool:

@@ -1204,9 +1204,16 @@ def _pronoun_target(earlier: Sequence[Earlier]) -> _Target | None:
     passed over: "run it then" still means the installer found before it. The first turn back
     that named or listed anything decides, so "it" never skips a turn that showed other
     things."""
-    for turn in reversed(earlier[-LOOK_BACK:]):
+    recent = earlier[-LOOK_BACK:]
+    for back, turn in enumerate(reversed(recent)):
         named = _named(turn)
         listed = [n for n in turn.listed if _pickable(n)]
+        if all(not _ext(n) and not _is_url(n) for n in named):
+            # "what does clean_textgrids do?" after a listing: "run it" is the file that
+            # question called by its name, not the folder it was listed from.
+            asked = _asked_about(turn.text, recent[: len(recent) - back - 1])
+            if asked is not None:
+                return asked
         if len(named) == 1 and len(listed) == 1 and _inside(listed[0], named[0]):
             # "is there a file called passwords in my home" → one match: "delete it" is the
             # match, never the folder that was searched.
@@ -1217,6 +1224,17 @@ def _pronoun_target(earlier: Sequence[Earlier]) -> _Target | None:
             return _Target(listed[0], turn, listed=True)
         if named or turn.listed:
             return None
+    return None
+
+
+def _asked_about(text: str, before: Sequence[Earlier]) -> _Target | None:
+    """The one item of the latest listing in `before` that `text` (a turn that named and
+    listed nothing itself) calls by its name, if any."""
+    for turn in reversed(before):
+        pickable = [n for n in turn.listed if _pickable(n)]
+        if pickable:
+            found = _by_name(text, pickable)
+            return None if found is None else _Target(found, turn, listed=True)
     return None
 
 

@@ -33,9 +33,9 @@ from broker.types import Intent
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "resources" / "intent_model.json"
 SCRIPT = REPO / "scripts" / "train_intent_model.py"
-# Loads in ~20 ms here (bench/intent_model.py); it grew from 1.1 to 1.9 MB when the tuning
-# dialogues' first turns (some 3700 messages) joined its training data, and to 2.6 MB with
-# their later turns that change the intent (some 5500 more).
+# It grew from 1.1 to 1.9 MB when the tuning dialogues' first turns (some 3700 messages) joined
+# its training data, and to 2.7 MB with their later turns that change the intent (some 5900
+# more); it loads in ~27 ms here (19 ms at 1.9 MB; docs/BENCHMARKS.md, round 7).
 SIZE_CAP = 3_000_000
 
 # One obvious message per intent, written for this test and in none of the data files.

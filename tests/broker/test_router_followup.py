@@ -838,3 +838,18 @@ def test_a_bare_yes_reaches_no_further_than_the_persons_request_before_it(words:
     # After talk, a yes is talk.
     chat = Earlier("how can i make my battery last longer", Intent.CHAT_ONLY)
     assert route(words, earlier=[chat]).intent is Intent.CHAT_ONLY
+
+
+def test_it_is_the_listed_file_the_turn_before_called_by_its_name() -> None:
+    """ "what does sync_photos do?" after a listing of ~/bin, then "run it": the script that
+    question named, not the folder it was listed from."""
+    listing = Earlier(
+        "what's in ~/bin",
+        Intent.FILE_TASK,
+        named=("~/bin",),
+        listed=("~/bin/backup.sh", "~/bin/sync_photos.py", "~/bin/notes.md"),
+    )
+    asked = Earlier("what does sync_photos do?", Intent.FILE_TASK, named=("~/bin",))
+    out = route("run it", earlier=[listing, asked])
+    assert out.intent is Intent.SYSTEM_TASK
+    assert "~/bin/sync_photos.py" in (*out.arguments.paths, out.arguments.refers_to)
