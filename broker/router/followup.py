@@ -130,7 +130,7 @@ _CLOSER_FILLER = _words(
 )
 _WORD_RE = re.compile(r"[a-z0-9']+")
 # A bare yes to what a reply offered ("sure, go ahead", "yes do it"): it names nothing, so it
-# reaches no further than the person's own request before it (`_consent`).
+# reaches no further than the person's own request before it (`bare_yes`).
 _CONSENT_WORDS = _words("sure yes yeah yep yup yea ya proceed ahead do")
 _CONSENT_FILLER = _words(
     "ok okay alright then please pls plz it that now just and right away thanks thank you go "
@@ -653,7 +653,7 @@ def _follow(
     if _closer(message):
         return "closer", _chat(message)
     last = _thread(earlier)
-    if _consent(message):
+    if bare_yes(message):
         # Whatever the reply offered, a yes names nothing: it goes on with what the person
         # asked for before (a request that acts), else it is talk. Never reread by the model.
         if last.intent is Intent.CHAT_ONLY or last.intent in _MEMORY:
@@ -883,7 +883,8 @@ def _closer(message: str) -> bool:
     return closer or words in (["got", "it"], ["i", "see"], ["makes", "sense"])
 
 
-def _consent(message: str) -> bool:
+def bare_yes(message: str) -> bool:
+    """ "sure, go ahead", "yes do it": a yes that names nothing to do."""
     words = _WORD_RE.findall(message.lower())
     if not words or len(words) > 8:
         return False

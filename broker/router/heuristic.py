@@ -15,7 +15,7 @@ from typing import Any
 
 from broker.router.classifier import _classifier, _predicted, _rules_decide, _with_classifier
 from broker.router.extraction import _make_view
-from broker.router.followup import Earlier, read_follow_up, reread
+from broker.router.followup import Earlier, bare_yes, read_follow_up, reread
 from broker.router.followup_model import FollowupModel, Reading, feature_values, followup_model
 from broker.router.patterns import _ACTIVE_WINDOW_RE, _PREFIX_RE, _RUNS_IT_RE
 from broker.router.rules import _RULES, _file_guess, request_after_openers
@@ -136,7 +136,7 @@ def read_in_conversation(
 # reading (chosen out of fold: scripts/train_followup_model.py).
 FOLLOW_UP_SWITCH = 0.4
 # The follow-up rules' verdicts the reader never overrules: not read, the message's own plain
-# request (`followup._own_request`), or a bare yes that names nothing (`followup._consent`).
+# request (`followup._own_request`), or a bare yes that names nothing (`followup.bare_yes`).
 _NOT_REREAD = frozenset({"not_read", "own_request", "corrected_own_request", "consent"})
 
 
@@ -237,6 +237,11 @@ def _route(text: str, *, classifier: bool, weights: Path | None = None) -> Route
     prefix = _PREFIX_RE.match(stripped)
     if prefix is not None:
         return _route_prefix(prefix.group(1), stripped[prefix.end() :].strip())
+    if bare_yes(stripped):
+        # A yes with nothing before it to say yes to: talk, never a command to work out.
+        return RouterOutput(
+            intent=Intent.CHAT_ONLY, confidence=0.9, source="heuristic", text=text.strip()
+        )
     request = request_after_openers(stripped)
     if request is not None:
         # "thanks, now take a screenshot": the request, read without the thanks before it.

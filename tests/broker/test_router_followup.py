@@ -835,9 +835,10 @@ def test_a_bare_yes_reaches_no_further_than_the_persons_request_before_it(words:
     assert out.intent is Intent.FILE_TASK
     assert not out.needs_system_execute
     assert out.arguments.action is None
-    # After talk, a yes is talk.
+    # After talk, a yes is talk; with nothing before it, too.
     chat = Earlier("how can i make my battery last longer", Intent.CHAT_ONLY)
     assert route(words, earlier=[chat]).intent is Intent.CHAT_ONLY
+    assert route(words).intent is Intent.CHAT_ONLY
 
 
 def test_it_is_the_listed_file_the_turn_before_called_by_its_name() -> None:
