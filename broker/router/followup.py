@@ -148,6 +148,12 @@ _CORRECTION_RE = re.compile(
 _ORD_WORDS: dict[str, int] = {
     "first": 1,
     "1st": 1,
+    # The usual slips of a fast typist ("opne the frist link").
+    "frist": 1,
+    "fisrt": 1,
+    "secnd": 2,
+    "seccond": 2,
+    "thrid": 3,
     "second": 2,
     "2nd": 2,
     "third": 3,
@@ -174,6 +180,7 @@ _ORD_WORDS: dict[str, int] = {
 }
 _ORD = (
     r"(second[\s-]+(?:to[\s-]+)?last|next[\s-]+to[\s-]+last|first|1st|second|2nd|third|3rd|"
+    r"frist|fisrt|secnd|seccond|thrid|"
     r"fourth|4th|fifth|5th|sixth|6th|seventh|7th|eighth|8th|ninth|9th|tenth|10th|last|final|"
     r"penultimate|top|bottom)"
 )
@@ -380,6 +387,7 @@ _WRITE_VERB_RE = re.compile(
 _IN_BROWSER_RE = re.compile(r"\b(?:in|with)\s+(?:my|the|a)\s+(?:browser|new\s+tab)\b", _I)
 _PRONOUN = (
     r"(?:it|that|this|them|those|these|that\s+one|this\s+one|there|in\s+there|in\s+it|"
+    r"dat|dat\s+one|dis|dis\s+one|"
     r"th(?:at|is|e)\s+(?:file|page|link|site|article|folder|document|doc|url|thing))"
 )
 # A verb with "it" as its object: "open it", "delete that one", "pull it up", "list what's in

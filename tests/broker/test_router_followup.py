@@ -854,3 +854,21 @@ def test_it_is_the_listed_file_the_turn_before_called_by_its_name() -> None:
     out = route("run it", earlier=[listing, asked])
     assert out.intent is Intent.SYSTEM_TASK
     assert "~/bin/sync_photos.py" in (*out.arguments.paths, out.arguments.refers_to)
+
+
+def test_a_fast_typists_ordinal_and_that_still_point() -> None:
+    results = Earlier(
+        "best tent for two people",
+        Intent.LOOKUP_SEARCH,
+        listed=("https://tents.example.com/duo", "https://camp.example.org/review"),
+    )
+    first = route("pull up the frist link", earlier=[results])
+    assert (first.intent, first.arguments.url) == (
+        Intent.BROWSE_ONCE,
+        "https://tents.example.com/duo",
+    )
+    one = Earlier(
+        "ferry times to the island", Intent.LOOKUP_SEARCH, listed=("https://ferry.example.com/t",)
+    )
+    that = route("open dat", earlier=[one])
+    assert (that.intent, that.arguments.url) == (Intent.BROWSE_ONCE, "https://ferry.example.com/t")
