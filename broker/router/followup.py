@@ -808,11 +808,12 @@ def _continues(
         return False
     if words > UNSURE_WORDS:
         return False
+    fragment = words <= FRAGMENT_WORDS and not _ASKS_RE.match(message)
     if own.intent is last.intent:
         # "the Danube, next one" read as a page to read, "flu jab?" as a search, by their own
         # words: the same request, and where or what it is about comes from the turn before.
-        return not _carries_its_own(own)
-    if words <= FRAGMENT_WORDS and not _ASKS_RE.match(message):
+        return fragment and not _carries_its_own(own)
+    if fragment:
         return True  # "silver?", "the Danube, next one": a fragment of the same request
     probabilities = ranked(own.text) if ranked is not None else {}
     if not probabilities:
@@ -1212,7 +1213,8 @@ def _pronoun_target(earlier: Sequence[Earlier]) -> _Target | None:
     A turn that named and listed nothing ("is that safe to run?", "what's the total?") is
     passed over: "run it then" still means the installer found before it. The first turn back
     that named or listed anything decides, so "it" never skips a turn that showed other
-    things."""
+    things — unless that turn's own words called an item listed before it by its name ("what
+    does clean_textgrids do?": "run it" is that script)."""
     recent = earlier[-LOOK_BACK:]
     for back, turn in enumerate(reversed(recent)):
         named = _named(turn)
@@ -1237,8 +1239,8 @@ def _pronoun_target(earlier: Sequence[Earlier]) -> _Target | None:
 
 
 def _asked_about(text: str, before: Sequence[Earlier]) -> _Target | None:
-    """The one item of the latest listing in `before` that `text` (a turn that named and
-    listed nothing itself) calls by its name, if any."""
+    """The one item of the latest listing in `before` that `text` (a turn that named no file
+    or page itself) calls by its name, if any."""
     for turn in reversed(before):
         pickable = [n for n in turn.listed if _pickable(n)]
         if pickable:

@@ -856,19 +856,25 @@ def test_it_is_the_listed_file_the_turn_before_called_by_its_name() -> None:
     assert "~/bin/sync_photos.py" in (*out.arguments.paths, out.arguments.refers_to)
 
 
-def test_a_fast_typists_ordinal_and_that_still_point() -> None:
-    results = Earlier(
-        "best tent for two people",
-        Intent.LOOKUP_SEARCH,
-        listed=("https://tents.example.com/duo", "https://camp.example.org/review"),
-    )
-    first = route("pull up the frist link", earlier=[results])
-    assert (first.intent, first.arguments.url) == (
-        Intent.BROWSE_ONCE,
-        "https://tents.example.com/duo",
-    )
-    one = Earlier(
-        "ferry times to the island", Intent.LOOKUP_SEARCH, listed=("https://ferry.example.com/t",)
-    )
-    that = route("open dat", earlier=[one])
-    assert (that.intent, that.arguments.url) == (Intent.BROWSE_ONCE, "https://ferry.example.com/t")
+RESULTS = Earlier(
+    "best tent for two people",
+    Intent.LOOKUP_SEARCH,
+    listed=("https://tents.example.com/duo", "https://camp.example.org/review"),
+)
+FERRY = Earlier(
+    "ferry times to the island", Intent.LOOKUP_SEARCH, listed=("https://ferry.example.com/t",)
+)
+
+
+@pytest.mark.parametrize(
+    ("earlier", "words", "url"),
+    [
+        (RESULTS, "pull up the frist link", "https://tents.example.com/duo"),
+        (FERRY, "open dat", "https://ferry.example.com/t"),
+    ],
+)
+def test_a_fast_typists_ordinal_and_that_still_point(
+    earlier: Earlier, words: str, url: str
+) -> None:
+    out = route(words, earlier=[earlier])
+    assert (out.intent, out.arguments.url) == (Intent.BROWSE_ONCE, url)
