@@ -49,6 +49,7 @@ text.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -329,6 +330,8 @@ _NOT_A_NAME = _words(
     "same other next new old right wrong whole first last one ones file files folder thing "
     "list link page site rest top bottom latest newest oldest biggest smallest"
 )
+# Words after which a person describes the thing they point at ("the affiche for the concert").
+_POINTING_WORDS = _words("the that this those these dat dis dem thos")
 # Words too common to point at a listed name by themselves ("the", "what", "new", "file").
 _COMMON = _words(
     "the and for you your with what whats which this that those these them there then than "
@@ -612,9 +615,9 @@ def read_follow_up(
     """`follow_up`; the name of the rule that decided ("pointed", "why_status", …; "none"
     when none did), what the learned follow-up reader (`followup_model`) weighs it by; and
     what its referring words point at whatever it asks (`RouterArguments.refers_to`): a
-    listed item picked by position, name, type or date; after "that file", "this site",
-    "those dates", "it", the one thing the turn before named or listed; else a folder called
-    by its name."""
+    listed item picked by position, name, type or date, or described by words only its name
+    holds ("the affiche for the concert"); after "that file", "this site", "those dates",
+    "it", the one thing the turn before named or listed; else a folder called by its name."""
     if not earlier or len(text) > FOLLOW_UP_CHARS:
         return None, "not_read", None
     message = " ".join(text.split())
@@ -788,6 +791,9 @@ def _referred(message: str, turns: Sequence[Earlier], pointed: _Target | None) -
     """What the words point at (`read_follow_up`), given the listed item they pick, if any."""
     target = pointed
     pointing = _IT_RE.search(_EMPTY_IT_RE.sub(" ", message))
+    if target is None:
+        # "the smith one, what do you make of it": the words say which; "it" is that one.
+        target = _described(message, turns)
     if target is None and (_KIND_REF_RE.search(message) or pointing):
         target = _pronoun_target(turns)
     if target is None:
@@ -1030,6 +1036,47 @@ def _by_a_word(message: str, listed: list[str]) -> str | None:
         if len(matched) == 1:
             hits.add(matched[0])
     return hits.pop() if len(hits) == 1 else None
+
+
+def _described(message: str, earlier: Sequence[Earlier]) -> _Target | None:
+    """The listed item the message describes by words only its name holds ("the affiche for
+    the concert" of affiche_concert_A2.tiff, "the konica couché one", "mrs brearley's"), in the
+    latest listing that has one. Only ever what the words point at (`refers_to`): it decides
+    nothing about the request, since a word shared by chance must not choose what is acted on."""
+    folded = _folded(message)
+    for turn in reversed(earlier[-LOOK_BACK:]):
+        pickable = [name for name in turn.listed if _pickable(name)]
+        if len(pickable) < 2:
+            continue  # one listed item: "it", "that file" already point at it
+        names = [_folded(name) for name in pickable]
+        named = _by_a_word(_described_words(folded), names)
+        if named is not None:
+            return _Target(pickable[names.index(named)], turn, listed=True)
+    return None
+
+
+def _described_words(message: str) -> str:
+    """The words of `message` that describe a thing it points at: within three words after
+    "the", "that", "this" … ("the affiche for the concert"), before "one" ("the konica one"),
+    or owning something ("mrs brearley's"). "what's the practical difference between a .csv
+    and a .txt file" points at no listed .csv by its words."""
+    words = _WORD_RE.findall(message.lower())
+    kept: list[str] = []
+    for index, word in enumerate(words):
+        before = words[max(0, index - 3) : index]
+        after = words[index + 1] if index + 1 < len(words) else ""
+        owner = word.endswith("'s") and len(word) > 4
+        if owner or any(w in _POINTING_WORDS for w in before) or after in ("one", "ones"):
+            kept.append(word[:-2] if owner else word)
+    return " ".join(kept)
+
+
+def _folded(text: str) -> str:
+    """`text` without accents ("couché" as "couche"), as names are often typed."""
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def _by_date(message: str, listed: list[str]) -> str | None:

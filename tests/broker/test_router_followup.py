@@ -806,6 +806,54 @@ def test_words_that_point_at_nothing_earlier_carry_no_reference(words: str) -> N
     assert route(words, earlier=[DOCS]).arguments.refers_to is None
 
 
+LETTERS = Earlier(
+    "what letters did i save this month",
+    Intent.FILE_TASK,
+    named=("~/Letters",),
+    listed=(
+        "~/Letters/council_tax_appeal.docx",
+        "~/Letters/garage_quote_smith.pdf",
+        "~/Letters/café_receipt_march.pdf",
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        ("how much did the smith garage people want, remind me", "garage_quote_smith.pdf"),
+        ("did i tell you who signed that appeal for the council", "council_tax_appeal.docx"),
+        ("remember the cafe receipt is for my expenses claim", "café_receipt_march.pdf"),
+        ("mrs smith's one, what do you make of it", "garage_quote_smith.pdf"),
+    ],
+)
+def test_words_one_listed_name_holds_say_which_item_is_meant(words: str, expected: str) -> None:
+    out = route(words, earlier=[LETTERS])
+    assert out.arguments.refers_to == f"~/Letters/{expected}"
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        # The words are in a listed name, but nothing points at it.
+        "explain council tax bands to me like im five",
+        "whats a fair price for a garage door these days",
+        # Both of two names hold the word: which one is not said.
+        "which of the letters is the longest",
+    ],
+)
+def test_a_word_shared_by_chance_or_by_several_names_points_at_none(words: str) -> None:
+    assert route(words, earlier=[LETTERS]).arguments.refers_to is None
+
+
+def test_a_described_item_is_only_pointed_at_never_made_part_of_the_request() -> None:
+    # A listing is a tool's output: a word of it chosen by description reaches nothing.
+    out = route("what did i tell you about the smith quote", earlier=[LETTERS])
+    assert out.arguments.refers_to == "~/Letters/garage_quote_smith.pdf"
+    assert out.arguments.paths == []
+    assert not out.needs_file_access
+
+
 def test_a_reference_already_carried_by_the_request_is_not_repeated() -> None:
     out = route("summarise the second one", earlier=[DOCS])
     assert out.arguments.paths == ["~/Documents/budget.xlsx"]
