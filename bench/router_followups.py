@@ -57,14 +57,19 @@ from broker.types import Intent, RouterOutput
 DATA = Path(__file__).resolve().parent.parent / "tests" / "broker" / "data"
 _LIST_LINE_RE = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*•])\s+")
 _WORD_RE = re.compile(r"[\w]+", re.UNICODE)
+# A size a listing shows after a name ("  6.1G", "21.4 GB"): the tool's column, not the name.
+_SIZE = r"\s+\d[\d.,]*\s?(?:[KMGT]i?B?|bytes?)\b"
 # A list item that is a path ("C:\\Users\\ana\\My Documents\\cv.docx (2 MB)"): all of it, up
-# to a note in brackets or after a dash.
-_ITEM_PATH_RE = re.compile(r"((?:~|/|[a-z]:\\|\\\\)[^()\n]*?)(?:\s+[(\[]|\s+[-–—]\s|$)", re.I)
+# to a note in brackets, after a dash, or a size.
+_ITEM_PATH_RE = re.compile(
+    r"((?:~|/|[a-z]:\\|\\\\)[^()\n]*?)(?:\s+[(\[]|\s+[-–—]\s|" + _SIZE + r"|$)", re.I
+)
 # An item that is a file's path with brackets or a dash in its name ("~/Music/Low Tide (radio
 # edit).wav", "Bruno Mars - Uptown Funk.mp3"): up to its extension, before any note. A file
 # tool lists such a name whole, so the bench must not cut it at the bracket.
 _ITEM_FILE_RE = re.compile(
-    r"((?:~|/|[a-z]:\\|\\\\)[^\n]*?\.[a-z0-9]{1,5})(?:\s+[(\[][^()\[\]]*[)\]]|\s+[-–—]\s.*)?\s*$",
+    r"((?:~|/|[a-z]:\\|\\\\)[^\n]*?\.[a-z0-9]{1,5})"
+    r"(?:\s+[(\[][^()\[\]]*[)\]]|\s+[-–—]\s.*|" + _SIZE + r".*)?\s*$",
     re.I,
 )
 # A list item that is a bare file name under a folder heading ("1. backup.ps1"): a listing
@@ -80,7 +85,8 @@ def _pct(right: int, total: int) -> str:
 
 def listed_in(reply: str) -> tuple[str, ...]:
     """The paths and URLs a reply shows, in order: its list items when it has a list (an item
-    that starts with a path is the whole path, spaces and all, up to a note in brackets)."""
+    that starts with a path is the whole path, spaces and all, up to a note in brackets or a
+    size column, which a file tool gives apart from the name)."""
     lines = reply.splitlines()
     items = [_LIST_LINE_RE.sub("", line, count=1) for line in lines if _LIST_LINE_RE.match(line)]
     found: list[str] = []

@@ -134,3 +134,22 @@ def test_schema_figures_are_what_the_executor_sends(tmp_path: Path):
     assert sent[0] == sent[1]
     expected = schema_tokens.measure()["intents"]["file_task"]["gated"]
     assert len(schema_tokens.wire_json(sent[0] or []).encode()) == expected["bytes"]
+
+
+def test_the_follow_up_bench_reads_a_listing_as_a_file_tool_gives_it() -> None:
+    # A size column after a name is the tool's, not part of the name; spaces in a name stay.
+    from bench.router_followups import listed_in
+
+    reply = (
+        "3 found:\n"
+        "1. /data/seq/old/2022_pilot/L001_R1.fastq.gz  6.1G\n"
+        "2. ~/Library/Caches/com.example.Resolve 21.4 GB\n"
+        "3. ~/Music/Low Tide (radio edit).wav (4 MB)\n"
+        "4. ~/Documents/Taxes 2025/return.pdf"
+    )
+    assert listed_in(reply) == (
+        "/data/seq/old/2022_pilot/L001_R1.fastq.gz",
+        "~/Library/Caches/com.example.Resolve",
+        "~/Music/Low Tide (radio edit).wav",
+        "~/Documents/Taxes 2025/return.pdf",
+    )
