@@ -269,6 +269,12 @@ _SAID_AS: dict[str, tuple[str, ...]] = {
     "greek": ("el", "gre"),
 }
 # "the whole thesis folder", "that Invoices folder": a folder named by its own name.
+# Words about what holds the thing pointed at: its folder, its site.
+_AROUND_RE = re.compile(
+    r"\b(?:(?:the|that|this)\s+)?same\s+(?:folder|dir|directory|place|location|site|website)\b|"
+    r"\b(?:on|from)\s+(?:that|this|their|its)\s+(?:web\s*)?site\b",
+    _I,
+)
 _FOLDER_WORD_RE = re.compile(
     r"\b(?:the|that|this|my)\s+(?:whole\s+|entire\s+)?([\w\-.]{2,40})\s+(?:folder|dir|"
     r"directory)\b",
@@ -794,13 +800,31 @@ def _referred(message: str, turns: Sequence[Earlier], pointed: _Target | None) -
     if target is None:
         # "the smith one, what do you make of it": the words say which; "it" is that one.
         target = _described(message, turns)
+    if target is None:
+        # "that exports folder" after .../exports/q4_plan.json: the folder, not the file.
+        target = _folder_by_name(message, turns)
+    around = False
     if target is None and (_KIND_REF_RE.search(message) or pointing):
         target = _pronoun_target(turns)
-    if target is None:
-        target = _folder_by_name(message, turns)
+        # "the results.csv in the same folder": the folder of the file the turn showed.
+        around = target is not None and bool(_AROUND_RE.search(message))
     if target is None:
         return None
-    return _in_folder(target.value, target.turn) if target.listed else target.value
+    value = _in_folder(target.value, target.turn) if target.listed else target.value
+    return _around(value) if around else value
+
+
+def _around(value: str) -> str:
+    """What holds `value`: a file's folder ("the results.csv in the same folder"), a page's
+    site ("the pricing page on the same site"). A folder or a site is its own."""
+    if _is_url(value):
+        scheme, _, rest = value.partition("://") if "://" in value else ("", "", value)
+        host = rest.split("/", 1)[0]
+        return f"{scheme}://{host}" if scheme else host
+    if not _ext(value):
+        return value
+    cut = max(value.rstrip("/\\").rfind("/"), value.rstrip("/\\").rfind("\\"))
+    return value[:cut] if cut > 0 else value
 
 
 def _continues(

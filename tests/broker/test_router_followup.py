@@ -854,6 +854,24 @@ def test_a_described_item_is_only_pointed_at_never_made_part_of_the_request() ->
     assert not out.needs_file_access
 
 
+def test_the_same_site_or_folder_means_what_holds_the_thing_the_last_turn_showed() -> None:
+    page = Earlier(
+        "summarise https://tiles.example.com/offers/winter",
+        Intent.BROWSE_ONCE,
+        named=("https://tiles.example.com/offers/winter",),
+    )
+    out = route("did i tell you my login for the same site", earlier=[page])
+    assert out.arguments.refers_to == "https://tiles.example.com"
+    read = Earlier(
+        "read my boarding pass", Intent.FILE_TASK, named=("~/Travel/boarding_pass_LIS.pdf",)
+    )
+    for words in (
+        "save the gate number to a notes.txt in the same folder",
+        "what else did i save in the same folder",
+    ):
+        assert route(words, earlier=[read]).arguments.refers_to == "~/Travel"
+
+
 def test_a_reference_already_carried_by_the_request_is_not_repeated() -> None:
     out = route("summarise the second one", earlier=[DOCS])
     assert out.arguments.paths == ["~/Documents/budget.xlsx"]
