@@ -51,3 +51,20 @@ def test_the_prompt_latency_benchmark_times_every_stage_of_a_real_question(tmp_p
         "construction_ms",
         "show_to_exposed_ms",
     }
+
+
+def test_the_question_path_benchmark_times_real_questions_hot_and_after_idle(tmp_path):
+    env = dict(os.environ, HOME=str(tmp_path), CHAMBERLAIN_HOME=str(tmp_path / "ch"))
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.question_path", "--turns", "2", "--idle", "0.01", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr  # it fails when a turn asks no question
+    report = json.loads(done.stdout)
+    assert report["turns"] == 2
+    assert report["hot_p50_ms"] > 0
+    assert report["after_idle_p50_ms"] > 0
