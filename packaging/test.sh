@@ -159,6 +159,7 @@ required_depends=(libxcb-cursor0 libxkbcommon-x11-0 libxkbcommon0 libegl1 libgl1
   libglib2.0-0 libdbus-1-3 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-randr0
   libxcb-render-util0 libxcb-xinerama0 libxcb-xkb1 bubblewrap slirp4netns)
 icon_paths=(./usr/share/icons/hicolor/scalable/apps/chamberlain.svg)
+appstream_id=$(sed -n 's:.*<id>\(.*\)</id>.*:\1:p' packaging/deb/metainfo.xml.in | head -n 1)
 for size in 16 32 48 64 128 256; do
   icon_paths+=("./usr/share/icons/hicolor/${size}x${size}/apps/chamberlain.png")
 done
@@ -179,17 +180,19 @@ check_deb() {
   for pkg in "${required_depends[@]}"; do
     grep -qx "$pkg" <<<"$got" || fail "Depends lacks $pkg" || return 1
   done
-  # Paths: only /opt/chamberlain, /usr/bin/chamberlain and /usr/share (plus the folders above them).
+  # Paths: only /usr/lib/chamberlain, /usr/bin/chamberlain and /usr/share (plus the folders above
+  # them).
   awk '{ p = $6 } p ~ /\/$/ { sub(/\/$/, "", p) } { print p }' "$W/contents" >"$W/paths"
-  bad=$(grep -vxE '\.|\./opt|\./opt/chamberlain(/.*)?|\./usr|\./usr/bin|\./usr/bin/chamberlain|\./usr/share(/.*)?' \
+  bad=$(grep -vxE '\.|\./usr|\./usr/lib|\./usr/lib/chamberlain(/.*)?|\./usr/bin|\./usr/bin/chamberlain|\./usr/share(/.*)?' \
     "$W/paths")
-  [ -z "$bad" ] || fail "files outside /opt/chamberlain, /usr/bin, /usr/share: $bad" || return 1
-  for want in ./opt/chamberlain/chamberlain ./usr/share/applications/chamberlain.desktop \
-    "${icon_paths[@]}"; do
+  [ -z "$bad" ] || fail "files outside /usr/lib/chamberlain, /usr/bin, /usr/share: $bad" || return 1
+  for want in ./usr/lib/chamberlain/chamberlain ./usr/share/applications/chamberlain.desktop \
+    ./usr/share/doc/chamberlain/copyright ./usr/share/doc/chamberlain/changelog.gz \
+    "./usr/share/metainfo/$appstream_id.metainfo.xml" "${icon_paths[@]}"; do
     grep -qxF "$want" "$W/paths" || fail "the package has no $want" || return 1
   done
-  grep -q ' \./usr/bin/chamberlain -> /opt/chamberlain/chamberlain$' "$W/contents" \
-    || fail "/usr/bin/chamberlain is not a symlink to /opt/chamberlain/chamberlain" || return 1
+  grep -q ' \./usr/bin/chamberlain -> \.\./lib/chamberlain/chamberlain$' "$W/contents" \
+    || fail "/usr/bin/chamberlain is not a symlink to ../lib/chamberlain/chamberlain" || return 1
   bad=$(awk '$2 != "root/root"' "$W/contents")
   [ -z "$bad" ] || fail "files not owned by root: $bad" || return 1
   sed 's/^/    /' "$W/info" >&2
@@ -198,12 +201,44 @@ check_deb() {
 }
 step "dpkg-deb --info/--contents: fields, Depends, paths" check_deb
 
+# lintian, as Debian checks a package: every error tag fails the test but these, each accepted
+# for its reason. Warnings are printed, not failed.
+lintian_accepted=(
+  # PyInstaller ships the libraries the wheels carry (Pillow's libjpeg, lxml's libxml2, OpenCV's
+  # FFmpeg, onnxruntime's curl); the bundle cannot use the system's copies of those.
+  embedded-library
+  # Two of CPython's own extension modules (_statistics, _uuid) call nothing in libc.
+  library-not-linked-against-libc
+  # OpenCV's wheel carries a private Qt 5 whose libQt5Core is also a program.
+  shared-library-is-executable
+)
+# No maintainer address was given (DEBEMAIL): a build for release sets one.
+[ -n "${DEBEMAIL:-}" ] || lintian_accepted+=(bogus-mail-host bogus-mail-host-in-debian-changelog)
+# zstd, the fast compression this test builds with by default, is not one Debian accepts; a
+# release is built with xz.
+[ "${DEB_COMPRESSION:-xz}" != zstd ] || lintian_accepted+=(malformed-deb-archive)
+check_lintian() {
+  lintian --no-tag-display-limit "$deb" >"$W/lintian.txt" 2>&1
+  local errors accepted tag
+  accepted=$(printf '%s\n' "${lintian_accepted[@]}")
+  errors=$(grep '^E: ' "$W/lintian.txt" | awk '{ print $3 }' | grep -vxF "$accepted" | sort -u)
+  grep '^[EW]: ' "$W/lintian.txt" | awk '{ print $1, $3 }' | sort | uniq -c | sort -rn \
+    | sed 's/^/    /' >&2
+  for tag in $errors; do grep " $tag " "$W/lintian.txt" | head -n 5 >&2; done
+  [ -z "$errors" ] || fail "lintian errors: $(echo $errors)" || return 1
+  note "lintian: $(grep -c '^E: ' "$W/lintian.txt") errors, all of accepted tags" \
+    "($(grep '^E: ' "$W/lintian.txt" | awk '{ print $3 }' | sort -u | tr '\n' ' '));" \
+    "$(grep -c '^W: ' "$W/lintian.txt") warnings"
+}
+if command -v lintian >/dev/null; then step "lintian" check_lintian
+else skip "lintian" "lintian is not installed (scripts/setup.sh --test installs it)"; fi
+
 # --- install -----------------------------------------------------------------------------------
 if $is_root; then
   prefix=""
   install_deb() {
-    if package_known || [ -e /opt/chamberlain ]; then
-      fail "chamberlain is already installed here (or /opt/chamberlain exists); this test" \
+    if package_known || [ -e /usr/lib/chamberlain ]; then
+      fail "chamberlain is already installed here (or /usr/lib/chamberlain exists); this test" \
         "installs and removes it, so remove it first: dpkg -P chamberlain" || return 1
     fi
     dpkg-query -W -f='${Package}\n' | sort >"$W/before"
@@ -218,8 +253,11 @@ if $is_root; then
     dpkg-query -W -f='${Package}\n' | sort >"$W/after"
     mapfile -t new_packages < <(comm -13 "$W/before" "$W/after" | grep -vx chamberlain)
     note "apt-get pulled in for Depends: ${new_packages[*]:-nothing (all there already)}"
+    # Every installed file as the package's md5sums list it.
+    local changed; changed=$(dpkg --verify chamberlain 2>&1)
+    [ -z "$changed" ] || fail "dpkg --verify chamberlain: $changed" || return 1
     local f
-    for f in /usr/bin/chamberlain /opt/chamberlain/chamberlain; do
+    for f in /usr/bin/chamberlain /usr/lib/chamberlain/chamberlain; do
       [ -x "$f" ] || fail "$f is missing after the install" || return 1
     done
   }
@@ -228,14 +266,15 @@ else
   prefix=$W/root
   install_deb() {
     dpkg -x "$deb" "$prefix" || fail "dpkg -x could not unpack $deb" || return 1
-    [ -x "$prefix/opt/chamberlain/chamberlain" ] || fail "no executable opt/chamberlain/chamberlain"
+    [ -x "$prefix/usr/lib/chamberlain/chamberlain" ] \
+      || fail "no executable usr/lib/chamberlain/chamberlain"
   }
   step "dpkg -x into a scratch root (not root: no real install)" install_deb
   skip "apt-get install (Depends resolved), maintainer scripts" "not root"
 fi
 # Not root, /usr/bin/chamberlain's symlink points outside the scratch root: run the bundle itself.
-if $is_root; then app=/usr/bin/chamberlain; else app=$prefix/opt/chamberlain/chamberlain; fi
-bundle_dir=$prefix/opt/chamberlain
+if $is_root; then app=/usr/bin/chamberlain; else app=$prefix/usr/lib/chamberlain/chamberlain; fi
+bundle_dir=$prefix/usr/lib/chamberlain
 if ! $failed && [ "$(head -c4 "$bundle_dir/chamberlain" | od -An -c | tr -d ' ')" != '177ELF' ]; then
   note "NOTE: $bundle_dir/chamberlain is not an ELF binary: a stand-in bundle was packaged"
 fi
@@ -416,15 +455,16 @@ if $is_root; then
     local path left=""
     while read -r path; do
       case $path in
-        ./opt/chamberlain*|./usr/bin/chamberlain|*/chamberlain.desktop|*/chamberlain.png|*/chamberlain.svg)
+        ./usr/lib/chamberlain*|./usr/bin/chamberlain|./usr/share/doc/chamberlain*|*/chamberlain.desktop|*/chamberlain.png|*/chamberlain.svg|*.metainfo.xml)
           if [ -e "/${path#./}" ] || [ -L "/${path#./}" ]; then left+=" /${path#./}"; fi ;;
       esac
     done <"$W/paths"
     [ -z "$left" ] || fail "left after dpkg -r:$left" || return 1
-    # Removed, not purged, dpkg may still list shared folders it could not remove (/opt, when
-    # something else lives there), never a file or anything of /opt/chamberlain.
+    # Removed, not purged, dpkg may still list shared folders it could not remove (/usr/share/
+    # metainfo, when something else lives there), never a file or anything of
+    # /usr/lib/chamberlain.
     while read -r path; do
-      if [[ $path == /opt/chamberlain* ]] || { [ -e "$path" ] && [ ! -d "$path" ]; }; then
+      if [[ $path == /usr/lib/chamberlain* ]] || { [ -e "$path" ] && [ ! -d "$path" ]; }; then
         left+=" $path"
       fi
     done < <(dpkg -L chamberlain 2>/dev/null | grep '^/')
@@ -435,7 +475,7 @@ if $is_root; then
     local state; state=$(dpkg-query -W -f='${db:Status-Abbrev}' chamberlain 2>/dev/null)
     [ -z "$state" ] || [[ $state == un* ]] \
       || fail "dpkg still knows chamberlain (status '$state')" || return 1
-    [ ! -e /opt/chamberlain ] || fail "/opt/chamberlain is still there" || return 1
+    [ ! -e /usr/lib/chamberlain ] || fail "/usr/lib/chamberlain is still there" || return 1
     find "$WDATA" "$WHOME" -type f | sort >"$W/user-files-after"
     cmp -s "$W/user-files-before" "$W/user-files-after" \
       || fail "user data changed on removal: $(diff "$W/user-files-before" "$W/user-files-after")" || return 1

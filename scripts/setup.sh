@@ -39,6 +39,8 @@ $for_tests && wanted+=(xvfb x11-utils xfonts-base xfonts-100dpi evilwm openbox d
 # The chat's desktop-wide key is tried with a tray host (trayer) and a key pressed through XTEST
 # (xdotool), as a person's key press arrives.
 $for_tests && wanted+=(trayer xdotool)
+# The packaging test checks the .deb as Debian does (lintian) and its AppStream metainfo.
+$for_tests && wanted+=(lintian appstream)
 # The MCP tests run the reference filesystem server (an npm package) with node. Debian's nodejs
 # and npm only for what is missing: a node from NodeSource carries its own npm, and Debian's npm
 # would fight it, so a node without npm is reported, not "fixed".

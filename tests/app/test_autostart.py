@@ -4,6 +4,8 @@ one)."""
 from __future__ import annotations
 
 import configparser
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -126,8 +128,9 @@ def test_the_default_command_starts_this_interpreters_desktop_app(user_home):
 @pytest.fixture
 def installed(tmp_path: Path) -> tuple[Path, Path]:
     """A stand-in for the Debian package's layout under tmp_path: the bundle's executable in
-    opt/chamberlain and usr/bin/chamberlain a symlink to it, as packaging/build.sh makes them."""
-    install_dir = tmp_path / "opt" / "chamberlain"
+    usr/lib/chamberlain and usr/bin/chamberlain a symlink to it, as packaging/build.sh makes
+    them."""
+    install_dir = tmp_path / "usr" / "lib" / "chamberlain"
     install_dir.mkdir(parents=True)
     binary = install_dir / "chamberlain"
     binary.write_text("#!/bin/sh\n")
@@ -170,9 +173,12 @@ def test_the_bundle_without_its_usr_bin_command_starts_itself(user_home, install
 
 
 def test_the_install_paths_are_the_ones_the_package_installs():
-    """packaging/build.sh links /usr/bin/chamberlain to the bundle in /opt/chamberlain: if
+    """packaging/build.sh links /usr/bin/chamberlain to the bundle in /usr/lib/chamberlain: if
     either moves, the autostart entry would name a command the package no longer installs."""
     build = (Path(__file__).parents[2] / "packaging" / "build.sh").read_text(encoding="utf-8")
-    link = f'ln -s {autostart.INSTALL_DIR}/chamberlain "$stage{autostart.INSTALLED_COMMAND}"'
-    assert link == 'ln -s /opt/chamberlain/chamberlain "$stage/usr/bin/chamberlain"'
-    assert link in build
+    [link] = re.findall(r'^ln -s (\S+) "\$stage(\S+)"', build, re.M)
+    target, command = link
+    assert Path(command) == autostart.INSTALLED_COMMAND
+    # A relative link (Debian's policy within /usr) resolved from the command's own folder.
+    resolved = Path(os.path.normpath(autostart.INSTALLED_COMMAND.parent / target))
+    assert resolved == autostart.INSTALL_DIR / "chamberlain"
