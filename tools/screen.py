@@ -1,18 +1,20 @@
 """The screen tools: capture the screen (all monitors, one monitor or the active window) with OCR,
 and say which window is active.
 
-Capture uses mss; text comes from rapidocr-onnxruntime, whose models ship inside its wheel (it
-never downloads anything). Loading the OCR engine takes about half a second, so it is made once,
-on first use, and shared; it runs on the runner's worker thread, never on the caller's.
-Screenshots are kept as PNG files (0600) in a folder only the user can open (0700), and files
-older than the retention setting are deleted on every capture.
+Capture uses mss on X11, Windows and macOS, and on Wayland the desktop portal or grim
+(tools/wayland.py: a Wayland session is never read through XWayland); text comes from
+rapidocr-onnxruntime, whose models ship inside its wheel (it never downloads anything). Loading
+the OCR engine takes about half a second, so it is made once, on first use, and shared; it runs
+on the runner's worker thread, never on the caller's. Screenshots are kept as PNG files (0600)
+in a folder only the user can open (0700), and files older than the retention setting are
+deleted on every capture.
 
-Both tools name the display they read as their target (`display::99`, `display:main`), so a
-grant can be scoped to one display. They must never capture or read anything when no display
-can be found (a clear error instead of a traceback), never log or audit OCR text or pixels
-(sizes, timings and counts only), never delete a file in the screenshot folder that they did
-not name, and never put the image itself into the data sent to the model as text.
-"""
+Both tools name the display they read as their target (`display::99`, `display:wayland-0`,
+`display:main`), so a grant can be scoped to one display. They must never capture or read
+anything when no display can be found (a clear error instead of a traceback), never log or
+audit OCR text or pixels (sizes, timings and counts only), never delete a file in the screenshot
+folder that they did not name, and never put the image itself into the data sent to the model
+as text."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from typing import Annotated, Any, Literal, get_args
 from PIL import Image
 from pydantic import Field
 
-from tools import telemetry
+from tools import telemetry, wayland
 from tools.arguments import ToolArguments
 from tools.manual import (
     Capability,
@@ -79,14 +81,8 @@ _DISPLAY_NAME = re.compile(r"^(?P<host>[^\s]*):(?P<number>\d+)(?:\.\d+)?$")
 
 NO_DISPLAY_CAPTURE = "Screen capture needs a display; none was found ($DISPLAY is unset)"
 NO_DISPLAY_WINDOW = "Reading the active window needs a display; none was found ($DISPLAY is unset)"
-WAYLAND_CAPTURE = "Wayland does not let apps read the screen without a portal; not supported yet"
-WAYLAND_WINDOW = "Wayland does not let apps read other windows without a portal; not supported yet"
-XWAYLAND_NOTE = (
-    "This is XWayland inside a Wayland session: only X11 windows are visible to it; "
-    "native Wayland windows show as empty or black"
-)
 
-Platform = Literal["x11", "windows", "macos"]
+Platform = Literal["x11", "wayland", "windows", "macos"]
 
 
 # --- which display -------------------------------------------------------------------------------
@@ -105,11 +101,11 @@ class ScreenSession:
     """The display the screen tools would read, as found in the environment."""
 
     platform: Platform
-    # What the platform's API is given: $DISPLAY as it is set on X11, "main" elsewhere.
+    # What the platform's API is given: $DISPLAY as it is set on X11, the compositor's socket
+    # name on Wayland, "main" elsewhere.
     name: str
     # The display without its screen number: what a grant's scope names.
     scope_name: str
-    xwayland: bool = False
 
     @property
     def target(self) -> str:
@@ -119,22 +115,24 @@ class ScreenSession:
 def find_screen(
     *,
     missing: str = NO_DISPLAY_CAPTURE,
-    wayland: str = WAYLAND_CAPTURE,
     environ: Mapping[str, str] | None = None,
     platform: str | None = None,
 ) -> ScreenSession:
-    """The display to use, or a ToolError that says why there is none."""
+    """The display to use, or a ToolError that says why there is none. A Wayland session is
+    read as Wayland even where $DISPLAY names its XWayland server (which sees only X11 windows)."""
     env = os.environ if environ is None else environ
     system = sys.platform if platform is None else platform
     if system == "win32":
         return ScreenSession("windows", "main", "main")
     if system == "darwin":
         return ScreenSession("macos", "main", "main")
+    if wayland.is_wayland(env):
+        name = wayland.wayland_name(env)
+        return ScreenSession("wayland", name, name)
     raw = env.get("DISPLAY", "").strip()
-    has_wayland = bool(env.get("WAYLAND_DISPLAY", "").strip())
     if not raw:
-        raise ToolError(wayland if has_wayland else missing)
-    return ScreenSession("x11", raw, normalise_display(raw), xwayland=has_wayland)
+        raise ToolError(missing)
+    return ScreenSession("x11", raw, normalise_display(raw))
 
 
 # --- capture -------------------------------------------------------------------------------------
@@ -147,6 +145,10 @@ class Capture:
     monitors: list[dict[str, Any]]
     monitor: dict[str, Any] | None = None
     window: WindowInfo | None = None
+    # How a Wayland desktop gave the pixels ("xdg-desktop-portal", "grim"); empty elsewhere.
+    method: str = ""
+    # Why the ways tried before it gave nothing (Wayland: "no session bus ...").
+    passed_over: tuple[str, ...] = ()
 
 
 def _monitor_dict(index: int, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -165,6 +167,8 @@ def active_window(session: ScreenSession) -> WindowInfo:
         return win32_active_window()
     if session.platform == "macos":
         return macos_active_window()
+    if session.platform == "wayland":
+        return wayland.active_window(os.environ)
     return x11_active_window(session.name)
 
 
@@ -179,6 +183,8 @@ def _clip(region: Geometry, bounds: Geometry) -> Geometry | None:
 
 def grab(session: ScreenSession, target: str, monitor: int | None = None) -> Capture:
     """Capture `target` ("all", "monitor" or "active_window") on the session's display."""
+    if session.platform == "wayland":
+        return _grab_wayland(target, monitor)
     import mss
 
     window = active_window(session) if target == "active_window" else None
@@ -193,14 +199,7 @@ def grab(session: ScreenSession, target: str, monitor: int | None = None) -> Cap
             )
             chosen = None
             if target == "monitor":
-                index = 1 if monitor is None else monitor
-                if not 1 <= index <= len(monitors):
-                    count = len(monitors)
-                    raise ToolError(
-                        f"There is no monitor {index}: this display has {count} "
-                        f"monitor{'s' if count != 1 else ''} (numbered from 1)"
-                    )
-                chosen = monitors[index - 1]
+                chosen = _pick_monitor(monitors, monitor)
                 region = Geometry(chosen["left"], chosen["top"], chosen["width"], chosen["height"])
             elif window is not None:
                 clipped = _clip(window.frame or window.geometry, bounds)
@@ -220,6 +219,69 @@ def grab(session: ScreenSession, target: str, monitor: int | None = None) -> Cap
     # BGRA from the X server (and GDI, and Quartz) straight into an RGB image, one pass.
     image = Image.frombuffer("RGB", shot.size, shot.bgra, "raw", "BGRX", 0, 1)
     return Capture(image, region, monitors, chosen, window)
+
+
+def _pick_monitor(monitors: list[dict[str, Any]], monitor: int | None) -> dict[str, Any]:
+    index = 1 if monitor is None else monitor
+    if not 1 <= index <= len(monitors):
+        count = len(monitors)
+        raise ToolError(
+            f"There is no monitor {index}: this display has {count} "
+            f"monitor{'s' if count != 1 else ''} (numbered from 1)"
+        )
+    return monitors[index - 1]
+
+
+def _grab_wayland(target: str, monitor: int | None) -> Capture:
+    """The whole desktop from the portal (or grim), cut to a monitor or the active window with
+    the compositor's layout where it gives one (logical pixels, scaled to the image's)."""
+    env = os.environ
+    window = wayland.active_window(env) if target == "active_window" else None
+    layout = wayland.outputs(env)
+    shot = wayland.wayland_screenshot(env)
+    try:
+        with Image.open(io.BytesIO(shot.png)) as raw:
+            image = raw.convert("RGB")
+    except (OSError, ValueError, Image.DecompressionBombError) as exc:
+        raise ToolError(
+            f"The screenshot from {shot.method} is not a readable image: {exc}"
+        ) from exc
+    if layout:
+        left = min(g.left for g in layout)
+        top = min(g.top for g in layout)
+        right = max(g.left + g.width for g in layout)
+        bottom = max(g.top + g.height for g in layout)
+        bounds = Geometry(left, top, right - left, bottom - top)
+    else:
+        bounds = Geometry(0, 0, image.width, image.height)
+        layout = [bounds]
+    scale = image.width / bounds.width if bounds.width else 1.0
+    monitors = [
+        _monitor_dict(i, {"left": g.left, "top": g.top, "width": g.width, "height": g.height})
+        for i, g in enumerate(layout, start=1)
+    ]
+    chosen = None
+    region = bounds
+    if target == "monitor":
+        chosen = _pick_monitor(monitors, monitor)
+        region = Geometry(chosen["left"], chosen["top"], chosen["width"], chosen["height"])
+    elif window is not None:
+        clipped = _clip(window.frame or window.geometry, bounds)
+        if clipped is None:
+            raise ToolError(
+                f"The active window ({window.title[:80]!r}) is not on the screen; "
+                "nothing to capture"
+            )
+        region = clipped
+    if region != bounds:
+        box = (
+            round((region.left - bounds.left) * scale),
+            round((region.top - bounds.top) * scale),
+            round((region.left - bounds.left + region.width) * scale),
+            round((region.top - bounds.top + region.height) * scale),
+        )
+        image = image.crop(box)
+    return Capture(image, region, monitors, chosen, window, shot.method, shot.passed_over)
 
 
 # --- OCR -----------------------------------------------------------------------------------------
@@ -548,7 +610,7 @@ class _ScreenTools:
 
     @staticmethod
     def prepare_window(args: ActiveWindowArguments) -> Prepared:
-        screen = find_screen(missing=NO_DISPLAY_WINDOW, wayland=WAYLAND_WINDOW)
+        screen = find_screen(missing=NO_DISPLAY_WINDOW)
         return Prepared.of(args, [screen.target], "easy")
 
     def capture(self, args: ScreenCaptureArguments, _prepared: Prepared) -> ToolResult:
@@ -584,8 +646,10 @@ class _ScreenTools:
             data["ocr"] = None
         if deleted:
             data["old_screenshots_deleted"] = deleted
-        if session.xwayland:
-            data["note"] = XWAYLAND_NOTE
+        if capture.method:
+            data["captured_by"] = capture.method
+        if capture.passed_over:
+            data["passed_over"] = list(capture.passed_over)
         meta: dict[str, Any] = {"grab_s": grab_s}
         if self.config.attach_images:
             meta["image_png_b64"], meta["image_size"] = attachment(capture.image)
@@ -622,11 +686,9 @@ class _ScreenTools:
         return found, truncated
 
     def window(self, _args: ActiveWindowArguments, _prepared: Prepared) -> ToolResult:
-        session = find_screen(missing=NO_DISPLAY_WINDOW, wayland=WAYLAND_WINDOW)
+        session = find_screen(missing=NO_DISPLAY_WINDOW)
         info = active_window(session)
         data = {"display": session.scope_name, **info.as_dict()}
-        if session.xwayland:
-            data["note"] = XWAYLAND_NOTE
         g = info.geometry
         who = ", ".join(
             part
@@ -709,9 +771,20 @@ def _screen_scope(words: RequestWords) -> list[str]:
 
 
 def _screen_health() -> list[HealthCheck]:
+    """A real capture of the whole screen (not kept), and which way worked."""
     try:
         screen = find_screen()
+        started = time.perf_counter()
+        capture = grab(screen, "all")
+        took = time.perf_counter() - started
     except ToolError as exc:
         return [HealthCheck("screen capture", False, f"{exc}; the CLI works without", False)]
     where = screen.target.removeprefix("display:")
-    return [HealthCheck("screen capture", True, f"display {where}", False)]
+    width, height = capture.image.size
+    how = f" through {capture.method}" if capture.method else ""
+    detail = f"display {where}{how}: {width}×{height} in {took:.2f} s"
+    if capture.passed_over:
+        detail += f" (not before it: {'; '.join(capture.passed_over)})"
+    if not capture.image.getbbox():  # every pixel black
+        detail += " (every pixel black: an empty screen, or one not shown to this app)"
+    return [HealthCheck("screen capture", True, detail, False)]

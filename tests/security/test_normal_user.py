@@ -18,13 +18,11 @@ are touched; each is removed at the end.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import pwd
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -39,6 +37,7 @@ import pytest
 from tests.support.allowlist import CANARY, RC, Home, plant_home
 from tests.support.cli import PASSPHRASE, REPO
 from tests.support.openai_server import Text, ToolCalls
+from tests.support.reach import closed_folder, needed_folders, reach_wrapper
 
 SSH_SECRET = "-----BEGIN OPENSSH PRIVATE KEY-----\nnobody-ssh-canary-4417\n"
 TOKEN_SECRET = "nobody-token-canary-9051"
@@ -56,8 +55,8 @@ def _why_nobody_cannot_run() -> str | None:
         pwd.getpwnam("nobody")
     except KeyError:
         return "there is no user nobody on this machine"
-    if _reach() and shutil.which("bwrap") is None:
-        closed = ", ".join(sorted({str(_closed_folder(p)) for p in _needed()} - {"None"}))
+    if reach_wrapper() and shutil.which("bwrap") is None:
+        closed = ", ".join(sorted({str(closed_folder(p)) for p in needed_folders()} - {"None"}))
         return (
             f"the user nobody cannot enter {closed}, where this checkout ({REPO}) or its Python "
             f"({sys.executable}) lies, and without bubblewrap it cannot be shown that folder"
@@ -66,44 +65,6 @@ def _why_nobody_cannot_run() -> str | None:
     if probe.returncode != 0:
         return f"the user nobody cannot run this checkout's Python: {probe.stderr.strip()[-300:]}"
     return None
-
-
-def _needed() -> list[Path]:
-    """What nobody must reach to run this checkout: its Python's installation, the venv, it."""
-    return [Path(sys.base_prefix).resolve(), Path(sys.prefix), REPO]
-
-
-def _closed_folder(path: Path) -> Path | None:
-    """The outermost folder on the way to `path` that others may not enter, if any."""
-    for place in reversed([path, *path.parents]):
-        if not place.stat().st_mode & stat.S_IXOTH:
-            return place
-    return None
-
-
-@functools.lru_cache(maxsize=1)
-def _reach() -> tuple[str, ...]:
-    """The wrapper (run as root) that shows nobody the folders it needs inside a closed one, in
-    a private mount namespace: the closed folder becomes an empty tmpfs holding only those,
-    read-only. Empty where nobody can reach everything already."""
-    mounts: list[str] = []
-    closed: set[Path] = set()
-    for path in _needed():
-        folder = _closed_folder(path)
-        if folder is None:
-            continue
-        if folder not in closed:
-            closed.add(folder)
-            mounts += ["--perms", "0755", "--tmpfs", str(folder)]
-        # bubblewrap would make the folders on the way root's alone (0700).
-        between = [p for p in path.parents if folder in p.parents]
-        for step in reversed(between):
-            mounts += ["--perms", "0755", "--dir", str(step)]
-        mounts += ["--ro-bind", str(path), str(path)]
-    if not mounts:
-        return ()
-    bwrap = shutil.which("bwrap") or "bwrap"
-    return (bwrap, "--dev-bind", "/", "/", "--die-with-parent", *mounts, "--")
 
 
 def _as_nobody(
@@ -138,7 +99,7 @@ def _nobody_argv(
     }
     variables = [f"{name}={value}" for name, value in full.items()]
     return [
-        *_reach(),
+        *reach_wrapper(),
         shutil.which("runuser") or "runuser",
         *("-u", "nobody", "--"),
         *(wrap or []),

@@ -38,8 +38,6 @@ from tools.registry import ToolConfig, builtin_registry
 from tools.screen import (
     NO_DISPLAY_CAPTURE,
     NO_DISPLAY_WINDOW,
-    WAYLAND_CAPTURE,
-    WAYLAND_WINDOW,
     OcrLine,
     find_screen,
     make_screen_tools,
@@ -69,6 +67,7 @@ def xserver(monkeypatch: pytest.MonkeyPatch) -> Iterator[Xvfb]:
     with running_xvfb(1280, 800) as server:
         monkeypatch.setenv("DISPLAY", server.display)
         monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+        monkeypatch.delenv("XDG_SESSION_TYPE", raising=False)
         yield server
 
 
@@ -146,6 +145,7 @@ def test_without_a_display_both_tools_say_so_and_never_run(
 ) -> None:
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("XDG_SESSION_TYPE", raising=False)
     tools = screen_tools(tmp_path / "shots")
     for name, message in (
         ("screen_capture", NO_DISPLAY_CAPTURE),
@@ -160,27 +160,13 @@ def test_without_a_display_both_tools_say_so_and_never_run(
     assert not (tmp_path / "shots").exists()
 
 
-def test_wayland_without_x_says_it_is_not_supported_yet(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("DISPLAY", raising=False)
-    monkeypatch.setenv("WAYLAND_DISPLAY", "wayland-0")
-    tools = screen_tools(tmp_path / "shots")
-    with pytest.raises(ToolError) as raised:
-        tools["get_active_window"].targets({})
-    assert str(raised.value) == WAYLAND_WINDOW
-    assert "without a portal; not supported yet" in WAYLAND_WINDOW
-    with pytest.raises(ToolError) as raised:
-        tools["screen_capture"].run({})
-    assert str(raised.value) == WAYLAND_CAPTURE
-
-
 def test_a_display_nobody_serves_is_a_clear_connection_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     number = next(n for n in range(4200, 4300) if not Path(f"/tmp/.X{n}-lock").exists())
     monkeypatch.setenv("DISPLAY", f":{number}.0")
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("XDG_SESSION_TYPE", raising=False)
     tools = screen_tools(tmp_path / "shots")
     for name in ("screen_capture", "get_active_window"):
         assert tools[name].targets({}) == [f"display::{number}"]
