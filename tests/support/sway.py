@@ -128,8 +128,15 @@ def in_sway(
             "WITH_PORTAL": "1" if portal else "0",
             **(env or {}),
         }
+        # The session's own /tmp hides the machine's: a checkout or Python that lives there (a
+        # fresh clone in /tmp, as CI may make) is shown again, read-only.
+        under_tmp = sorted(
+            {str(p) for p in (REPO, Path(sys.prefix), Path(sys.base_prefix).resolve())
+             if Path("/tmp") in p.resolve().parents}
+        )  # fmt: skip
+        shown = [arg for path in under_tmp for arg in ("--ro-bind", path, path)]
         command = [
-            str(BWRAP), "--dev-bind", "/", "/", "--proc", "/proc", "--tmpfs", "/tmp",
+            str(BWRAP), "--dev-bind", "/", "/", "--proc", "/proc", "--tmpfs", "/tmp", *shown,
             "--bind", str(scratch), str(scratch), "--unshare-pid", "--die-with-parent",
             "--chdir", str(REPO), "--", "sh", str(scratch / "session.sh"), sys.executable, *args,
         ]  # fmt: skip

@@ -30,15 +30,14 @@ from tools import telemetry
 ORT_FOLDER = Path(".cache", "Microsoft", "DeveloperTools", ".onnxruntime")
 HOOK = REPO / "packaging" / "hooks" / "rthook_telemetry_off.py"
 
-# Real OCR with nothing of Chamberlain's in between: an image with a known word, read by
-# rapidocr-onnxruntime as tools/screen.py uses it; prints what it read.
+# Real OCR with none of Chamberlain's switches in between: an image with a known word, read by
+# the OCR reader on onnxruntime (tools/ocr.py, which sets nothing itself); prints what it read.
 BARE_OCR = """
 from PIL import Image, ImageDraw
-from rapidocr_onnxruntime import RapidOCR
+from tools.ocr import Reader
 image = Image.new("RGB", (400, 100), "white")
 ImageDraw.Draw(image).text((10, 30), "hello pelican", fill="black")
-lines, _ = RapidOCR()(image)
-print(" ".join(text for _box, text, _score in lines or ()))
+print(" ".join(box.text for box in Reader().read(image)))
 """
 
 # The same image through the screen tools' OCR engine, without any front end.
