@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import os
 import statistics
 import sys
 import time
@@ -56,10 +55,8 @@ def _theirs() -> Any:
 def compare(width: int, height: int, runs: int) -> dict[str, Any]:
     with running_xvfb(width, height) as server:
         shown = fill_screen(server)
-        os.environ["DISPLAY"] = server.display
-        os.environ.pop("WAYLAND_DISPLAY", None)
-        os.environ.pop("XDG_SESSION_TYPE", None)
-        image = grab(find_screen(), "all").image
+        screen = find_screen(environ={"DISPLAY": server.display}, platform="linux")
+        image = grab(screen, "all").image
     readers = {"tools.ocr": _ours(), "rapidocr": _theirs()}
     times: dict[str, list[float]] = {name: [] for name in readers}
     texts: dict[str, list[str]] = {}
