@@ -174,6 +174,23 @@ depends=(
   # (packaging/chamberlain.spec, GTK_ONLY).
   libmount1 libblkid1
 )
+# The system libraries the bundle leaves to the system (packaging/chamberlain.spec lists them in
+# build/bundle-system-libs.txt): the packages that hold them, as dpkg knows them (with /usr
+# merged, a file may be known under /lib or /usr/lib).
+system_libs=build/bundle-system-libs.txt
+if [ -z "${BUNDLE_DIR:-}" ] && [ -s "$system_libs" ]; then
+  declare -A seen_pkg=()
+  for dep in "${depends[@]}"; do seen_pkg[${dep%% *}]=1; done
+  while read -r lib; do
+    real=$(readlink -f "$lib")
+    owner=""
+    for candidate in "$lib" "$real" "${real/#\/usr\/lib\//\/lib\/}" "${lib/#\/lib\//\/usr\/lib\/}"; do
+      owner=$(dpkg-query -S "$candidate" 2>/dev/null | head -n1 | cut -d: -f1) && [ -n "$owner" ] && break
+    done
+    [ -n "$owner" ] || die "no installed package holds $lib, which the bundle leaves to the system"
+    if [ -z "${seen_pkg[$owner]:-}" ]; then depends+=("$owner"); seen_pkg[$owner]=1; fi
+  done <"$system_libs"
+fi
 # Optional: Wayland's client libraries (Qt's native Wayland platform; without them Qt runs through
 # XWayland), xdg-open (opening files and links), a Secret Service keyring (without one the
 # memory key comes from a passphrase asked at each start).
