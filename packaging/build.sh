@@ -153,11 +153,10 @@ printf '%s\n\n  * %s\n\n -- %s  %s\n' \
 # world write, everything readable, directories and executables searchable.
 chmod -R u+rwX,go+rX,go-w "$stage"
 
-# What the bundle needs from the system. ldd on the bundle (packaging/test.sh prints it) finds
-# only libc, the GL/EGL stack and libxcb outside it: PyInstaller copies the rest (Qt's xcb
-# helpers, xkbcommon, fontconfig, GLib, D-Bus) in. They stay here anyway: libfontconfig1 brings
-# the fonts and /etc/fonts, libxkbcommon0 the keyboard layouts (xkb-data), which no bundle
-# carries; mss loads libxcb, xcb-randr, xcb-render, xcb-shm, Xfixes, Xrandr and X11 by name
+# What the bundle needs from the system: the packages below, and those of every library of the
+# distribution's that the bundle links and leaves to the system (added after this list, from
+# build/bundle-system-libs.txt). libfontconfig1 also brings the fonts and /etc/fonts,
+# libxkbcommon0 the keyboard layouts (xkb-data), which no bundle carries; mss loads libxcb, xcb-randr, xcb-render, xcb-shm, Xfixes, Xrandr and X11 by name
 # with ctypes, where ldd cannot see them; and a bundle built elsewhere may copy fewer. bubblewrap
 # runs every command (0.8 or newer: the sandbox needs --disable-userns, which a normal user's
 # commands cannot do without); slirp4netns or passt gives a command that needs the network a
