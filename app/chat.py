@@ -280,6 +280,7 @@ class ChatWindow(QWidget):
         self.transcript.approve_requested.connect(lambda e: self._start(self.approve(e)))
         self.transcript.reject_requested.connect(lambda e: self._start(self.reject(e)))
         self.transcript.edit_requested.connect(lambda e, text: self._start(self.edit(e, text)))
+        self.transcript.remember_requested.connect(lambda e: self._start(self.remember(e)))
         column.addWidget(self.transcript, 1)
 
         self.hint = QLabel("")
@@ -611,7 +612,9 @@ class ChatWindow(QWidget):
         begun = self._begin(text)
         return None if begun is None else await self._carry(*begun)
 
-    def _begin(self, text: str) -> tuple[_Turn, asyncio.Future[TurnResult], Conversation] | None:
+    def _begin(
+        self, text: str, *, remember: bool = False
+    ) -> tuple[_Turn, asyncio.Future[TurnResult], Conversation] | None:
         """Hand `text` to the turn thread now, within the chat open now; None (with why, and
         the text left in the input) when it cannot start.
 
@@ -627,7 +630,9 @@ class ChatWindow(QWidget):
         # The turn is asked within, and kept in, the chat open now.
         conversation = self.conversation
         try:
-            asking = self.assistant.begin(text, temporary=temporary, conversation=conversation)
+            asking = self.assistant.begin(
+                text, temporary=temporary, conversation=conversation, remember=remember
+            )
         except (Busy, Paused) as exc:
             # Not sent: say why, and give the text back to send again later.
             self.transcript.append(NoticeEntry(body=f"Not sent. {exc}", tone="warning"))
@@ -812,6 +817,19 @@ class ChatWindow(QWidget):
         self._update_controls()
 
     # -- memory ------------------------------------------------------------------------------
+
+    async def remember(self, entry: MemoryEntry) -> TurnResult | None:
+        """The person's yes to an offered fact (Remember): a turn that remembers their words, as
+        "remember that …" does — its sensitivity checks and consent apply (a sensitive fact then
+        waits for Approve in the line that turn shows)."""
+        if entry.state != "offered" or entry.busy or not entry.text:
+            return None
+        begun = self._begin(entry.text, remember=True)
+        if begun is None:
+            return None  # a turn is running: the line keeps its button, the hint says why
+        entry.state, entry.note = "plain", "You said yes."
+        self.transcript.refresh(entry)
+        return await self._carry(*begun)
 
     async def approve(self, entry: MemoryEntry) -> None:
         """Remember a fact that waits for the person's consent (Approve, or Save unchanged)."""

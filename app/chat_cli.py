@@ -22,6 +22,7 @@ temporary chat, and never print around app.terminal's escaping (it writes to sys
 from __future__ import annotations
 
 import argparse
+import re
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -45,6 +46,12 @@ if TYPE_CHECKING:
     from memory.store.facts import MemoryStore
     from tools.stop import StopSignal
 
+# A short yes to an offer to remember ("yes", "y", "yes please", "sure", "ok, remember it").
+YES = re.compile(
+    r"^\s*(?:y|ye[sp]|yeah|yup|sure|ok(?:ay)?|please do|do it|go ahead)"
+    r"(?:[\s,]+(?:please|do|remember it|keep it|thanks?))*\s*[.!]*\s*$",
+    re.IGNORECASE,
+)
 PROMPT = "> "
 
 
@@ -212,9 +219,14 @@ def ask_within(
     text: str,
     observer: TurnPrinter,
     stop: StopSignal | None = None,
+    *,
+    remember: bool = False,
 ) -> TurnResult:
-    """Ask `text` as the next turn of `kept`'s conversation (the session appends it)."""
-    return session.ask(text, events=observer, stop=stop, conversation=kept.conversation)
+    """Ask `text` as the next turn of `kept`'s conversation (the session appends it);
+    `remember`: the person's yes to remembering `text` (Session.ask)."""
+    return session.ask(
+        text, events=observer, stop=stop, conversation=kept.conversation, remember=remember
+    )
 
 
 def keep_turn(kept: KeptConversation, printer: TurnPrinter, result: TurnResult) -> str:
@@ -268,13 +280,15 @@ def keep_turn(kept: KeptConversation, printer: TurnPrinter, result: TurnResult) 
 
 
 def keep_asked_turn(
-    session: Session, kept: KeptConversation, text: str, ctrl_c: CtrlC
+    session: Session, kept: KeptConversation, text: str, ctrl_c: CtrlC, *, remember: bool = False
 ) -> Ran[TurnResult]:
     """`ask --continue`: one turn within the kept conversation, on a thread of its own that
     Ctrl-C stops (app.turn_thread), kept in it however it ended, a stopped one as the chat keeps
     it. Shown as `ask` shows a turn (the session's own observer; the caller prints the reply)."""
     printer = TurnPrinter(text, show=False, also=session.events)
-    ran = run_stoppable(lambda stop: ask_within(session, kept, text, printer, stop), ctrl_c)
+    ran = run_stoppable(
+        lambda stop: ask_within(session, kept, text, printer, stop, remember=remember), ctrl_c
+    )
     problem = keep_turn(kept, printer, ran.value)
     if problem:
         sys.stderr.write(f"chamberlain: {problem}\n")
@@ -429,6 +443,8 @@ def _loop(session: Session, kept: KeptConversation, *, debug: bool) -> None:
     interactive = sys.stdin.isatty()
     sys.stderr.write(_greeting(kept))
     sys.stderr.flush()
+    # What the last turn offered to remember (a fact it did not keep), until the next message.
+    offered: str | None = None
     with ctrl_c_marked() as ctrl_c:
         reader = LineReader(sys.stdin, ctrl_c)
         while True:
@@ -445,8 +461,14 @@ def _loop(session: Session, kept: KeptConversation, *, debug: bool) -> None:
                     sys.stderr.write("\n")
                 break
             text = line.strip()
-            if text:
-                _turn(session, kept, text, ctrl_c, debug=debug)
+            if not text:
+                continue
+            if offered is not None and YES.match(text):
+                # A short yes to "I did not keep this…": the offered words are remembered.
+                result = _turn(session, kept, offered, ctrl_c, debug=debug, remember=True)
+            else:
+                result = _turn(session, kept, text, ctrl_c, debug=debug)
+            offered = next((m.text for m in result.memory if m.action == "offer"), None)
     sys.stderr.write(_farewell(kept))
     sys.stderr.flush()
 
@@ -458,7 +480,8 @@ def _turn(
     ctrl_c: CtrlC,
     *,
     debug: bool,
-) -> None:
+    remember: bool = False,
+) -> TurnResult:
     """One turn on the turn thread; Ctrl-C meanwhile stops it, and the loop goes on."""
 
     def stopping() -> None:
@@ -468,7 +491,7 @@ def _turn(
 
     printer = TurnPrinter(text, debug=debug)
     result = run_stoppable(
-        lambda stop: ask_within(session, kept, text, printer, stop),
+        lambda stop: ask_within(session, kept, text, printer, stop, remember=remember),
         ctrl_c,
         stopping=stopping,
         name="chamberlain-chat-turn",
@@ -479,3 +502,4 @@ def _turn(
     if problem:
         sys.stderr.write(f"chamberlain: {problem}\n")
         sys.stderr.flush()
+    return result

@@ -201,13 +201,14 @@ class NoticeEntry(Entry):
     tone: Tone = "info"
 
 
-MemoryState = Literal["waiting", "kept", "forgotten", "rejected", "plain"]
+MemoryState = Literal["waiting", "kept", "forgotten", "rejected", "plain", "offered"]
 
 
 @dataclass(eq=False)
 class MemoryEntry(Entry):
     """A memory line: "waiting" offers Approve, Edit… and Reject; "kept" offers Undo;
-    "forgotten", "rejected" and "plain" offer nothing. `busy` while the store is being asked,
+    "offered" (a fact the person stated that nothing kept) offers Remember; "forgotten",
+    "rejected" and "plain" offer nothing. `busy` while the store is being asked,
     `editing` while the person writes their own text, `note` says what their choice did and
     `problem` why it did not."""
 

@@ -843,6 +843,7 @@ class MemoryLine(QFrame):
     approve_requested = Signal(object)
     reject_requested = Signal(object)
     edit_requested = Signal(object, str)  # the MemoryEntry, the person's text
+    remember_requested = Signal(object)  # an offered MemoryEntry: the person's yes
 
     def __init__(self, entry: MemoryEntry) -> None:
         super().__init__()
@@ -871,6 +872,13 @@ class MemoryLine(QFrame):
         self.undo = _link_button("Undo", "Forget this again")
         self.undo.clicked.connect(lambda: self.undo_requested.emit(self.entry))
         layout.addWidget(self.undo, 0, Qt.AlignmentFlag.AlignTop)
+        # A fact the person stated that nothing kept: one click remembers it (as "remember
+        # that …" would, with its checks and consent).
+        self.remember = QPushButton("Remember")
+        self.remember.setAccessibleName("Remember this")
+        self.remember.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.remember.clicked.connect(lambda: self.remember_requested.emit(self.entry))
+        layout.addWidget(self.remember, 0, Qt.AlignmentFlag.AlignTop)
         column.addLayout(layout)
 
         self.editor_row = QWidget()
@@ -945,8 +953,10 @@ class MemoryLine(QFrame):
             control.setEnabled(not entry.busy)
         self.undo.setVisible(entry.state == "kept" and entry.fact_id is not None)
         self.undo.setEnabled(not entry.busy)
+        self.remember.setVisible(entry.state == "offered")
+        self.remember.setEnabled(not entry.busy)
         if entry.text:
-            for button in (*self.buttons.values(), self.undo):
+            for button in (*self.buttons.values(), self.undo, self.remember):
                 button.setAccessibleDescription(entry.text)
 
 
@@ -961,6 +971,7 @@ class Transcript(QScrollArea):
     approve_requested = Signal(object)  # a MemoryEntry
     reject_requested = Signal(object)  # a MemoryEntry
     edit_requested = Signal(object, str)  # a MemoryEntry, the person's text
+    remember_requested = Signal(object)  # an offered MemoryEntry
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -1252,6 +1263,7 @@ class Transcript(QScrollArea):
             line.approve_requested.connect(self.approve_requested.emit)
             line.reject_requested.connect(self.reject_requested.emit)
             line.edit_requested.connect(self.edit_requested.emit)
+            line.remember_requested.connect(self.remember_requested.emit)
             widget = line
         elif isinstance(entry, NoticeEntry):
             widget = NoticeLine(entry)

@@ -516,11 +516,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
     try:
         with ctrl_c_marked() as ctrl_c:
             if kept is None:
-                ran = run_stoppable(lambda stop: session.ask(text, stop=stop), ctrl_c)
+                ran = run_stoppable(
+                    lambda stop: session.ask(text, stop=stop, remember=args.remember), ctrl_c
+                )
             else:
                 from app.chat_cli import keep_asked_turn
 
-                ran = keep_asked_turn(session, kept, text, ctrl_c)
+                ran = keep_asked_turn(session, kept, text, ctrl_c, remember=args.remember)
     finally:
         session.close()
         if kept is not None:
@@ -1094,6 +1096,11 @@ def build_parser() -> argparse.ArgumentParser:
     # Not "+": `ask --continue TEXT` hands the first word to --continue (see asked_text).
     ask.add_argument("text", nargs="*")
     _turn_options(ask)
+    ask.add_argument(
+        "--remember",
+        action="store_true",
+        help="remember TEXT as a fact about you (what a reply offered to keep), not a request",
+    )
     ask.set_defaults(func=cmd_ask)
 
     chat = sub.add_parser(

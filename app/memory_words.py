@@ -10,6 +10,7 @@ beside it, never cut out of it. It must not import Qt (the headless CLI uses it)
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 from typing import Any
 
@@ -34,6 +35,11 @@ def memory_notice(event: MemoryEvent) -> str:
         )
     if action == "refused":
         return event.refusal
+    if action == "offer":
+        return (
+            f'I did not keep this: "{event.text}" To have me remember it, say "yes" (in '
+            f"`chamberlain chat`) or run `chamberlain ask --remember {_shell_words(event.text)}`."
+        )
     quoted = f'"{event.text}"'
     if event.status is FactStatus.PENDING:
         why = f" ({', '.join(event.reasons)})" if event.reasons else ""
@@ -51,6 +57,14 @@ def memory_notice(event: MemoryEvent) -> str:
     return f"{lead}: {quoted}{replaces} (undo: `chamberlain memory forget {event.fact_id}`)."
 
 
+def _shell_words(text: str) -> str:
+    """`text` as one shell word a person can copy: in double quotes where that is safe (an
+    apostrophe in "I'm" stays readable), else quoted as the shell needs."""
+    if not any(c in text for c in '"$`\\!'):
+        return f'"{text}"'
+    return shlex.quote(text)
+
+
 def _why(event: MemoryEvent) -> str:
     """ "secret: medication (insulin)": how sensitive a waiting fact looks, and what made it so."""
     level = event.sensitivity.value if event.sensitivity is not None else "personal"
@@ -61,6 +75,8 @@ def app_line(event: MemoryEvent) -> str:
     """One event as the desktop app's chat says it, beside its buttons (Approve, Edit…, Reject;
     Undo): never a command to type."""
     text = event.text.strip()
+    if event.action == "offer":
+        return f"I did not keep this: “{text}” Remember it?"
     if event.fact_id and text and event.action in ("added", "superseded", "pending"):
         if event.status is FactStatus.PENDING:
             return f"To remember “{text}” I need your approval — it looks {_why(event)}."
@@ -90,6 +106,8 @@ def memory_json(event: MemoryEvent) -> dict[str, Any]:
     """One event as `chamberlain ask --json` prints it under "memory": a kept fact's id, text,
     level, status and reasons, and the notice; for one not kept, what happened and the notice."""
     data: dict[str, Any] = {"action": event.action}
+    if event.action == "offer":
+        data["text"] = event.text
     if event.fact_id is not None:
         data.update(
             fact_id=event.fact_id,

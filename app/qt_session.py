@@ -138,6 +138,7 @@ class QtSession(QObject):
         *,
         temporary: bool = False,
         conversation: Conversation | None = None,
+        remember: bool = False,
     ) -> asyncio.Future[TurnResult]:
         """Hand one turn to the turn thread now, within `conversation` when given (the session
         appends the turn to it), and return what will hold its result; its events arrive
@@ -161,7 +162,11 @@ class QtSession(QObject):
             return loop.run_in_executor(
                 self._turns,
                 lambda: session.ask(
-                    text, events=self.turn_event.emit, stop=stop, conversation=conversation
+                    text,
+                    events=self.turn_event.emit,
+                    stop=stop,
+                    conversation=conversation,
+                    remember=remember,
                 ),
             )
 
@@ -187,9 +192,12 @@ class QtSession(QObject):
         *,
         temporary: bool = False,
         conversation: Conversation | None = None,
+        remember: bool = False,
     ) -> TurnResult:
         """Run one turn on the turn thread (`begin`) and wait for its result."""
-        return await self.begin(text, temporary=temporary, conversation=conversation)
+        return await self.begin(
+            text, temporary=temporary, conversation=conversation, remember=remember
+        )
 
     def _turn_over(self) -> None:
         self._stop = None

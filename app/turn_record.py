@@ -47,6 +47,8 @@ def memory_entry(event: MemoryEvent) -> MemoryEntry:
     remember)."""
     text = event.text.strip()
     body = app_line(event)
+    if event.action == "offer" and text:
+        return MemoryEntry(body=body, state="offered", text=text)
     if event.fact_id and event.action in KEPT_ACTIONS and text:
         state: MemoryState = "waiting" if event.status is FactStatus.PENDING else "kept"
         return MemoryEntry(body=body, fact_id=event.fact_id, state=state, text=text)

@@ -50,7 +50,15 @@ from broker.router.spaced_names import with_spaced_names
 from broker.runner import ToolRunner, TurnScope, self_test
 from broker.settings import Settings, SettingsError
 from broker.taint import Egress, mcp_network_of
-from broker.types import GrantMode, Intent, PolicyDecision, RouterOutput, TurnResult
+from broker.types import (
+    GrantMode,
+    Intent,
+    MemoryEvent,
+    PolicyDecision,
+    RouterArguments,
+    RouterOutput,
+    TurnResult,
+)
 from core.clock import Clock, SystemClock
 from core.errors import ChamberlainError, Remedy, StorageError
 from tools.limits import CommandLimits
@@ -110,6 +118,8 @@ class _Asking:
     observer: TurnObserver | None
     conversation: Conversation | None = None
     steps: list[Step] = field(default_factory=list)
+    # The person said yes to remembering these words (`ask(remember=True)`).
+    remember: bool = False
 
 
 class MemoryUnavailable(StorageError):
@@ -474,6 +484,7 @@ class Session:
         events: TurnObserver | None = None,
         stop: StopSignal | None = None,
         conversation: Conversation | None = None,
+        remember: bool = False,
     ) -> TurnResult:
         """One whole turn, within `conversation` when given: the model sees its earlier turns
         (broker/conversation.py), and the turn is appended to it when it ends, however it ends
@@ -488,7 +499,11 @@ class Session:
 
         `events` (else the session's own observer) is told of each step as it happens, on this
         thread. Firing `stop` from any thread cuts the model's stream, ends a running command's
-        process groups and resolves a pending permission prompt as cancelled."""
+        process groups and resolves a pending permission prompt as cancelled.
+
+        `remember`: the person asked for these words to be remembered (their yes to an offer:
+        `--remember`, "yes" in the chat, the Remember button): the turn is a memory write of
+        them, not routed; the write's sensitivity checks and consent apply as ever."""
         turn_id = "t-" + uuid.uuid4().hex[:12]
         observer = events if events is not None else self.events
         emit(observer, TurnStarted(turn_id, text))
@@ -496,7 +511,7 @@ class Session:
         def delta(piece: str) -> None:
             emit(observer, TextDelta(turn_id, piece))
 
-        asking = _Asking(text, turn_id, observer, conversation)
+        asking = _Asking(text, turn_id, observer, conversation, remember=remember)
         try:
             with stopping(stop), deltas_to(delta if observer is not None else None):
                 turn = self._ask(asking)
@@ -662,7 +677,17 @@ class Session:
         # The router reads the person's earlier words and what their turns listed, as data.
         earlier = conversation.earlier() if conversation is not None else ()
         # A file name with spaces typed without quotes is read as the file that exists.
-        router = with_spaced_names(self.route(text, turn_id, earlier), names_a_file)
+        if asking.remember:
+            router = RouterOutput(
+                intent=Intent.MEMORY_WRITE,
+                needs_memory_write=True,
+                confidence=1.0,
+                source="person",
+                arguments=RouterArguments(fact=text),
+                text=text,
+            )
+        else:
+            router = with_spaced_names(self.route(text, turn_id, earlier), names_a_file)
         try:
             self.audit.append(
                 AuditEvent.ROUTER_OUTPUT,
@@ -711,7 +736,9 @@ class Session:
             result = ExecutionResult(reply=question)
         else:
             result = self._execute(router, policy, scope, recollection, conversation, steps)
-            note = self._understood_note(router)
+            # A fact to offer to remember says more than "I took this as …, not something to
+            # remember": then the offer alone is said.
+            note = None if self._offer_text(router) else self._understood_note(router)
             if note is not None:
                 result.reply = f"{result.reply}\n\n{note}" if result.reply else note
             backend = self._backend_note(result, turn_id)
@@ -741,6 +768,9 @@ class Session:
         if unrecorded is not None:
             note = f"(This turn was not fully recorded in the audit log, because {unrecorded}.)"
             turn.reply = f"{turn.reply}\n\n{note}" if turn.reply else note
+        offered = self._fact_offer(turn)
+        if offered is not None:
+            turn.memory.append(offered)
         # What memory did stays beside the reply, as data; each front end words it.
         for event in turn.memory:
             emit(observer, MemoryNotice(turn_id, event))
@@ -751,6 +781,30 @@ class Session:
             # Asked to remember, and nothing was kept (refused, paused, temporary, empty).
             turn.failed = not any(e.fact_id for e in turn.memory)
         return turn
+
+    def _fact_offer(self, turn: TurnResult) -> MemoryEvent | None:
+        """A lasting fact the person told about themselves that this turn did not keep (the
+        router read no memory write, and no model proposal kept it): offered to remember, from
+        their own words only (broker/fact_offer.py), so it is never lost silently. Never in a
+        temporary chat or while memory is paused, never a credential, never for a cancelled or
+        broken turn; nothing is stored until the person says yes (`ask(remember=True)`)."""
+        if turn.status != "done" or any(event.fact_id for event in turn.memory):
+            return None  # stopped or broken, or a model proposal kept something from it
+        offered = self._offer_text(turn.router)
+        return MemoryEvent("offer", text=offered) if offered is not None else None
+
+    def _offer_text(self, router: RouterOutput) -> str | None:
+        from broker.fact_offer import offer_of
+        from memory.sensitivity.assessment import refuse_credentials
+
+        if router.intent in (Intent.MEMORY_WRITE, Intent.MEMORY_READ):
+            return None
+        if self.temporary or self.settings.memory.paused:
+            return None
+        offered = offer_of(router.text)
+        if offered is None or refuse_credentials(router.text) is not None:
+            return None
+        return offered
 
     def _clarifying_question(self, router: RouterOutput) -> str | None:
         """One short question instead of acting, when the best reading would run a command or

@@ -86,8 +86,9 @@ class RouterOutput(BaseModel):
     risk_level: RiskLevel = "low"
     confidence: float = Field(default=0.0, ge=0.0, le=1.0)
     # Who decided the intent: a fast-path prefix, the rules, the learned classifier (where the
-    # rules were unsure and it disagreed), or a model's refinement.
-    source: Literal["prefix", "heuristic", "classifier", "model"] = "heuristic"
+    # rules were unsure and it disagreed), a model's refinement, or the person (who said yes to
+    # remembering what they wrote: `Session.ask(remember=True)`).
+    source: Literal["prefix", "heuristic", "classifier", "model", "person"] = "heuristic"
     arguments: RouterArguments = Field(default_factory=RouterArguments)
     # The message with any fast-path prefix removed; what the model is asked.
     text: str = ""
@@ -155,6 +156,9 @@ MemoryAction = Literal[
     "empty",
     "temporary",
     "paused",
+    # Nothing kept: the person stated a lasting fact about themselves that the router did not
+    # take as a memory write; `text` is what to offer to remember (broker/fact_offer.py).
+    "offer",
 ]
 
 

@@ -1378,3 +1378,43 @@ def test_a_fact_waiting_from_the_command_line_chat_can_be_approved_in_its_conver
     assert "insulin" in fact.text
     chat.close()
     memory.close()
+
+
+def test_a_fact_said_without_remember_is_offered_and_one_click_remembers_it(
+    qtbot, run, app_home, memory
+):
+    """No model, and a fact the router reads as talk: the chat says it kept nothing and offers
+    Remember; the click runs a memory write of the person's words, whose health fact then waits
+    for Approve as any would."""
+    chat = rig(qtbot, app_home, memory)
+    window = chat.window
+
+    async def offered() -> MemoryLine:
+        await chat.shown()
+        await type_and_send(qtbot, window, "I'm allergic to shellfish. Please don't forget that.")
+        await turn_done(window)
+        [line] = memory_lines(window)
+        return line
+
+    line = run(offered())
+    assert line.entry.state == "offered"
+    assert line.label.text() == "I did not keep this: “I'm allergic to shellfish.” Remember it?"
+    assert line.remember.isVisibleTo(line)
+    assert not any(b.isVisibleTo(line) for b in (line.approve, line.reject, line.undo))
+    assert memory.facts() == []
+
+    async def click() -> MemoryLine:
+        qtbot.mouseClick(line.remember, Qt.MouseButton.LeftButton)
+        await until(lambda: len(memory_lines(window)) == 2)
+        await turn_done(window)
+        return memory_lines(window)[1]
+
+    waiting = run(click())
+    assert not line.remember.isVisibleTo(line)
+    assert "You said yes." in line.label.text()
+    assert waiting.entry.state == "waiting"
+    assert waiting.approve.isVisibleTo(waiting)
+    [fact] = memory.facts()
+    assert fact.text == "I'm allergic to shellfish"
+    assert fact.status is FactStatus.PENDING
+    chat.close()

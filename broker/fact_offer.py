@@ -1,0 +1,110 @@
+"""A fact the person told about themselves that nothing kept: found in their own words, so the
+reply can offer to remember it (a missed fact is never lost silently).
+
+The router takes "remember that I'm allergic to penicillin" as a memory write; "I'm allergic to
+penicillin. Please don't forget that." or "fyi vegetarian now" it may read as talk, and without a
+model to propose facts nothing would be kept, and nothing said. `offer_of` finds the sentences of
+a message that state something lasting about the person — where they live or work, what they
+cannot eat, what they are called, what they prefer — or that the person marks as worth keeping
+("fyi", "don't forget", "for future reference"). Passing moods ("I'm tired"), questions and
+requests are not offered. Plain code, no model: it reads only the person's own message, so a
+document or web page can never make Chamberlain offer to remember what it says.
+
+Nothing is stored here: the front end offers, and the person's yes (`--remember`, "yes" in the
+chat, the Remember button) asks for an ordinary memory write of those words, with its usual
+sensitivity checks and consent.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_OFFER_CHARS = 300
+MAX_MESSAGE_CHARS = 1500
+
+# Words that mark a statement as meant to be kept.
+_KEEP = re.compile(
+    r"\b(?:don'?t forget|do not forget|dont forget|keep in mind|bear in mind|for future reference|"
+    r"note (?:that|this)|take note|make a note|jot (?:this|that) down|write (?:this|that) down|"
+    r"for next time|from now on|going forward|update what you know|for the record|"
+    r"just so you know|so you know|remember (?:this|that)(?: for me)?)\b",
+    re.IGNORECASE,
+)
+# Openers of a statement the person gives as information ("fyi vegetarian now").
+_LEAD = re.compile(
+    r"^\s*(?:fyi|f\.y\.i\.?|btw|by the way|heads up|update|quick update|just so you know|"
+    r"for the record|for future reference|note)\b[\s,:;-]*",
+    re.IGNORECASE,
+)
+# Lasting things about a person.
+_LASTING = re.compile(
+    r"\b(?:allergic|allergy|allergies|intolerant|intolerance|vegetarian|vegan|pescatarian|"
+    r"gluten|lactose|diabetic|coeliac|celiac|kosher|halal|teetotal|"
+    r"(?:live|living|moved|moving|relocated|relocating) (?:in|to|into|back to)|"
+    r"(?:work|working) (?:at|for|as|in)|"
+    r"(?:new|switched|changed|started|left|quit)(?: my)? "
+    r"(?:job|jobs|role|company|employer|position)|"
+    r"my (?:name|full name|nickname|pronouns|birthday|address|postcode|zip|phone|mobile|number|"
+    r"email|wife|husband|partner|son|daughter|kids|children|dog|cat|boss|doctor|dentist|gp|"
+    r"blood type|timezone|time zone|favou?rite \w+) (?:is|are|was|'s)|"
+    r"call me|go by|i prefer|prefer (?:to|short|long|metric|imperial|celsius|fahrenheit)|"
+    r"born (?:on|in)|my birthday|"
+    r"(?:i'?m|i am|im) (?:a|an) [a-z-]+(?: [a-z-]+)?\s*$)",
+    re.IGNORECASE,
+)
+_QUESTION = re.compile(
+    r"\?\s*$|^\s*(?:what|who|whom|where|when|why|how|which|can|could|would|will|do|does|did|"
+    r"is|are|should|shall|may|might|have you|has)\b",
+    re.IGNORECASE,
+)
+_REQUEST = re.compile(
+    r"^\s*(?:please\s+|pls\s+|can you\s+|could you\s+)?(?:list|show|open|find|search|look|read|"
+    r"summari[sz]e|run|start|stop|kill|check|tell|give|write|draft|make|create|delete|remove|"
+    r"move|copy|download|install|translate|explain|help|book|order|buy|send|email|"
+    r"call(?! me\b)|play|set|turn|compare|recommend|plan|research)\b",
+    re.IGNORECASE,
+)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+|;\s+")
+# What a keep-marker sentence says on its own ("Please don't forget that."): nothing to keep.
+_ONLY_MARKER = re.compile(
+    r"^\s*(?:please\s+|pls\s+)?(?:(?:don'?t|do not|dont) forget (?:that|this|it)|"
+    r"keep (?:that|this|it) in mind|note (?:that|this)|remember (?:that|this)(?: for me)?|"
+    r"(?:ok|okay|thanks|thank you|ty))[\s.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _sentences(text: str) -> list[str]:
+    return [part.strip() for part in _SENTENCES.split(text) if part and part.strip()]
+
+
+def _fact_sentence(sentence: str, marked: bool) -> str | None:
+    """The sentence as a fact to offer, or None: a question, a request, a passing remark."""
+    led = _LEAD.match(sentence)
+    body = sentence[led.end() :] if led else sentence
+    body = body.strip(" ,;:-")
+    if not body or _QUESTION.search(body) or _REQUEST.match(body) or _ONLY_MARKER.match(body):
+        return None
+    # Drop a keep-marker's own words around the fact ("..., please don't forget that").
+    body = _KEEP.sub("", body).strip(" ,;:-")
+    body = re.sub(r"\b(?:please|pls)\s*[.!]*$", "", body, flags=re.IGNORECASE).strip(" ,;:-")
+    if len(body.split()) < 2 and not (led and body):
+        return None
+    if _LASTING.search(body) or ((led or marked) and len(body.split()) <= 25):
+        return body if body.endswith((".", "!")) else body + "."
+    return None
+
+
+def offer_of(text: str) -> str | None:
+    """The person's own statement about themselves worth keeping, or None."""
+    if not text or len(text) > MAX_MESSAGE_CHARS:
+        return None
+    sentences = _sentences(text)
+    marked = bool(_KEEP.search(text)) or any(_LEAD.match(s) for s in sentences)
+    facts = [fact for s in sentences if (fact := _fact_sentence(s, marked)) is not None]
+    if not facts:
+        return None
+    offered = " ".join(facts)
+    if len(offered) > MAX_OFFER_CHARS:
+        return None
+    return offered[0].upper() + offered[1:]

@@ -1,0 +1,69 @@
+"""A fact said without "remember" is never lost silently, at the terminal: `ask` offers it and
+says how to keep it, `ask --remember` keeps it (with consent where it is sensitive), and in
+`chat` a short "yes" keeps it. The real CLI, a real memory database and audit log; no model
+(`--llm none`), as when the router alone reads the message."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import ask_json, make_user, run_cli
+from tests.support.pty_session import CTRL_D, pty_session
+
+ALLERGY = "I'm allergic to shellfish. Please don't forget that."
+
+
+@pytest.fixture
+def user(tmp_path: Path) -> Path:
+    return make_user(tmp_path / "user")
+
+
+def facts(user: Path) -> str:
+    return run_cli(user, "memory", "list").stdout
+
+
+def test_ask_offers_the_fact_and_keeps_nothing_until_asked(user: Path) -> None:
+    _proc, turn = ask_json(user, ALLERGY, "--llm", "none")
+    [event] = turn["memory"]
+    assert event["action"] == "offer"
+    assert event["text"] == "I'm allergic to shellfish."
+    assert 'chamberlain ask --remember "I\'m allergic to shellfish."' in event["notice"]
+    assert "shellfish" not in facts(user)
+    plain = run_cli(user, "ask", "--llm", "none", ALLERGY)
+    assert 'I did not keep this: "I\'m allergic to shellfish."' in plain.stdout
+
+
+def test_ask_remember_keeps_it_and_a_health_fact_waits_for_consent(user: Path) -> None:
+    proc, turn = ask_json(user, "I'm allergic to shellfish.", "--llm", "none", "--remember")
+    assert proc.returncode == 0, proc.stderr
+    [event] = turn["memory"]
+    assert event["status"] == "pending"
+    assert "I'm allergic to shellfish" in facts(user)
+    assert "pending" in facts(user)
+
+
+def test_no_offer_for_a_credential_or_in_a_temporary_chat(user: Path) -> None:
+    for said in ("fyi my password is hunter2-blue", "note: my pin is 4821"):
+        _proc, turn = ask_json(user, said, "--llm", "none")
+        assert all(event["action"] != "offer" for event in turn["memory"]), turn["memory"]
+    _proc, turn = ask_json(user, ALLERGY, "--llm", "none", "--temporary")
+    assert turn["memory"] == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs a Linux pty")
+def test_in_chat_a_short_yes_keeps_what_was_offered(user: Path) -> None:
+    with pty_session(user, "chat", "--llm", "none") as term:
+        term.read_until("> ")
+        term.type(ALLERGY + "\r")
+        term.read_until('say "yes"')
+        term.read_until("> ")
+        term.type("yes please\r")
+        term.read_until("I need your approval")
+        term.read_until("> ")
+        term.type(CTRL_D)
+        code, _screen = term.finish()
+    assert code == 0, term.screen
+    assert "I'm allergic to shellfish" in facts(user)

@@ -1,0 +1,50 @@
+"""broker/fact_offer.py: which of a person's own sentences are offered to be remembered when
+nothing kept them. Messages written for this test (none from any evaluation corpus)."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker.fact_offer import MAX_MESSAGE_CHARS, offer_of
+
+
+@pytest.mark.parametrize(
+    ("message", "offered"),
+    [
+        ("I'm allergic to shellfish. Please don't forget that.", "I'm allergic to shellfish."),
+        ("heads up: I moved to Bristol last month", "I moved to Bristol last month."),
+        ("just so you know my wife's name is Priya", "My wife's name is Priya."),
+        ("fyi vegan now", "Vegan now."),
+        ("call me Sam from now on", "Call me Sam."),
+        ("I prefer short answers", "I prefer short answers."),
+        ("my birthday is 3 March", "My birthday is 3 March."),
+        ("I'm a nurse", "I'm a nurse."),
+        # The statement of a mixed message; its question is not offered.
+        ("I live in Leeds. What's the weather like there tomorrow?", "I live in Leeds."),
+        ("note: dentist appointment moved to friday", "Dentist appointment moved to friday."),
+    ],
+)
+def test_a_lasting_fact_or_one_marked_to_keep_is_offered(message: str, offered: str) -> None:
+    assert offer_of(message) == offered
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "I'm tired",  # a passing mood
+        "I hate this printer",
+        "I'm a bit confused about this",
+        "what's the capital of France?",
+        "list files in ~/Documents",
+        "can you tell me where I live?",
+        "thanks!",
+        "Please don't forget that.",  # a marker with nothing to keep
+        "",
+    ],
+)
+def test_questions_requests_and_passing_remarks_are_not_offered(message: str) -> None:
+    assert offer_of(message) is None
+
+
+def test_a_pasted_essay_is_not_offered() -> None:
+    assert offer_of("I live in Leeds. " * (MAX_MESSAGE_CHARS // 10)) is None
