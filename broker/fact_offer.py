@@ -23,17 +23,30 @@ MAX_OFFER_CHARS = 300
 MAX_MESSAGE_CHARS = 1500
 
 # Words that mark a statement as meant to be kept.
+# "remember" and its common misspellings, but not "remember to <do>" (an instruction), "remember
+# me" or "remember when/how …" (talk).
+_REMEMBER = (
+    r"(?:remember|rember|remeber|remmber|rmbr|remembr)"
+    r"(?!\s+(?:to|me|when|how|what|why|where|if|the time|back)\b)"
+)
 _KEEP = re.compile(
-    r"\b(?:don'?t forget|do not forget|dont forget|keep in mind|bear in mind|for future reference|"
+    r"\b(?:don'?t forget|do not forget|dont forget|keep in mind|bear in mind|"
+    r"keep (?:that|this|it) in mind|for future reference|for the future|"
+    # The same in French, as people who mix it in write it.
+    r"souviens-toi|rappelle-toi|garde (?:ça|ca|cela) en (?:tête|tete)|"
+    r"pour (?:référence|reference) future|"
     r"note (?:that|this)|take note|make a note|jot (?:this|that) down|write (?:this|that) down|"
     r"for next time|from now on|going forward|update what you know|for the record|"
-    r"just so you know|so you know|remember (?:this|that)(?: for me)?)\b",
+    r"just so you know|so you know|" + _REMEMBER + r"(?: (?:this|that))?(?: for me)?)\b",
     re.IGNORECASE,
 )
 # Openers of a statement the person gives as information ("fyi vegetarian now").
 _LEAD = re.compile(
     r"^\s*(?:fyi|f\.y\.i\.?|btw|by the way|heads up|update|quick update|just so you know|"
-    r"for the record|for future reference|note)\b[\s,:;-]*",
+    r"for the record|for future reference|for the future|note|correction|news|"
+    r"souviens-toi(?: que)?|rappelle-toi(?: que)?|pour (?:référence|reference) future|"
+    + _REMEMBER
+    + r"(?: that)?)\b[\s,:;-]*",
     re.IGNORECASE,
 )
 # Lasting things about a person.
@@ -44,9 +57,15 @@ _LASTING = re.compile(
     r"(?:work|working) (?:at|for|as|in)|"
     r"(?:new|switched|changed|started|left|quit)(?: my)? "
     r"(?:job|jobs|role|company|employer|position)|"
-    r"my (?:name|full name|nickname|pronouns|birthday|address|postcode|zip|phone|mobile|number|"
-    r"email|wife|husband|partner|son|daughter|kids|children|dog|cat|boss|doctor|dentist|gp|"
-    r"blood type|timezone|time zone|favou?rite \w+) (?:is|are|was|'s)|"
+    r"(?:starting|started|joining|joined) (?:as|at)|leaving (?:the|my)|switched to|"
+    r"(?:my|ma) (?:[a-z]+'s )?(?:[a-z]+ )?(?:name|full name|nickname|pronouns|birthday|address|"
+    r"postcode|zip|phone|mobile|number|email|wife|husband|partner|son|daughter|kids|children|"
+    r"dog|dugs?|cat|boss|doctor|dentist|gp|blood type|timezone|time zone|rate|default \w+|"
+    r"favou?rite \w+|screen name)(?:'s)? (?:is|are|was|'s)|"
+    # French, as above.
+    r"je suis (?:v[ée]gane?|v[ée]g[ée]tarien\w*|allergique|intol[ée]rant\w*)|"
+    r"j'ai d[ée]m[ée]nag[ée]|mon (?:adresse|nom|anniversaire|tarif|num[ée]ro) |"
+    r"je pr[ée]f[èe]re|"
     r"call me|go by|i prefer|prefer (?:to|short|long|metric|imperial|celsius|fahrenheit)|"
     r"born (?:on|in)|my birthday|"
     r"(?:i'?m|i am|im) (?:a|an) [a-z-]+(?: [a-z-]+)?\s*$)",
@@ -54,14 +73,21 @@ _LASTING = re.compile(
 )
 _QUESTION = re.compile(
     r"\?\s*$|^\s*(?:what|who|whom|where|when|why|how|which|can|could|would|will|do|does|did|"
-    r"is|are|should|shall|may|might|have you|has)\b",
+    r"is|are|should|shall|may|might|have you|has|y|wot|wat|wut|whit|hw|wen|whats|wats|"
+    r"wheres|hows|whos|whens)\b",
     re.IGNORECASE,
 )
 _REQUEST = re.compile(
     r"^\s*(?:please\s+|pls\s+|can you\s+|could you\s+)?(?:list|show|open|find|search|look|read|"
     r"summari[sz]e|run|start|stop|kill|check|tell|give|write|draft|make|create|delete|remove|"
     r"move|copy|download|install|translate|explain|help|book|order|buy|send|email|"
-    r"call(?! me\b)|play|set|turn|compare|recommend|plan|research)\b",
+    r"call(?! me\b)|play|set|turn|compare|recommend|plan|research|use|factor|always|never|"
+    r"fix|replace|update|change|forget|oublie|delete)\b",
+    re.IGNORECASE,
+)
+_TAIL = re.compile(
+    r"[,—–-]\s*(?:so\s+|and\s+)?(?:please\s+|pls\s+)?(?:keep (?:that|this|it) in mind|"
+    r"don'?t forget|dont forget|do not forget|garde (?:ça|ca|cela) en|fur wen|for when)\b.*$",
     re.IGNORECASE,
 )
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+|;\s+")
@@ -85,7 +111,9 @@ def _fact_sentence(sentence: str, marked: bool) -> str | None:
     body = body.strip(" ,;:-")
     if not body or _QUESTION.search(body) or _REQUEST.match(body) or _ONLY_MARKER.match(body):
         return None
-    # Drop a keep-marker's own words around the fact ("..., please don't forget that").
+    # A keep-marker's clause ends the fact ("..., so keep that in mind whenever you ..."), and
+    # its own words go ("..., please don't forget that").
+    body = _TAIL.split(body)[0]
     body = _KEEP.sub("", body).strip(" ,;:-")
     body = re.sub(r"\b(?:please|pls)\s*[.!]*$", "", body, flags=re.IGNORECASE).strip(" ,;:-")
     if len(body.split()) < 2 and not (led and body):

@@ -22,6 +22,13 @@ from broker.fact_offer import MAX_MESSAGE_CHARS, offer_of
         # The statement of a mixed message; its question is not offered.
         ("I live in Leeds. What's the weather like there tomorrow?", "I live in Leeds."),
         ("note: dentist appointment moved to friday", "Dentist appointment moved to friday."),
+        # A misspelt "remember", a keep-marker's clause cut off, French as people mix it in.
+        ("rember my cats name is Pixel", "My cats name is Pixel."),
+        (
+            "I moved to a standing desk, so keep that in mind for posture tips",
+            "I moved to a standing desk.",
+        ),
+        ("souviens-toi que je suis allergique aux arachides", "Je suis allergique aux arachides."),
     ],
 )
 def test_a_lasting_fact_or_one_marked_to_keep_is_offered(message: str, offered: str) -> None:
@@ -39,6 +46,9 @@ def test_a_lasting_fact_or_one_marked_to_keep_is_offered(message: str, offered: 
         "can you tell me where I live?",
         "thanks!",
         "Please don't forget that.",  # a marker with nothing to keep
+        "remember to include hidden files: list ~/.config",  # an instruction, not a fact
+        "remember when we fixed the printer? it broke again",
+        "whats the weather in leeds",
         "",
     ],
 )
