@@ -37,13 +37,15 @@ _KEEP = re.compile(
     r"pour (?:référence|reference) future|"
     r"note (?:that|this)|take note|make a note|jot (?:this|that) down|write (?:this|that) down|"
     r"for next time|from now on|going forward|update what you know|for the record|"
-    r"just so you know|so you know|" + _REMEMBER + r"(?: (?:this|that))?(?: for me)?)\b",
+    r"just so you know|so you know|save this(?: about me)?|keep (?:it|this) for|"
+    r"(?:pls|please) update|" + _REMEMBER + r" (?:this|that)(?: for me)?)\b",
     re.IGNORECASE,
 )
 # Openers of a statement the person gives as information ("fyi vegetarian now").
 _LEAD = re.compile(
-    r"^\s*(?:fyi|f\.y\.i\.?|btw|by the way|heads up|update|quick update|just so you know|"
-    r"for the record|for future reference|for the future|note|correction|news|"
+    r"^\s*(?:fyi|f\.y\.i\.?|btw|by the way|heads up|quick update|just so you know|"
+    r"for the record|for future reference|for the future|"
+    r"(?:note|correction|news|update)(?=\s*[:,-])|"
     r"souviens-toi(?: que)?|rappelle-toi(?: que)?|pour (?:référence|reference) future|"
     + _REMEMBER
     + r"(?: that)?)\b[\s,:;-]*",
@@ -55,11 +57,14 @@ _LASTING = re.compile(
     r"gluten|lactose|diabetic|coeliac|celiac|kosher|halal|teetotal|"
     r"(?:live|living|moved|moving|relocated|relocating) (?:in|to|into|back to)|"
     r"(?:work|working) (?:at|for|as|in)|"
-    r"(?:new|switched|changed|started|left|quit)(?: my)? "
+    r"(?:new|switched|changed|started|left|quit)(?: my| that| the)? "
     r"(?:job|jobs|role|company|employer|position)|"
     r"(?:starting|started|joining|joined) (?:as|at)|leaving (?:the|my)|switched to|"
+    r"(?:her|his|their) name is|(?:don'?t|do not|no longer|never) (?:drink|eat|smoke)|"
+    r"got (?:a|an) (?:cat|dog|puppy|kitten|new \w+)|"
     r"(?:my|ma) (?:[a-z]+'s )?(?:[a-z]+ )?(?:name|full name|nickname|pronouns|birthday|address|"
-    r"postcode|zip|phone|mobile|number|email|wife|husband|partner|son|daughter|kids|children|"
+    r"postcode|zip|phone number|mobile number|number|email|wife|husband|partner|son|daughter|"
+    r"kids|children|"
     r"dog|dugs?|cat|boss|doctor|dentist|gp|blood type|timezone|time zone|rate|default \w+|"
     r"favou?rite \w+|screen name)(?:'s)? (?:is|are|was|'s)|"
     # French, as above.
@@ -72,7 +77,8 @@ _LASTING = re.compile(
     re.IGNORECASE,
 )
 _QUESTION = re.compile(
-    r"\?\s*$|^\s*(?:what|who|whom|where|when|why|how|which|can|could|would|will|do|does|did|"
+    r"\?\s*$|\b(?:whats|what's|what is|wats|can you|could you|pls check|please check)\b|"
+    r"^\s*(?:what|who|whom|where|when|why|how|which|can|could|would|will|do|does|did|"
     r"is|are|should|shall|may|might|have you|has|y|wot|wat|wut|whit|hw|wen|whats|wats|"
     r"wheres|hows|whos|whens)\b",
     re.IGNORECASE,
@@ -94,7 +100,7 @@ _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+|;\s+")
 # What a keep-marker sentence says on its own ("Please don't forget that."): nothing to keep.
 _ONLY_MARKER = re.compile(
     r"^\s*(?:please\s+|pls\s+)?(?:(?:don'?t|do not|dont) forget (?:that|this|it)|"
-    r"keep (?:that|this|it) in mind|note (?:that|this)|remember (?:that|this)(?: for me)?|"
+    r"keep (?:that|this|it) in mind|note (?:that|this)|remember (?:that|this)(?: for me)?|update|"
     r"(?:ok|okay|thanks|thank you|ty))[\s.!]*$",
     re.IGNORECASE,
 )
