@@ -3,7 +3,8 @@
     .venv/bin/python scripts/train_intent_model.py [--tuning FILE] [--no-corpus] [--output FILE]
 
 Trains on `CORPUS` (tests/broker/router_corpus.py), tests/broker/data/router_tuning.jsonl when
-it exists, and the tuning dialogues' messages that are read by their own words
+it exists with issue 24's blind message sets beside it (intents_tuning_*.jsonl, each scored once
+before it was trained on), and the tuning dialogues' messages that are read by their own words
 (tests/broker/data/dialogues_tuning*.jsonl, by some twenty-five more blind writers: every first
 turn, and every later turn whose intent is not the turn's before it; `--no-dialogues` leaves
 them out), and on nothing else: the old `HOLDOUT` list, router_heldout.jsonl and
@@ -68,6 +69,8 @@ HELDOUT = DATA / "router_heldout.jsonl"
 # Every tuning dialogue's first turn is a first message too, and so is a later turn that
 # changes the intent (`dialogue_messages`).
 DIALOGUES = "dialogues_tuning*.jsonl"
+# Issue 24's blind message sets, each scored once by the router as shipped, then tuning data.
+BLIND_SETS = "intents_tuning_*.jsonl"
 OPENINGS = "dialogues_tuning*.jsonl (first turns)"
 CHANGES = "dialogues_tuning*.jsonl (later turns that change the intent)"
 OUTPUT = REPO / "resources" / "intent_model.json"
@@ -197,6 +200,9 @@ def training_examples(
     found: list[Example] = corpus_examples() if corpus else []
     if tuning is not None and tuning.exists():
         found += read_jsonl(tuning)
+        if tuning.resolve() == TUNING.resolve():
+            for blind in sorted(DATA.glob(BLIND_SETS)):
+                found += read_jsonl(blind)
     if dialogues:
         found += dialogue_messages(leave_out=leave_out)
     seen: dict[str, Example] = {}
