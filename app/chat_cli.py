@@ -52,6 +52,13 @@ YES = re.compile(
     r"(?:[\s,]+(?:please|do|remember it|keep it|thanks?))*\s*[.!]*\s*$",
     re.IGNORECASE,
 )
+# After a reply that itself asked something, a bare "yes" answers that question: then only
+# "remember it" (or "yes, remember it") takes up the offer.
+REMEMBER_IT = re.compile(
+    r"^\s*(?:(?:y|yes|yeah|ok(?:ay)?|sure)[\s,]+)?(?:please\s+)?(?:remember|keep) "
+    r"(?:it|that|this)(?:\s+please)?\s*[.!]*\s*$",
+    re.IGNORECASE,
+)
 PROMPT = "> "
 
 
@@ -445,6 +452,7 @@ def _loop(session: Session, kept: KeptConversation, *, debug: bool) -> None:
     sys.stderr.flush()
     # What the last turn offered to remember (a fact it did not keep), until the next message.
     offered: str | None = None
+    asked_back = False
     with ctrl_c_marked() as ctrl_c:
         reader = LineReader(sys.stdin, ctrl_c)
         while True:
@@ -463,12 +471,19 @@ def _loop(session: Session, kept: KeptConversation, *, debug: bool) -> None:
             text = line.strip()
             if not text:
                 continue
-            if offered is not None and YES.match(text):
+            taken = REMEMBER_IT.match(text) or (not asked_back and YES.match(text))
+            if offered is not None and taken:
                 # A short yes to "I did not keep this…": the offered words are remembered.
                 result = _turn(session, kept, offered, ctrl_c, debug=debug, remember=True)
             else:
                 result = _turn(session, kept, text, ctrl_c, debug=debug)
             offered = next((m.text for m in result.memory if m.action == "offer"), None)
+            asked_back = result.reply.rstrip().endswith("?")
+            if offered is not None and asked_back:
+                sys.stderr.write(
+                    'A "yes" now answers the question above; say "remember it" to keep the fact.\n'
+                )
+                sys.stderr.flush()
     sys.stderr.write(_farewell(kept))
     sys.stderr.flush()
 

@@ -127,6 +127,7 @@ class DesktopApp(QObject):
         self._tray_look.setInterval(TRAY_LOOK_MS)
         self._tray_look.timeout.connect(self._look_for_tray)
         self._may_look_for_tray = use_tray is None
+        self._tray_looking = False
         # What start-up has finished finding, for the welcome window: memory open (or why
         # not), the model connected (or why not).
         self._memory_found = False
@@ -457,9 +458,28 @@ class DesktopApp(QObject):
         self.show_window("chat")
 
     def _look_for_tray(self) -> None:
-        """A tray host has started since: live in it from now on (the chat keeps its menu)."""
-        if self._quitting or not Tray.available():
+        """Look, off the UI thread, for a tray host that has started since (one look at a time:
+        a bus that is slow to answer never piles them up)."""
+        if self._quitting or self._tray_looking:
             return
+        self._tray_looking = True
+        self._spawn(self._look_for_tray_now())
+
+    async def _look_for_tray_now(self) -> None:
+        from app.tray import status_notifier_host
+
+        try:
+            host = None
+            if QGuiApplication.platformName() == "wayland":
+                host = await asyncio.to_thread(status_notifier_host)
+            if self._quitting or not Tray.available(host):
+                return
+        finally:
+            self._tray_looking = False
+        self._use_found_tray()
+
+    def _use_found_tray(self) -> None:
+        """A tray host has started since: live in it from now on (the chat keeps its menu)."""
         self._tray_look.stop()
         self.use_tray = True
         log.info("a system tray appeared: showing the tray icon")

@@ -14,6 +14,8 @@ import os
 import threading
 from collections.abc import Mapping
 
+from tools.wayland import session_bus_address
+
 log = logging.getLogger("chamberlain.app.notifications")
 
 SERVICE = "org.freedesktop.Notifications"
@@ -23,23 +25,13 @@ SHOW_MS = 8000
 MAX_TEXT = 500
 
 
-def _bus_address(environ: Mapping[str, str]) -> str | None:
-    address = environ.get("DBUS_SESSION_BUS_ADDRESS", "").strip()
-    if address:
-        return address
-    runtime = environ.get("XDG_RUNTIME_DIR", "").strip()
-    if runtime and os.path.exists(os.path.join(runtime, "bus")):
-        return f"unix:path={runtime}/bus"
-    return None
-
-
 def send(title: str, text: str, environ: Mapping[str, str] | None = None) -> int | None:
     """Show one notification now; its id, or None where no service shows it (said in the log).
     Blocking: call `send_soon` from the UI thread."""
     from jeepney import DBusAddress, MessageType, new_method_call
     from jeepney.io.blocking import open_dbus_connection
 
-    address = _bus_address(os.environ if environ is None else environ)
+    address = session_bus_address(os.environ if environ is None else environ)
     if address is None:
         log.info("no session bus for a notification: %s — %s", title, text)
         return None

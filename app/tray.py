@@ -11,7 +11,8 @@ It renders the QtSession's state and forwards the person's choices; it decides n
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from importlib import resources
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, SignalInstance
@@ -159,14 +160,16 @@ class Tray(QObject):
     # -- state -----------------------------------------------------------------------------------
 
     @staticmethod
-    def available() -> bool:
+    def available(host_found: bool | None = None) -> bool:
         """Whether the desktop has a system tray to live in now (GNOME without AppIndicator, a
         bare X server and a Wayland compositor with no StatusNotifier host have none). Asked
-        again while there is none: a tray host often starts after the apps at login."""
+        again while there is none: a tray host often starts after the apps at login.
+        `host_found`: `status_notifier_host()` already asked (off the UI thread)."""
         from PySide6.QtGui import QGuiApplication
 
-        if QGuiApplication.platformName() == "wayland" and not status_notifier_host():
-            # Not Qt's own check: it would settle "no tray" for the rest of the process.
+        # On Wayland, not Qt's own check first: it would settle "no tray" for good.
+        wayland = QGuiApplication.platformName() == "wayland"
+        if wayland and not (status_notifier_host() if host_found is None else host_found):
             return False
         return QSystemTrayIcon.isSystemTrayAvailable()
 
@@ -253,19 +256,37 @@ class Tray(QObject):
 STATUS_NOTIFIER_WATCHER = "org.kde.StatusNotifierWatcher"
 
 
-def status_notifier_host() -> bool:
+def status_notifier_host(environ: Mapping[str, str] | None = None, timeout_s: float = 1.0) -> bool:
     """Whether a StatusNotifierItem tray host (waybar, swaybar, KDE's panel, GNOME's AppIndicator
-    extension) is registered on the session bus: the tray Wayland desktops have."""
-    from PySide6.QtDBus import QDBusConnection, QDBusInterface
+    extension) is registered on the session bus: the tray Wayland desktops have. Blocking for at
+    most about twice `timeout_s` (a bus that does not answer is no tray): call it off the UI
+    thread where it repeats (`DesktopApp._look_for_tray`)."""
+    from jeepney import DBusAddress, MessageType, Properties, message_bus, new_method_call
+    from jeepney.io.blocking import open_dbus_connection
 
-    bus = QDBusConnection.sessionBus()
-    if not bus.isConnected():
+    from tools.wayland import session_bus_address
+
+    address = session_bus_address(os.environ if environ is None else environ)
+    if address is None:
         return False
-    names = bus.interface()
-    registered = names.isServiceRegistered(STATUS_NOTIFIER_WATCHER)
-    if not registered.value():
+    try:
+        with open_dbus_connection(bus=address) as conn:
+            owned = conn.send_and_get_reply(
+                new_method_call(message_bus, "NameHasOwner", "s", (STATUS_NOTIFIER_WATCHER,)),
+                timeout=timeout_s,
+            )
+            if owned.header.message_type is MessageType.error or not owned.body[0]:
+                return False
+            watcher = DBusAddress(
+                "/StatusNotifierWatcher",
+                bus_name=STATUS_NOTIFIER_WATCHER,
+                interface=STATUS_NOTIFIER_WATCHER,
+            )
+            host = conn.send_and_get_reply(
+                Properties(watcher).get("IsStatusNotifierHostRegistered"), timeout=timeout_s
+            )
+    except (OSError, ValueError, TimeoutError):
         return False
-    watcher = QDBusInterface(
-        STATUS_NOTIFIER_WATCHER, "/StatusNotifierWatcher", STATUS_NOTIFIER_WATCHER, bus
-    )
-    return bool(watcher.property("IsStatusNotifierHostRegistered"))
+    if host.header.message_type is MessageType.error:
+        return False
+    return bool(host.body[0][1])

@@ -120,6 +120,8 @@ class _Asking:
     steps: list[Step] = field(default_factory=list)
     # The person said yes to remembering these words (`ask(remember=True)`).
     remember: bool = False
+    # A fact of theirs to offer to remember if the turn keeps nothing (`Session._offer_text`).
+    offer: str | None = None
 
 
 class MemoryUnavailable(StorageError):
@@ -721,6 +723,8 @@ class Session:
             user_scopes=user_scopes(router, self.tool_config, self.tools),
             events=observer,
         )
+        # A lasting fact in the person's words that this turn may leave unkept (`_fact_offer`).
+        asking.offer = self._offer_text(router)
         recall, write = self._memory_use(router, policy)
         if recall or write:
             self._open_memory()
@@ -738,7 +742,7 @@ class Session:
             result = self._execute(router, policy, scope, recollection, conversation, steps)
             # A fact to offer to remember says more than "I took this as …, not something to
             # remember": then the offer alone is said.
-            note = None if self._offer_text(router) else self._understood_note(router)
+            note = None if asking.offer else self._understood_note(router)
             if note is not None:
                 result.reply = f"{result.reply}\n\n{note}" if result.reply else note
             backend = self._backend_note(result, turn_id)
@@ -768,7 +772,7 @@ class Session:
         if unrecorded is not None:
             note = f"(This turn was not fully recorded in the audit log, because {unrecorded}.)"
             turn.reply = f"{turn.reply}\n\n{note}" if turn.reply else note
-        offered = self._fact_offer(turn)
+        offered = self._fact_offer(turn, asking.offer)
         if offered is not None:
             turn.memory.append(offered)
         # What memory did stays beside the reply, as data; each front end words it.
@@ -782,16 +786,15 @@ class Session:
             turn.failed = not any(e.fact_id for e in turn.memory)
         return turn
 
-    def _fact_offer(self, turn: TurnResult) -> MemoryEvent | None:
+    def _fact_offer(self, turn: TurnResult, offered: str | None) -> MemoryEvent | None:
         """A lasting fact the person told about themselves that this turn did not keep (the
         router read no memory write, and no model proposal kept it): offered to remember, from
         their own words only (broker/fact_offer.py), so it is never lost silently. Never in a
         temporary chat or while memory is paused, never a credential, never for a cancelled or
         broken turn; nothing is stored until the person says yes (`ask(remember=True)`)."""
-        if turn.status != "done" or any(event.fact_id for event in turn.memory):
-            return None  # stopped or broken, or a model proposal kept something from it
-        offered = self._offer_text(turn.router)
-        return MemoryEvent("offer", text=offered) if offered is not None else None
+        if offered is None or turn.status != "done" or any(e.fact_id for e in turn.memory):
+            return None  # nothing to offer, stopped or broken, or a model proposal kept it
+        return MemoryEvent("offer", text=offered)
 
     def _offer_text(self, router: RouterOutput) -> str | None:
         from broker.fact_offer import offer_of

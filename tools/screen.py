@@ -198,20 +198,7 @@ def grab(session: ScreenSession, target: str, monitor: int | None = None) -> Cap
             bounds = Geometry(
                 everything["left"], everything["top"], everything["width"], everything["height"]
             )
-            chosen = None
-            if target == "monitor":
-                chosen = _pick_monitor(monitors, monitor)
-                region = Geometry(chosen["left"], chosen["top"], chosen["width"], chosen["height"])
-            elif window is not None:
-                clipped = _clip(window.frame or window.geometry, bounds)
-                if clipped is None:
-                    raise ToolError(
-                        f"The active window ({window.title[:80]!r}) is not on the screen "
-                        "(minimised or moved off it); nothing to capture"
-                    )
-                region = clipped
-            else:
-                region = bounds
+            region, chosen = _region(target, monitors, monitor, window, bounds)
             shot = shooter.grab(region.as_dict())
     except mss.ScreenShotError as exc:
         if "connect" in str(exc).lower():
@@ -220,6 +207,29 @@ def grab(session: ScreenSession, target: str, monitor: int | None = None) -> Cap
     # BGRA from the X server (and GDI, and Quartz) straight into an RGB image, one pass.
     image = Image.frombuffer("RGB", shot.size, shot.bgra, "raw", "BGRX", 0, 1)
     return Capture(image, region, monitors, chosen, window)
+
+
+def _region(
+    target: str,
+    monitors: list[dict[str, Any]],
+    monitor: int | None,
+    window: WindowInfo | None,
+    bounds: Geometry,
+) -> tuple[Geometry, dict[str, Any] | None]:
+    """What to capture of `bounds` (the whole desktop): one monitor, the active window's frame,
+    or all; and the monitor chosen, if one was."""
+    if target == "monitor":
+        chosen = _pick_monitor(monitors, monitor)
+        return Geometry(chosen["left"], chosen["top"], chosen["width"], chosen["height"]), chosen
+    if window is not None:
+        clipped = _clip(window.frame or window.geometry, bounds)
+        if clipped is None:
+            raise ToolError(
+                f"The active window ({window.title[:80]!r}) is not on the screen "
+                "(minimised or moved off it); nothing to capture"
+            )
+        return clipped, None
+    return bounds, None
 
 
 def _pick_monitor(monitors: list[dict[str, Any]], monitor: int | None) -> dict[str, Any]:
@@ -261,19 +271,7 @@ def _grab_wayland(target: str, monitor: int | None) -> Capture:
         _monitor_dict(i, {"left": g.left, "top": g.top, "width": g.width, "height": g.height})
         for i, g in enumerate(layout, start=1)
     ]
-    chosen = None
-    region = bounds
-    if target == "monitor":
-        chosen = _pick_monitor(monitors, monitor)
-        region = Geometry(chosen["left"], chosen["top"], chosen["width"], chosen["height"])
-    elif window is not None:
-        clipped = _clip(window.frame or window.geometry, bounds)
-        if clipped is None:
-            raise ToolError(
-                f"The active window ({window.title[:80]!r}) is not on the screen; "
-                "nothing to capture"
-            )
-        region = clipped
+    region, chosen = _region(target, monitors, monitor, window, bounds)
     if region != bounds:
         box = (
             round((region.left - bounds.left) * scale),

@@ -97,14 +97,15 @@ class _NoPortal(Exception):
     """No portal Screenshot interface on this session bus; another way may work."""
 
 
-def _session_bus_address(environ: Mapping[str, str]) -> str:
+def session_bus_address(environ: Mapping[str, str]) -> str | None:
+    """The session bus: $DBUS_SESSION_BUS_ADDRESS, else the systemd user bus's socket, else None."""
     address = environ.get("DBUS_SESSION_BUS_ADDRESS", "").strip()
     if address:
         return address
     runtime = environ.get("XDG_RUNTIME_DIR", "").strip()
     if runtime and Path(runtime, "bus").exists():
         return f"unix:path={runtime}/bus"
-    raise _NoPortal("no session bus ($DBUS_SESSION_BUS_ADDRESS is unset)")
+    return None
 
 
 def _read_own_file(path: Path) -> bytes:
@@ -135,7 +136,9 @@ def portal_screenshot(environ: Mapping[str, str], timeout_s: float = PORTAL_TIME
     from jeepney import DBusAddress, MatchRule, MessageType, message_bus, new_method_call
     from jeepney.io.blocking import Proxy, open_dbus_connection
 
-    address = _session_bus_address(environ)
+    address = session_bus_address(environ)
+    if address is None:
+        raise _NoPortal("no session bus ($DBUS_SESSION_BUS_ADDRESS is unset)")
     try:
         conn = open_dbus_connection(bus=address)
     except (OSError, ValueError) as exc:
