@@ -38,6 +38,9 @@ _CLI: dict[Remedy, str] = {
     Remedy.CHAT_NEEDS_MODEL: "{message} To chat, start a local OpenAI-compatible server (Ollama, "
     "LM Studio, llama.cpp server or vLLM) — Chamberlain finds it on its usual port — or pass "
     "--llm URL.",
+    Remedy.RESEARCH_NEEDS_MODEL: "{message} For research, start a local OpenAI-compatible server "
+    "with a capable model (Ollama, LM Studio, llama.cpp server or vLLM) — Chamberlain finds it on "
+    "its usual port — or pass --llm URL.",
     Remedy.NAME_MODEL: "{message} or name one with --model",
     Remedy.REVIEW_SETTINGS: "{message}; see `chamberlain settings pending`",
     Remedy.FIX_SETTINGS: "{message}; fix it or move it aside (Chamberlain then starts from its "
@@ -60,6 +63,9 @@ _APP: dict[Remedy, str] = {
     Remedy.CHAT_NEEDS_MODEL: "{message} To chat, start a local OpenAI-compatible server (Ollama, "
     "LM Studio, llama.cpp server or vLLM) — Chamberlain finds it on its usual port — or set its "
     "address in Settings → Model.",
+    Remedy.RESEARCH_NEEDS_MODEL: "{message} For research, start a local OpenAI-compatible server "
+    "with a capable model (Ollama, LM Studio, llama.cpp server or vLLM) — Chamberlain finds it on "
+    "its usual port — or set its address in Settings → Model.",
     Remedy.NAME_MODEL: "{message} or name one in Settings → Model",
     Remedy.REVIEW_SETTINGS: "{message}; review the changes in Settings",
     Remedy.FIX_SETTINGS: "{message}; fix it in a text editor or move it aside (Chamberlain then "

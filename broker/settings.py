@@ -108,6 +108,8 @@ class ExecutorSettings(BaseModel):
     max_tool_errors: int = Field(default=3, ge=1, le=10)
     # All calls in one turn, however they are spread over the model's answers.
     max_tool_calls: int = Field(default=20, ge=1, le=200)
+    # The model's answers a research task may take (several searches, pages read, the summary).
+    research_iterations: int = Field(default=8, ge=1, le=20)
 
 
 class PermissionSettings(BaseModel):

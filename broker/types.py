@@ -90,6 +90,8 @@ class RouterOutput(BaseModel):
     # remembering what they wrote: `Session.ask(remember=True)`).
     source: Literal["prefix", "heuristic", "classifier", "model", "person"] = "heuristic"
     arguments: RouterArguments = Field(default_factory=RouterArguments)
+    # A lookup that is research: compare, weigh sources, recommend, plan (broker/router/research).
+    research: bool = False
     # The message with any fast-path prefix removed; what the model is asked.
     text: str = ""
 

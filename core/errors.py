@@ -35,6 +35,9 @@ class Remedy(enum.Enum):
     # A reply that says what Chamberlain can do without a model: to chat, start a local server
     # (found on its usual port) or name one. Worded after the reply, as its last sentence.
     CHAT_NEEDS_MODEL = "chat_needs_model"
+    # A research task answered without a capable model (none, or only the embedded one): start a
+    # local server with a capable model, or name one. Worded after the reply.
+    RESEARCH_NEEDS_MODEL = "research_needs_model"
     # The model server answers but lists no model: load one into it, or name the model to use
     # (the CLI's --model, the app's Settings → Model).
     NAME_MODEL = "name_model"

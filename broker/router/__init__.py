@@ -34,6 +34,8 @@ them all; none of them imports it):
 - `followup_model`: the learned follow-up reader, which weighs the rules' reading of a
   follow-up against the message's own words and the earlier turns' intents, and may choose
   another intent (never an action, a command or a fact).
+- `research`: `is_research`, whether a lookup's words ask for research (several searches and
+  pages, weighed into a recommendation); `with_research` marks it on an output.
 - `heuristic`: `route_heuristic` (with the earlier turns, `route_in_conversation`),
   `route_rules`, `explain_route` and the `/prefix` fast path.
 - `refinement`: `refine_with_model`.
@@ -65,6 +67,7 @@ from broker.router.heuristic import (
 )
 from broker.router.patterns import TOPICS
 from broker.router.refinement import MODEL_TEXT_LIMIT, refine_with_model
+from broker.router.research import is_research
 from broker.router.scoring import (
     DIRECT_ACTION_CONFIDENCE,
     NEEDS_FIELDS,
@@ -95,6 +98,7 @@ __all__ = [
     "UNSURE_COMMAND_CONFIDENCE",
     "Earlier",
     "explain_route",
+    "is_research",
     "refine_with_model",
     "route",
     "route_heuristic",

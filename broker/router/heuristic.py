@@ -18,6 +18,7 @@ from broker.router.extraction import _make_view
 from broker.router.followup import Earlier, bare_yes, read_follow_up, reread
 from broker.router.followup_model import FollowupModel, Reading, feature_values, followup_model
 from broker.router.patterns import _ACTIVE_WINDOW_RE, _PREFIX_RE, _RUNS_IT_RE
+from broker.router.research import with_research
 from broker.router.rules import _RULES, _file_guess, request_after_openers
 from broker.router.scoring import (
     NOTHING_MATCHED_CONFIDENCE,
@@ -100,10 +101,10 @@ def route_in_conversation(
     `followup_weights`: the learned follow-up reader's weight file, None for the shipped one."""
     own = _route(text, classifier=True, weights=weights)
     if not earlier:
-        return own, False
+        return with_research(own), False
     reading = read_in_conversation(text, earlier, own, weights=weights)
     out, followed = decide_follow_up(reading, followup_model(followup_weights))
-    return _told_what_it_points_at(out, reading.refers_to), followed
+    return with_research(_told_what_it_points_at(out, reading.refers_to)), followed
 
 
 def _told_what_it_points_at(out: RouterOutput, pointed: str | None) -> RouterOutput:

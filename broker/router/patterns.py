@@ -560,3 +560,34 @@ _DOWNLOADERS = frozenset({"curl", "wget"})
 _SHELLS = frozenset(
     {"sh", "bash", "zsh", "dash", "ksh", "fish", "python", "python3", "perl", "ruby", "node"}
 )
+
+# --- research (a web lookup that is a task of several searches and pages: `research`)
+# Comparing options, weighing sources, recommending, planning: any one of these marks a lookup
+# as research. Each alternative is a bounded run of literal words.
+_RESEARCH_COMPARE_RE = re.compile(
+    r"\b(?:compar(?:e|es|ed|ing|ison|isons)|comparer|versus|vs\.?|pros\s+(?:and|&|/)\s+cons|"
+    r"trade-?offs?|side\s+by\s+side|shortlist|weigh(?:\s+(?:up|them|it|those|these|the))?)\b",
+    _I,
+)
+_RESEARCH_PICK_RE = re.compile(
+    r"\b(?:recomm?end\w{0,8}|recomend\w{0,8}|pick\s+(?:one|the\s+best|for\s+me|me\s+one)|"
+    r"choose\s+(?:one|for\s+me)|tell\s+me\s+which|which\s+(?:one\s+)?to\s+(?:get|buy|choose|pick)|"
+    r"(?:which|what)\s+(?:one\s+)?(?:should|would|do)\s+(?:i|we)\s+(?:buy|get|choose|pick|go\s+for)|"
+    r"help\s+me\s+(?:choose|decide|pick)|(?:which|wich)\s+(?:one\s+)?is\s+(?:the\s+)?"
+    r"(?:best|better|cheapest|worth)|worth\s+(?:it|buying|the\s+money))\b",
+    _I,
+)
+_RESEARCH_SOURCES_RE = re.compile(
+    r"\b(?:research(?:ing)?|legwork|dig\s+into|deep\s+dive|(?<!open\s)sources|studies|"
+    r"evidence|verdict|literature|(?:check|read|see|look\s+at|find|fynd)\s+(?:me\s+)?"
+    r"(?:the\s+|some\s+|sum\s+|a\s+few\s+)?(?:reviews|reveiws|opinions)|"
+    r"what\s+(?:do|does)\s+(?:the\s+)?(?:reviews|reddit|people|experts|users)\s+(?:and\s+\w+\s+)?"
+    r"(?:\w+\s+)?say)\b",
+    _I,
+)
+_RESEARCH_PLAN_RE = re.compile(
+    r"\b(?:itinerar(?:y|ies)|planifie\w{0,4}|plan(?:ning)?\s+(?:\w+\s+){0,3}?"
+    r"(?:trip|weekend|holiday|vacation|visit|day\s+out|tour|honeymoon|getaway))\b",
+    _I,
+)
+RESEARCH_RES = (_RESEARCH_COMPARE_RE, _RESEARCH_PICK_RE, _RESEARCH_SOURCES_RE, _RESEARCH_PLAN_RE)

@@ -18,6 +18,7 @@ from broker.llm.base import ChatModel, ModelError, note_failure
 from broker.router.classifier import CONTESTED_CONFIDENCE
 from broker.router.heuristic import route_rules
 from broker.router.reach import _unseen_reach
+from broker.router.research import with_research
 from broker.router.scoring import _INTENT_NEEDS, NEEDS_FIELDS
 from broker.router.verdict import _parse_verdict, router_schema
 from broker.types import RISK_ORDER, RouterOutput
@@ -116,19 +117,21 @@ def refine_with_model(
                 },
                 deep=True,
             )
-        return kept.model_copy(update={"risk_level": risk}, deep=True)
+        return with_research(kept.model_copy(update={"risk_level": risk}, deep=True))
     needs = {name: bool(getattr(verdict, name)) for name in NEEDS_FIELDS}
     for name in _INTENT_NEEDS[verdict.intent]:
         needs[name] = True
     arguments = base.arguments.model_copy(deep=True)
     if verdict.intent != base.intent:
         arguments.action = None
-    return RouterOutput(
-        intent=verdict.intent,
-        **needs,
-        risk_level=risk,
-        confidence=verdict.confidence,
-        source="model",
-        arguments=arguments,
-        text=base.text,
+    return with_research(
+        RouterOutput(
+            intent=verdict.intent,
+            **needs,
+            risk_level=risk,
+            confidence=verdict.confidence,
+            source="model",
+            arguments=arguments,
+            text=base.text,
+        )
     )

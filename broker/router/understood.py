@@ -125,7 +125,5 @@ def understood_reading(router: RouterOutput, *, weights: Path | None = None) -> 
         )
     if alternative is None:
         return None
-    return (
-        f"I took this as {READINGS[router.intent]}, not {READINGS[alternative]} — "
-        f"{ASK_PLAINLY[alternative]}."
-    )
+    taken = "research on the web" if router.research else READINGS[router.intent]
+    return f"I took this as {taken}, not {READINGS[alternative]} — {ASK_PLAINLY[alternative]}."
