@@ -91,11 +91,40 @@ _REQUEST = re.compile(
     r"fix|replace|update|change|forget|oublie|delete)\b",
     re.IGNORECASE,
 )
-_TAIL = re.compile(
-    r"[,—–-]\s*(?:so\s+|and\s+)?(?:please\s+|pls\s+)?(?:keep (?:that|this|it) in mind|"
-    r"don'?t forget|dont forget|do not forget|garde (?:ça|ca|cela) en|fur wen|for when)\b.*$",
+# A keep-marker's clause that ends a statement ("…, so keep that in mind for recipes", "…, save
+# please", "… take note of that", "… just so u know"): cut, with all that follows. After a comma
+# or a full stop any keep word starts it; after a bare space only the unmistakable ones (so "I
+# keep it simple" stays whole).
+_KEEP_WORDS = (
+    r"(?:please\s+|pls\s+|kindly\s+)?(?:keep (?:that|this|it) (?:in mind|handy|for\b)|"
+    r"keep in mind|bear in mind|take note|make a note|save (?:please|pls)\b|"
+    r"store (?:that|this|it)\b|(?:remember|rember|remeber) (?:that|this)\b|"
+    r"don'?t forget|dont forget|do not forget|just so (?:you|u) know|so (?:you|u) know|"
+    r"garde (?:ça|ca|cela) en|fur wen|for when)"
+)
+_KEEP_TAIL = re.compile(
+    r"(?:[,;.!—–-]\s*(?:so\s+|and\s+)?(?:please\s+|pls\s+|kindly\s+)?"
+    r"(?:keep|save|store|note|remember|rember|remeber|memori[sz]e)\b|"
+    r"(?<=\S)\s+(?:so\s+|and\s+)?" + _KEEP_WORDS + r").*$",
+    re.IGNORECASE | re.DOTALL,
+)
+# Words that open a message given to be kept, taken off the fact ("kumbuka: …", "save my …").
+_KEEP_LEAD = re.compile(
+    r"^\s*(?:please\s+|pls\s+|kindly\s+)?(?:fyi|f\.y\.i\.?|btw|by the way|heads up|"
+    r"for the record|for future reference|just so (?:you|u) know|kumbuka|lembra(?:-te)?|"
+    r"nakuambia tu|(?:quick\s+)?(?:update|note|correction)(?=\s*[:,-])|"
+    r"(?:save|store|keep|note down|write down)(?=\s+my\b))[\s,:;-]*",
     re.IGNORECASE,
 )
+# Keep words about something said before, with no fact of their own.
+_POINTER = re.compile(
+    r"^(?:please\s+|pls\s+|and\s+|also\s+)?(?:keep|store|save|remember|rember|note|memori[sz]e|"
+    r"write|jot|add)\s+(?:that|this|it|those|these)\b",
+    re.IGNORECASE,
+)
+_CONDITION = re.compile(r"(?:if|when|whenever|for|so)\b", re.IGNORECASE)
+# A "btw" or "fyi" left at the end of a kept statement.
+_AFTERWORD = re.compile(r"[\s,]+(?:btw|fyi)[\s.!]*$", re.IGNORECASE)
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+|;\s+")
 # What a keep-marker sentence says on its own ("Please don't forget that."): nothing to keep.
 _ONLY_MARKER = re.compile(
@@ -117,9 +146,11 @@ def _fact_sentence(sentence: str, marked: bool) -> str | None:
     body = body.strip(" ,;:-")
     if not body or _QUESTION.search(body) or _REQUEST.match(body) or _ONLY_MARKER.match(body):
         return None
+    if led and _CONDITION.match(body):
+        return None  # "… ! remember that if I ask you for recipes": when to use it, not a fact
     # A keep-marker's clause ends the fact ("..., so keep that in mind whenever you ..."), and
     # its own words go ("..., please don't forget that").
-    body = _TAIL.split(body)[0]
+    body = _KEEP_TAIL.sub("", body)
     body = _KEEP.sub("", body).strip(" ,;:-")
     body = re.sub(r"\b(?:please|pls)\s*[.!]*$", "", body, flags=re.IGNORECASE).strip(" ,;:-")
     if len(body.split()) < 2 and not (led and body):
@@ -142,3 +173,15 @@ def offer_of(text: str) -> str | None:
     if len(offered) > MAX_OFFER_CHARS:
         return None
     return offered[0].upper() + offered[1:]
+
+
+def kept_words(text: str) -> str:
+    """The person's words as a fact to keep, the keep words that open or close them taken off
+    ("my boots are size 11, keep it for future" → "my boots are size 11"), or "" when they only
+    point at something said before ("keep that in mind for me"); for a message read as a memory
+    write without the rules' own extraction (broker/router/classifier.py)."""
+    body = _KEEP_LEAD.sub("", text.strip(), count=1)
+    body = _AFTERWORD.sub("", _KEEP_TAIL.sub("", body)).strip(" ,;:-")
+    if _POINTER.match(body):
+        return ""  # "store that as well": what to keep was said earlier, not here
+    return body or text.strip()

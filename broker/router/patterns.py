@@ -168,7 +168,7 @@ _COMMIT_TO_MEMORY_RE = re.compile(
 _MEM_WRITE_TAIL_RE = re.compile(
     # The lookbehind starts a match only at the beginning of a punctuation run: linear time.
     r"(?<![\s,.;!\-])[\s,.;!\-]+(?:(?:please|pls|and)\s+)?"
-    r"(?:(?:remember|note|memori[sz]e)(?:\s+(?:that|this|it))?|"
+    r"(?:(?:remember|(?:take\s+|make\s+a\s+)?note|memori[sz]e)(?:\s+(?:of\s+)?(?:that|this|it))?|"
     r"(?:save|store|update|keep)\s+(?:that|this|it)(?:\s+in mind)?)"
     r"(?:\s+(?:going forward|from now on|for later|for next time))?\s*[.!]*$",
     _I,
@@ -591,3 +591,15 @@ _RESEARCH_PLAN_RE = re.compile(
     _I,
 )
 RESEARCH_RES = (_RESEARCH_COMPARE_RE, _RESEARCH_PICK_RE, _RESEARCH_SOURCES_RE, _RESEARCH_PLAN_RE)
+
+# --- memory: words that mark a message as something to keep, in any position ("…, keep that in
+# mind", "save please", "fyi …", "update: …", "forget my old …"; Portuguese "lembra", Swahili
+# "kumbuka"). With the classifier sure of a memory write, one of these lets it choose one
+# (broker/router/classifier.py); a model's memory write needs one too (`reach`).
+KEEP_SIGN_RE = re.compile(
+    r"\b(?:remember|rember|remeber|memori[sz]e|forget|keep|save|store|note|noted|jot|"
+    r"write\s+(?:this|that|it)\s+down|update|updated|fyi|btw|by\s+the\s+way|heads\s+up|"
+    r"(?:just\s+)?so\s+(?:you|u)\s+know|for\s+(?:future|later|next\s+time|the\s+record)|"
+    r"from\s+now\s+on|going\s+forward|lembra\w{0,4}|kumbuka|souviens|rappelle|nakuambia)\b",
+    _I,
+)

@@ -23,6 +23,7 @@ from broker.router.patterns import (
     _PERSONAL_DOC_RE,
     _SCREEN_RE,
     _SYSTEM_DOMAIN_RE,
+    KEEP_SIGN_RE,
 )
 from broker.router.rules import _discovery, _memory_write, _system_verb
 from broker.router.verdict import _ModelVerdict
@@ -33,10 +34,6 @@ from broker.types import Intent, RouterOutput
 # them; web lookups and plain chat need none (that is most of what refinement is for).
 _SCREEN_WORD_RE = re.compile(
     r"\b(?:screens?|screenshots?|windows?|dialog(?:ue)?s?|pop-?ups?|display|monitor|desktop)\b",
-    _I,
-)
-_MEMORY_WORD_RE = re.compile(
-    r"\b(?:remember|memori[sz]e|don'?t\s+forget|keep\s+in\s+mind|note\s+(?:that|down))\b",
     _I,
 )
 # A verb that runs something, anywhere in the message ("could you maybe restart the audio
@@ -86,7 +83,7 @@ def _screen_signal(base: RouterOutput, view: _View) -> bool:
 def _memory_signal(base: RouterOutput, view: _View) -> bool:
     if base.intent is Intent.MEMORY_WRITE or base.needs_memory_write:
         return True
-    return _memory_write(view) is not None or _MEMORY_WORD_RE.search(view.text) is not None
+    return _memory_write(view) is not None or KEEP_SIGN_RE.search(view.text) is not None
 
 
 def _unseen_reach(

@@ -13,7 +13,8 @@ import pytest
 from tests.support.cli import ask_json, make_user, run_cli
 from tests.support.pty_session import CTRL_D, pty_session
 
-ALLERGY = "I'm allergic to shellfish. Please don't forget that."
+# A fact with no word asking to keep it: the router reads talk, the offer catches it.
+ALLERGY = "I'm allergic to shellfish."
 
 
 @pytest.fixture
@@ -67,3 +68,15 @@ def test_in_chat_a_short_yes_keeps_what_was_offered(user: Path) -> None:
         code, _screen = term.finish()
     assert code == 0, term.screen
     assert "I'm allergic to shellfish" in facts(user)
+
+
+def test_a_fact_with_a_keep_word_anywhere_is_kept_without_the_keep_words(user: Path) -> None:
+    """Not "remember that …" at the start, but "…, keep it for future" at the end: the router
+    takes it as a memory write, and what is kept is the fact, not the request to keep it."""
+    proc, turn = ask_json(user, "my shoe size is 9 UK, keep it for future", "--llm", "none")
+    assert proc.returncode == 0, proc.stderr
+    [event] = turn["memory"]
+    assert event["action"] == "added", event
+    kept = facts(user)
+    assert "shoe size is 9 UK" in kept
+    assert "keep it" not in kept

@@ -126,7 +126,7 @@ def test_a_guess_stays_below_the_threshold_and_names_no_command(reads, intent: I
     assert not out.needs_system_execute  # no command to run: a system task is a question
 
 
-def test_the_classifier_never_picks_a_memory_write(reads) -> None:
+def test_without_a_keep_word_the_classifier_never_picks_a_memory_write(reads) -> None:
     text = "my landlord is very strict about noise"
     rules = route_rules(text)
     assert rules.intent is not Intent.MEMORY_WRITE
@@ -136,6 +136,48 @@ def test_the_classifier_never_picks_a_memory_write(reads) -> None:
     assert not out.needs_memory_write
     assert out.arguments.fact is None
     assert out.confidence < THRESHOLD
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        (
+            "my landlord is very strict about noise, keep that handy",
+            "my landlord is very strict about noise",
+        ),
+        (
+            "our recycling goes out on tuesdays now, save please",
+            "our recycling goes out on tuesdays now",
+        ),
+        ("kumbuka: my sister lives in Mombasa", "my sister lives in Mombasa"),
+        ("I'm coeliac btw, so keep it in mind whenever I ask for recipes", "I'm coeliac"),
+        ("keep that in mind for me", None),  # what to keep was said before: no fact of its own
+    ],
+)
+def test_a_sure_classifier_picks_a_memory_write_where_a_keep_word_marks_it(
+    reads, text: str, fact: str | None
+) -> None:
+    assert route_rules(text).intent is not Intent.MEMORY_WRITE or fact is None
+    reads(Intent.MEMORY_WRITE, combination.MEMORY_SURE)
+    out = route_heuristic(text)
+    assert out.intent is Intent.MEMORY_WRITE
+    assert out.arguments.fact == fact
+
+
+@pytest.mark.parametrize(
+    ("text", "probability"),
+    [
+        ("my landlord is very strict about noise, keep that handy", combination.MEMORY_SURE - 0.01),
+        ("should I keep my old laptop or save up for a new one?", 0.99),  # a question
+    ],
+)
+def test_an_unsure_or_questioning_memory_write_is_not_picked(
+    reads, text: str, probability: float
+) -> None:
+    reads(Intent.MEMORY_WRITE, probability)
+    out = route_heuristic(text)
+    assert out.intent is not Intent.MEMORY_WRITE
+    assert out.arguments.fact is None
 
 
 def test_a_long_paste_is_never_made_sure_by_the_classifier(reads) -> None:

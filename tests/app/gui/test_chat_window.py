@@ -1391,7 +1391,7 @@ def test_a_fact_said_without_remember_is_offered_and_one_click_remembers_it(
 
     async def offered() -> MemoryLine:
         await chat.shown()
-        await type_and_send(qtbot, window, "I'm allergic to shellfish. Please don't forget that.")
+        await type_and_send(qtbot, window, "I'm allergic to shellfish.")
         await turn_done(window)
         [line] = memory_lines(window)
         return line
