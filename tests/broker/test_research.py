@@ -149,8 +149,6 @@ def test_with_a_capable_model_research_searches_reads_pages_and_lists_them(
     assert turn.reply.startswith("Get the Kobo")
     assert f"\n\nPages read for this answer:\n1. {page}\n2. {short}" in turn.reply
     assert "evil.example" not in turn.reply.split("Pages read")[1]
-    # Routed unsure (no model refined it here): the note names research.
-    assert "I took this as research on the web, not" in turn.reply
     first = server.requests[0]
     assert RESEARCH_PROMPT in first["messages"][0]["content"]
     assert {t["function"]["name"] for t in first["tools"]} == {"web_search", "web_fetch"}
