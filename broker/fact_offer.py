@@ -116,6 +116,15 @@ _KEEP_LEAD = re.compile(
     r"(?:save|store|keep|note down|write down)(?=\s+my\b))[\s,:;-]*",
     re.IGNORECASE,
 )
+# Forgetting what was known, then saying what is true now ("forget what I told you about
+# Shopify, I'm at Cohere now"): the statement after the break is the fact.
+_FORGET_THEN = re.compile(
+    r"^(?:please\s+|pls\s+|kindly\s+)?(?:forget|lupain|olvida|oublie|vergiss)\b[^,;.—–]{1,120}"
+    r"[,;.—–]\s*(?:(?:now|instead|actually)[,\s]+)?(?P<rest>\S.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+# Words that lean on the forgotten part ("…, I don't live there anymore"): then all is kept.
+_BACK_REFERENCE = re.compile(r"\b(?:there|it|that|them|those|one)\b", re.IGNORECASE)
 # Keep words about something said before, with no fact of their own.
 _POINTER = re.compile(
     r"^(?:please\s+|pls\s+|and\s+|also\s+)?(?:keep|store|save|remember|rember|note|memori[sz]e|"
@@ -181,6 +190,10 @@ def kept_words(text: str) -> str:
     point at something said before ("keep that in mind for me"); for a message read as a memory
     write without the rules' own extraction (broker/router/classifier.py)."""
     body = _KEEP_LEAD.sub("", text.strip(), count=1)
+    replaced = _FORGET_THEN.match(body)
+    rest = replaced.group("rest") if replaced is not None else ""
+    if rest and not _REQUEST.match(rest) and not _BACK_REFERENCE.search(rest):
+        body = rest  # "forget my old gmail, my email is now …": the new one
     body = _AFTERWORD.sub("", _KEEP_TAIL.sub("", body)).strip(" ,;:-")
     if _POINTER.match(body):
         return ""  # "store that as well": what to keep was said earlier, not here

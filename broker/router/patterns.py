@@ -593,13 +593,19 @@ _RESEARCH_PLAN_RE = re.compile(
 RESEARCH_RES = (_RESEARCH_COMPARE_RE, _RESEARCH_PICK_RE, _RESEARCH_SOURCES_RE, _RESEARCH_PLAN_RE)
 
 # --- memory: words that mark a message as something to keep, in any position ("…, keep that in
-# mind", "save please", "fyi …", "update: …", "forget my old …"; Portuguese "lembra", Swahili
-# "kumbuka"). With the classifier sure of a memory write, one of these lets it choose one
-# (broker/router/classifier.py); a model's memory write needs one too (`reach`).
+# mind", "save please", "fyi …", "update: …", "forget my old …", "in case I ask"; and the same in
+# the languages people mix in). With the classifier sure of a memory write, one of these lets it
+# choose one (broker/router/classifier.py); a model's memory write needs one too (`reach`).
 KEEP_SIGN_RE = re.compile(
     r"\b(?:remember|rember|remeber|memori[sz]e|forget|keep|save|store|note|noted|jot|"
     r"write\s+(?:this|that|it)\s+down|update|updated|fyi|btw|by\s+the\s+way|heads\s+up|"
     r"(?:just\s+)?so\s+(?:you|u)\s+know|for\s+(?:future|later|next\s+time|the\s+record)|"
-    r"from\s+now\s+on|going\s+forward|lembra\w{0,4}|kumbuka|souviens|rappelle|nakuambia)\b",
+    r"from\s+now\s+on|going\s+forward|stash|put\s+(?:that|this|it)\s+on\s+file|"
+    r"in\s+case\s+i\s+(?:ever\s+)?(?:ask|need|forget)|"
+    # The same in languages people mix in: Portuguese, Swahili, French, Italian, Spanish,
+    # Filipino, Indonesian, Polish, German.
+    r"lembra\w{0,4}|kumbuka|souviens|rappelle|nakuambia|ricorda\w{0,2}|recuerda|"
+    r"(?:paki)?tandaan|makalimutan|simp[ae]n|cat[ae]t|inget|ingat|lupain|pami[eę]taj|"
+    r"zapami[eę]taj|merk\s+dir|vergiss)\b",
     _I,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.fact_offer import MAX_MESSAGE_CHARS, offer_of
+from broker.fact_offer import MAX_MESSAGE_CHARS, kept_words, offer_of
 
 
 @pytest.mark.parametrize(
@@ -58,3 +58,32 @@ def test_questions_requests_and_passing_remarks_are_not_offered(message: str) ->
 
 def test_a_pasted_essay_is_not_offered() -> None:
     assert offer_of("I live in Leeds. " * (MAX_MESSAGE_CHARS // 10)) is None
+
+
+@pytest.mark.parametrize(
+    ("message", "kept"),
+    [
+        ("my shoe size is 9 UK, keep it for future", "my shoe size is 9 UK"),
+        ("our bins go out on tuesdays now, save please", "our bins go out on tuesdays now"),
+        ("I'm coeliac btw, so keep that in mind for recipes", "I'm coeliac"),
+        ("kumbuka: my sister lives in Mombasa", "my sister lives in Mombasa"),
+        ("save my library card number: 29384756", "my library card number: 29384756"),
+        ("my router is upstairs just so u know", "my router is upstairs"),
+        # Forgetting the old, then the new: the new is what is kept.
+        ("forget what I said about Leeds, I live in York now", "I live in York now"),
+        ("Forget my old number; my mobile is 07700 900456.", "my mobile is 07700 900456."),
+        # The new words lean on the old: all is kept.
+        (
+            "forget my old address, I don't live there anymore",
+            "forget my old address, I don't live there anymore",
+        ),
+        # Only words pointing at something said before: no fact of their own.
+        ("keep that in mind for me", ""),
+        # "keep" inside the fact is not a keep word.
+        ("I keep bees in the garden", "I keep bees in the garden"),
+    ],
+)
+def test_the_words_kept_are_the_fact_without_the_request_to_keep_it(
+    message: str, kept: str
+) -> None:
+    assert kept_words(message) == kept
