@@ -609,3 +609,29 @@ KEEP_SIGN_RE = re.compile(
     r"zapami[eę]taj|merk\s+dir|vergiss)\b",
     _I,
 )
+
+# --- a desktop program by its name ("open firefox pls", "Open Control Panel", "fungua VS Code"):
+# launching it is a system task, never a site to browse. Only names that are programs first;
+# a name that is mostly a site (youtube, bandcamp, gmail) is left to the other rules.
+_DESKTOP_APPS = (
+    r"firefox|chrom(?:e|ium)|google\s+chrome|(?:microsoft\s+)?edge|safari|brave|opera|vivaldi|"
+    r"thunderbird|outlook|(?:microsoft\s+|ms\s+)?(?:word|excel|powerpoint|onenote|teams)|"
+    r"libre\s*office(?:\s+\w+)?|discord|steam|obs(?:\s+studio)?|vlc|gimp|inkscape|blender|krita|"
+    r"audacity|(?:adobe\s+)?(?:premiere(?:\s+pro)?|photoshop|illustrator|lightroom|acrobat|"
+    r"after\s+effects|indesign)|davinci\s+resolve|final\s+cut(?:\s+pro)?|garageband|ableton"
+    r"(?:\s+live)?|fl\s+studio|logic\s+pro|vs\s*code|visual\s+studio(?:\s+code)?|pycharm|"
+    r"intellij(?:\s+idea)?|android\s+studio|xcode|sublime(?:\s+text)?|notepad(?:\+\+)?|"
+    r"calculator|terminal|konsole|powershell|command\s+prompt|cmd|task\s+manager|"
+    r"activity\s+monitor|system\s+monitor|control\s+panel|device\s+manager|"
+    r"(?:system\s+)?(?:settings|preferences)|file\s+explorer|explorer|finder|nautilus|dolphin|"
+    r"spotify|slack|zoom|skype|signal|telegram|keepass(?:xc)?|minecraft|solitaire|paint|"
+    r"snipping\s+tool|regedit|registry\s+editor|quickbooks|jupyter(?:\s+lab)?"
+)
+DESKTOP_APP_RE = re.compile(
+    r"^" + _POLITE + r"(?:open|start|launch|run|fire\s+up|bring\s+up|fungua|abre|abrir|"
+    r"ouvre|apri|buka|pakibukas|otw[oó]rz|[oö]ffne)\s+(?:up\s+)?"
+    r"(?:the\s+|my\s+|a\s+new\s+|o\s+|el\s+|la\s+|le\s+|il\s+)?"
+    r"(?:" + _DESKTOP_APPS + r")(?:\s+(?:app|application|program|window))?"
+    r"(?:\s+(?:please|pls|plz|for\s+me|now|po|tafadhali))*\s*[.!]*\s*$",
+    _I,
+)

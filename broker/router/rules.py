@@ -63,6 +63,7 @@ from broker.router.patterns import (
     _WEB_WEAK_RE,
     _WORD_TOKEN_RE,
     _YOU_RE,
+    DESKTOP_APP_RE,
 )
 from broker.router.scoring import DIRECT_ACTION_CONFIDENCE, UNSURE_COMMAND_CONFIDENCE, _Guess
 from broker.types import Action, Intent, RouterArguments
@@ -199,6 +200,9 @@ def _discovery(view: _View) -> _Guess | None:
 
 
 def _system_verb(view: _View) -> _Guess | None:
+    if DESKTOP_APP_RE.match(view.text) and not view.url and not view.paths:
+        # "open firefox pls": a program of this computer to start, not a site.
+        return _Guess(Intent.SYSTEM_TASK, 0.85, execute=True)
     if not (_SYSTEM_VERB_RE.match(view.text) or _MODE_SWITCH_RE.search(view.text)):
         return None
     if _IN_A_BROWSER_RE.search(view.text):

@@ -1234,3 +1234,34 @@ def test_a_setting_switched_or_a_program_started_in_everyday_words_is_a_system_t
 
 def test_the_app_store_page_of_a_program_is_a_page_not_a_program_to_start() -> None:
     assert route("open the app store page for zoom").intent is not Intent.SYSTEM_TASK
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "open thunderbird pls",
+        "Open Task Manager",
+        "bring up the terminal",
+        "fungua Blender tafadhali",
+        "start OBS Studio now",
+        "abre o LibreOffice Calc",
+    ],
+)
+def test_a_desktop_program_by_name_is_started_not_browsed(text: str) -> None:
+    out = route(text)
+    assert out.intent is Intent.SYSTEM_TASK
+    assert out.needs_system_execute
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        ("open https://www.thunderbird.net", Intent.BROWSE_ONCE),  # the program's site
+        ("open ~/Documents/budget.xlsx in excel", Intent.FILE_TASK),  # a file, named
+        ("what is a terminal", Intent.CHAT_ONLY),
+    ],
+)
+def test_a_program_name_does_not_take_a_site_a_file_or_a_question(
+    text: str, intent: Intent
+) -> None:
+    assert route(text).intent is intent
