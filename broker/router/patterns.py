@@ -590,7 +590,40 @@ _RESEARCH_PLAN_RE = re.compile(
     r"(?:trip|weekend|holiday|vacation|visit|day\s+out|tour|honeymoon|getaway))\b",
     _I,
 )
-RESEARCH_RES = (_RESEARCH_COMPARE_RE, _RESEARCH_PICK_RE, _RESEARCH_SOURCES_RE, _RESEARCH_PLAN_RE)
+# Asking to weigh what is out there without naming it ("go through the options", "which ones are
+# actually good", "should I get the AirPods or the Buds", "make me a short list").
+_RESEARCH_WEIGH_RE = re.compile(
+    r"\b(?:go\s+through\s+(?:what'?s\s+out\s+there|the\s+(?:options|numbers|choices|reviews))|"
+    r"dig\s+through|look\s+into\s+it|make\s+(?:me\s+|us\s+)?a\s+short\s*list|"
+    r"give\s+me\s+(?:some\s+|a\s+few\s+)?options|check\s+a\s+few|stack\s+up|consensus|"
+    r"safer\s+bet|(?:which|what)\s+(?:would|should|will)\s+suit|"
+    r"(?:which|what)\s+(?:ones?\s+)?(?:are|is)\s+(?:actually\s+|really\s+)?(?:good|worth)|"
+    r"(?:is|are)\s+the\s+ones?\s+to\s+(?:get|buy)|which\s+one\s*[?.!]*$|"
+    r"makes?\s+(?:the\s+most\s+)?sense\s+for|is\s+it\s+(?:better|smarter|cheaper)\s+to|"
+    r"should\s+(?:i|we)\s+(?:get|buy|go\s+with|pick|choose)\s+[^?.!\n]{1,60}?\s+or\s|"
+    r"figure\s+out\s+a\s+(?:week|plan|route|schedule|itinerary)|"
+    r"plan\s+(?:a|an|my|our|the)\s+(?:[\w-]+\s+){0,3}?(?:party|wedding|retreat|event|celebration)|"
+    r"where\s+should\s+(?:we|i)\s+(?:base|stay|host|go|move)|"
+    r"what\s+do\s+(?:actual|real)\s+\w+\s+use)",
+    _I,
+)
+RESEARCH_RES = (
+    _RESEARCH_COMPARE_RE,
+    _RESEARCH_PICK_RE,
+    _RESEARCH_SOURCES_RE,
+    _RESEARCH_PLAN_RE,
+    _RESEARCH_WEIGH_RE,
+)
+# One fact asked for, whatever research words dress it ("research what time the Target closes",
+# "compare today's euro rate to yesterday's", "gather sources on what date the tour ended"): a
+# single lookup unless the person also asks to pick among options.
+RESEARCH_ONE_FACT_RE = re.compile(
+    r"\b(?:what\s+(?:time|date|day)|when\s+(?:does|do|is|did)|opening\s+hours|"
+    r"(?:exact\s+|release\s+)date|lyrics|star\s+rating|definition\s+of|who\s+won|"
+    r"(?:tax|exchange|euro|dollar|interest|inflation)\s+rate|how\s+much\s+(?:is|are|does)|"
+    r"costs?\s+in)\b",
+    _I,
+)
 
 # --- memory: words that mark a message as something to keep, in any position ("…, keep that in
 # mind", "save please", "fyi …", "update: …", "forget my old …", "in case I ask"; and the same in
@@ -606,7 +639,7 @@ KEEP_SIGN_RE = re.compile(
     # Filipino, Indonesian, Polish, German.
     r"lembra\w{0,4}|kumbuka|souviens|rappelle|nakuambia|ricorda\w{0,2}|recuerda|"
     r"(?:paki)?tandaan|makalimutan|simp[ae]n|cat[ae]t|inget|ingat|lupain|pami[eę]taj|"
-    r"zapami[eę]taj|merk\s+dir|vergiss)\b",
+    r"zapami[eę]taj|merk\s+dir|vergiss|guarda\w{0,4}|gu[aá]rdalo|acu[eé]rdate|olvida|anota\w{0,2})\b",
     _I,
 )
 

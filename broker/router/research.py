@@ -11,14 +11,17 @@ it needs where no capable model is connected.
 from __future__ import annotations
 
 from broker.router.extraction import SCAN_LIMIT
-from broker.router.patterns import RESEARCH_RES
+from broker.router.patterns import _RESEARCH_PICK_RE, RESEARCH_ONE_FACT_RE, RESEARCH_RES
 from broker.types import Intent, RouterOutput
 
 
 def is_research(text: str) -> bool:
-    """Whether the words ask to compare, weigh sources, recommend or plan."""
+    """Whether the words ask to compare, weigh sources, recommend or plan — not for one fact
+    dressed in research words, unless they also ask to pick among options."""
     head = text[:SCAN_LIMIT]
-    return any(pattern.search(head) for pattern in RESEARCH_RES)
+    if not any(pattern.search(head) for pattern in RESEARCH_RES):
+        return False
+    return not RESEARCH_ONE_FACT_RE.search(head) or _RESEARCH_PICK_RE.search(head) is not None
 
 
 def with_research(out: RouterOutput) -> RouterOutput:
