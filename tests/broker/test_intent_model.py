@@ -215,6 +215,18 @@ def _cut(packed: str) -> str:
             lambda d: _packed(d, buckets=_ids([1]), values=_floats([math.nan] * 9)),
             "not a finite number",
         ),
+        (
+            lambda d: _packed(d, buckets=_ids([1, 2]), values=_floats([0.5] * 8 + [math.inf] * 10)),
+            "not a finite number",
+        ),
+        (
+            # An inf and a -inf: their sum is not a number either.
+            lambda d: _packed(
+                d, buckets=_ids([1, 2]), values=_floats([math.inf] + [0.0] * 16 + [-math.inf])
+            ),
+            "not a finite number",
+        ),
+        (lambda d: _packed(d, buckets=_ids([1, 3, 2])), "distinct, ascending and below"),
         (lambda d: {**d, "bias": [0.0] * 9 + ["x"]}, "invalid bias"),
         (lambda d: {**d, "temperature": -1}, "invalid temperature"),
     ],
