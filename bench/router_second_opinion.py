@@ -26,7 +26,9 @@ from pathlib import Path
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("files", nargs="+", type=Path)
-    parser.add_argument("--limit", type=int, default=0, help="messages per file (0: all)")
+    parser.add_argument(
+        "--limit", type=int, default=0, help="an evenly spaced sample of this many (0: all)"
+    )
     args = parser.parse_args(argv)
     scratch = tempfile.mkdtemp(prefix="chamberlain-bench-")
     os.environ["HOME"] = scratch
@@ -48,8 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for path in args.files:
             rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-            if args.limit:
-                rows = rows[: args.limit]
+            if 0 < args.limit < len(rows):
+                # Evenly spaced: the files are grouped by intent, so every intent is sampled.
+                rows = [rows[k * len(rows) // args.limit] for k in range(args.limit)]
             alone = refined_right = asked = fixed = broke = 0
             times: list[float] = []
             for row in rows:

@@ -35,8 +35,10 @@ SHIPPED = REPO / "resources" / "intent_model.json"
 SCRIPT = REPO / "scripts" / "train_intent_model.py"
 # It grew from 1.1 to 1.9 MB when the tuning dialogues' first turns (some 3700 messages) joined
 # its training data, and to 2.7 MB with their later turns that change the intent (some 5900
-# more); it loads in ~27 ms here (19 ms at 1.9 MB; docs/BENCHMARKS.md, round 7).
-SIZE_CAP = 3_000_000
+# more); it loads in ~27 ms here (19 ms at 1.9 MB; docs/BENCHMARKS.md, round 7). 2.9 MB with
+# issue 24's blind sets, 27 ms once the packed arrays were checked in C (issue 24, round 2); the
+# cap leaves room for a few more sets before its load time must be looked at again.
+SIZE_CAP = 3_500_000
 
 # One obvious message per intent, written for this test and in none of the data files.
 OBVIOUS: dict[str, Intent] = {
@@ -255,7 +257,7 @@ def test_a_weight_file_that_is_a_device_is_refused_without_reading_it() -> None:
 def test_a_weight_file_larger_than_any_weight_file_is_refused_unread(tmp_path: Path) -> None:
     path = tmp_path / "huge.json"
     path.write_bytes(b" " * (MAX_WEIGHTS_BYTES + 1))
-    with pytest.raises(IntentModelError, match=f"{path} is larger than 4 MB"):
+    with pytest.raises(IntentModelError, match=f"{path} is larger than {MAX_WEIGHTS_BYTES // 2**20} MB"):
         IntentModel.load(path)
 
 
