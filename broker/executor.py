@@ -207,7 +207,14 @@ class Executor:
         result = self._run(router, policy, turn, context, conversation, steps)
         if router.research and (self.model is None or self.model.is_embedded):
             # One search (or none) where research was asked: said, with what research needs.
-            result.reply = f"{result.reply}\n\n{self._research_note(result)}".strip()
+            note = self._research_note(result)
+            if self.model is None and not result.tool_calls:
+                # Nothing ran: why there is no model, and what research needs, is the reply
+                # (not the general "I could not tell which tool" as well).
+                why = f"{self.model_problem}\n\n" if self.model_problem else ""
+                result.reply = why + note
+            else:
+                result.reply = f"{result.reply}\n\n{note}".strip()
             result.remedy = Remedy.RESEARCH_NEEDS_MODEL
         return result
 

@@ -257,7 +257,8 @@ def test_a_weight_file_that_is_a_device_is_refused_without_reading_it() -> None:
 def test_a_weight_file_larger_than_any_weight_file_is_refused_unread(tmp_path: Path) -> None:
     path = tmp_path / "huge.json"
     path.write_bytes(b" " * (MAX_WEIGHTS_BYTES + 1))
-    with pytest.raises(IntentModelError, match=f"{path} is larger than {MAX_WEIGHTS_BYTES // 2**20} MB"):
+    cap = MAX_WEIGHTS_BYTES // 2**20
+    with pytest.raises(IntentModelError, match=f"{path} is larger than {cap} MB"):
         IntentModel.load(path)
 
 

@@ -218,6 +218,9 @@ def test_without_a_model_research_says_what_it_needs(sessions: Any, web: WebServ
     assert turn.remedy is Remedy.RESEARCH_NEEDS_MODEL
     assert "This is a research task" in turn.reply
     assert "No language model is connected" in turn.reply
+    # Only what research needs: not the general lines about clear requests as well.
+    assert "could not tell exactly which tool" not in turn.reply
+    assert turn.reply.count("No language model is connected") == 1
     shown = worded(turn.reply, turn.remedy, FrontEnd.CLI)
     assert shown.endswith("or pass --llm URL.")
     assert "For research, start" in shown
