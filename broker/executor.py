@@ -202,7 +202,9 @@ class Executor:
             result = self._loop(
                 router, policy, turn, context or [], conversation, steps, research=True
             )
-            result.reply = f"{result.reply}\n\n{research_sources(result.tool_calls)}"
+            if result.tool_calls or not result.failed:
+                # A model that failed before looking anything up answered nothing to source.
+                result.reply = f"{result.reply}\n\n{research_sources(result.tool_calls)}"
             return result
         result = self._run(router, policy, turn, context, conversation, steps)
         if router.research and (self.model is None or self.model.is_embedded):
@@ -235,8 +237,9 @@ class Executor:
             if self.model is None
             else "The embedded model is too small to weigh several pages"
         )
-        searched = any(r.tool == "web_search" and r.status == "ok" for r in result.tool_calls)
-        what = "this is one search's answer" if searched else "I could not do it"
+        what = (
+            "this is one search's answer" if _searched(result.tool_calls) else "I could not do it"
+        )
         return (
             "This is a research task: several web searches, pages read and weighed, and a "
             f"recommendation with its sources. {why}, so {what}."
@@ -506,9 +509,14 @@ def research_sources(records: list[ToolCallRecord]) -> str:
     if pages:
         listed = "\n".join(f"{n}. {url}" for n, url in enumerate(pages, 1))
         return f"Pages read for this answer:\n{listed}"
-    if any(r.tool == "web_search" and r.status == "ok" for r in records):
+    if _searched(records):
         return "(No page was read: this answer rests on search results' snippets only.)"
     return "(Nothing was looked up: this answer is the model's own knowledge, not research.)"
+
+
+def _searched(records: list[ToolCallRecord]) -> bool:
+    """Whether a web search of the turn ran."""
+    return any(r.tool == "web_search" and r.status == "ok" for r in records)
 
 
 def _argument(arguments: dict[str, Any] | str, name: str) -> str | None:

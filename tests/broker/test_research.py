@@ -26,7 +26,13 @@ from broker.session import Session
 from broker.settings import Settings
 from broker.types import GrantMode, Intent, TurnResult
 from core.errors import Remedy
-from tests.support.openai_server import ScriptedOpenAIServer, ServerFactory, Text, ToolCalls
+from tests.support.openai_server import (
+    Raw,
+    ScriptedOpenAIServer,
+    ServerFactory,
+    Text,
+    ToolCalls,
+)
 from tests.support.scripted_model import ScriptedModel
 from tests.support.web_server import WebServer
 
@@ -169,6 +175,16 @@ def test_a_research_answer_from_the_models_own_knowledge_is_nudged_once_then_sai
         "Still the Kobo.\n\n(Nothing was looked up: this answer is the model's own knowledge, "
         "not research.)"
     )
+
+
+def test_a_model_that_fails_before_looking_anything_up_gets_no_sources_line(
+    scripted_server: ServerFactory, sessions: Any, web: WebServer
+) -> None:
+    server = scripted_server([Raw.error(500, "model crashed")], repeat_last=True)
+    turn = sessions(served(server)).ask(QUESTION)
+    assert turn.failed
+    assert "Nothing was looked up" not in turn.reply
+    assert "Pages read" not in turn.reply
 
 
 def test_research_on_snippets_alone_says_no_page_was_read(
