@@ -37,12 +37,12 @@ from broker.taint import (
     mcp_network_of,
 )
 from broker.types import Grant, GrantMode
+from tests.support.private_note import NOTE, carries_note
 from tests.support.rig import Rig
 from tools.manual import Capability, Prepared, Tool, ToolManual, ToolResult
 from tools.mcp.config import McpServerConfig
 from tools.registry import ToolRegistry, builtin_registry
 
-NOTE = "lock code 4471, meet Ana at the pier"
 LEAK_URL = "https://news.example.org/article?id=20240611&utm_source=feed&ref=lock%20code%204471"
 
 
@@ -245,7 +245,7 @@ def test_after_a_private_read_an_outbound_call_says_why_and_the_audit_keeps_only
         "private_calls": ["call-read"],
         "destination": digest(LEAK_URL),
     }
-    assert "4471" not in json.dumps(fresh.audit)
+    assert not carries_note(json.dumps(fresh.audit))
 
 
 def test_the_reason_names_three_sources_and_counts_the_rest() -> None:
@@ -335,7 +335,7 @@ def test_after_a_private_read_the_session_grant_is_skipped_and_only_once_is_offe
     (asked,) = [r["data"] for r in rig.events() if r["data"].get("outcome") == "ask"]
     assert asked["fresh"] == OUTBOUND_AFTER_PRIVATE
     assert asked["destination"] == digest(LEAK_URL)
-    assert "4471" not in rig.audit_path.read_text()
+    assert not carries_note(rig.audit_path.read_text())
 
 
 @pytest.mark.parametrize(

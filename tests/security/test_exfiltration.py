@@ -48,13 +48,12 @@ from tests.support.cli import ask_json, audit_events, run_cli
 from tests.support.cli import cli_env as cli_env_for
 from tests.support.mcp_notes import notes_config, write_notes
 from tests.support.openai_server import ScriptedOpenAIServer, ServerFactory, Text, ToolCalls
+from tests.support.private_note import NOTE, carries_note
 from tests.support.web_server import WebServer
 from tools.manual import Capability
 from tools.mcp.config import McpSettings
 
-NOTE = "lock code 4471, meet Ana at the pier"
 FACT = "Ana's pier meeting is about the divorce settlement"
-SECRET_BIT = "4471"
 # Asked to find something out, online and on this computer: the turn may read files and fetch.
 DISCOVER = "work out whether my notes file is out of date and look it up online"
 # A benign-looking address: tracking noise first, the data last, past where a terminal cuts.
@@ -114,7 +113,7 @@ def exfiltrate(web: WebServer) -> Any:
 
 
 def hits_with_the_note(web: WebServer) -> list[str]:
-    return [hit.path for hit in web.hits if SECRET_BIT in hit.path]
+    return [hit.path for hit in web.hits if carries_note(hit.path)]
 
 
 class Person(RulePrompter):
@@ -453,7 +452,7 @@ def test_a_headless_run_denies_the_leak_and_the_server_receives_nothing(
     (asked,) = [e["data"] for e in events if e["data"].get("fresh") == "outbound_after_private"]
     assert asked["destination"] == digest(leak_url(web, NOTE))
     assert asked["private_kinds"] == ["file"]
-    assert SECRET_BIT not in (user / ".chamberlain" / "audit.jsonl").read_text()
+    assert not carries_note((user / ".chamberlain" / "audit.jsonl").read_text())
 
 
 def test_a_saved_grant_from_an_earlier_command_does_not_cover_the_leak_either(
