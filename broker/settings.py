@@ -350,6 +350,11 @@ def _migrate(raw: dict[str, Any]) -> dict[str, Any]:
 SETTINGS_FILE = "settings.json"
 # A settings file is a few kilobytes; anything past this is not one (and is not read into memory).
 MAX_FILE_BYTES = 4 * 1024 * 1024
+# Settings are a few levels deep. Deeper JSON is refused before it is parsed: Python's parser
+# recurses once a level, and a garbage collection that runs thousands of frames down fails in
+# its own way ("Exception ignored in sys.unraisablehook").
+MAX_JSON_DEPTH = 64
+_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
 class _FileOnly(Settings):
@@ -836,6 +841,12 @@ def _read_file(path: Path) -> tuple[dict[str, Any], str]:
         ) from exc
     if not text.strip():
         raise SettingsError(f"{path} is empty", path=path, line=1, remedy=Remedy.FIX_SETTINGS)
+    if _nested_deeper(text, MAX_JSON_DEPTH):
+        raise SettingsError(
+            f"{path}: its JSON is nested too deeply to be settings",
+            path=path,
+            remedy=Remedy.FIX_SETTINGS,
+        )
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -860,6 +871,21 @@ def _read_file(path: Path) -> tuple[dict[str, Any], str]:
             remedy=Remedy.FIX_SETTINGS,
         )
     return raw, text
+
+
+def _nested_deeper(text: str, limit: int) -> bool:
+    """Whether JSON `text` opens more than `limit` arrays or objects inside one another,
+    counted without recursing (brackets inside strings do not count)."""
+    depth = 0
+    for token in _JSON_NESTING.finditer(text):
+        mark = token.group()
+        if mark in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif mark in "]}":
+            depth -= 1
+    return False
 
 
 def _json_kind(value: object) -> str:
