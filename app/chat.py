@@ -880,8 +880,8 @@ class ChatWindow(QWidget):
         self._focus_after(entry)
 
     async def undo(self, entry: MemoryEntry) -> None:
-        """Forget a fact this chat just remembered."""
-        if entry.state != "kept" or entry.fact_id is None or entry.busy:
+        """Forget a fact this chat just remembered, or one the person asked to forget."""
+        if entry.state not in ("kept", "forgettable") or entry.fact_id is None or entry.busy:
             return
         memory = self.assistant.session.memory
         if memory is None:
@@ -932,6 +932,8 @@ class ChatWindow(QWidget):
             status = found[entry.fact_id]
             if status is FactStatus.PENDING and entry.state == "waiting":
                 continue
+            if status in (FactStatus.ACTIVE, FactStatus.PENDING) and entry.state == "forgettable":
+                continue  # still there to forget
             if status is FactStatus.ACTIVE:
                 if entry.state == "kept":
                     continue

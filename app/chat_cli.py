@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from broker.conversation import Conversation
     from broker.events import TurnEvent
     from broker.session import Session
-    from broker.types import TurnResult
+    from broker.types import MemoryEvent, TurnResult
     from memory.conversations import ConversationStore
     from memory.store.facts import MemoryStore
     from tools.stop import StopSignal
@@ -452,6 +452,8 @@ def _loop(session: Session, kept: KeptConversation, *, debug: bool) -> None:
     sys.stderr.flush()
     # What the last turn offered to remember (a fact it did not keep), until the next message.
     offered: str | None = None
+    # The one remembered fact that matched the last turn's "forget …", until the next message.
+    forgettable: MemoryEvent | None = None
     asked_back = False
     with ctrl_c_marked() as ctrl_c:
         reader = LineReader(sys.stdin, ctrl_c)
@@ -472,6 +474,11 @@ def _loop(session: Session, kept: KeptConversation, *, debug: bool) -> None:
             if not text:
                 continue
             taken = REMEMBER_IT.match(text) or (not asked_back and YES.match(text))
+            if forgettable is not None and YES.match(text):
+                # A short yes to the one fact that matched "forget …": it goes, for good.
+                _forget(session, forgettable)
+                forgettable = offered = None
+                continue
             if offered is not None and taken:
                 # A short yes to "I did not keep this…": the offered words are remembered.
                 result = _turn(session, kept, offered, ctrl_c, debug=debug, remember=True)
@@ -479,12 +486,35 @@ def _loop(session: Session, kept: KeptConversation, *, debug: bool) -> None:
                 result = _turn(session, kept, text, ctrl_c, debug=debug)
             offered = next((m.text for m in result.memory if m.action == "offer"), None)
             asked_back = result.reply.rstrip().endswith("?")
+            matches = [m for m in result.memory if m.action == "forget_match" and m.fact_id]
+            forgettable = matches[0] if len(matches) == 1 else None
+            if forgettable is not None:
+                sys.stderr.write('Say "yes" to forget it now.\n')
+                sys.stderr.flush()
             if offered is not None and asked_back:
                 sys.stderr.write(
                     'A "yes" now answers the question above; say "remember it" to keep the fact.\n'
                 )
                 sys.stderr.flush()
     sys.stderr.write(_farewell(kept))
+    sys.stderr.flush()
+
+
+def _forget(session: Session, event: MemoryEvent) -> None:
+    """Forget the fact `event` names, and say what happened."""
+    memory = session.memory
+    if memory is None or event.fact_id is None:
+        why = session.memory_problem or "memory is not available"
+        sys.stderr.write(f"chamberlain: not forgotten: {why}\n")
+        sys.stderr.flush()
+        return
+    try:
+        memory.forget(event.fact_id)
+    except StorageError as exc:
+        sys.stderr.write(f"chamberlain: not forgotten: {exc}\n")
+    else:
+        sys.stdout.write(f'Forgotten: "{event.text}".\n')
+        sys.stdout.flush()
     sys.stderr.flush()
 
 

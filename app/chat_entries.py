@@ -201,12 +201,13 @@ class NoticeEntry(Entry):
     tone: Tone = "info"
 
 
-MemoryState = Literal["waiting", "kept", "forgotten", "rejected", "plain", "offered"]
+MemoryState = Literal["waiting", "kept", "forgettable", "forgotten", "rejected", "plain", "offered"]
 
 
 @dataclass(eq=False)
 class MemoryEntry(Entry):
     """A memory line: "waiting" offers Approve, Edit… and Reject; "kept" offers Undo;
+    "forgettable" (a remembered fact matching what the person asked to forget) offers Forget;
     "offered" (a fact the person stated that nothing kept) offers Remember; "forgotten",
     "rejected" and "plain" offer nothing. `busy` while the store is being asked,
     `editing` while the person writes their own text, `note` says what their choice did and
@@ -231,6 +232,6 @@ class MemoryEntry(Entry):
     def from_meta(cls, body: str, meta: dict[str, Any]) -> MemoryEntry:
         state = meta.get("state")
         fact_id = meta.get("fact_id")
-        if not isinstance(fact_id, str) or state not in ("waiting", "kept"):
+        if not isinstance(fact_id, str) or state not in ("waiting", "kept", "forgettable"):
             return cls(body=body, state="plain")
         return cls(body=body, fact_id=fact_id, state=state, text=str(meta.get("text", "")))

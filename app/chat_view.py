@@ -910,7 +910,15 @@ class MemoryLine(QFrame):
         self._mnemonics = (consent, undo)
         for key, words, _ in MEMORY_BUTTONS:
             self.buttons[key].setText(words if consent else words.replace("&", ""))
-        self.undo.setText("&Undo" if undo else "Undo")
+        self._undo_words()
+
+    def _undo_words(self) -> None:
+        """Undo on a fact just kept (Alt+U), Forget on one the person asked to forget (Alt+G),
+        on the newest line that has the button."""
+        forget = self.entry.state == "forgettable"
+        words = "For&get" if forget else "&Undo"
+        self.undo.setText(words if self._mnemonics[1] else words.replace("&", ""))
+        self.undo.setAccessibleName("Forget this fact" if forget else "Forget this again")
 
     def start_editing(self) -> None:
         entry = self.entry
@@ -951,7 +959,8 @@ class MemoryLine(QFrame):
         self.editor_row.setVisible(waiting and entry.editing)
         for control in (self.editor, self.save, self.cancel):
             control.setEnabled(not entry.busy)
-        self.undo.setVisible(entry.state == "kept" and entry.fact_id is not None)
+        self._undo_words()
+        self.undo.setVisible(entry.state in ("kept", "forgettable") and entry.fact_id is not None)
         self.undo.setEnabled(not entry.busy)
         self.remember.setVisible(entry.state == "offered")
         self.remember.setEnabled(not entry.busy)
@@ -1080,14 +1089,16 @@ class Transcript(QScrollArea):
         return [
             e
             for e in self.entries
-            if isinstance(e, MemoryEntry) and e.fact_id and e.state in ("waiting", "kept")
+            if isinstance(e, MemoryEntry)
+            and e.fact_id
+            and e.state in ("waiting", "kept", "forgettable")
         ]
 
     def _assign_mnemonics(self) -> None:
         lines = [e.widget for e in self.entries[self.first : self.last]]
         memory = [w for w in lines if isinstance(w, MemoryLine) and w.entry.fact_id]
         waiting = next((w for w in reversed(memory) if w.entry.state == "waiting"), None)
-        kept = next((w for w in reversed(memory) if w.entry.state == "kept"), None)
+        kept = next((w for w in reversed(memory) if w.entry.state in ("kept", "forgettable")), None)
         for line in memory:
             line.set_mnemonics(line is waiting, line is kept)
 

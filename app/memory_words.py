@@ -40,7 +40,14 @@ def memory_notice(event: MemoryEvent) -> str:
             f'I did not keep this: "{event.text}" To have me remember it, say "yes" (in '
             f"`chamberlain chat`) or run `chamberlain ask --remember {_shell_words(event.text)}`."
         )
+    if action == "forget_none":
+        return f'Nothing I remember matches "{event.text}": nothing was forgotten or stored.'
     quoted = f'"{event.text}"'
+    if action == "forget_match":
+        return (
+            f"Matches what you asked me to forget: {quoted}. Forget it with "
+            f"`chamberlain memory forget {event.fact_id}`."
+        )
     if event.status is FactStatus.PENDING:
         why = f" ({', '.join(event.reasons)})" if event.reasons else ""
         level = event.sensitivity.value if event.sensitivity is not None else ""
@@ -73,10 +80,14 @@ def _why(event: MemoryEvent) -> str:
 
 def app_line(event: MemoryEvent) -> str:
     """One event as the desktop app's chat says it, beside its buttons (Approve, Edit…, Reject;
-    Undo): never a command to type."""
+    Undo; Forget): never a command to type."""
     text = event.text.strip()
     if event.action == "offer":
         return f"I did not keep this: “{text}” Remember it?"
+    if event.action == "forget_match":
+        return f"Matches what you asked me to forget: “{text}”"
+    if event.action == "forget_none":
+        return f"Nothing I remember matches “{text}”: nothing was forgotten or stored."
     if event.fact_id and text and event.action in ("added", "superseded", "pending"):
         if event.status is FactStatus.PENDING:
             return f"To remember “{text}” I need your approval — it looks {_why(event)}."

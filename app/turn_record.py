@@ -43,12 +43,14 @@ def conversation_title(text: str) -> str:
 
 def memory_entry(event: MemoryEvent) -> MemoryEntry:
     """A memory line: a fact waiting for consent (Approve, Edit…, Reject), one just remembered
-    (Undo), else what memory did in the app's words (refused, already remembered, nothing to
-    remember)."""
+    (Undo), one matching what the person asked to forget (Forget), else what memory did in the
+    app's words (refused, already remembered, nothing to remember)."""
     text = event.text.strip()
     body = app_line(event)
     if event.action == "offer" and text:
         return MemoryEntry(body=body, state="offered", text=text)
+    if event.action == "forget_match" and event.fact_id and text:
+        return MemoryEntry(body=body, fact_id=event.fact_id, state="forgettable", text=text)
     if event.fact_id and event.action in KEPT_ACTIONS and text:
         state: MemoryState = "waiting" if event.status is FactStatus.PENDING else "kept"
         return MemoryEntry(body=body, fact_id=event.fact_id, state=state, text=text)

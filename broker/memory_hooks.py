@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from broker.audit.events import AuditEvent
 from broker.audit.redaction import digest
 from broker.audit.writer import AuditLog
+from broker.fact_offer import forget_request
 from broker.keys import PASSPHRASE_TRIES, MemoryKey, load_memory_key, record_keying
 from broker.llm.base import ChatModel, ModelError, failure_in_turn, note_failure
 from broker.settings import MemorySettings
@@ -50,6 +51,8 @@ log = logging.getLogger("chamberlain.broker.memory")
 MEMORY_FILE = "memory.db"
 MAX_PROPOSALS = 3
 MAX_FACT_CHARS = 300
+# How many remembered facts a "forget …" shows to pick from, best match first.
+FORGET_SHOWN = 3
 
 
 def open_memory(
@@ -291,6 +294,9 @@ class MemoryWriter:
     def after_turn(self, turn: TurnResult, turn_id: str) -> list[MemoryEvent]:
         router = turn.router
         if router.intent is Intent.MEMORY_WRITE:
+            forgetting = forget_request(router.text)
+            if forgetting is not None:
+                return self._forgetting(*forgetting, router, turn_id)
             return [self._explicit(router, turn_id)]
         if not self.extracting or not router.text.strip():
             return []
@@ -298,8 +304,53 @@ class MemoryWriter:
 
     # --- explicit "remember that …" ----------------------------------------------------------
 
-    def _explicit(self, router: RouterOutput, turn_id: str) -> MemoryEvent:
-        raw = router.arguments.fact or router.text
+    # --- "forget …" ---------------------------------------------------------------------------
+
+    def _forgetting(
+        self, subject: str, stated: str, router: RouterOutput, turn_id: str
+    ) -> list[MemoryEvent]:
+        """Asked to forget `subject` (and maybe told what is true now, `stated`): what is true
+        now is kept as any fact is, and the remembered facts that match `subject` are shown
+        for the person to forget. A wording match is not leave to delete: nothing goes by
+        itself ("forget my home address" may match a work address too)."""
+        events = [self._explicit(router, turn_id, stated)] if stated else []
+        if self.temporary:
+            return events or [MemoryEvent("temporary")]
+        kept = {e.fact_id for e in events if e.fact_id}
+        replaced = {e.replaces for e in events if e.replaces}
+        matches = [
+            fact
+            for fact in self.store.search(subject, include_superseded=False, limit=FORGET_SHOWN * 2)
+            if fact.status in (FactStatus.ACTIVE, FactStatus.PENDING)
+            and fact.id not in kept
+            and fact.text not in replaced
+        ][:FORGET_SHOWN]
+        self.audit.append(
+            AuditEvent.MEMORY_WRITE,
+            turn_id=turn_id,
+            action="forget_asked",
+            matches=[fact.id for fact in matches],
+        )
+        if not matches:
+            return [*events, MemoryEvent("forget_none", text=subject)]
+        return [
+            *events,
+            *(
+                MemoryEvent(
+                    "forget_match",
+                    fact_id=fact.id,
+                    text=fact.text,
+                    sensitivity=fact.sensitivity,
+                    status=fact.status,
+                    category=fact.category,
+                    source=fact.source,
+                )
+                for fact in matches
+            ),
+        ]
+
+    def _explicit(self, router: RouterOutput, turn_id: str, said: str = "") -> MemoryEvent:
+        raw = said or router.arguments.fact or router.text
         text = fact_from_request(raw).strip()
         if not text:
             return MemoryEvent("empty")

@@ -399,6 +399,28 @@ class Session:
         self._opened_writer = self._add_memory_writer(store)
         return store
 
+    def _talk_when_nothing_keeps(self, router: RouterOutput) -> RouterOutput:
+        """A fact said plainly ("My sister's name is Ingrid."), which only the classifier read
+        as one to keep, is conversation when nothing can keep it (no memory, a temporary chat,
+        memory paused): the model answers it, rather than a reply that memory is not there.
+        Asked in so many words ("remember …", "…, keep that in mind"), it stays a memory write
+        and says why nothing was kept."""
+        from broker.router.patterns import KEEP_SIGN_RE
+
+        if router.intent is not Intent.MEMORY_WRITE or router.source != "classifier":
+            return router
+        if self.memory is not None and not self.temporary and not self.settings.memory.paused:
+            return router
+        if KEEP_SIGN_RE.search(router.text) is not None:
+            return router
+        return router.model_copy(
+            update={
+                "intent": Intent.CHAT_ONLY,
+                "needs_memory_write": False,
+                "arguments": RouterArguments(),
+            }
+        )
+
     def _memory_use(self, router: RouterOutput, policy: PolicyDecision) -> tuple[bool, bool]:
         """(recall, write): whether this turn reads memory, and whether it may write it.
 
@@ -690,6 +712,7 @@ class Session:
             )
         else:
             router = with_spaced_names(self.route(text, turn_id, earlier), names_a_file)
+            router = self._talk_when_nothing_keeps(router)
         try:
             self.audit.append(
                 AuditEvent.ROUTER_OUTPUT,
@@ -782,8 +805,9 @@ class Session:
             if self.memory is None:
                 why = self.memory_problem or "not configured"
                 turn.reply = f"Memory is not available: {why}"
-            # Asked to remember, and nothing was kept (refused, paused, temporary, empty).
-            turn.failed = not any(e.fact_id for e in turn.memory)
+            # Asked to remember, and nothing was kept (refused, paused, temporary, empty); asked
+            # to forget, what matches was shown, or that nothing does.
+            turn.failed = not any(e.fact_id or e.action == "forget_none" for e in turn.memory)
         return turn
 
     def _fact_offer(self, turn: TurnResult, offered: str | None) -> MemoryEvent | None:
@@ -798,13 +822,15 @@ class Session:
 
     def _offer_text(self, router: RouterOutput) -> str | None:
         from broker.fact_offer import offer_of
+        from broker.router.classifier import keep_probability
         from memory.sensitivity.assessment import refuse_credentials
 
         if router.intent in (Intent.MEMORY_WRITE, Intent.MEMORY_READ):
             return None
         if self.temporary or self.settings.memory.paused:
             return None
-        offered = offer_of(router.text)
+        chance = keep_probability(router.text, self.settings.router.intent_weights)
+        offered = offer_of(router.text, chance)
         if offered is None or refuse_credentials(router.text) is not None:
             return None
         return offered

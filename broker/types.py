@@ -161,6 +161,11 @@ MemoryAction = Literal[
     # Nothing kept: the person stated a lasting fact about themselves that the router did not
     # take as a memory write; `text` is what to offer to remember (broker/fact_offer.py).
     "offer",
+    # Asked to forget something: a remembered fact that matches (its id, text, level and
+    # status), for the person to forget with one click or command; nothing is forgotten by
+    # itself. "forget_none": nothing remembered matches `text`, what they asked to forget.
+    "forget_match",
+    "forget_none",
 ]
 
 

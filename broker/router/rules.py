@@ -95,7 +95,8 @@ def _memory_write(view: _View) -> _Guess | None:
         if not rest or _TO_VERB_RE.match(rest):
             # "remember to include the hidden files: list ~/.config" is an instruction.
             return None
-        reminiscing = _REMINISCE_RE.match(rest) or text.endswith("?")
+        # "remember my flight number? whats it": a question, though it ends otherwise.
+        reminiscing = _REMINISCE_RE.match(rest) or "?" in rest
         if (
             word == "remember"
             and reminiscing

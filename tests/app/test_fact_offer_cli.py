@@ -13,8 +13,9 @@ import pytest
 from tests.support.cli import ask_json, make_user, run_cli
 from tests.support.pty_session import CTRL_D, pty_session
 
-# A fact with no word asking to keep it: the router reads talk, the offer catches it.
-ALLERGY = "I'm allergic to shellfish."
+# A lasting fact inside a remark, with no word asking to keep it: the router reads talk (a bare
+# "I'm allergic to shellfish." it now keeps), the offer catches it.
+ALLERGY = "I'm allergic to shellfish, which made the wedding buffet interesting."
 
 
 @pytest.fixture
@@ -30,11 +31,11 @@ def test_ask_offers_the_fact_and_keeps_nothing_until_asked(user: Path) -> None:
     _proc, turn = ask_json(user, ALLERGY, "--llm", "none")
     [event] = turn["memory"]
     assert event["action"] == "offer"
-    assert event["text"] == "I'm allergic to shellfish."
-    assert 'chamberlain ask --remember "I\'m allergic to shellfish."' in event["notice"]
+    assert event["text"] == ALLERGY
+    assert f'chamberlain ask --remember "{ALLERGY}"' in event["notice"]
     assert "shellfish" not in facts(user)
     plain = run_cli(user, "ask", "--llm", "none", ALLERGY)
-    assert 'I did not keep this: "I\'m allergic to shellfish."' in plain.stdout
+    assert f'I did not keep this: "{ALLERGY}"' in plain.stdout
 
 
 def test_ask_remember_keeps_it_and_a_health_fact_waits_for_consent(user: Path) -> None:
@@ -80,3 +81,25 @@ def test_a_fact_with_a_keep_word_anywhere_is_kept_without_the_keep_words(user: P
     kept = facts(user)
     assert "shoe size is 9 UK" in kept
     assert "keep it" not in kept
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs a Linux pty")
+def test_in_chat_forget_shows_the_one_match_and_a_short_yes_forgets_it(user: Path) -> None:
+    """ "forget my bike" in `chamberlain chat`: the one remembered fact that matches is shown,
+    nothing goes until the person says yes, and then it is gone from the store."""
+    proc, _turn = ask_json(user, "remember that my bike is a green Brompton", "--llm", "none")
+    assert proc.returncode == 0, proc.stderr
+    with pty_session(user, "chat", "--llm", "none") as term:
+        term.read_until("> ")
+        term.type("forget about my bike\r")
+        term.read_until("Matches what you asked me to forget")
+        term.read_until('Say "yes" to forget it now.')
+        term.read_until("> ")
+        assert "Brompton" in facts(user)  # shown, not yet forgotten
+        term.type("yes\r")
+        term.read_until('Forgotten: "my bike is a green Brompton".')
+        term.read_until("> ")
+        term.type(CTRL_D)
+        code, _screen = term.finish()
+    assert code == 0, term.screen
+    assert "Brompton" not in facts(user)

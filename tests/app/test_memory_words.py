@@ -195,3 +195,25 @@ def test_the_desktop_says_a_remembered_fact_and_what_it_replaces_without_the_und
         tmp_path, store, "remember that my timezone is CET", "remember that my timezone is UTC+1"
     )
     assert app_line(event) == "Remembered: my timezone is UTC+1 (replaces “my timezone is CET”)"
+
+
+def test_asked_to_forget_the_turn_names_each_match_with_the_command_that_forgets_it(
+    tmp_path, store
+):
+    """A real turn: "forget my address" finds the address it was told and says how to forget
+    it; it keeps nothing of its own ("forget my address" is not a fact)."""
+    events = remember(
+        tmp_path, store, "remember that my address is 4 Elm Road", "forget my address"
+    )
+    [event] = events
+    assert event.action == "forget_match"
+    assert store.get(event.fact_id).text == "my address is 4 Elm Road"
+    assert memory_notice(event) == (
+        'Matches what you asked me to forget: "my address is 4 Elm Road". Forget it with '
+        f"`chamberlain memory forget {event.fact_id}`."
+    )
+    assert [f.text for f in store.facts()] == ["my address is 4 Elm Road"]
+    [none] = remember(tmp_path, store, "forget my cat")
+    assert memory_notice(none) == (
+        'Nothing I remember matches "my cat": nothing was forgotten or stored.'
+    )

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from broker.fact_offer import MAX_MESSAGE_CHARS, kept_words, offer_of
+from broker.fact_offer import (
+    MAX_MESSAGE_CHARS,
+    OFFER_SURE,
+    forget_request,
+    kept_words,
+    offer_of,
+)
 
 
 @pytest.mark.parametrize(
@@ -87,3 +93,49 @@ def test_the_words_kept_are_the_fact_without_the_request_to_keep_it(
     message: str, kept: str
 ) -> None:
     assert kept_words(message) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "asked"),
+    [
+        ("forget my home address. delete it. now.", ("my home address", "")),
+        ("delete everything u know about my ex, her name and all", ("my ex", "")),
+        ("please forget about my sister's phone number", ("my sister's phone number", "")),
+        ("forget what I told you about my allergy", ("my allergy", "")),
+        # what is true now is said after the break: it is kept, the old is offered to forget
+        (
+            "forget my old gmail, my email is now jo@example.org",
+            ("my old gmail", "my email is now jo@example.org"),
+        ),
+        (
+            "olvida lo que te dije de mi dirección en la Roma, ya me mudé a Coyoacán",
+            ("mi dirección en la Roma", "ya me mudé a Coyoacán"),
+        ),
+        # leaning on what is forgotten: nothing stands on its own to keep
+        ("forget my old address, I don't live there anymore", ("my old address", "")),
+        ("forget it", None),  # what was said before: nothing named here
+        ("my dog is called Rex", None),
+        ("I forget my keys all the time", None),
+    ],
+)
+def test_a_request_to_forget_names_what_goes_and_what_is_true_now(text, asked):
+    assert forget_request(text) == asked
+
+
+@pytest.mark.parametrize(
+    ("text", "chance", "offered"),
+    [
+        # No word here looks lasting, but the classifier found a memory write likely enough.
+        (
+            "wife's called Morag. birthday 3rd june",
+            OFFER_SURE,
+            "Wife's called Morag. birthday 3rd june",
+        ),
+        ("wife's called Morag. birthday 3rd june", OFFER_SURE - 0.01, None),
+        ("wife's called Morag, when is her name day?", 0.9, None),  # a question
+        ("remember to call mum on sunday", 0.9, None),  # an instruction
+        ("quit Excel, it is frozen", 0.9, None),  # a request
+    ],
+)
+def test_a_statement_the_classifier_finds_likely_to_keep_is_offered_whole(text, chance, offered):
+    assert offer_of(text, chance) == offered

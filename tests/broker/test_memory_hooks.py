@@ -309,3 +309,37 @@ def test_the_model_is_told_how_many_facts_were_held_back_in_words(store):
         "2 more remembered facts matched, but they are personal and this model runs outside "
         "the user's machine, so they were held back. If they would help, say so"
     ) in lines
+
+
+def test_asked_to_forget_it_shows_what_matches_and_forgets_nothing_by_itself(store, audit):
+    """ "forget my address" is not a fact to keep: the remembered facts about it are shown for
+    the person to forget (a wording match is no leave to delete), and nothing new is stored."""
+    home = store.add("my address is 4 Elm Road", sensitivity=Sensitivity.LOW)
+    store.add("I like green tea", sensitivity=Sensitivity.LOW)
+    writer = MemoryWriter(store, MemorySettings(), audit)
+    events = writer.after_turn(turn_for("forget my address", Intent.MEMORY_WRITE), "t1")
+    assert [(e.action, e.fact_id, e.text) for e in events] == [
+        ("forget_match", home.fact.id, "my address is 4 Elm Road")
+    ]
+    assert store.get(home.fact.id) is not None
+    assert sorted(f.text for f in store.facts()) == ["I like green tea", "my address is 4 Elm Road"]
+    records = [json.loads(line) for line in audit.path.read_text().splitlines()]
+    [asked] = [r for r in records if r["data"].get("action") == "forget_asked"]
+    assert asked["data"]["matches"] == [home.fact.id]
+
+
+def test_asked_to_forget_what_was_never_told_says_so_and_stores_nothing(store, audit):
+    writer = MemoryWriter(store, MemorySettings(), audit)
+    [none] = writer.after_turn(turn_for("please forget about my cat", Intent.MEMORY_WRITE), "t1")
+    assert (none.action, none.text) == ("forget_none", "my cat")
+    assert store.facts() == []
+
+
+def test_forgetting_with_what_is_true_now_keeps_the_new_and_offers_the_old(store, audit):
+    old = store.add("I work at Shopify", sensitivity=Sensitivity.LOW)
+    writer = MemoryWriter(store, MemorySettings(), audit)
+    text = "forget what I told you about working at Shopify, I'm at Cohere now"
+    kept, offered = writer.after_turn(turn_for(text, Intent.MEMORY_WRITE), "t1")
+    assert kept.text == "I'm at Cohere now"
+    assert store.get(kept.fact_id) is not None  # kept (a workplace waits for consent)
+    assert (offered.action, offered.fact_id) == ("forget_match", old.fact.id)

@@ -401,7 +401,8 @@ def test_asking_what_was_told_before_reads_memory(text: str) -> None:
         ("whats my mac's chip and how much unified memory does it have", Intent.SYSTEM_TASK),
         ("yep, fire that off in a terminal for me", Intent.SYSTEM_TASK),
         ("add that printer to this machine", Intent.SYSTEM_TASK),
-        ("add milk to my list", Intent.FILE_TASK),
+        # No file named and no list tool: the list is one Chamberlain keeps.
+        ("add milk to my list", Intent.MEMORY_WRITE),
         ("pls add eggs to my grocery list", Intent.FILE_TASK),
         ("silence discord", Intent.SYSTEM_TASK),
         ("what does mute mean", Intent.CHAT_ONLY),

@@ -126,16 +126,38 @@ def test_a_guess_stays_below_the_threshold_and_names_no_command(reads, intent: I
     assert not out.needs_system_execute  # no command to run: a system task is a question
 
 
-def test_without_a_keep_word_the_classifier_never_picks_a_memory_write(reads) -> None:
-    text = "my landlord is very strict about noise"
+def test_a_sure_classifier_picks_a_fact_said_plainly_as_a_memory_write(reads) -> None:
+    """A fact with no keep word at all ("wife's called Morag. birthday 3rd june") is kept when
+    the classifier is sure of it: the fact is the person's words as they said them."""
+    text = "wife's called Morag. birthday 3rd june"
+    assert route_rules(text).intent is not Intent.MEMORY_WRITE
+    reads(Intent.MEMORY_WRITE, combination.MEMORY_SURE)
+    out = route_heuristic(text)
+    assert (out.intent, out.source) == (Intent.MEMORY_WRITE, "classifier")
+    assert out.arguments.fact == text
+
+
+def test_without_a_keep_word_a_memory_write_never_overrules_a_direct_action(reads) -> None:
+    text = "my screen name for tourneys is xX_Kalamansi_Xx"
     rules = route_rules(text)
-    assert rules.intent is not Intent.MEMORY_WRITE
+    assert DIRECT_ACTION_CONFIDENCE <= rules.confidence < combination.RULES_DECIDE
     reads(Intent.MEMORY_WRITE, 0.99)
     out = route_heuristic(text)
     assert out.intent is rules.intent
     assert not out.needs_memory_write
     assert out.arguments.fact is None
-    assert out.confidence < THRESHOLD
+
+
+def test_with_a_keep_word_a_very_sure_memory_write_overrules_a_direct_action(reads) -> None:
+    """ "my screen name for tourneys is …, dont forget" is not a look at the screen."""
+    text = "my screen name for tourneys is xX_Kalamansi_Xx dont forget"
+    assert route_rules(text).confidence >= DIRECT_ACTION_CONFIDENCE
+    reads(Intent.MEMORY_WRITE, combination.MEMORY_OVERRULE - 0.01)
+    assert route_heuristic(text).intent is not Intent.MEMORY_WRITE
+    reads(Intent.MEMORY_WRITE, combination.MEMORY_OVERRULE)
+    out = route_heuristic(text)
+    assert out.intent is Intent.MEMORY_WRITE
+    assert out.arguments.fact == "my screen name for tourneys is xX_Kalamansi_Xx"
 
 
 @pytest.mark.parametrize(
@@ -169,6 +191,7 @@ def test_a_sure_classifier_picks_a_memory_write_where_a_keep_word_marks_it(
     [
         ("my landlord is very strict about noise, keep that handy", combination.MEMORY_SURE - 0.01),
         ("should I keep my old laptop or save up for a new one?", 0.99),  # a question
+        ("remember my flight number? whats it", 0.99),  # a question, though it ends otherwise
     ],
 )
 def test_an_unsure_or_questioning_memory_write_is_not_picked(

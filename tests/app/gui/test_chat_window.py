@@ -552,6 +552,42 @@ def test_undo_on_a_remembered_fact_forgets_it(qtbot, run, app_home, memory):
     chat.close()
 
 
+def test_asked_to_forget_a_fact_the_chat_offers_forget_and_a_click_forgets_it(
+    qtbot, run, app_home, memory
+):
+    """ "forget my bike lock code" shows the remembered fact it matches with a Forget button
+    (Alt+G): nothing goes until it is pressed, and no command to type is shown."""
+    kept = memory.add("my bike is a green Brompton", sensitivity=Sensitivity.LOW)
+    other = memory.add("I like green tea", sensitivity=Sensitivity.LOW)
+    chat = rig(qtbot, app_home, memory)
+    window = chat.window
+
+    async def scenario() -> None:
+        await chat.shown()
+        await type_and_send(qtbot, window, "forget about my bike")
+        await turn_done(window)
+
+    run(scenario())
+    [line] = [w for w in window.transcript.widgets() if isinstance(w, MemoryLine)]
+    assert line.label.text() == "Matches what you asked me to forget: “my bike is a green Brompton”"
+    assert line.undo.isVisibleTo(line)
+    assert line.undo.text() == "For&get"
+    assert line.undo.accessibleName() == "Forget this fact"
+    assert "chamberlain memory forget" not in window.transcript.text()
+    assert memory.get(kept.fact.id) is not None  # shown, not yet forgotten
+
+    async def forget() -> None:
+        line.undo.click()
+        await until(lambda: "Forgotten." in line.label.text())
+        await window.settled()
+
+    run(forget())
+    assert memory.get(kept.fact.id) is None
+    assert memory.get(other.fact.id) is not None
+    assert not line.undo.isVisibleTo(line)
+    chat.close()
+
+
 def test_a_reply_that_itself_says_a_memory_notice_is_shown_whole_with_the_notice_apart(
     qtbot, run, app_home, memory, scripted_server
 ):
@@ -1380,6 +1416,11 @@ def test_a_fact_waiting_from_the_command_line_chat_can_be_approved_in_its_conver
     memory.close()
 
 
+# A lasting fact inside a remark: the router reads talk (it keeps a bare "I'm allergic to
+# shellfish."), and the offer catches the fact.
+ALLERGY_REMARK = "I'm allergic to shellfish, which made the wedding buffet interesting."
+
+
 def test_a_fact_said_without_remember_is_offered_and_one_click_remembers_it(
     qtbot, run, app_home, memory
 ):
@@ -1391,14 +1432,14 @@ def test_a_fact_said_without_remember_is_offered_and_one_click_remembers_it(
 
     async def offered() -> MemoryLine:
         await chat.shown()
-        await type_and_send(qtbot, window, "I'm allergic to shellfish.")
+        await type_and_send(qtbot, window, ALLERGY_REMARK)
         await turn_done(window)
         [line] = memory_lines(window)
         return line
 
     line = run(offered())
     assert line.entry.state == "offered"
-    assert line.label.text() == "I did not keep this: “I'm allergic to shellfish.” Remember it?"
+    assert line.label.text() == f"I did not keep this: “{ALLERGY_REMARK}” Remember it?"
     assert line.remember.isVisibleTo(line)
     assert not any(b.isVisibleTo(line) for b in (line.approve, line.reject, line.undo))
     assert memory.facts() == []
@@ -1415,6 +1456,6 @@ def test_a_fact_said_without_remember_is_offered_and_one_click_remembers_it(
     assert waiting.entry.state == "waiting"
     assert waiting.approve.isVisibleTo(waiting)
     [fact] = memory.facts()
-    assert fact.text == "I'm allergic to shellfish"
+    assert fact.text == ALLERGY_REMARK.rstrip(".")
     assert fact.status is FactStatus.PENDING
     chat.close()
