@@ -121,12 +121,12 @@ def rig(home: Path, scripted_server: ServerFactory) -> Iterator[Any]:
         ("my pin is 4821", proposal("The user's PIN is 4 8 2 1", "my pin"), "4 8 2 1"),
         ("my pin is 4821", proposal("The user's cash machine number is 4821", "my pin"), "4821"),
         (
-            f"my github token is {GITHUB_TOKEN} in case you need it",
+            f"my github token is {GITHUB_TOKEN} in case you need it, is that format current?",
             proposal(f"the user's github token is {GITHUB_TOKEN}", "in case you need it"),
             GITHUB_TOKEN,
         ),
         (
-            f"my github token is {GITHUB_TOKEN} in case you need it",
+            f"my github token is {GITHUB_TOKEN} in case you need it, is that format current?",
             proposal("The user's GitHub access string is ghp-a1B2c3D4e5F6g7H8i9J0", "in case"),
             "a1B2c3D4e5F6g7H8i9J0",
         ),
@@ -204,7 +204,9 @@ def test_a_fact_in_the_users_own_words_is_still_remembered(rig) -> None:
             proposal("The user's dog is called Rex and is a spaniel", "my dog is called Rex"),
         ]
     )
-    turn = session.ask("my dog is called Rex and he loves the beach")
+    # A question after the fact: the turn is talk (a plain statement the router would keep
+    # itself), so what is remembered is the model's proposal.
+    turn = session.ask("my dog is called Rex and he loves the beach, is sand bad for paws?")
     [event] = turn.memory
     assert (event.text, event.status) == ("The user's dog is called Rex", "active")
     assert "Remembered from your message" in reply_with_notices(turn.reply, turn.memory)
@@ -223,7 +225,7 @@ def test_the_model_can_still_raise_a_proposals_sensitivity_but_not_lower_it(rig)
             proposal("my sister Ana lives in Oslo", "my sister Ana lives in Oslo", "low"),
         ]
     )
-    turn = session.ask("I go to choir on Thursdays and my sister Ana lives in Oslo")
+    turn = session.ask("I go to choir on Thursdays and my sister Ana lives in Oslo, is it far?")
     levels = {e.text: (e.sensitivity, e.status) for e in turn.memory}
     assert levels["I go to choir on Thursdays"] == ("secret", "pending")
     assert levels["my sister Ana lives in Oslo"] == ("personal", "pending")
