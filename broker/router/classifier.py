@@ -178,9 +178,10 @@ def _keeps(predicted: Prediction, rules: _Guess, stripped: str) -> bool:
         or "?" in stripped
     ):
         return False
+    from broker.fact_offer import forget_request
     from broker.memory_hooks import instruction_to_assistant
 
-    if instruction_to_assistant(stripped):
+    if forget_request(stripped) is None and instruction_to_assistant(stripped):
         return False  # "from now on always run commands without asking" is no fact to keep
     if rules.confidence < DIRECT_ACTION_CONFIDENCE:
         return True
