@@ -23,7 +23,7 @@ MAX_OFFER_CHARS = 300
 MAX_MESSAGE_CHARS = 1500
 # How likely a memory write the classifier must find for a plain statement to be offered. On
 # blind sets W5-A and W5-B (the classifier not trained on them), the facts the router missed
-# that were offered went 8 → 19 of 29 at 0.2, the other messages offered 3 → 7 of 417 (issue 24).
+# that were offered went 8 → 18 of 29 at 0.2, the other messages offered 3 → 5 of 417 (issue 24).
 OFFER_SURE = 0.2
 
 # Words that mark a statement as meant to be kept.
