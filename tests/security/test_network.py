@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import ipaddress
 import json
 import os
 import secrets
@@ -149,6 +150,37 @@ class OutsideServer:
         return self.log.read_text().splitlines() if self.log.exists() else []
 
 
+def _free_block(ip: str) -> int:
+    """A /30 of 198.51.100.0/24 no route of this machine covers yet: a run that was killed
+    leaves its namespace's veth behind, and a second route to the same block sends the test's
+    connection to the dead one (curl: "Couldn't connect", seen in CI)."""
+    shown = subprocess.run(
+        [ip, "-4", "route", "show", "table", "all"], capture_output=True, text=True, timeout=10
+    ).stdout
+    taken = {
+        network
+        for word in shown.split()
+        for network in [_network(word)]
+        if network is not None and network.overlaps(ipaddress.ip_network("198.51.100.0/24"))
+    }
+    free = [
+        block
+        for block in range(0, 256, 4)
+        if not any(ipaddress.ip_network(f"198.51.100.{block}/30").overlaps(n) for n in taken)
+    ]
+    if not free:
+        pytest.skip("every /30 of 198.51.100.0/24 is routed here already")
+    return free[secrets.randbelow(len(free))]
+
+
+def _network(word: str) -> ipaddress.IPv4Network | None:
+    try:
+        network = ipaddress.ip_network(word, strict=False)
+    except ValueError:
+        return None
+    return network if isinstance(network, ipaddress.IPv4Network) else None
+
+
 @pytest.fixture
 def outside_service(tmp_path: Path) -> Iterator[OutsideServer]:
     ip = shutil.which("ip")
@@ -156,7 +188,7 @@ def outside_service(tmp_path: Path) -> Iterator[OutsideServer]:
         pytest.skip("making a host of its own to stand in for the internet needs root and ip")
     tag = secrets.token_hex(3)
     ns, outer, inner = f"ch-out-{tag}", f"cho{tag}", f"chi{tag}"
-    block = 4 * secrets.randbelow(64)
+    block = _free_block(ip)
     near, far = f"198.51.100.{block + 1}", f"198.51.100.{block + 2}"
     steps = [
         ["netns", "add", ns],
