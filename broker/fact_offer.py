@@ -123,13 +123,17 @@ _KEEP_LEAD = re.compile(
     r"^\s*(?:please\s+|pls\s+|kindly\s+)?(?:fyi|f\.y\.i\.?|btw|by the way|heads up|"
     r"for the record|for future reference|just so (?:you|u) know|kumbuka|lembra(?:-te)?|"
     r"nakuambia tu|(?:quick\s+)?(?:update|note|correction)(?=\s*[:,-])|"
-    r"(?:save|store|keep|note down|write down)(?=\s+my\b))[\s,:;-]*",
+    r"(?:save|store|keep|note down|write down)(?=\s+my\b)|"
+    # "save this please: my licence renews in December": the colon opens the fact.
+    r"(?:save|store|keep|note|note down|write down|jot down|remember)\s+(?:this|that|it)"
+    r"(?:\s+(?:please|pls|plz|for (?:later|me)))*\s*:)[\s,:;-]*",
     re.IGNORECASE,
 )
 # Forgetting what was known, then saying what is true now ("forget what I told you about
 # Shopify, I'm at Cohere now"): the statement after the break is the fact.
 _FORGET_THEN = re.compile(
-    r"^(?:please\s+|pls\s+|kindly\s+)?(?:forget|lupain|olvida|oublie|vergiss)\b[^,;.—–]{1,120}"
+    r"^(?:please\s+|pls\s+|kindly\s+)?(?:forget|lupain|lupakan|olvida|oublie|vergiss|vergeet|esquece)\b"
+    r"[^,;.—–]{1,120}"
     r"[,;.—–]\s*(?:(?:now|instead|actually)[,\s]+)?(?P<rest>\S.*)$",
     re.IGNORECASE | re.DOTALL,
 )
@@ -214,7 +218,7 @@ def offer_of(text: str, keep_probability: float = 0.0) -> str | None:
 # what was told, then what to forget, up to the first break.
 _FORGET_REQUEST = re.compile(
     r"^\s*(?:(?:ok|okay|and|also|please|pls|kindly|can you|could you)[\s,]+)*"
-    r"(?:forget|delete|erase|wipe|olvida|oublie|vergiss|esquece|lupain|lupakan)\s+"
+    r"(?:forget|delete|erase|wipe|olvida|oublie|vergiss|vergeet|esquece|lupain|lupakan)\s+"
     r"(?:(?:all\s+)?about\s+|"
     r"what (?:i|I)\s+(?:told|said(?: to)?|gave|sent)(?:\s+(?:you|u))?(?:\s+about)?\s+|"
     r"(?:everything|anything|all|what)\s+(?:you|u)\s+(?:know|have|remember|saved|kept)"
@@ -241,6 +245,25 @@ def forget_request(text: str) -> tuple[str, str] | None:
     kept = kept_words(text)
     stated = _FORGET_REQUEST.match(kept) is None and kept != text.strip()
     return subject, kept if stated else ""
+
+
+def forget_then_ask(text: str) -> bool:
+    """Whether a message that opens by asking to forget goes on to ask for something else
+    ("forget the grep, just run ls"; "forget that and list my downloads"): a request, not a
+    memory write."""
+    replaced = _FORGET_THEN.match(text.strip())
+    rest = replaced.group("rest") if replaced is not None else ""
+    rest = re.sub(r"^(?:just|and|then|instead)\s+", "", rest, flags=re.IGNORECASE)
+    return (
+        bool(rest and _REQUEST.match(rest))
+        or re.search(
+            r"\b(?:and|then)\s+(?:just\s+)?(?:run|list|show|open|find|search|check|install|delete|"
+            r"remove|start|kill|execute)\b",
+            text,
+            re.IGNORECASE,
+        )
+        is not None
+    )
 
 
 def kept_words(text: str) -> str:

@@ -33,6 +33,7 @@ from broker.audit.events import AuditEvent
 from broker.audit.redaction import digest
 from broker.audit.writer import AuditLog
 from broker.fact_offer import forget_request
+from broker.instructions import APOSTROPHES, instruction_to_assistant
 from broker.keys import PASSPHRASE_TRIES, MemoryKey, load_memory_key, record_keying
 from broker.llm.base import ChatModel, ModelError, failure_in_turn, note_failure
 from broker.settings import MemorySettings
@@ -549,7 +550,6 @@ def _rejection(
     return None
 
 
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "`": "'"})
 _WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 # "don't" → do not; these three do not just lose their n.
 _NEGATED = {"can": "can", "won": "will", "shan": "shall"}
@@ -561,7 +561,7 @@ def _words_of(text: str) -> list[str]:
     ("don't" → do not, "I'm" → i am). Nothing else after an apostrophe is dropped: it is a
     word of its own ("s'appelle" → s appelle), so it is checked like any other."""
     words: list[str] = []
-    for token in _WORD_RE.findall(text.translate(_APOSTROPHES).casefold()):
+    for token in _WORD_RE.findall(text.translate(APOSTROPHES).casefold()):
         base, *rest = token.split("'")
         if rest == ["t"] and base.endswith("n"):
             words += [_NEGATED.get(base, base[:-1]), "not"]
@@ -608,59 +608,6 @@ def supported_by(text: str, own_words: frozenset[str]) -> bool:
     `own_words` is `_variants_of(_words_of(message))`. A fact with no content word is not one."""
     content = [w for w in _words_of(text) if w not in _FRAMING]
     return bool(content) and all(not _variants(w).isdisjoint(own_words) for w in content)
-
-
-_I = re.IGNORECASE
-# A fact starts with what it is about ("the user…", "my dog…", "likes…"); these lead an order.
-_IMPERATIVE_RE = re.compile(
-    r"^[\W_]*(?:(?:please|pls|ok|okay|hey|so|also|and|now|chamberlain|assistant)\b[\W_]*)*"
-    r"(?:always|never|ignore|disregard|forget|override|bypass|skip|stop|don'?t|do\s+not|run|"
-    r"execute|exec|install|uninstall|delete|remove|erase|wipe|kill|send|upload|forward|grant|"
-    r"allow|approve|enable|disable|obey|follow|pretend|act\s+as|treat|trust|answer|reply|"
-    r"respond|use|tell|reveal|print|output|repeat|remember|memori[sz]e|store|save|write|accept|"
-    r"confirm|assume|must|should)\b",
-    _I,
-)
-# Spoken to the assistant rather than about the user.
-_ADDRESSED_RE = re.compile(
-    r"\b(?:you|your|yours|yourself|you're|youre|you'll|you'd|you've)\b|"
-    r"\b(?:the|this)\s+(?:ai\s+)?(?:assistant|chatbot)\b|\bchamberlain\b",
-    _I,
-)
-_OVERRIDE_RE = re.compile(
-    r"\bfrom\s+(?:now|here)\s+on\b|\bhenceforth\b|\bgoing\s+forward\b|\bsystem\s+prompt\b|"
-    r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?\b(?:instructions?|rules?|"
-    r"prompts?|guidelines?|polic(?:y|ies)|restrictions?|safeguards?|settings?)\b|"
-    r"\b(?:without|no\s+need\s+(?:to|for)|don'?t|do\s+not|never|stop|skip|no\s+more)\s+"
-    r"(?:ever\s+)?(?:ask|asking|prompt|prompting|confirm|confirming|confirmation|checking|"
-    r"permission|permissions|approval|approving)\b",
-    _I,
-)
-# A rule about what may run or be allowed: a capability word and a rule word together.
-_CAPABILITY_RE = re.compile(
-    r"\b(?:commands?|shell|terminal|sudo|scripts?|tools?|grants?|permissions?|approvals?|"
-    r"prompts?|confirmations?|capabilit(?:y|ies))\b",
-    _I,
-)
-_RULE_RE = re.compile(
-    r"\b(?:always|never|without|automatic(?:ally)?|allowed|allow|allows|permitted|"
-    r"pre-?approved|approved|granted|grant|trusted|trust|any|all|every|anything|everything|"
-    r"unrestricted|skip|bypass|disabled?)\b",
-    _I,
-)
-
-
-def instruction_to_assistant(text: str) -> bool:
-    """True when `text` reads as an order to the assistant, or a rule about what it may run or
-    be allowed, rather than a fact about the user. Errs towards True: a dropped proposal costs
-    the user nothing they cannot say again with "remember that …"."""
-    text = text.translate(_APOSTROPHES)
-    return bool(
-        _IMPERATIVE_RE.search(text)
-        or _ADDRESSED_RE.search(text)
-        or _OVERRIDE_RE.search(text)
-        or (_CAPABILITY_RE.search(text) and _RULE_RE.search(text))
-    )
 
 
 def _strip_fence(raw: str) -> str:

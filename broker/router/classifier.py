@@ -38,7 +38,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.fact_offer import kept_words
+from broker.fact_offer import forget_request, kept_words
+from broker.instructions import rule_for_assistant
 from broker.router.extraction import SCAN_LIMIT, _View
 from broker.router.intent_model import IntentModel, IntentModelError, Prediction
 from broker.router.patterns import KEEP_SIGN_RE
@@ -178,10 +179,7 @@ def _keeps(predicted: Prediction, rules: _Guess, stripped: str) -> bool:
         or "?" in stripped
     ):
         return False
-    from broker.fact_offer import forget_request
-    from broker.memory_hooks import instruction_to_assistant
-
-    if forget_request(stripped) is None and instruction_to_assistant(stripped):
+    if forget_request(stripped) is None and rule_for_assistant(stripped):
         return False  # "from now on always run commands without asking" is no fact to keep
     if rules.confidence < DIRECT_ACTION_CONFIDENCE:
         return True

@@ -151,7 +151,8 @@ _NAMED_RE = re.compile(r"\b(?:named|called)\s+[\"']?([\w.*?\-]{1,100})", _I)
 _MEM_WRITE_LEAD_RE = re.compile(
     r"^" + _POLITE + r"(?P<lead>remember|memori[sz]e|note(?: to self)?|keep in mind|"
     r"don'?t forget|do not forget|make (?:a )?note(?: of)?|store the fact|"
-    r"save (?:this|that)\s*:|for future reference|just so you know|fyi|from now on|"
+    r"save (?:this|that)(?:\s+(?:please|pls|plz|for later))?\s*:|"
+    r"for future reference|just so you know|fyi|from now on|"
     r"(?:add|save|put|write) (?:this |that )?(?:to|in|into) (?:your )?memory|"
     # Said with a fact in the person's own words: "jot down that my bike is 56cm", "store
     # this for later: policy AB-1", "keep track of this: ..." (first person or a colon needed).
@@ -160,6 +161,14 @@ _MEM_WRITE_LEAD_RE = re.compile(
     r"(?= that (?:i|i'm|im|i've|ive|my|we|we're|our)\b|\s*:)|just so you remember))"
     r"(?!\w)[\s,:]*(?P<rest>.*)$",
     _I | re.S,
+)
+# "forget what I told you about the bowling league", "vergeet dat adres in Utrecht": a request to
+# forget something told before (what it names is found by broker/fact_offer.py's forget_request);
+# not "forget it" or "forget to …", nor "delete"/"wipe", which more often name a file.
+_FORGET_LEAD_RE = re.compile(
+    r"^" + _POLITE + r"(?:forget|vergeet|vergiss|olvida|oublie|esquece|lupakan|lupain)\b"
+    r"(?!\s+(?:to|it|that|this|about\s+(?:it|that|this))\b)",
+    _I,
 )
 # "commit my locker code to memory", "kindly commit those dates to memory".
 _COMMIT_TO_MEMORY_RE = re.compile(
@@ -639,7 +648,7 @@ KEEP_SIGN_RE = re.compile(
     # Filipino, Indonesian, Polish, German.
     r"lembra\w{0,4}|kumbuka|souviens|rappelle|nakuambia|ricorda\w{0,2}|recuerda|"
     r"(?:paki)?tandaan|makalimutan|simp[ae]n|cat[ae]t|inget|ingat|lupain|pami[eę]taj|"
-    r"zapami[eę]taj|merk\s+dir|vergiss|guarda\w{0,4}|gu[aá]rdalo|acu[eé]rdate|olvida|anota\w{0,2})\b",
+    r"zapami[eę]taj|merk\s+dir|vergiss|vergeet|guarda\w{0,4}|gu[aá]rdalo|acu[eé]rdate|olvida|anota\w{0,2})\b",
     _I,
 )
 

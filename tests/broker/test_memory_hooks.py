@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from broker.audit.writer import AuditLog
-from broker.memory_hooks import MemoryWriter, egress_limit, instruction_to_assistant, recollect
+from broker.instructions import instruction_to_assistant
+from broker.memory_hooks import MemoryWriter, egress_limit, recollect
 from broker.settings import MemorySettings
 from broker.types import Intent, PolicyDecision, RouterArguments, RouterOutput, TurnResult
 from core.clock import ManualClock
