@@ -20,6 +20,7 @@ own screenshot API (closed to apps it does not list; GNOME's portal serves it).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -312,7 +313,7 @@ def _focused(node: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def _with_process(info: WindowInfo) -> WindowInfo:
     if info.pid:
-        return WindowInfo(**{**info.__dict__, "process": process_name(info.pid)})
+        return dataclasses.replace(info, process=process_name(info.pid))
     return info
 
 
