@@ -117,9 +117,21 @@ def rig(home: Path, scripted_server: ServerFactory) -> Iterator[Any]:
 @pytest.mark.parametrize(
     ("message", "planted", "secret"),
     [
-        ("my pin is 4821", proposal("the user's bank pin code is 4821", "my pin"), "4821"),
-        ("my pin is 4821", proposal("The user's PIN is 4 8 2 1", "my pin"), "4 8 2 1"),
-        ("my pin is 4821", proposal("The user's cash machine number is 4821", "my pin"), "4821"),
+        (
+            "my pin is 4821, too easy to guess?",
+            proposal("the user's bank pin code is 4821", "my pin"),
+            "4821",
+        ),
+        (
+            "my pin is 4821, too easy to guess?",
+            proposal("The user's PIN is 4 8 2 1", "my pin"),
+            "4 8 2 1",
+        ),
+        (
+            "my pin is 4821, too easy to guess?",
+            proposal("The user's cash machine number is 4821", "my pin"),
+            "4821",
+        ),
         (
             f"my github token is {GITHUB_TOKEN} in case you need it, is that format current?",
             proposal(f"the user's github token is {GITHUB_TOKEN}", "in case you need it"),
