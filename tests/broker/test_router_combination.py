@@ -391,3 +391,30 @@ def test_asking_to_forget_what_was_told_is_a_memory_write_not_a_look_at_memory(t
 )
 def test_forget_followed_by_a_request_is_the_request(text: str) -> None:
     assert route_rules(text).intent is not Intent.MEMORY_WRITE
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "scratch the old extension I gave you, my new one is 4417",
+        "the address I gave you is out of date, it's 9 Elm Road now",
+        "I told you I was at Ocado, not anymore, I'm at Monzo",
+        "we have 412 ewes this year, not 450 like I told you",
+    ],
+)
+def test_correcting_what_was_told_is_kept_not_looked_up(text: str) -> None:
+    """A correction names what was told, as a question about memory does; read as a look at
+    memory, the person would be shown the old value and their correction lost."""
+    assert route_rules(text).intent is Intent.MEMORY_WRITE
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "what was the old address I gave you, before she moved?",
+        "remind me what I told you about the deadline, it changed",
+        "did I tell you my sister moved",
+    ],
+)
+def test_asking_about_a_change_is_still_a_look_at_memory(text: str) -> None:
+    assert route_rules(text).intent is Intent.MEMORY_READ
