@@ -247,6 +247,50 @@ def forget_request(text: str) -> tuple[str, str] | None:
     return subject, kept if stated else ""
 
 
+# A correction of something told before ("scratch the old orcid I gave you, the right one is …",
+# "that address I gave you for my sister is wrong, she has moved", "412 ewes, not 450 like I told
+# you"): it names what was told, as a question about memory does, but changes it.
+_CORRECTION_RE = re.compile(
+    r"\b(?:scratch|scrap|ditch|drop|bin|replace|wrong|incorrect|outdated|out\s+of\s+date|"
+    r"revoked|typo|no\s+longer|not\s+any\s*more|anymore|(?:has|have|'ve|'s)\s+(?:moved|changed)|"
+    r"(?:the\s+)?(?:right|correct|new|current)\s+one\s+is|instead|"
+    r"not\s+[^,.;!?]{1,30}\s+(?:like|as)\s+i\s+(?:told|said|gave))\b",
+    re.IGNORECASE,
+)
+# What asks rather than tells: a correction said as a question is still a look at memory.
+_ASKING_LEAD_RE = re.compile(
+    r"^\W*(?:(?:please|pls|ok|okay|so|and|hey)[\s,]+)*(?:what|wat|whats|what's|which|where|when|who|"
+    r"whose|how|why|remind|tell|show|list|give|recall|do\s+you|did\s+(?:you|i)|can\s+you|could\s+you|"
+    r"have\s+i|is|are|was|were)\b",
+    re.IGNORECASE,
+)
+# Who told it: the words that point at what the correction replaces.
+_TOLD = re.compile(
+    r"\b(?:i|I)\s+(?:gave|told|sent|said|mentioned)\b(?:\s+(?:it\s+|that\s+)?(?:to\s+)?(?:you|u)\b)?",
+)
+# Words of a correction that say nothing of what it corrects.
+_CORRECTING_WORDS = re.compile(
+    r"\b(?:scratch|scrap|ditch|drop|bin|replace|old|previous|wrong|incorrect|outdated|out\s+of\s+"
+    r"date|revoked|typo|no\s+longer|not|anymore|any\s+more|like|as|before|earlier|what|the|that|"
+    r"about|is|was|it's|its)\b",
+    re.IGNORECASE,
+)
+
+
+def correction_of(text: str) -> str | None:
+    """The words naming what a correction of something told before changes ("scratch the old
+    orcid I gave you, the right one is …" → "orcid"), to find the outdated fact by; None when
+    `text` corrects nothing it told, or asks rather than tells."""
+    if "?" in text or _ASKING_LEAD_RE.match(text) or not _CORRECTION_RE.search(text):
+        return None
+    clauses = [c for c in re.split(r"[,;.!—–]+", text) if c.strip()]
+    told = next((c for c in clauses if _TOLD.search(c)), None)
+    if told is None:
+        return None
+    words = " ".join(_CORRECTING_WORDS.sub(" ", _TOLD.sub(" ", told)).split())
+    return words or " ".join(_CORRECTING_WORDS.sub(" ", _TOLD.sub(" ", text)).split()) or None
+
+
 def forget_then_ask(text: str) -> bool:
     """Whether a message that opens by asking to forget goes on to ask for something else
     ("forget the grep, just run ls"; "forget that and list my downloads"): a request, not a

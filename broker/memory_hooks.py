@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from broker.audit.events import AuditEvent
 from broker.audit.redaction import digest
 from broker.audit.writer import AuditLog
-from broker.fact_offer import forget_request
+from broker.fact_offer import correction_of, forget_request
 from broker.instructions import APOSTROPHES, instruction_to_assistant
 from broker.keys import PASSPHRASE_TRIES, MemoryKey, load_memory_key, record_keying
 from broker.llm.base import ChatModel, ModelError, failure_in_turn, note_failure
@@ -298,6 +298,12 @@ class MemoryWriter:
             forgetting = forget_request(router.text)
             if forgetting is not None:
                 return self._forgetting(*forgetting, router, turn_id)
+            corrected = correction_of(router.text)
+            if corrected is not None:
+                # "scratch the old orcid I gave you, the right one is …": kept in the person's
+                # words, and the older facts it names shown to forget (none: nothing said).
+                stated = router.arguments.fact or router.text
+                return self._forgetting(corrected, stated, router, turn_id, correcting=True)
             return [self._explicit(router, turn_id)]
         if not self.extracting or not router.text.strip():
             return []
@@ -308,7 +314,13 @@ class MemoryWriter:
     # --- "forget …" ---------------------------------------------------------------------------
 
     def _forgetting(
-        self, subject: str, stated: str, router: RouterOutput, turn_id: str
+        self,
+        subject: str,
+        stated: str,
+        router: RouterOutput,
+        turn_id: str,
+        *,
+        correcting: bool = False,
     ) -> list[MemoryEvent]:
         """Asked to forget `subject` (and maybe told what is true now, `stated`): what is true
         now is kept as any fact is, and the remembered facts that match `subject` are shown
@@ -333,7 +345,7 @@ class MemoryWriter:
             matches=[fact.id for fact in matches],
         )
         if not matches:
-            return [*events, MemoryEvent("forget_none", text=subject)]
+            return events if correcting else [*events, MemoryEvent("forget_none", text=subject)]
         return [
             *events,
             *(

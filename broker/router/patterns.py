@@ -437,23 +437,6 @@ _IN_PATH_RE = re.compile(
     r"\b(?:in|inside|under|within|from)\s+(?:the\s+)?(?:folder\s+|directory\s+)?$", _I
 )
 
-# A correction of something told before ("scratch the old orcid I gave you, the right one is …",
-# "that address I gave you for my sister is wrong, she has moved", "412 ewes, not 450 like I told
-# you"): it names what was told, as a question about memory does, but changes it.
-_CORRECTION_RE = re.compile(
-    r"\b(?:scratch|scrap|ditch|drop|bin|replace|wrong|incorrect|outdated|out\s+of\s+date|"
-    r"revoked|typo|no\s+longer|not\s+any\s*more|anymore|(?:has|have|'ve|'s)\s+(?:moved|changed)|"
-    r"(?:the\s+)?(?:right|correct|new|current)\s+one\s+is|instead|"
-    r"not\s+[^,.;!?]{1,30}\s+(?:like|as)\s+i\s+(?:told|said|gave))\b",
-    _I,
-)
-# What asks rather than tells: a correction said as a question is still a look at memory.
-_ASKING_LEAD_RE = re.compile(
-    r"^\W*(?:(?:please|pls|ok|okay|so|and|hey)[\s,]+)*(?:what|wat|whats|what's|which|where|when|who|"
-    r"whose|how|why|remind|tell|show|list|give|recall|do\s+you|did\s+(?:you|i)|can\s+you|could\s+you|"
-    r"have\s+i|is|are|was|were)\b",
-    _I,
-)
 _MEM_READ_RE = re.compile(
     r"\b(?:do|did)\s+you\s+(?:still\s+)?(?:remember|know|recall)\b[^?.!]{0,80}?"
     r"\b(?:my|me|i|i'm|we|our)\b|"

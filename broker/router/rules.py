@@ -10,17 +10,15 @@ does): a rule reads the view and nothing else.
 
 from __future__ import annotations
 
-from broker.fact_offer import forget_request, forget_then_ask
+from broker.fact_offer import correction_of, forget_request, forget_then_ask
 from broker.router.extraction import _blank, _dedupe, _pattern, _topics, _type_pattern, _View
 from broker.router.patterns import (
     _A_VALUE_RE,
     _ACTIVE_WINDOW_RE,
-    _ASKING_LEAD_RE,
     _BROWSE_VERB_RE,
     _CHAT_RE,
     _COMMIT_TO_MEMORY_RE,
     _CONCEPT_RE,
-    _CORRECTION_RE,
     _COST_RE,
     _DESTRUCTIVE_RE,
     _DISCOVERY_CUE_RE,
@@ -328,13 +326,9 @@ def _file_action(
 def _memory_read(view: _View) -> _Guess | None:
     if not _MEM_READ_RE.search(view.text):
         return None
-    if (
-        "?" not in view.text
-        and _CORRECTION_RE.search(view.text)
-        and not _ASKING_LEAD_RE.match(view.text)
-    ):
+    if correction_of(view.text) is not None:
         # "scratch the old orcid I gave you, the right one is …": a change to keep, which the
-        # writer stores in the person's words (an older fact it replaces is shown as replaced).
+        # writer stores in the person's words, showing the older facts it may replace.
         return _Guess(Intent.MEMORY_WRITE, 0.8)
     if _MACHINE_FACT_RE.search(view.text):
         # "what's my ip address": about this machine, not something the user told us.

@@ -336,6 +336,28 @@ def test_asked_to_forget_what_was_never_told_says_so_and_stores_nothing(store, a
     assert store.facts() == []
 
 
+def test_a_correction_keeps_the_new_and_shows_the_old_it_names_to_forget(store, audit):
+    """ "scratch the old orcid I gave you, the right one is …": the correction is kept in the
+    person's words, the older fact about the orcid is shown to forget (not deleted), and an
+    unrelated fact is not."""
+    old = store.add("my orcid is 0000-0001-1111-2222", sensitivity=Sensitivity.LOW)
+    store.add("I like green tea", sensitivity=Sensitivity.LOW)
+    writer = MemoryWriter(store, MemorySettings(), audit)
+    text = "scratch the old orcid I gave you, the right one is 0000-0002-1825-0097"
+    kept, offered = writer.after_turn(turn_for(text, Intent.MEMORY_WRITE), "t1")
+    assert kept.text == text
+    assert store.get(kept.fact_id) is not None
+    assert (offered.action, offered.fact_id) == ("forget_match", old.fact.id)
+    assert store.get(old.fact.id) is not None
+
+
+def test_a_correction_with_nothing_older_to_show_is_only_kept(store, audit):
+    writer = MemoryWriter(store, MemorySettings(), audit)
+    text = "we have 412 ewes this year, not 450 like I told you"
+    [kept] = writer.after_turn(turn_for(text, Intent.MEMORY_WRITE), "t1")
+    assert (kept.text, kept.action) == (text, "added")  # no "nothing matches" line
+
+
 def test_forgetting_with_what_is_true_now_keeps_the_new_and_offers_the_old(store, audit):
     old = store.add("I work at Shopify", sensitivity=Sensitivity.LOW)
     writer = MemoryWriter(store, MemorySettings(), audit)
