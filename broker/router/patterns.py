@@ -204,6 +204,22 @@ _FIRST_PERSON_RE = re.compile(r"\b(?:i|i'm|im|i've|my|me|mine|we|our)\b", _I)
 _THAT_RE = re.compile(r"^that\s+", _I)
 _TO_VERB_RE = re.compile(r"^to\s+[a-z]", _I)
 
+# A display problem to diagnose ("the screen keeps going black, whats causing it", "flickers
+# whenever the kids play minecraft, what's going on"): one_shot_discovery by the labelling rules,
+# not a look at what the screen shows. The problem and a call to find its cause, together.
+_DISPLAY_PROBLEM_RE = re.compile(
+    r"\b(?:flicker\w*|flash(?:es|ing)\b|go(?:es|ing)?\s+(?:black|blank|dark)|gone\s+(?:all\s+)?"
+    r"(?:black|blank|dark|stretched|blurry|fuzzy|weird)|blacks?\s+out|black-?outs?|stretched|"
+    r"blurry|fuzzy|tearing|stutter\w*|glitch\w*|dead\s+pixels?)",
+    _I,
+)
+_DISPLAY_CAUSE_RE = re.compile(
+    r"\b(?:why|y\s+does|what'?s\s+going\s+on|whats\s+going\s+on|what\s+(?:has\s+)?happened|"
+    r"what\s+is\s+happening|what'?s\s+happening|figure\s+out|find\s+out|work\s+out|"
+    r"what'?s\s+causing|causing|cause|culprit|what'?s\s+wrong|whats\s+wrong|since|keeps?|"
+    r"messing|fix|diagnos\w*|broken|driver|problem)\b",
+    _I,
+)
 _SCREEN_RE = re.compile(
     r"\b(?:(?:screen\s?shot|screen\s?grab|screencap)\b(?!\s+(?:files?|folder))|"
     r"(?:my|the|this|on)\s+(?:screen|display|monitor)\b|on-screen|"

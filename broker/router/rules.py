@@ -22,6 +22,8 @@ from broker.router.patterns import (
     _COST_RE,
     _DESTRUCTIVE_RE,
     _DISCOVERY_CUE_RE,
+    _DISPLAY_CAUSE_RE,
+    _DISPLAY_PROBLEM_RE,
     _FILE_DOMAIN_RE,
     _FILE_LIST_VERB_RE,
     _FILE_NOUN_RE,
@@ -186,6 +188,9 @@ def _screen(view: _View) -> _Guess | None:
         return None  # "make the screen brighter": a setting, read by `_system_verb`
     if _HOWTO_RE.match(view.text):
         return None
+    if _DISPLAY_PROBLEM_RE.search(view.text) and _DISPLAY_CAUSE_RE.search(view.text):
+        # "my screen goes black for a second randomly, whats going on": a problem to look into.
+        return _Guess(Intent.ONE_SHOT_DISCOVERY, 0.8, RouterArguments(topics=_topics(view.text)))
     args = RouterArguments()
     if _ACTIVE_WINDOW_RE.search(view.text):
         args.action = "active_window"

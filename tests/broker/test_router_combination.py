@@ -418,3 +418,27 @@ def test_correcting_what_was_told_is_kept_not_looked_up(text: str) -> None:
 )
 def test_asking_about_a_change_is_still_a_look_at_memory(text: str) -> None:
     assert route_rules(text).intent is Intent.MEMORY_READ
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        ("my screen goes black for a second randomly, whats going on", Intent.ONE_SHOT_DISCOVERY),
+        (
+            "the screen flickers whenever the kids play minecraft, can you figure out why",
+            Intent.ONE_SHOT_DISCOVERY,
+        ),
+        ("is this my bias or another member on my screen? the fancam is so blurry", None),
+        ("what's on my screen right now", Intent.SCREEN_OBSERVE),
+    ],
+)
+def test_a_display_problem_to_look_into_is_not_a_look_at_the_screen(
+    text: str, intent: Intent | None
+) -> None:
+    """The labelling rules: display problems needing diagnosis are one_shot_discovery; what the
+    screen shows (blurry content included) is screen_observe."""
+    got = route_rules(text).intent
+    if intent is None:
+        assert got is not Intent.ONE_SHOT_DISCOVERY
+    else:
+        assert got is intent
