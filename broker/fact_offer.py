@@ -129,11 +129,13 @@ _KEEP_LEAD = re.compile(
     r"(?:\s+(?:please|pls|plz|for (?:later|me)))*\s*:)[\s,:;-]*",
     re.IGNORECASE,
 )
+# "forget" in English and the languages people mix in; "delete", "erase" and "wipe" ask it too
+# (`_FORGET_REQUEST`), but more often name a file.
+_FORGET_VERBS = "forget|vergeet|vergiss|olvida|oublie|esquece|lupakan|lupain"
 # Forgetting what was known, then saying what is true now ("forget what I told you about
 # Shopify, I'm at Cohere now"): the statement after the break is the fact.
 _FORGET_THEN = re.compile(
-    r"^(?:please\s+|pls\s+|kindly\s+)?(?:forget|lupain|lupakan|olvida|oublie|vergiss|vergeet|esquece)\b"
-    r"[^,;.—–]{1,120}"
+    r"^(?:please\s+|pls\s+|kindly\s+)?(?:" + _FORGET_VERBS + r")\b[^,;.—–]{1,120}"
     r"[,;.—–]\s*(?:(?:now|instead|actually)[,\s]+)?(?P<rest>\S.*)$",
     re.IGNORECASE | re.DOTALL,
 )
@@ -218,7 +220,7 @@ def offer_of(text: str, keep_probability: float = 0.0) -> str | None:
 # what was told, then what to forget, up to the first break.
 _FORGET_REQUEST = re.compile(
     r"^\s*(?:(?:ok|okay|and|also|please|pls|kindly|can you|could you)[\s,]+)*"
-    r"(?:forget|delete|erase|wipe|olvida|oublie|vergiss|vergeet|esquece|lupain|lupakan)\s+"
+    r"(?:" + _FORGET_VERBS + r"|delete|erase|wipe)\s+"
     r"(?:(?:all\s+)?about\s+|"
     r"what (?:i|I)\s+(?:told|said(?: to)?|gave|sent)(?:\s+(?:you|u))?(?:\s+about)?\s+|"
     r"(?:everything|anything|all|what)\s+(?:you|u)\s+(?:know|have|remember|saved|kept)"
@@ -257,6 +259,14 @@ _CORRECTION_RE = re.compile(
     r"not\s+[^,.;!?]{1,30}\s+(?:like|as)\s+i\s+(?:told|said|gave))\b",
     re.IGNORECASE,
 )
+_FORGET_LEAD = re.compile(
+    r"^\W*(?:(?:please|pls|plz|ok|okay|so|now|also|and|just|kindly|can you|could you|would you)"
+    r"[\s,]+)*(?:" + _FORGET_VERBS + r")\b(?!\s+(?:to|it|that|this|about\s+(?:it|that|this))\b)",
+    re.IGNORECASE,
+)
+# "…, and list my downloads", "then just run ls": what follows may be a request of its own.
+_AND_THEN = re.compile(r"\b(?:and|then)\s+(?P<rest>\S.*)", re.IGNORECASE | re.DOTALL)
+_JUST = re.compile(r"^(?:just|and|then|instead)\s+", re.IGNORECASE)
 # What asks rather than tells: a correction said as a question is still a look at memory.
 _ASKING_LEAD_RE = re.compile(
     r"^\W*(?:(?:please|pls|ok|okay|so|and|hey)[\s,]+)*(?:what|wat|whats|what's|which|where|when|who|"
@@ -268,11 +278,11 @@ _ASKING_LEAD_RE = re.compile(
 _TOLD = re.compile(
     r"\b(?:i|I)\s+(?:gave|told|sent|said|mentioned)\b(?:\s+(?:it\s+|that\s+)?(?:to\s+)?(?:you|u)\b)?",
 )
-# Words of a correction that say nothing of what it corrects.
+# Words of a correction that say nothing of what it corrects (the memory search leaves out
+# "the", "is", "not" and the like itself).
 _CORRECTING_WORDS = re.compile(
     r"\b(?:scratch|scrap|ditch|drop|bin|replace|old|previous|wrong|incorrect|outdated|out\s+of\s+"
-    r"date|revoked|typo|no\s+longer|not|anymore|any\s+more|like|as|before|earlier|what|the|that|"
-    r"about|is|was|it's|its)\b",
+    r"date|revoked|typo|no\s+longer|anymore|any\s+more|like|before|earlier)\b",
     re.IGNORECASE,
 )
 
@@ -291,23 +301,17 @@ def correction_of(text: str) -> str | None:
     return words or " ".join(_CORRECTING_WORDS.sub(" ", _TOLD.sub(" ", text)).split()) or None
 
 
-def forget_then_ask(text: str) -> bool:
-    """Whether a message that opens by asking to forget goes on to ask for something else
-    ("forget the grep, just run ls"; "forget that and list my downloads"): a request, not a
-    memory write."""
+def asks_to_forget(text: str) -> bool:
+    """Whether `text` asks to forget something told before, and only that: "Please forget what
+    I told you about the bowling league", "vergeet dat adres …" — not "forget it", "forget to
+    …", a question, "delete report.txt", nor "forget the grep, just run ls" (a request)."""
+    lead = _FORGET_LEAD.match(text)
+    if "?" in text or lead is None or forget_request(text) is None:
+        return False
     replaced = _FORGET_THEN.match(text.strip())
     rest = replaced.group("rest") if replaced is not None else ""
-    rest = re.sub(r"^(?:just|and|then|instead)\s+", "", rest, flags=re.IGNORECASE)
-    return (
-        bool(rest and _REQUEST.match(rest))
-        or re.search(
-            r"\b(?:and|then)\s+(?:just\s+)?(?:run|list|show|open|find|search|check|install|delete|"
-            r"remove|start|kill|execute)\b",
-            text,
-            re.IGNORECASE,
-        )
-        is not None
-    )
+    parts = [rest] + [m.group("rest") for m in _AND_THEN.finditer(text[lead.end() :])]
+    return not any(_REQUEST.match(_JUST.sub("", part)) for part in parts if part)
 
 
 def kept_words(text: str) -> str:

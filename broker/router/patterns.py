@@ -162,14 +162,6 @@ _MEM_WRITE_LEAD_RE = re.compile(
     r"(?!\w)[\s,:]*(?P<rest>.*)$",
     _I | re.S,
 )
-# "forget what I told you about the bowling league", "vergeet dat adres in Utrecht": a request to
-# forget something told before (what it names is found by broker/fact_offer.py's forget_request);
-# not "forget it" or "forget to …", nor "delete"/"wipe", which more often name a file.
-_FORGET_LEAD_RE = re.compile(
-    r"^" + _POLITE + r"(?:forget|vergeet|vergiss|olvida|oublie|esquece|lupakan|lupain)\b"
-    r"(?!\s+(?:to|it|that|this|about\s+(?:it|that|this))\b)",
-    _I,
-)
 # "commit my locker code to memory", "kindly commit those dates to memory".
 _COMMIT_TO_MEMORY_RE = re.compile(
     r"^" + _POLITE + r"commit\s+(?P<fact>[^.!?]{1,120}?)\s+to\s+(?:your\s+)?memory\s*[.!]*$", _I

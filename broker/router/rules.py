@@ -10,7 +10,7 @@ does): a rule reads the view and nothing else.
 
 from __future__ import annotations
 
-from broker.fact_offer import correction_of, forget_request, forget_then_ask
+from broker.fact_offer import asks_to_forget, correction_of
 from broker.router.extraction import _blank, _dedupe, _pattern, _topics, _type_pattern, _View
 from broker.router.patterns import (
     _A_VALUE_RE,
@@ -32,7 +32,6 @@ from broker.router.patterns import (
     _FILE_SEARCH_VERB_RE,
     _FILE_WRITE_VERB_RE,
     _FIRST_PERSON_RE,
-    _FORGET_LEAD_RE,
     _GLOB_RE,
     _HAS_EXTENSION_RE,
     _HOGGING_RE,
@@ -92,12 +91,7 @@ def request_after_openers(text: str) -> str | None:
 
 def _memory_write(view: _View) -> _Guess | None:
     text = view.text
-    if (
-        "?" not in text
-        and _FORGET_LEAD_RE.match(text)
-        and forget_request(text) is not None
-        and not forget_then_ask(text)
-    ):
+    if asks_to_forget(text):
         # "Please forget what I told you about the bowling league": not a question about what
         # was told (memory_read), though it names it. The writer shows what matches.
         return _Guess(Intent.MEMORY_WRITE, 0.85)
