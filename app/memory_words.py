@@ -43,6 +43,11 @@ def memory_notice(event: MemoryEvent) -> str:
     if action == "forget_none":
         return f'Nothing I remember matches "{event.text}": nothing was forgotten or stored.'
     quoted = f'"{event.text}"'
+    if action == "forget_match" and event.corrected:
+        return (
+            f"You told me before: {quoted}. If that no longer holds, forget it with "
+            f"`chamberlain memory forget {event.fact_id}`."
+        )
     if action == "forget_match":
         return (
             f"Matches what you asked me to forget: {quoted}. Forget it with "
@@ -84,6 +89,8 @@ def app_line(event: MemoryEvent) -> str:
     text = event.text.strip()
     if event.action == "offer":
         return f"I did not keep this: “{text}” Remember it?"
+    if event.action == "forget_match" and event.corrected:
+        return f"You told me before: “{text}” — forget it if it no longer holds"
     if event.action == "forget_match":
         return f"Matches what you asked me to forget: “{text}”"
     if event.action == "forget_none":

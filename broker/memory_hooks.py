@@ -357,6 +357,7 @@ class MemoryWriter:
                     status=fact.status,
                     category=fact.category,
                     source=fact.source,
+                    corrected=correcting,
                 )
                 for fact in matches
             ),

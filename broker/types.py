@@ -163,7 +163,8 @@ MemoryAction = Literal[
     "offer",
     # Asked to forget something: a remembered fact that matches (its id, text, level and
     # status), for the person to forget with one click or command; nothing is forgotten by
-    # itself. "forget_none": nothing remembered matches `text`, what they asked to forget.
+    # itself (`corrected`: shown because the person corrected it, not asked to forget it).
+    # "forget_none": nothing remembered matches `text`, what they asked to forget.
     "forget_match",
     "forget_none",
 ]
@@ -176,7 +177,8 @@ class MemoryEvent:
     A kept fact (added, superseded, pending, duplicate) carries its id, text, level, status,
     category, the detectors' reasons and where it came from; `replaces` is the text of the older
     fact it superseded. `refusal` is the memory layer's own sentence for a refused fact, and
-    `limit` the most characters one fact may have (for "too_long").
+    `limit` the most characters one fact may have (for "too_long"). `corrected` marks a
+    "forget_match" shown because the person corrected what they told before.
     """
 
     action: MemoryAction
@@ -190,6 +192,7 @@ class MemoryEvent:
     replaces: str | None = None
     refusal: str = ""
     limit: int | None = None
+    corrected: bool = False
 
 
 class TurnResult(BaseModel):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.memory_words import memory_json, memory_notice, reply_with_notices
+from app.memory_words import app_line, memory_json, memory_notice, reply_with_notices
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import MemoryEvent
@@ -213,6 +213,17 @@ def test_asked_to_forget_the_turn_names_each_match_with_the_command_that_forgets
         f"`chamberlain memory forget {event.fact_id}`."
     )
     assert [f.text for f in store.facts()] == ["my address is 4 Elm Road"]
+    [_new, older] = remember(
+        tmp_path, store, "the address I gave you is wrong, it's 9 Oak Lane now"
+    )
+    assert older.fact_id == event.fact_id
+    assert memory_notice(older) == (
+        'You told me before: "my address is 4 Elm Road". If that no longer holds, forget it '
+        f"with `chamberlain memory forget {event.fact_id}`."
+    )
+    assert app_line(older) == (
+        "You told me before: “my address is 4 Elm Road” — forget it if it no longer holds"
+    )
     [none] = remember(tmp_path, store, "forget my cat")
     assert memory_notice(none) == (
         'Nothing I remember matches "my cat": nothing was forgotten or stored.'

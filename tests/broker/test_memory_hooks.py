@@ -348,6 +348,7 @@ def test_a_correction_keeps_the_new_and_shows_the_old_it_names_to_forget(store, 
     assert kept.text == text
     assert store.get(kept.fact_id) is not None
     assert (offered.action, offered.fact_id) == ("forget_match", old.fact.id)
+    assert offered.corrected  # worded as told before, not as asked to forget
     assert store.get(old.fact.id) is not None
 
 
