@@ -331,7 +331,9 @@ _SYSTEM_VERB_RE = re.compile(
     r"add\s+(?:the|that|this|a|an|my)\s+(?:[\w\-]+\s+){0,3}?(?:to|on)\s+(?:this|my|the)\s+"
     r"(?:machine|computer|pc|laptop|mac|system)\b|"
     # "make the screen brighter": a setting of this computer, not a look at the screen.
-    r"(?:make|turn|set)\s+(?:the\s+|my\s+)?(?:screen|display|monitor|volume|sound|text|font)\s+"
+    r"(?:make|turn|set)\s+(?:the\s+|my\s+|everything\s+)?(?:screen|display|monitor|volume|sound|"
+    r"text|font|writing|words|letters|icons|(?:mouse\s+)?(?:cursor|pointer))"
+    r"(?:\s+on\s+(?:the\s+|my\s+)?(?:screen|display|monitor))?\s+"
     r"(?:a\s+bit\s+|a\s+little\s+)?(?:brighter|dimmer|darker|louder|quieter|bigger|smaller|up|down)\b|"
     r"(?:turn|switch|flip)\s+(?:on|off)\s+(?:the\s+|my\s+)?(?:wi-?fi|bluetooth|"
     r"(?:[\w\-]+\s+){1,2}mode|night\s+light|do\s+not\s+disturb|vpn|firewall|hotspot)|"
@@ -504,6 +506,14 @@ _WEB_STRONG_RE = re.compile(
     r"\bhow much (?:is|are|does|do|did) (?:a|an|the)\b|\b(?:places|spots) (?:in|near|around)\b",
     _I,
 )
+# A song's words are fetched, never recalled ("lyrics to …", "letra da música …"), unless the
+# person asks for new ones (`_NEW_WORDS_RE`: "write me lyrics for a birthday song").
+_LYRICS_RE = re.compile(r"\b(?:lyrics|letras?\s+d[aeo]|paroles\s+de|songtext)\b", _I)
+_NEW_WORDS_RE = re.compile(
+    r"\b(?:write|writing|compose|make\s+up|come\s+up\s+with|rhym\w*|rewrite|translate|"
+    r"parody|my\s+own|new\s+(?:lyrics|verse))\b",
+    _I,
+)
 _WEB_WEAK_RE = re.compile(
     r"\b(?:today|tonight|tomorrow|yesterday|last night|this (?:week|weekend|month|year)|"
     r"right now|at the moment|currently|current|latest|recent|recently|won|win|playing|"
@@ -526,6 +536,13 @@ _IN_A_BROWSER_RE = re.compile(
     r"\b(?:portal|site|website|page|web\s*app|dashboard|url|link)\s+(?:up\s+)?(?:in|on|with)\s+"
     r"(?:my\s+|the\s+|a\s+)?(?:browser|firefox|chrome|chromium|safari|edge|brave|opera|vivaldi|"
     r"new\s+tab)\b",
+    _I,
+)
+# "open google scholar in safari": a site named and the browser to show it in (no file).
+OPEN_SITE_IN_BROWSER_RE = re.compile(
+    r"^" + _SYSTEM_LEAD + r"(?:open|load|pull\s+up|bring\s+up|go\s+to)\s+(?:up\s+)?"
+    r"(?:[\w.\-']+\s+){1,4}?(?:in|on|with|using)\s+(?:my\s+|the\s+|a\s+)?(?:browser|firefox|"
+    r"chrome|chromium|safari|edge|brave|opera|vivaldi|librewolf)\b",
     _I,
 )
 # "open <url> in my browser": the whole message asks to hand the link to the desktop, not to

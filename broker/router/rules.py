@@ -38,6 +38,7 @@ from broker.router.patterns import (
     _HOWTO_RE,
     _IN_A_BROWSER_RE,
     _KEPT_LIST_RE,
+    _LYRICS_RE,
     _MACHINE_FACT_RE,
     _MEM_READ_RE,
     _MEM_WRITE_LEAD_RE,
@@ -45,6 +46,7 @@ from broker.router.patterns import (
     _MODE_SWITCH_RE,
     _NAMED_RE,
     _NEW_NAMED_FILE_RE,
+    _NEW_WORDS_RE,
     _NOTE_DOWN_RE,
     _ONLY_BROWSE_VERB_RE,
     _OPEN_IN_BROWSER_RE,
@@ -67,6 +69,7 @@ from broker.router.patterns import (
     _WORD_TOKEN_RE,
     _YOU_RE,
     DESKTOP_APP_RE,
+    OPEN_SITE_IN_BROWSER_RE,
 )
 from broker.router.scoring import DIRECT_ACTION_CONFIDENCE, UNSURE_COMMAND_CONFIDENCE, _Guess
 from broker.types import Action, Intent, RouterArguments
@@ -214,6 +217,12 @@ def _system_verb(view: _View) -> _Guess | None:
     if DESKTOP_APP_RE.match(view.text) and not view.url and not view.paths:
         # "open firefox pls": a program of this computer to start, not a site.
         return _Guess(Intent.SYSTEM_TASK, 0.85, execute=True)
+    if (
+        OPEN_SITE_IN_BROWSER_RE.match(view.text)
+        and not (view.paths or view.folder_paths)
+        and not _FILE_NOUN_RE.search(view.text)
+    ):
+        return _Guess(Intent.BROWSE_ONCE, 0.8)  # "open google scholar in safari"
     if not (_SYSTEM_VERB_RE.match(view.text) or _MODE_SWITCH_RE.search(view.text)):
         return None
     if _IN_A_BROWSER_RE.search(view.text):
@@ -340,7 +349,11 @@ def _lookup(view: _View) -> _Guess | None:
     confidence = 0.0
     if _SEARCH_VERB_RE.search(text):
         confidence = 0.85
-    elif _WEB_STRONG_RE.search(text) or _COST_RE.search(text):
+    elif (
+        _WEB_STRONG_RE.search(text)
+        or _COST_RE.search(text)
+        or (_LYRICS_RE.search(text) and not _NEW_WORDS_RE.search(text))
+    ):
         confidence = 0.8
     elif _WEB_WEAK_RE.search(text) and _QUESTION_RE.search(text) and not _YOU_RE.search(text):
         confidence = 0.7

@@ -442,3 +442,26 @@ def test_a_display_problem_to_look_into_is_not_a_look_at_the_screen(
         assert got is not Intent.ONE_SHOT_DISCOVERY
     else:
         assert got is intent
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        # A song's words are fetched: the labelling rules' lyrics, in the languages people use.
+        ("lyrics to the proclaimers 500 miles", Intent.LOOKUP_SEARCH),
+        ("letra da música 'Evidências' Chitãozinho e Xoror", Intent.LOOKUP_SEARCH),
+        ("write me lyrics for a birthday song for my mum", Intent.CHAT_ONLY),
+        ("open the lyrics txt i saved on my desktop", Intent.FILE_TASK),
+        # Bigger writing on the screen is a setting, not a look at the screen.
+        ("make the writing on the screen bigger i cant see it", Intent.SYSTEM_TASK),
+        ("make the icons bigger", Intent.SYSTEM_TASK),
+        # A site named with the browser to show it in is a page to open; a file stays a file.
+        ("open google scholar in safari", Intent.BROWSE_ONCE),
+        ("open report.pdf in firefox", Intent.FILE_TASK),
+        ("open my downloads folder in chrome", Intent.FILE_TASK),
+    ],
+)
+def test_lyrics_text_size_and_a_site_in_a_browser_read_as_the_labelling_rules_say(
+    text: str, intent: Intent
+) -> None:
+    assert route_rules(text).intent is intent
