@@ -234,6 +234,16 @@ _ACTIVE_WINDOW_RE = re.compile(
     r"(?:using|in|on)\b",
     _I,
 )
+# "there's a screenshot of my train tickets saved on the desktop": a picture file already kept,
+# not the live screen (the labelling rules: a saved screenshot is a file task).
+_SAVED_SCREENSHOT_RE = re.compile(
+    r"\b(?:screen\s?shots?|screen\s?grabs?|screencaps?)\s+(?:of\s+[^,.?!]{1,60}?\s+)?"
+    r"(?:(?:i\s+|that\s+i\s+)?(?:saved|stored|took|made|downloaded|kept)|"
+    r"(?:that'?s\s+|which\s+is\s+|is\s+)?(?:sitting\s+)?(?:on|in)\s+(?:the\s+|my\s+)?"
+    r"(?:desktop|downloads|pictures|documents|photos|screenshots\s+folder|folder)|"
+    r"from\s+(?:yesterday|last\s+\w+|earlier|this\s+morning))\b",
+    _I,
+)
 _SCREENSHOT_RE = re.compile(
     r"^(?:please\s+|can\s+you\s+|could\s+you\s+)?(?:take|grab|make|capture)\s+"
     r"(?:a\s+|me\s+a\s+)?(?:screen\s?shot|screen\s?grab|screencap|(?:a\s+)?capture)\b|"

@@ -54,6 +54,7 @@ from broker.router.patterns import (
     _PERSONAL_DOC_RE,
     _QUESTION_RE,
     _REMINISCE_RE,
+    _SAVED_SCREENSHOT_RE,
     _SCREEN_RE,
     _SCREENSHOT_RE,
     _SEARCH_LEAD_RE,
@@ -185,6 +186,8 @@ def _screen(view: _View) -> _Guess | None:
         return None  # "make the screen brighter": a setting, read by `_system_verb`
     if _HOWTO_RE.match(view.text):
         return None
+    if _SAVED_SCREENSHOT_RE.search(view.text):
+        return _file_guess(view, 0.8)  # a screenshot kept as a file, not the live screen
     if _DISPLAY_PROBLEM_RE.search(view.text) and _DISPLAY_CAUSE_RE.search(view.text):
         # "my screen goes black for a second randomly, whats going on": a problem to look into.
         return _Guess(Intent.ONE_SHOT_DISCOVERY, 0.8, RouterArguments(topics=_topics(view.text)))

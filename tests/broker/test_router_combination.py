@@ -459,9 +459,16 @@ def test_a_display_problem_to_look_into_is_not_a_look_at_the_screen(
         ("open google scholar in safari", Intent.BROWSE_ONCE),
         ("open report.pdf in firefox", Intent.FILE_TASK),
         ("open my downloads folder in chrome", Intent.FILE_TASK),
+        # A screenshot kept as a file is a file (the labelling rules); the live screen is not.
+        (
+            "theres a screenshot of my shift pattern on the desktop, what nights am i on",
+            Intent.FILE_TASK,
+        ),
+        ("the screenshot I took yesterday, what does the error in it say", Intent.FILE_TASK),
+        ("take a screenshot and tell me what's on it", Intent.SCREEN_OBSERVE),
     ],
 )
-def test_lyrics_text_size_and_a_site_in_a_browser_read_as_the_labelling_rules_say(
+def test_lyrics_text_size_sites_and_saved_screenshots_read_as_the_labelling_rules_say(
     text: str, intent: Intent
 ) -> None:
     assert route_rules(text).intent is intent
