@@ -17,6 +17,9 @@ from typing import Any
 from broker.types import MemoryEvent
 from memory.types import FactSource, FactStatus
 
+# "forget that" when the last message kept nothing.
+TOOK_BACK_NOTHING = "Your last message kept nothing in memory: nothing was forgotten or stored."
+
 
 def memory_notice(event: MemoryEvent) -> str:
     """One event as the terminal says it: what was kept, refused or is waiting, and how to undo,
@@ -40,6 +43,8 @@ def memory_notice(event: MemoryEvent) -> str:
             f'I did not keep this: "{event.text}" To have me remember it, say "yes" (in '
             f"`chamberlain chat`) or run `chamberlain ask --remember {_shell_words(event.text)}`."
         )
+    if action == "forget_none" and not event.text:
+        return TOOK_BACK_NOTHING
     if action == "forget_none":
         return f'Nothing I remember matches "{event.text}": nothing was forgotten or stored.'
     quoted = f'"{event.text}"'
@@ -93,6 +98,8 @@ def app_line(event: MemoryEvent) -> str:
         return f"You told me before: “{text}” — forget it if it no longer holds"
     if event.action == "forget_match":
         return f"Matches what you asked me to forget: “{text}”"
+    if event.action == "forget_none" and not text:
+        return TOOK_BACK_NOTHING
     if event.action == "forget_none":
         return f"Nothing I remember matches “{text}”: nothing was forgotten or stored."
     if event.fact_id and text and event.action in ("added", "superseded", "pending"):

@@ -25,6 +25,8 @@ MAX_MESSAGE_CHARS = 1500
 # blind sets W5-A and W5-B (the classifier not trained on them), the facts the router missed
 # that were offered went 8 → 18 of 29 at 0.2, the other messages offered 3 → 5 of 417 (issue 24).
 OFFER_SURE = 0.2
+# Longer than this, a message says more than "forget that" (`takes_back`).
+MAX_TAKE_BACK_CHARS = 80
 
 # Words that mark a statement as meant to be kept.
 # "remember" and its common misspellings, but not "remember to <do>" (an instruction), "remember
@@ -299,6 +301,25 @@ def correction_of(text: str) -> str | None:
         return None
     words = " ".join(_CORRECTING_WORDS.sub(" ", _TOLD.sub(" ", told)).split())
     return words or " ".join(_CORRECTING_WORDS.sub(" ", _TOLD.sub(" ", text)).split()) or None
+
+
+# "forget that", "scratch that", "no, don't keep it", "forget what I just said": the whole message
+# takes back what was just told, pointing at it rather than naming it.
+_TAKE_BACK = re.compile(
+    r"^\W*(?:(?:no|nah|nope|oh|oops|actually|wait|sorry|hmm+|ok|okay|um+|uh+|never\s*mind|nvm|"
+    r"please|pls|just)[\s,.!]+)*"
+    r"(?:(?:" + _FORGET_VERBS + r"|scratch|undo|delete|remove|drop|cancel|unsave)\s+"
+    r"(?:it|that|this|that\s+one|the\s+last\s+one|what\s+i\s+(?:just\s+)?(?:said|told\s+you|wrote))|"
+    r"(?:don'?t|dont|do\s+not)\s+(?:remember|keep|save|store)\s+(?:it|that|this))"
+    r"(?:\s+(?:please|pls|then|again|after\s+all|actually|thanks))*[\s.!]*$",
+    re.IGNORECASE,
+)
+
+
+def takes_back(text: str) -> bool:
+    """Whether `text` only takes back what was just told ("forget that", "scratch that", "no,
+    don't keep it"): what it points at is the last message's, never words of its own to keep."""
+    return len(text) <= MAX_TAKE_BACK_CHARS and _TAKE_BACK.match(text.strip()) is not None
 
 
 def asks_to_forget(text: str) -> bool:

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from broker.audit.events import AuditEvent
 from broker.audit.redaction import digest
 from broker.audit.writer import AuditLog
-from broker.fact_offer import correction_of, forget_request
+from broker.fact_offer import correction_of, forget_request, takes_back
 from broker.instructions import APOSTROPHES, instruction_to_assistant
 from broker.keys import PASSPHRASE_TRIES, MemoryKey, load_memory_key, record_keying
 from broker.llm.base import ChatModel, ModelError, failure_in_turn, note_failure
@@ -287,13 +287,26 @@ class MemoryWriter:
         self.audit = audit
         self.model = model
         self.temporary = temporary
+        # The facts the last turn kept (added, replacing, or waiting for consent): what "forget
+        # that" in the next one points at.
+        self._last_kept: tuple[str, ...] = ()
 
     @property
     def extracting(self) -> bool:
         return extracts(self.model, self.settings, temporary=self.temporary)
 
     def after_turn(self, turn: TurnResult, turn_id: str) -> list[MemoryEvent]:
+        events = self._written(turn, turn_id)
+        kept = ("added", "superseded", "pending")
+        self._last_kept = tuple(e.fact_id for e in events if e.fact_id and e.action in kept)
+        return events
+
+    def _written(self, turn: TurnResult, turn_id: str) -> list[MemoryEvent]:
         router = turn.router
+        if router.intent is Intent.MEMORY_WRITE and takes_back(router.text):
+            # "forget that", "scratch that": what the last turn kept, shown to forget; the
+            # pointing words are never a fact of their own.
+            return self._taking_back(turn_id)
         if router.intent is Intent.MEMORY_WRITE:
             forgetting = forget_request(router.text)
             if forgetting is not None:
@@ -348,20 +361,27 @@ class MemoryWriter:
             return events if correcting else [*events, MemoryEvent("forget_none", text=subject)]
         return [
             *events,
-            *(
-                MemoryEvent(
-                    "forget_match",
-                    fact_id=fact.id,
-                    text=fact.text,
-                    sensitivity=fact.sensitivity,
-                    status=fact.status,
-                    category=fact.category,
-                    source=fact.source,
-                    corrected=correcting,
-                )
-                for fact in matches
-            ),
+            *(_forget_match(fact, corrected=correcting) for fact in matches),
         ]
+
+    def _taking_back(self, turn_id: str) -> list[MemoryEvent]:
+        """The facts the last turn kept, still remembered, each shown to forget (nothing goes
+        by itself); "forget_none" with no text when the last turn kept nothing."""
+        facts = [self.store.get(fact_id) for fact_id in self._last_kept]
+        shown = [
+            fact
+            for fact in facts
+            if fact is not None and fact.status in (FactStatus.ACTIVE, FactStatus.PENDING)
+        ]
+        self.audit.append(
+            AuditEvent.MEMORY_WRITE,
+            turn_id=turn_id,
+            action="forget_asked",
+            matches=[fact.id for fact in shown],
+        )
+        if not shown:
+            return [MemoryEvent("forget_none")]
+        return [_forget_match(fact) for fact in shown]
 
     def _explicit(self, router: RouterOutput, turn_id: str, said: str = "") -> MemoryEvent:
         raw = said or router.arguments.fact or router.text
@@ -544,6 +564,20 @@ class MemoryWriter:
 # as "facts the user told you": a planted instruction there is a standing prompt injection, and
 # a reworded credential is a leak. So a proposal must be the user's own words, say nothing to
 # the assistant, and hold no credential.
+
+
+def _forget_match(fact: Fact, *, corrected: bool = False) -> MemoryEvent:
+    """A remembered fact shown for the person to forget (one click or command)."""
+    return MemoryEvent(
+        "forget_match",
+        fact_id=fact.id,
+        text=fact.text,
+        sensitivity=fact.sensitivity,
+        status=fact.status,
+        category=fact.category,
+        source=fact.source,
+        corrected=corrected,
+    )
 
 
 def _rejection(

@@ -164,7 +164,8 @@ MemoryAction = Literal[
     # Asked to forget something: a remembered fact that matches (its id, text, level and
     # status), for the person to forget with one click or command; nothing is forgotten by
     # itself (`corrected`: shown because the person corrected it, not asked to forget it).
-    # "forget_none": nothing remembered matches `text`, what they asked to forget.
+    # "forget_none": nothing remembered matches `text`, what they asked to forget (no text:
+    # "forget that", and the last turn kept nothing).
     "forget_match",
     "forget_none",
 ]

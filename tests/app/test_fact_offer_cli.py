@@ -103,3 +103,27 @@ def test_in_chat_forget_shows_the_one_match_and_a_short_yes_forgets_it(user: Pat
         code, _screen = term.finish()
     assert code == 0, term.screen
     assert "Brompton" not in facts(user)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs a Linux pty")
+def test_in_chat_forget_that_points_at_the_fact_just_kept_and_a_yes_forgets_it(user: Path) -> None:
+    """ "remember that my locker is 14", then "forget that": the fact just kept is shown (not
+    a new fact "forget that"), and a short yes forgets it."""
+    with pty_session(user, "chat", "--llm", "none") as term:
+        term.read_until("> ")
+        term.type("remember that my locker is 14\r")
+        term.read_until("Remembered")
+        term.read_until("> ")
+        term.type("forget that\r")
+        term.read_until('"my locker is 14"')
+        term.read_until('Say "yes" to forget it now.')
+        term.read_until("> ")
+        assert "my locker is 14" in facts(user)  # shown, not yet forgotten
+        assert "forget that" not in facts(user)
+        term.type("yes\r")
+        term.read_until('Forgotten: "my locker is 14".')
+        term.read_until("> ")
+        term.type(CTRL_D)
+        code, _screen = term.finish()
+    assert code == 0, term.screen
+    assert "locker" not in facts(user)

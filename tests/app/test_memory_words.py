@@ -224,6 +224,12 @@ def test_asked_to_forget_the_turn_names_each_match_with_the_command_that_forgets
     assert app_line(older) == (
         "You told me before: “my address is 4 Elm Road” — forget it if it no longer holds"
     )
+    [nothing] = remember(tmp_path, store, "what's the weather like", "forget that")
+    assert (
+        memory_notice(nothing)
+        == app_line(nothing)
+        == ("Your last message kept nothing in memory: nothing was forgotten or stored.")
+    )
     [none] = remember(tmp_path, store, "forget my cat")
     assert memory_notice(none) == (
         'Nothing I remember matches "my cat": nothing was forgotten or stored.'

@@ -367,3 +367,31 @@ def test_forgetting_with_what_is_true_now_keeps_the_new_and_offers_the_old(store
     assert kept.text == "I'm at Cohere now"
     assert store.get(kept.fact_id) is not None  # kept (a workplace waits for consent)
     assert (offered.action, offered.fact_id) == ("forget_match", old.fact.id)
+
+
+@pytest.mark.parametrize(
+    "back", ["forget that", "scratch that", "no, don't keep it", "oops undo that"]
+)
+def test_taking_back_what_was_just_kept_shows_it_to_forget_and_keeps_no_words(store, audit, back):
+    """ "forget that" right after "remember that my locker is 14": the fact the last turn kept
+    is shown to forget (nothing goes by itself), and "forget that" is never kept as a fact."""
+    writer = MemoryWriter(store, MemorySettings(), audit)
+    [kept] = writer.after_turn(
+        turn_for("remember that my locker is 14", Intent.MEMORY_WRITE, "my locker is 14"), "t1"
+    )
+    [shown] = writer.after_turn(turn_for(back, Intent.MEMORY_WRITE), "t2")
+    assert (shown.action, shown.fact_id, shown.text) == (
+        "forget_match",
+        kept.fact_id,
+        "my locker is 14",
+    )
+    assert [f.text for f in store.facts()] == ["my locker is 14"]  # shown, not forgotten
+
+
+def test_taking_back_after_a_turn_that_kept_nothing_keeps_and_forgets_nothing(store, audit):
+    store.add("my locker is 14", sensitivity=Sensitivity.LOW)
+    writer = MemoryWriter(store, MemorySettings(), audit)
+    writer.after_turn(turn_for("list my downloads", Intent.FILE_TASK), "t1")
+    [none] = writer.after_turn(turn_for("forget it", Intent.MEMORY_WRITE), "t2")
+    assert (none.action, none.text, none.fact_id) == ("forget_none", "", None)
+    assert [f.text for f in store.facts()] == ["my locker is 14"]
