@@ -162,7 +162,7 @@ _ONLY_MARKER = re.compile(
 )
 
 
-def _statement(text: str) -> bool:
+def states_only(text: str) -> bool:
     """Whether `text` only states something: no question, no request, no "remember to …"."""
     return (
         "?" not in text
@@ -207,7 +207,7 @@ def offer_of(text: str, keep_probability: float = 0.0) -> str | None:
     sentences = _sentences(text)
     marked = bool(_KEEP.search(text)) or any(_LEAD.match(s) for s in sentences)
     facts = [fact for s in sentences if (fact := _fact_sentence(s, marked)) is not None]
-    if not facts and keep_probability >= OFFER_SURE and _statement(text):
+    if not facts and keep_probability >= OFFER_SURE and states_only(text):
         facts = [kept_words(text)]
     if not facts or not facts[0]:
         return None
@@ -256,6 +256,7 @@ def forget_request(text: str) -> tuple[str, str] | None:
 # you"): it names what was told, as a question about memory does, but changes it.
 _CORRECTION_RE = re.compile(
     r"\b(?:scratch|scrap|ditch|drop|bin|replace|wrong|incorrect|outdated|out\s+of\s+date|"
+    r"correction|corrected|correcting|mistake|misspoke|mixed\s+(?:it|that|them)?\s*up|"
     r"revoked|typo|no\s+longer|not\s+any\s*more|anymore|(?:has|have|'ve|'s)\s+(?:moved|changed)|"
     r"(?:the\s+)?(?:right|correct|new|current)\s+one\s+is|instead|"
     r"not\s+[^,.;!?]{1,30}\s+(?:like|as)\s+i\s+(?:told|said|gave))\b",
@@ -284,7 +285,8 @@ _TOLD = re.compile(
 # "the", "is", "not" and the like itself).
 _CORRECTING_WORDS = re.compile(
     r"\b(?:scratch|scrap|ditch|drop|bin|replace|old|previous|wrong|incorrect|outdated|out\s+of\s+"
-    r"date|revoked|typo|no\s+longer|anymore|any\s+more|like|before|earlier)\b",
+    r"date|revoked|typo|no\s+longer|anymore|any\s+more|like|before|earlier|correction|"
+    r"corrected|correcting|mistake|misspoke|mixed|what|a|to|about)\b",
     re.IGNORECASE,
 )
 
@@ -295,7 +297,7 @@ def correction_of(text: str) -> str | None:
     `text` corrects nothing it told, or asks rather than tells."""
     if "?" in text or _ASKING_LEAD_RE.match(text) or not _CORRECTION_RE.search(text):
         return None
-    clauses = [c for c in re.split(r"[,;.!—–]+", text) if c.strip()]
+    clauses = [c for c in re.split(r"[,;:.!—–]+", text) if c.strip()]
     told = next((c for c in clauses if _TOLD.search(c)), None)
     if told is None:
         return None

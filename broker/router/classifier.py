@@ -203,9 +203,16 @@ def _with_classifier(
             guess.confidence = max(guess.confidence, _calibrated(predicted.probability))
         return _build(guess, view, text.strip())
     typed = any(p.startswith("~") or "/" in p or "\\" in p for p in view.paths)
-    if typed and guess.intent in _TOUCH_FILES and predicted.intent not in _TOUCH_FILES:
+    stated = predicted.intent is Intent.MEMORY_WRITE and guess.confidence < DIRECT_ACTION_CONFIDENCE
+    if (
+        typed
+        and guess.intent in _TOUCH_FILES
+        and predicted.intent not in _TOUCH_FILES
+        and not stated
+    ):
         # A path the person typed: a reading that would not look at it does not contradict
-        # the rules' file reading ("look through ~/Documents and tell me what is there").
+        # the rules' file reading ("look through ~/Documents and tell me what is there"),
+        # unless the rules are unsure and it reads a fact ("my dotfiles live in ~/code/…").
         return _build(guess, view, text.strip())
     named_file = bool(view.paths) and view.url is None and guess.intent in _TOUCH_FILES
     if named_file and predicted.intent is Intent.BROWSE_ONCE:

@@ -10,7 +10,7 @@ does): a rule reads the view and nothing else.
 
 from __future__ import annotations
 
-from broker.fact_offer import asks_to_forget, correction_of
+from broker.fact_offer import asks_to_forget, correction_of, states_only
 from broker.router.extraction import _blank, _dedupe, _pattern, _topics, _type_pattern, _View
 from broker.router.patterns import (
     _A_VALUE_RE,
@@ -80,6 +80,8 @@ SHORT_REQUEST_WORDS = 6
 # At most this many words after "ok", "thanks", "haha": still only the opener ("ok thanks a
 # lot", "haha nice one"); more is a request of its own, read by the other rules.
 OPENER_ONLY_WORDS = 3
+# A typed path in a message that asks nothing of it ("my dotfiles live in ~/code/dotfiles").
+UNSURE_FILE_CONFIDENCE = 0.7
 
 
 def request_after_openers(text: str) -> str | None:
@@ -236,6 +238,10 @@ def _system_verb(view: _View) -> _Guess | None:
 def _file_explicit(view: _View) -> _Guess | None:
     if not view.paths and not _GLOB_RE.search(view.text):
         return None
+    if not _file_verb(view.text) and states_only(view.text):
+        # "my dotfiles live in ~/code/dotfiles, not ~/.dotfiles": a path said, nothing asked
+        # of it; the classifier may read a fact to keep.
+        return _file_guess(view, UNSURE_FILE_CONFIDENCE)
     guess = _file_guess(view, 0.9)
     if guess.arguments.action is not None and view.paths:
         guess.confidence = 0.95  # a path the person typed and a verb that plainly acts on it
@@ -273,18 +279,22 @@ def _system_info(view: _View) -> _Guess | None:
 def _file_implicit(view: _View) -> _Guess | None:
     text = view.text
     if view.folder_paths or _PERSONAL_DOC_RE.match(text) or _FILE_NOUN_RE.search(text):
-        verb = (
-            _FILE_LIST_VERB_RE.search(text)
-            or _FILE_READ_VERB_RE.search(text)
-            or _FILE_SEARCH_VERB_RE.match(text)
-            or _FILE_WRITE_VERB_RE.search(text)
-        )
-        return _file_guess(view, 0.85 if verb else 0.7)
+        return _file_guess(view, 0.85 if _file_verb(text) else 0.7)
     if _type_pattern(text) and _FILE_SEARCH_VERB_RE.match(text):
         return _file_guess(view, 0.8)
     if _KEPT_LIST_RE.match(text):
         return _file_guess(view, 0.8)
     return None
+
+
+def _file_verb(text: str) -> bool:
+    """Whether `text` asks to list, read, search or write files."""
+    return bool(
+        _FILE_LIST_VERB_RE.search(text)
+        or _FILE_READ_VERB_RE.search(text)
+        or _FILE_SEARCH_VERB_RE.match(text)
+        or _FILE_WRITE_VERB_RE.search(text)
+    )
 
 
 def _file_guess(view: _View, confidence: float) -> _Guess:

@@ -400,6 +400,8 @@ def test_forget_followed_by_a_request_is_the_request(text: str) -> None:
         "the address I gave you is out of date, it's 9 Elm Road now",
         "I told you I was at Ocado, not anymore, I'm at Monzo",
         "we have 412 ewes this year, not 450 like I told you",
+        "A correction to what I told you before: my sister lives at 14 Prospect Terrace, not 41",
+        "I mixed up the dates I gave you, the wedding is on the 9th",
     ],
 )
 def test_correcting_what_was_told_is_kept_not_looked_up(text: str) -> None:
@@ -472,3 +474,29 @@ def test_lyrics_text_size_sites_and_saved_screenshots_read_as_the_labelling_rule
     text: str, intent: Intent
 ) -> None:
     assert route_rules(text).intent is intent
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my dotfiles live in ~/src/dotfiles and I use zsh + neovim, not bash/vim",
+        "my thesis is in D:\\PhD\\thesis, remember this so next time you know",
+    ],
+)
+def test_a_path_told_as_a_fact_is_kept_not_opened(text: str) -> None:
+    """A typed path in a message that asks nothing of it: the rules are unsure of a file task,
+    and the classifier's fact stands."""
+    assert route_rules(text).confidence < DIRECT_ACTION_CONFIDENCE
+    assert route_heuristic(text).intent is Intent.MEMORY_WRITE
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "list ~/src/dotfiles",
+        "what's in ~/Documents/notes.txt",
+        "my notes are in ~/notes, summarise them",
+    ],
+)
+def test_a_typed_path_asked_about_stays_a_file_task(text: str) -> None:
+    assert route_heuristic(text).intent is Intent.FILE_TASK
