@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from broker.router.patterns import (
     _BACKTICK_RE,
     _BARE_FOLDER_RE,
+    _DONT_RUN_RE,
     _EXTENSIONS,
     _FILENAME_RE,
     _FILLER,
@@ -188,6 +189,8 @@ def _find_command(text: str, view: _View) -> None:
     """
     ticks = _BACKTICK_RE.findall(text)
     tick = _BACKTICK_RE.search(text)
+    if tick is not None and _DONT_RUN_RE.search(text):
+        return  # "no need to run anything": commands to talk about
     if tick is not None:
         lead = text[: tick.start()]
         if lead.strip(" ,.:") == "" or _RUN_VERB_RE.search(lead):

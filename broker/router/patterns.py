@@ -41,6 +41,13 @@ _RUN_RE = re.compile(
     _I | re.S,
 )
 _RUN_VERB_RE = re.compile(r"\b(?:run|execute|exec)\b", _I)
+# "don't run anything: difference between `rm -rf /` and …", "no need to run anything": commands
+# to talk about, not to run.
+_DONT_RUN_RE = re.compile(
+    r"\b(?:don'?t|dont|do\s+not|no\s+need\s+to|without|never|not\s+(?:asking\s+you\s+)?to)\s+"
+    r"(?:actually\s+|really\s+)?(?:run|execute|exec)\b",
+    _I,
+)
 # "run me through ...", "run a marathon": the word after "run" says it is not a command.
 _NOT_A_COMMAND = _words(
     "me us through a an away out into over around late errands down up by along"
@@ -202,7 +209,9 @@ _TO_VERB_RE = re.compile(r"^to\s+[a-z]", _I)
 _DISPLAY_PROBLEM_RE = re.compile(
     r"\b(?:flicker\w*|flash(?:es|ing)\b|go(?:es|ing)?\s+(?:black|blank|dark)|gone\s+(?:all\s+)?"
     r"(?:black|blank|dark|stretched|blurry|fuzzy|weird)|blacks?\s+out|black-?outs?|stretched|"
-    r"blurry|fuzzy|tearing|stutter\w*|glitch\w*|dead\s+pixels?)",
+    r"blurry|fuzzy|tearing|stutter\w*|glitch\w*|dead\s+pixels?|blink\w*|pisca\w*|"
+    r"gone\s+(?:all\s+)?(?:yellow|blue|pink|green|red|purple|washed|dim)\w*|"
+    r"(?:yellow|blue|pink|green|purple|red)ish|tinted|discolou?r\w*|upside\s+down|sideways)",
     _I,
 )
 _DISPLAY_CAUSE_RE = re.compile(
@@ -332,6 +341,8 @@ _SYSTEM_VERB_RE = re.compile(
     r"^" + _SYSTEM_LEAD + r"(?:kill|pkill|killall|shut\s*down|power\s*off|"
     r"shut\s+(?:that|this|the|my)\s+(?:[\w\-]+\s+){1,3}down|"
     r"reboot|restart|install|uninstall|upgrade|launch|mount|unmount|umount|eject|suspend|"
+    r"lock\s+(?:the\s+|my\s+|this\s+)?(?:computer|pc|laptop|screen|mac|machine|workstation|"
+    r"session|desktop)|"
     r"mute|unmute|silence|"
     r"hibernate|change\s+(?:the|that|this|my)\s+(?:[\w\-]+\s+)?settings?\b|"
     r"fire\s+(?:(?:that|it|this|them)\s+)?(?:off|up)\b|"
@@ -367,7 +378,7 @@ _TOPIC_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "memory",
         re.compile(
-            r"\b(?:ram|swap|memory\s+(?:usage|use|is|left|free|available|used|pressure)|"
+            r"\b(?:ram|(?<!-)swap(?!-)|memory\s+(?:usage|use|is|left|free|available|used|pressure)|"
             r"(?:free|used|available|how much)\s+memory)\b",
             _I,
         ),
@@ -709,6 +720,8 @@ DESKTOP_APP_RE = re.compile(
     r"ouvre|apri|buka|pakibukas|otw[oó]rz|[oö]ffne)\s+(?:up\s+)?"
     r"(?:the\s+|my\s+|a\s+new\s+|o\s+|el\s+|la\s+|le\s+|il\s+)?"
     r"(?:" + _DESKTOP_APPS + r")(?:\s+(?:app|application|program|window))?"
-    r"(?:\s+(?:please|pls|plz|for\s+me|now|po|tafadhali))*\s*[.!]*\s*$",
+    r"(?:\s+(?:please|pls|plz|for\s+me|now|po|tafadhali))*\s*[.!]*\s*"
+    # "open the LibreOffice Calc, vou fazer the price list": why, after a comma.
+    r"(?:,\s*[^?,]{1,80})?$",
     _I,
 )

@@ -500,3 +500,36 @@ def test_a_path_told_as_a_fact_is_kept_not_opened(text: str) -> None:
 )
 def test_a_typed_path_asked_about_stays_a_file_task(text: str) -> None:
     assert route_heuristic(text).intent is Intent.FILE_TASK
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        # Locking the computer is a system task; a program opened with why after a comma too.
+        ("lock the computer, I'm stepping away to a patient", Intent.SYSTEM_TASK),
+        ("open the LibreOffice Calc, vou fazer the price list for the week", Intent.SYSTEM_TASK),
+        # A colour cast or blinking to find the cause of is a display problem.
+        (
+            "the screen pisca (blink) when I open the browser, is the driver? descobre pra mim",
+            Intent.ONE_SHOT_DISCOVERY,
+        ),
+        # A "shift-swap request" is no swap-memory readout.
+        (
+            "Can you help me word a shift-swap request to my charge nurse? Keep it friendly",
+            Intent.CHAT_ONLY,
+        ),
+    ],
+)
+def test_locking_opening_with_a_reason_and_display_casts_read_as_the_labelling_rules_say(
+    text: str, intent: Intent
+) -> None:
+    assert route_rules(text).intent is intent
+
+
+def test_commands_to_talk_about_not_to_run_are_no_command() -> None:
+    """ "don't run anything: difference between `rm -rf /` and `rm -rf /*`": nothing to run."""
+    text = "quiz question, don't run anything: difference between `rm -rf /` and `rm -rf /*`"
+    out = route_rules(text)
+    assert out.arguments.command is None
+    assert out.intent is not Intent.SYSTEM_TASK
+    assert route_rules("run `df -h`").arguments.command == "df -h"
