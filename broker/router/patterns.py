@@ -223,7 +223,8 @@ _DISPLAY_CAUSE_RE = re.compile(
 )
 _SCREEN_RE = re.compile(
     r"\b(?:(?:screen\s?shot|screen\s?grab|screencap)\b(?!\s+(?:files?|folder))|"
-    r"(?:my|the|this|on)\s+(?:screen|display|monitor)\b|on-screen|"
+    # Not "my screen name" (a name told or asked, the labelling rules say), nor "screen time".
+    r"(?:my|the|this|on)\s+(?:screen|display|monitor)\b(?!\s+(?:names?|time)\b)|on-screen|"
     r"(?:this|the|that|current|active|open|focused)\s+(?:[\w\-]+\s+){0,2}?"
     r"(?:window|dialog|popup|pop-up)\b|"
     r"dialog(?:ue)?\s+box|popped\s+up|pop-?up\s+(?:window|message)|foreground|"

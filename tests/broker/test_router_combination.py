@@ -65,7 +65,7 @@ def test_the_rules_unambiguous_forms_are_never_overruled(reads, text: str) -> No
 def _keyword_hit() -> str:
     """A message the rules read at the direct-action level, with a direct action, but below
     the level they decide alone."""
-    text = "what's my screen name on reddit, i told you before"
+    text = "what's the display model I told you about"
     rules = route_rules(text)
     assert DIRECT_ACTION_CONFIDENCE <= rules.confidence < combination.RULES_DECIDE
     assert rules.intent is Intent.SCREEN_OBSERVE
@@ -138,7 +138,7 @@ def test_a_sure_classifier_picks_a_fact_said_plainly_as_a_memory_write(reads) ->
 
 
 def test_without_a_keep_word_a_memory_write_never_overrules_a_direct_action(reads) -> None:
-    text = "my screen name for tourneys is xX_Kalamansi_Xx"
+    text = "my monitor for tourneys is an AOC 24G2"
     rules = route_rules(text)
     assert DIRECT_ACTION_CONFIDENCE <= rules.confidence < combination.RULES_DECIDE
     reads(Intent.MEMORY_WRITE, 0.99)
@@ -149,15 +149,15 @@ def test_without_a_keep_word_a_memory_write_never_overrules_a_direct_action(read
 
 
 def test_with_a_keep_word_a_very_sure_memory_write_overrules_a_direct_action(reads) -> None:
-    """ "my screen name for tourneys is …, dont forget" is not a look at the screen."""
-    text = "my screen name for tourneys is xX_Kalamansi_Xx dont forget"
+    """ "my monitor for tourneys is …, dont forget" is not a look at the screen."""
+    text = "my monitor for tourneys is an AOC 24G2 dont forget"
     assert route_rules(text).confidence >= DIRECT_ACTION_CONFIDENCE
     reads(Intent.MEMORY_WRITE, combination.MEMORY_OVERRULE - 0.01)
     assert route_heuristic(text).intent is not Intent.MEMORY_WRITE
     reads(Intent.MEMORY_WRITE, combination.MEMORY_OVERRULE)
     out = route_heuristic(text)
     assert out.intent is Intent.MEMORY_WRITE
-    assert out.arguments.fact == "my screen name for tourneys is xX_Kalamansi_Xx"
+    assert out.arguments.fact == "my monitor for tourneys is an AOC 24G2"
 
 
 @pytest.mark.parametrize(
@@ -533,3 +533,10 @@ def test_commands_to_talk_about_not_to_run_are_no_command() -> None:
     assert out.arguments.command is None
     assert out.intent is not Intent.SYSTEM_TASK
     assert route_rules("run `df -h`").arguments.command == "df -h"
+
+
+def test_a_screen_name_is_a_name_not_a_look_at_the_screen() -> None:
+    """The labelling rules: "screen name" is memory_read or memory_write."""
+    text = "my screen name on the forum is CabbieJim66"
+    assert route_rules(text).intent is not Intent.SCREEN_OBSERVE
+    assert route_heuristic(text).intent is Intent.MEMORY_WRITE
