@@ -181,6 +181,14 @@ _MEM_WRITE_TAIL_RE = re.compile(
     r"(?:\s+(?:going forward|from now on|for later|for next time))?\s*[.!]*$",
     _I,
 )
+# "badge number's 40417 if IT ever asks", "my day rate's £350. quote those when I ask": a value
+# said for later, when someone asks for it.
+_IF_ASKED_TAIL_RE = re.compile(
+    r"(?<![\s,.;!\-])[\s,.;!\-]+(?:(?:use|quote|give|tell\s+(?:me|them))\s+(?:those|these|that|this|"
+    r"it|them)\s+)?(?:in\s+case|if|when(?:ever)?)\s+[\w']+(?:\s+[\w']+)?\s+(?:ever\s+)?asks?"
+    r"(?:\s+(?:for\s+it|again|me))?[\s.!]*$",
+    _I,
+)
 # "remember when ...", "remember the time ...": nostalgia, not an instruction.
 _REMINISCE_RE = re.compile(
     r"^(?:when|the time|that time|those|how|back when|the days|the old|what|who|where|"

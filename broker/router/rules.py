@@ -36,6 +36,7 @@ from broker.router.patterns import (
     _HAS_EXTENSION_RE,
     _HOGGING_RE,
     _HOWTO_RE,
+    _IF_ASKED_TAIL_RE,
     _IN_A_BROWSER_RE,
     _KEPT_LIST_RE,
     _LYRICS_RE,
@@ -135,6 +136,16 @@ def _memory_write(view: _View) -> _Guess | None:
         # The rules' to decide: "commit ... to memory" is never a git commit, though a
         # classifier that has read many "commit and push" may think so.
         return _Guess(Intent.MEMORY_WRITE, 0.95, RouterArguments(fact=fact if said else None))
+    later = _IF_ASKED_TAIL_RE.search(text)
+    if later is not None:
+        fact = text[: later.start()].strip(" ,.;!-")
+        if (
+            fact
+            and states_only(fact)
+            and (_FIRST_PERSON_RE.search(fact) or _A_VALUE_RE.search(fact))
+        ):
+            # A value said for when someone asks: kept as the person said it, never at once.
+            return _Guess(Intent.MEMORY_WRITE, 0.75, RouterArguments(fact=fact))
     tail = _MEM_WRITE_TAIL_RE.search(text)
     if tail is not None:
         fact = text[: tail.start()].strip().rstrip(".!,").strip()

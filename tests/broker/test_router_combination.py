@@ -540,3 +540,26 @@ def test_a_screen_name_is_a_name_not_a_look_at_the_screen() -> None:
     text = "my screen name on the forum is CabbieJim66"
     assert route_rules(text).intent is not Intent.SCREEN_OBSERVE
     assert route_heuristic(text).intent is Intent.MEMORY_WRITE
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("badge number's 40417 if IT ever asks", "badge number's 40417"),
+        (
+            "my day rate's £350, half day £200. quote those when I ask",
+            "my day rate's £350, half day £200",
+        ),
+    ],
+)
+def test_a_value_said_for_when_someone_asks_is_kept(text: str, fact: str) -> None:
+    out = route_rules(text)
+    assert (out.intent, out.arguments.fact) == (Intent.MEMORY_WRITE, fact)
+    assert out.confidence < DIRECT_ACTION_CONFIDENCE  # the person's words, kept with consent rules
+
+
+@pytest.mark.parametrize(
+    "text", ["book the 9:15 train in case anyone asks", "what is 2+2 if anyone asks"]
+)
+def test_a_request_or_question_for_when_someone_asks_is_not_a_fact(text: str) -> None:
+    assert route_rules(text).intent is not Intent.MEMORY_WRITE
