@@ -350,6 +350,10 @@ _SYSTEM_VERB_RE = re.compile(
     r"^" + _SYSTEM_LEAD + r"(?:kill|pkill|killall|shut\s*down|power\s*off|"
     r"shut\s+(?:that|this|the|my)\s+(?:[\w\-]+\s+){1,3}down|"
     r"reboot|restart|install|uninstall|upgrade|launch|mount|unmount|umount|eject|suspend|"
+    # "close that zoom thing", "minimise the terminal window": a program or window of this
+    # computer (not "close to …", "quit smoking"; a program by its name is `DESKTOP_APP_RE`'s).
+    r"(?:close|quit|exit|minimi[sz]e|maximi[sz]e)\s+(?:(?:the|that|this|my|all|every|those)\s+)?"
+    r"(?:[\w.\-]+\s+){0,2}?(?:apps?|applications?|programs?|windows?|tabs?|thing|everything)\b|"
     r"lock\s+(?:the\s+|my\s+|this\s+)?(?:computer|pc|laptop|screen|mac|machine|workstation|"
     r"session|desktop)|"
     r"mute|unmute|silence|"
@@ -721,16 +725,17 @@ _DESKTOP_APPS = (
     r"calculator|terminal|konsole|powershell|command\s+prompt|cmd|task\s+manager|"
     r"activity\s+monitor|system\s+monitor|control\s+panel|device\s+manager|"
     r"(?:system\s+)?(?:settings|preferences)|file\s+explorer|explorer|finder|nautilus|dolphin|"
-    r"spotify|slack|zoom|skype|signal|telegram|keepass(?:xc)?|minecraft|solitaire|paint|"
+    r"spotify|slack|zoom|skype|signal|telegram|whatsapp|keepass(?:xc)?|minecraft|solitaire|paint|"
     r"snipping\s+tool|regedit|registry\s+editor|quickbooks|jupyter(?:\s+lab)?"
 )
 DESKTOP_APP_RE = re.compile(
     r"^" + _POLITE + r"(?:open|start|launch|run|fire\s+up|bring\s+up|fungua|abre|abrir|"
-    r"ouvre|apri|buka|pakibukas|otw[oó]rz|[oö]ffne)\s+(?:up\s+)?"
-    r"(?:the\s+|my\s+|a\s+new\s+|o\s+|el\s+|la\s+|le\s+|il\s+)?"
-    r"(?:" + _DESKTOP_APPS + r")(?:\s+(?:app|application|program|window))?"
-    r"(?:\s+(?:please|pls|plz|for\s+me|now|po|tafadhali))*\s*[.!]*\s*"
-    # "open the LibreOffice Calc, vou fazer the price list": why, after a comma.
-    r"(?:,\s*[^?,]{1,80})?$",
+    r"ouvre|apri|buka|pakibukas|otw[oó]rz|[oö]ffne|close|quit|exit|shut)\s+(?:up\s+|down\s+)?"
+    r"(?:the\s+|my\s+|that\s+|this\s+|a\s+new\s+|o\s+|el\s+|la\s+|le\s+|il\s+)?"
+    r"(?:" + _DESKTOP_APPS + r")(?:\s+(?:app|application|program|window|thing))?"
+    r"(?:[\s,]+(?:down|please|pls|plz|for\s+me|now|po|tafadhali))*\s*[.!]*\s*"
+    # "open the LibreOffice Calc, vou fazer the price list", "close WhatsApp, it makes noise all
+    # day", "open Excel for me, please? Just the program": why, after it, asking nothing more.
+    r"(?:[,.!?]\s*[^?]{1,100})?$",
     _I,
 )

@@ -195,8 +195,10 @@ def _browse(view: _View) -> _Guess | None:
 def _screen(view: _View) -> _Guess | None:
     if not (_SCREEN_RE.search(view.text) or _ACTIVE_WINDOW_RE.search(view.text)):
         return None
-    if _SYSTEM_VERB_RE.match(view.text):
-        return None  # "make the screen brighter": a setting, read by `_system_verb`
+    if _SYSTEM_VERB_RE.match(view.text) or DESKTOP_APP_RE.match(view.text):
+        # "make the screen brighter", "close the terminal window": a setting or a program,
+        # read by `_system_verb`.
+        return None
     if _HOWTO_RE.match(view.text):
         return None
     if _SAVED_SCREENSHOT_RE.search(view.text):

@@ -563,3 +563,24 @@ def test_a_value_said_for_when_someone_asks_is_kept(text: str, fact: str) -> Non
 )
 def test_a_request_or_question_for_when_someone_asks_is_not_a_fact(text: str) -> None:
     assert route_rules(text).intent is not Intent.MEMORY_WRITE
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Could you close that Zoom thing? The call finished ages ago and it's still on the screen.",
+        "Close WhatsApp, it makes noise all day, I cannot concentrate",
+        "Could you open Excel for me, please? Just the program, I'll find the file myself.",
+        "close the terminal window",
+        "quit steam",
+    ],
+)
+def test_opening_or_closing_a_program_or_window_is_a_system_task(text: str) -> None:
+    assert route_rules(text).intent is Intent.SYSTEM_TASK
+
+
+@pytest.mark.parametrize(
+    "text", ["quit smoking yesterday. this is day two", "close to the station"]
+)
+def test_quitting_a_habit_or_being_close_is_no_program(text: str) -> None:
+    assert route_rules(text).intent is not Intent.SYSTEM_TASK
