@@ -257,7 +257,8 @@ def forget_request(text: str) -> tuple[str, str] | None:
 _CORRECTION_RE = re.compile(
     r"\b(?:scratch|scrap|ditch|drop|bin|replace|wrong|incorrect|outdated|out\s+of\s+date|"
     r"correction|corrected|correcting|mistake|misspoke|mixed\s+(?:it|that|them)?\s*up|"
-    r"revoked|typo|no\s+longer|not\s+any\s*more|anymore|(?:has|have|'ve|'s)\s+(?:moved|changed)|"
+    r"revoked|typo|no\s+longer|not\s+any\s*more|anymore|"
+    r"(?:has|have|'ve|'s)\s+(?:since\s+|now\s+|just\s+)?(?:moved|changed)|"
     r"(?:the\s+)?(?:right|correct|new|current)\s+one\s+is|instead|"
     r"not\s+[^,.;!?]{1,30}\s+(?:like|as)\s+i\s+(?:told|said|gave))\b",
     re.IGNORECASE,

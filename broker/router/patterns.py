@@ -231,11 +231,14 @@ _DISPLAY_CAUSE_RE = re.compile(
 )
 _SCREEN_RE = re.compile(
     r"\b(?:(?:screen\s?shot|screen\s?grab|screencap)\b(?!\s+(?:files?|folder))|"
-    # Not "my screen name" (a name told or asked, the labelling rules say), nor "screen time".
-    r"(?:my|the|this|on)\s+(?:screen|display|monitor)\b(?!\s+(?:names?|time)\b)|on-screen|"
+    # Not "my screen name" (a name told or asked, the labelling rules say), "screen time", nor a
+    # setting or a product's screen ("the screen size on the new inspection camera").
+    r"(?:my|the|this|on)\s+(?:screen|display|monitor)\b(?!\s+(?:names?|time|size|sizes|resolution|"
+    r"brightness|protector|saver|reader|door)\b)|on-screen|"
     r"(?:this|the|that|current|active|open|focused)\s+(?:[\w\-]+\s+){0,2}?"
     r"(?:window|dialog|popup|pop-up)\b|"
     r"dialog(?:ue)?\s+box|popped\s+up|pop-?up\s+(?:window|message)|foreground|"
+    r"(?:a|the|this|that|some)\s+(?:[\w\-]+\s+)?pop-?up\b(?!\s+blockers?)|"
     r"what\s+(?:i'?m|am\s+i)\s+looking\s+at|in front of me|"
     r"\bread\b[^.?!]{0,40}\b(?:off|on)\s+(?:the|my|that)\s+(?:terminal|console)\b|"
     r"(?:describe|look at|what'?s on|what is on)\s+my\s+desktop)",
@@ -323,7 +326,7 @@ _DISCOVERY_CUE_RE = re.compile(
     r"(?:what'?s|whats|what is|wtf is|what the hell is)\s+"
     r"(?:using|eating|taking up|hogging|draining|killing)|"
     r"is broken|keeps (?:failing|crashing|dropping|freezing|disconnecting)|"
-    r"(?:isn'?t|not|stopped) working)\b",
+    r"(?:isn'?t|not|stopped) working|(?:wrong|rong)\s+with\s+(?:it|my|the|this))\b",
     _I,
 )
 _HOGGING_RE = re.compile(r"(?:what'?s|whats|what is)\s", _I)
@@ -337,7 +340,8 @@ _SYSTEM_DOMAIN_RE = re.compile(
     r"bandwidth|"
     r"boots?|booting|startup|start up|login|log in|port|python|pip|apps?|programs?|"
     r"process(?:es)?|battery|ram|memory|cpu|slow|slowly|sluggish|overheating|"
-    r"crash(?:es|ing)?|freez(?:e|es|ing))\b",
+    r"crash(?:es|ing)?|freez(?:e|es|ing)|sound|audio|mic|microphone|speakers?|headphones?|headset|"
+    r"webcam|bluetooth|printer|usb|keyboard|touchpad|trackpad|beep\w*)\b",
     _I,
 )
 
@@ -391,7 +395,7 @@ _TOPIC_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "memory",
         re.compile(
-            r"\b(?:ram|(?<!-)swap(?!-)|memory\s+(?:usage|use|is|left|free|available|used|pressure)|"
+            r"\b(?:ram|(?<!-)swap(?!-|\s+(?:the|that|this|it|my|out|over|them|places)\b)|memory\s+(?:usage|use|is|left|free|available|used|pressure)|"
             r"(?:free|used|available|how much)\s+memory)\b",
             _I,
         ),
@@ -430,7 +434,14 @@ _FILE_NOUN_RE = re.compile(
     r"^" + _POLITE + r"(?:grep|tail|head|cat|less)\s+(?:the|that|this|my)\s+"
     r"(?:[\w.\-]+\s+){0,2}logs?\b|"
     r"\bwhere\s+did\s+i\s+(?:save|put|store|download)\b|"
-    r"\bfiles?\s+(?:named|called)\b",
+    r"\bfiles?\s+(?:named|called)\b|"
+    # "the document I typed about my tablets", "I saved a picture of the grandchildren": a
+    # file the person made or kept.
+    r"\b(?:document|doc|letter|spreadsheet|picture|photo|pdf|file|minutes|notes|scan|recording)s?"
+    r"\s+(?:[\w']+\s+){0,4}?(?:i|we)\s+(?:typed|wrote|saved|made|scanned|downloaded|created|"
+    r"recorded|printed)\b|"
+    r"\bi\s+(?:saved|downloaded|scanned)\s+(?:a|the|that|some)\s+(?:[\w']+\s+){0,2}"
+    r"(?:picture|photo|document|pdf|file|letter|spreadsheet)s?\b",
     _I,
 )
 _PERSONAL_DOC_RE = re.compile(
@@ -564,6 +575,14 @@ _YOU_RE = re.compile(r"\b(?:you|your|you're|youre)\b", _I)
 # "how much does apple charge to replace an m1 air battery": a price, not a readout.
 _COST_RE = re.compile(
     r"\bhow\s+much\s+(?:does|do|would|will)\s+(?:\w+\s+){1,3}(?:charge|cost)\b", _I
+)
+# "what's on nofilmschool's homepage today", "front page of lobste.rs": one site's own page to
+# read, not a search (not "my homepage", a page "I have open").
+_FRONT_PAGE_RE = re.compile(
+    r"\b(?:what'?s|whats|what\s+is|what\s+are|headlines|read|summari[sz]e|show)\b[^?.!]{0,40}?"
+    r"(?:(?:the\s+)?(?:home\s*page|front\s*page|landing\s+page)\s+(?:of|on)\s+(?!my\b|our\b)\S+|"
+    r"\b(?!my\b|our\b|this\b|that\b)[\w.\-]+(?:'s)?\s+(?:home\s*page|front\s*page))",
+    _I,
 )
 # "launch the kyocera portal in edge": a page in a browser, not a program.
 _IN_A_BROWSER_RE = re.compile(

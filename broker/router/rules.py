@@ -32,6 +32,7 @@ from broker.router.patterns import (
     _FILE_SEARCH_VERB_RE,
     _FILE_WRITE_VERB_RE,
     _FIRST_PERSON_RE,
+    _FRONT_PAGE_RE,
     _GLOB_RE,
     _HAS_EXTENSION_RE,
     _HOGGING_RE,
@@ -372,6 +373,8 @@ def _memory_read(view: _View) -> _Guess | None:
 
 def _lookup(view: _View) -> _Guess | None:
     text = view.text
+    if _FRONT_PAGE_RE.search(text):
+        return _Guess(Intent.BROWSE_ONCE, 0.8)  # one site's front page, to read
     confidence = 0.0
     if _SEARCH_VERB_RE.search(text):
         confidence = 0.85

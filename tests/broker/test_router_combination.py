@@ -584,3 +584,51 @@ def test_opening_or_closing_a_program_or_window_is_a_system_task(text: str) -> N
 )
 def test_quitting_a_habit_or_being_close_is_no_program(text: str) -> None:
     assert route_rules(text).intent is not Intent.SYSTEM_TASK
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        # A file the person made or kept, asked for by what it is.
+        ("Can you read me the document I typed about my tablets?", Intent.FILE_TASK),
+        # A sound or hardware fault with a why is an investigation.
+        (
+            "Why has the sound stopped? I can see the video but I can't hear a word.",
+            Intent.ONE_SHOT_DISCOVERY,
+        ),
+        # A pop-up that is on the screen now.
+        (
+            "vpn client just threw a popup, read it before it disappears again",
+            Intent.SCREEN_OBSERVE,
+        ),
+        # One site's front page is a page to read.
+        ("what's on nofilmschool's homepage today?", Intent.BROWSE_ONCE),
+        # A change to what was told, said as "has since changed".
+        (
+            "I told you earlier that my book was titled 'Ports of Empire'; the publisher has since "
+            "changed it to 'Harbours of Empire'",
+            Intent.MEMORY_WRITE,
+        ),
+    ],
+)
+def test_kept_files_hardware_faults_popups_front_pages_and_changes_read_as_labelled(
+    text: str, intent: Intent
+) -> None:
+    assert route_rules(text).intent is intent
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "whats the screen size on the new milwaukee inspection camera and how much is it",
+        "swap the manager name you've got, it's Priyanka now",
+        "set my homepage to the bbc",
+    ],
+)
+def test_a_products_screen_swapping_a_name_and_my_homepage_are_not_what_they_seem(
+    text: str,
+) -> None:
+    """Not a look at the screen, not a swap-memory readout, not a page to read."""
+    out = route_rules(text)
+    assert out.intent not in (Intent.SCREEN_OBSERVE, Intent.BROWSE_ONCE)
+    assert "memory" not in out.arguments.topics
