@@ -172,6 +172,24 @@ def states_only(text: str) -> bool:
     )
 
 
+# A clause that does something to what was just said ("put it somewhere you'll find it", "keep
+# that in mind"), not a request of its own.
+_ON_IT = re.compile(r"^\s*(?:please\s+|pls\s+)?\w+\s+(?:it|that|this|them)\b", re.IGNORECASE)
+
+
+def asks_anything(text: str) -> bool:
+    """Whether any clause of `text` asks a question or makes a request of its own ("I'm
+    diabetic, find me a recipe"); a clause about the statement itself ("put it somewhere you'll
+    find it") asks nothing."""
+    if "?" in text:
+        return True
+    clauses = [c for c in re.split(r"[,;:.!—–]+", text) if c.strip()]
+    return any(
+        _QUESTION.search(c) is not None or (_REQUEST.match(c) is not None and not _ON_IT.match(c))
+        for c in clauses
+    )
+
+
 def _sentences(text: str) -> list[str]:
     return [part.strip() for part in _SENTENCES.split(text) if part and part.strip()]
 

@@ -159,7 +159,7 @@ _MEM_WRITE_LEAD_RE = re.compile(
     r"^" + _POLITE + r"(?P<lead>remember|memori[sz]e|note(?: to self)?|keep in mind|"
     r"don'?t forget|do not forget|make (?:a )?note(?: of)?|store the fact|"
     r"save (?:this|that)(?:\s+(?:please|pls|plz|for later))?\s*:|"
-    r"for future reference|just so you know|fyi|from now on|"
+    r"for future reference|just so you know|fyi|for your information|from now on|"
     r"(?:add|save|put|write) (?:this |that )?(?:to|in|into) (?:your )?memory|"
     # Said with a fact in the person's own words: "jot down that my bike is 56cm", "store
     # this for later: policy AB-1", "keep track of this: ..." (first person or a colon needed).
@@ -168,6 +168,14 @@ _MEM_WRITE_LEAD_RE = re.compile(
     r"(?= that (?:i|i'm|im|i've|ive|my|we|we're|our)\b|\s*:)|just so you remember))"
     r"(?!\w)[\s,:]*(?P<rest>.*)$",
     _I | re.S,
+)
+# "I'm allergic to penicillin", "i am colour-blind (deuteranopia), so …": a lasting fact about
+# the person's health or diet, said plainly (a question or a request with it is not one).
+_HEALTH_FACT_RE = re.compile(
+    r"\b(?:i'?m|i\s+am|im)\s+(?:(?:also|now|severely|very|quite|mildly|badly)\s+)?(?:allergic|"
+    r"intolerant|coeliac|celiac|diabetic|vegan|vegetarian|pescatarian|pregnant|colou?r[\s-]?blind|"
+    r"deaf|hard\s+of\s+hearing|dyslexic|epileptic|asthmatic|lactose|gluten|partially\s+sighted)\b",
+    _I,
 )
 # "commit my locker code to memory", "kindly commit those dates to memory".
 _COMMIT_TO_MEMORY_RE = re.compile(

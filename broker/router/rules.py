@@ -10,7 +10,7 @@ does): a rule reads the view and nothing else.
 
 from __future__ import annotations
 
-from broker.fact_offer import asks_to_forget, correction_of, states_only
+from broker.fact_offer import asks_anything, asks_to_forget, correction_of, kept_words, states_only
 from broker.router.extraction import _blank, _dedupe, _pattern, _topics, _type_pattern, _View
 from broker.router.patterns import (
     _A_VALUE_RE,
@@ -35,6 +35,7 @@ from broker.router.patterns import (
     _FRONT_PAGE_RE,
     _GLOB_RE,
     _HAS_EXTENSION_RE,
+    _HEALTH_FACT_RE,
     _HOGGING_RE,
     _HOWTO_RE,
     _IF_ASKED_TAIL_RE,
@@ -137,6 +138,9 @@ def _memory_write(view: _View) -> _Guess | None:
         # The rules' to decide: "commit ... to memory" is never a git commit, though a
         # classifier that has read many "commit and push" may think so.
         return _Guess(Intent.MEMORY_WRITE, 0.95, RouterArguments(fact=fact if said else None))
+    if _HEALTH_FACT_RE.search(text) and not asks_anything(text):
+        # "I'm allergic to penicillin. not a joke, put it somewhere you'll find it".
+        return _Guess(Intent.MEMORY_WRITE, 0.8, RouterArguments(fact=kept_words(text) or None))
     later = _IF_ASKED_TAIL_RE.search(text)
     if later is not None:
         fact = text[: later.start()].strip(" ,.;!-")

@@ -172,7 +172,7 @@ def test_with_a_keep_word_a_very_sure_memory_write_overrules_a_direct_action(rea
             "our recycling goes out on tuesdays now",
         ),
         ("kumbuka: my sister lives in Mombasa", "my sister lives in Mombasa"),
-        ("I'm coeliac btw, so keep it in mind whenever I ask for recipes", "I'm coeliac"),
+        ("I work nights btw, so keep it in mind whenever I ask for plans", "I work nights"),
         ("keep that in mind for me", None),  # what to keep was said before: no fact of its own
     ],
 )
@@ -632,3 +632,27 @@ def test_a_products_screen_swapping_a_name_and_my_homepage_are_not_what_they_see
     out = route_rules(text)
     assert out.intent not in (Intent.SCREEN_OBSERVE, Intent.BROWSE_ONCE)
     assert "memory" not in out.arguments.topics
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm allergic to penicillin. not a joke, put it somewhere you'll find it",
+        "im vegetarian btw",
+        "For your information: I am colour-blind (deuteranopia), so do not rely on red and green",
+    ],
+)
+def test_a_health_or_diet_fact_said_plainly_is_kept(text: str) -> None:
+    assert route_rules(text).intent is Intent.MEMORY_WRITE
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm vegan — is honey actually vegan?",
+        "I'm diabetic, find me a recipe for tonight",
+        "translate 'I'm allergic to nuts' into Thai for me please",
+    ],
+)
+def test_a_health_fact_with_a_question_or_a_request_is_the_question_or_request(text: str) -> None:
+    assert route_rules(text).intent is not Intent.MEMORY_WRITE
