@@ -247,6 +247,9 @@ _SCREEN_RE = re.compile(
     r"(?:window|dialog|popup|pop-up)\b|"
     r"dialog(?:ue)?\s+box|popped\s+up|pop-?up\s+(?:window|message)|foreground|"
     r"(?:a|the|this|that|some)\s+(?:[\w\-]+\s+)?pop-?up\b(?!\s+blockers?)|"
+    # "the slide currently displayed", "the application that currently has the focus".
+    r"(?:currently|now|at\s+present|right\s+now)\s+(?:being\s+)?(?:displayed|showing|on\s+screen)\b|"
+    r"\bhas\s+(?:the\s+)?(?:keyboard\s+)?focus\b|"
     r"what\s+(?:i'?m|am\s+i)\s+looking\s+at|in front of me|"
     r"\bread\b[^.?!]{0,40}\b(?:off|on)\s+(?:the|my|that)\s+(?:terminal|console)\b|"
     r"(?:describe|look at|what'?s on|what is on)\s+my\s+desktop)",
@@ -334,7 +337,10 @@ _DISCOVERY_CUE_RE = re.compile(
     r"(?:what'?s|whats|what is|wtf is|what the hell is)\s+"
     r"(?:using|eating|taking up|hogging|draining|killing)|"
     r"is broken|keeps (?:failing|crashing|dropping|freezing|disconnecting)|"
-    r"(?:isn'?t|not|stopped) working|(?:wrong|rong)\s+with\s+(?:it|my|the|this))\b",
+    r"(?:isn'?t|not|stopped) working|(?:wrong|rong)\s+with\s+(?:it|my|the|this)|"
+    r"keeps\s+(?:insisting|saying|telling\s+me|claiming)|unavailable|not\s+(?:detected|recogni[sz]ed)|"
+    r"can'?t\s+(?:find|detect|see)\s+(?:my|the)\s+(?:mic|microphone|camera|webcam|printer|"
+    r"headphones|headset|speakers?|keyboard|mouse|drive|disk|phone))\b",
     _I,
 )
 _HOGGING_RE = re.compile(r"(?:what'?s|whats|what is)\s", _I)

@@ -296,6 +296,11 @@ def _system_info(view: _View) -> _Guess | None:
 
 def _file_implicit(view: _View) -> _Guess | None:
     text = view.text
+    if _MEM_READ_RE.search(text) and not (view.paths or view.folder_paths):
+        # "find my mate daz's number, i gave it u ages ago, its not in my files": what was
+        # told, for `_memory_read` (the labelling rules: "look up my vet's number, I gave it
+        # to you" is memory_read).
+        return None
     if view.folder_paths or _PERSONAL_DOC_RE.match(text) or _FILE_NOUN_RE.search(text):
         return _file_guess(view, 0.85 if _file_verb(text) else 0.7)
     if _type_pattern(text) and _FILE_SEARCH_VERB_RE.match(text):

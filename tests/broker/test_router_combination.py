@@ -656,3 +656,30 @@ def test_a_health_or_diet_fact_said_plainly_is_kept(text: str) -> None:
 )
 def test_a_health_fact_with_a_question_or_a_request_is_the_question_or_request(text: str) -> None:
     assert route_rules(text).intent is not Intent.MEMORY_WRITE
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        (
+            "What is the name of the application that currently has the focus?",
+            Intent.SCREEN_OBSERVE,
+        ),
+        (
+            "look at the slide currently displayed, is the text legible from the back",
+            Intent.SCREEN_OBSERVE,
+        ),
+        (
+            "Zoom keeps insisting that my microphone is unavailable, although it works elsewhere",
+            Intent.ONE_SHOT_DISCOVERY,
+        ),
+        (
+            "find my mate daz's number, i gave it u ages ago, its not in my files",
+            Intent.MEMORY_READ,
+        ),
+    ],
+)
+def test_focus_and_display_a_missing_device_and_a_number_given_read_as_labelled(
+    text: str, intent: Intent
+) -> None:
+    assert route_rules(text).intent is intent
