@@ -273,7 +273,10 @@ _SAVED_SCREENSHOT_RE = re.compile(
     r"(?:(?:i\s+|that\s+i\s+)?(?:saved|stored|took|made|downloaded|kept)|"
     r"(?:that'?s\s+|which\s+is\s+|is\s+)?(?:sitting\s+)?(?:on|in)\s+(?:the\s+|my\s+)?"
     r"(?:desktop|downloads|pictures|documents|photos|screenshots\s+folder|folder)|"
-    r"from\s+(?:yesterday|last\s+\w+|earlier|this\s+morning))\b",
+    r"(?:from\s+)?(?:yesterday|last\s+(?:night|week|month)|earlier|this\s+morning))\b|"
+    # "took a screenshot of the wiring diagram yesterday, can ya open it up".
+    r"\bi?\s*(?:took|saved|made|grabbed|snapped)\s+(?:a\s+|that\s+|the\s+)?(?:screen\s?shot|"
+    r"screen\s?grab|screencap)\b",
     _I,
 )
 _SCREENSHOT_RE = re.compile(
@@ -386,7 +389,8 @@ _SYSTEM_VERB_RE = re.compile(
     r"(?:make|turn|set)\s+(?:the\s+|my\s+|everything\s+)?(?:screen|display|monitor|volume|sound|"
     r"text|font|writing|words|letters|icons|(?:mouse\s+)?(?:cursor|pointer))"
     r"(?:\s+on\s+(?:the\s+|my\s+)?(?:screen|display|monitor))?\s+"
-    r"(?:a\s+bit\s+|a\s+little\s+)?(?:brighter|dimmer|darker|louder|quieter|bigger|smaller|up|down)\b|"
+    r"(?:a\s+bit\s+|a\s+little\s+)?(?:brighter|dimmer|darker|louder|quieter|bigger|larger|smaller|"
+    r"clearer|up|down)\b|"
     r"(?:turn|switch|flip)\s+(?:on|off)\s+(?:the\s+|my\s+)?(?:wi-?fi|bluetooth|"
     r"(?:[\w\-]+\s+){1,2}mode|night\s+light|do\s+not\s+disturb|vpn|firewall|hotspot)|"
     r"open\s+(?:the\s+|my\s+)?[\w\-.]+\s+(?:program|app|application)\b(?!\s+(?:store|page|"

@@ -457,6 +457,10 @@ def test_a_display_problem_to_look_into_is_not_a_look_at_the_screen(
         # Bigger writing on the screen is a setting, not a look at the screen.
         ("make the writing on the screen bigger i cant see it", Intent.SYSTEM_TASK),
         ("make the icons bigger", Intent.SYSTEM_TASK),
+        (
+            "Could you make the writing on the screen larger? my glasses are at home",
+            Intent.SYSTEM_TASK,
+        ),
         # A site named with the browser to show it in is a page to open; a file stays a file.
         ("open google scholar in safari", Intent.BROWSE_ONCE),
         ("open report.pdf in firefox", Intent.FILE_TASK),
@@ -467,6 +471,7 @@ def test_a_display_problem_to_look_into_is_not_a_look_at_the_screen(
             Intent.FILE_TASK,
         ),
         ("the screenshot I took yesterday, what does the error in it say", Intent.FILE_TASK),
+        ("took a screenshot of the wiring diagram yesterday, can ya open it up", Intent.FILE_TASK),
         ("take a screenshot and tell me what's on it", Intent.SCREEN_OBSERVE),
     ],
 )
