@@ -17,8 +17,16 @@ from typing import Any
 from broker.types import MemoryEvent
 from memory.types import FactSource, FactStatus
 
-# "forget that" when the last message kept nothing.
-TOOK_BACK_NOTHING = "Your last message kept nothing in memory: nothing was forgotten or stored."
+# "forget that" when nothing was kept just before it in this conversation (a one-off `ask`
+# has no conversation before it).
+TOOK_BACK_NOTHING = (
+    'Nothing was kept just before this in the conversation for "that" to point at: nothing was '
+    "forgotten or stored. `chamberlain memory list` shows what is remembered."
+)
+TOOK_BACK_NOTHING_APP = (
+    "Nothing was kept just before this in the chat for “that” to point at: nothing was "
+    "forgotten or stored. Memory in the tray menu shows what is remembered."
+)
 
 
 def memory_notice(event: MemoryEvent) -> str:
@@ -99,7 +107,7 @@ def app_line(event: MemoryEvent) -> str:
     if event.action == "forget_match":
         return f"Matches what you asked me to forget: “{text}”"
     if event.action == "forget_none" and not text:
-        return TOOK_BACK_NOTHING
+        return TOOK_BACK_NOTHING_APP
     if event.action == "forget_none":
         return f"Nothing I remember matches “{text}”: nothing was forgotten or stored."
     if event.fact_id and text and event.action in ("added", "superseded", "pending"):

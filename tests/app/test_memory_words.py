@@ -225,11 +225,12 @@ def test_asked_to_forget_the_turn_names_each_match_with_the_command_that_forgets
         "You told me before: “my address is 4 Elm Road” — forget it if it no longer holds"
     )
     [nothing] = remember(tmp_path, store, "what's the weather like", "forget that")
-    assert (
-        memory_notice(nothing)
-        == app_line(nothing)
-        == ("Your last message kept nothing in memory: nothing was forgotten or stored.")
+    assert memory_notice(nothing) == (
+        'Nothing was kept just before this in the conversation for "that" to point at: nothing '
+        "was forgotten or stored. `chamberlain memory list` shows what is remembered."
     )
+    assert app_line(nothing).startswith("Nothing was kept just before this in the chat")
+    assert "chamberlain" not in app_line(nothing)  # the app never sends people to a command
     [none] = remember(tmp_path, store, "forget my cat")
     assert memory_notice(none) == (
         'Nothing I remember matches "my cat": nothing was forgotten or stored.'
