@@ -162,7 +162,7 @@ _ONLY_MARKER = re.compile(
 )
 
 
-def states_only(text: str) -> bool:
+def _statement(text: str) -> bool:
     """Whether `text` only states something: no question, no request, no "remember to …"."""
     return (
         "?" not in text
@@ -225,7 +225,7 @@ def offer_of(text: str, keep_probability: float = 0.0) -> str | None:
     sentences = _sentences(text)
     marked = bool(_KEEP.search(text)) or any(_LEAD.match(s) for s in sentences)
     facts = [fact for s in sentences if (fact := _fact_sentence(s, marked)) is not None]
-    if not facts and keep_probability >= OFFER_SURE and states_only(text):
+    if not facts and keep_probability >= OFFER_SURE and _statement(text):
         facts = [kept_words(text)]
     if not facts or not facts[0]:
         return None

@@ -344,44 +344,34 @@ class MemoryWriter:
             return events or [MemoryEvent("temporary")]
         kept = {e.fact_id for e in events if e.fact_id}
         replaced = {e.replaces for e in events if e.replaces}
-        matches = [
-            fact
-            for fact in self.store.search(subject, include_superseded=False, limit=FORGET_SHOWN * 2)
-            if fact.status in (FactStatus.ACTIVE, FactStatus.PENDING)
-            and fact.id not in kept
-            and fact.text not in replaced
-        ][:FORGET_SHOWN]
-        self.audit.append(
-            AuditEvent.MEMORY_WRITE,
-            turn_id=turn_id,
-            action="forget_asked",
-            matches=[fact.id for fact in matches],
-        )
-        if not matches:
-            return events if correcting else [*events, MemoryEvent("forget_none", text=subject)]
-        return [
-            *events,
-            *(_forget_match(fact, corrected=correcting) for fact in matches),
-        ]
+        found = self.store.search(subject, include_superseded=False, limit=FORGET_SHOWN * 2)
+        others = [fact for fact in found if fact.id not in kept and fact.text not in replaced]
+        shown = self._shown_to_forget(others, turn_id, corrected=correcting)
+        if not shown and not correcting:
+            return [*events, MemoryEvent("forget_none", text=subject)]
+        return [*events, *shown]
 
     def _taking_back(self, turn_id: str) -> list[MemoryEvent]:
         """The facts the last turn kept, still remembered, each shown to forget (nothing goes
         by itself); "forget_none" with no text when the last turn kept nothing."""
         facts = [self.store.get(fact_id) for fact_id in self._last_kept]
-        shown = [
-            fact
-            for fact in facts
-            if fact is not None and fact.status in (FactStatus.ACTIVE, FactStatus.PENDING)
-        ]
+        shown = self._shown_to_forget([f for f in facts if f is not None], turn_id)
+        return shown or [MemoryEvent("forget_none")]
+
+    def _shown_to_forget(
+        self, facts: list[Fact], turn_id: str, *, corrected: bool = False
+    ) -> list[MemoryEvent]:
+        """The first `FORGET_SHOWN` of `facts` still remembered (active or waiting), each as a
+        line to forget, and which ones were shown in the audit (ids only)."""
+        remembered = [f for f in facts if f.status in (FactStatus.ACTIVE, FactStatus.PENDING)]
+        shown = remembered[:FORGET_SHOWN]
         self.audit.append(
             AuditEvent.MEMORY_WRITE,
             turn_id=turn_id,
             action="forget_asked",
             matches=[fact.id for fact in shown],
         )
-        if not shown:
-            return [MemoryEvent("forget_none")]
-        return [_forget_match(fact) for fact in shown]
+        return [_forget_match(fact, corrected=corrected) for fact in shown]
 
     def _explicit(self, router: RouterOutput, turn_id: str, said: str = "") -> MemoryEvent:
         raw = said or router.arguments.fact or router.text

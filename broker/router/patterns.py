@@ -275,7 +275,7 @@ _SAVED_SCREENSHOT_RE = re.compile(
     r"(?:desktop|downloads|pictures|documents|photos|screenshots\s+folder|folder)|"
     r"(?:from\s+)?(?:yesterday|last\s+(?:night|week|month)|earlier|this\s+morning))\b|"
     # "took a screenshot of the wiring diagram yesterday, can ya open it up".
-    r"\bi?\s*(?:took|saved|made|grabbed|snapped)\s+(?:a\s+|that\s+|the\s+)?(?:screen\s?shot|"
+    r"\b(?:took|saved|made|grabbed|snapped)\s+(?:a\s+|that\s+|the\s+)?(?:screen\s?shot|"
     r"screen\s?grab|screencap)\b",
     _I,
 )

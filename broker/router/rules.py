@@ -10,7 +10,7 @@ does): a rule reads the view and nothing else.
 
 from __future__ import annotations
 
-from broker.fact_offer import asks_anything, asks_to_forget, correction_of, kept_words, states_only
+from broker.fact_offer import asks_anything, asks_to_forget, correction_of, kept_words
 from broker.router.extraction import _blank, _dedupe, _pattern, _topics, _type_pattern, _View
 from broker.router.patterns import (
     _A_VALUE_RE,
@@ -146,7 +146,7 @@ def _memory_write(view: _View) -> _Guess | None:
         fact = text[: later.start()].strip(" ,.;!-")
         if (
             fact
-            and states_only(fact)
+            and not asks_anything(fact)
             and (_FIRST_PERSON_RE.search(fact) or _A_VALUE_RE.search(fact))
         ):
             # A value said for when someone asks: kept as the person said it, never at once.
@@ -256,7 +256,7 @@ def _system_verb(view: _View) -> _Guess | None:
 def _file_explicit(view: _View) -> _Guess | None:
     if not view.paths and not _GLOB_RE.search(view.text):
         return None
-    if not _file_verb(view.text) and states_only(view.text):
+    if not _file_verb(view.text) and not asks_anything(view.text):
         # "my dotfiles live in ~/code/dotfiles, not ~/.dotfiles": a path said, nothing asked
         # of it; the classifier may read a fact to keep.
         return _file_guess(view, UNSURE_FILE_CONFIDENCE)
