@@ -114,9 +114,20 @@ _KEEP_WORDS = (
     r"don'?t forget|dont forget|do not forget|just so (?:you|u) know|so (?:you|u) know|"
     r"garde (?:ça|ca|cela) en|fur wen|for when)"
 )
+# Said to the assistant about the fact, pointing back at it ("put it somewhere you'll find it",
+# "log that please", "make sure you hang on to that", "add that to what you know about me").
+_KEEP_POINTED = (
+    r"(?:make sure (?:you|u)\s+|can (?:you|u)\s+|could (?:you|u)\s+)?"
+    r"(?:keep|save|store|note|remember|rember|remeber|memori[sz]e|"
+    r"(?:put|log|add|jot|write|file|record|stash|hang on to|hang onto|hold on to|hold onto|"
+    r"don'?t lose|dont lose)\s+(?:it|that|this|them|those|these)\b)"
+)
 _KEEP_TAIL = re.compile(
-    r"(?:[,;.!—–-]\s*(?:so\s+|and\s+)?(?:please\s+|pls\s+|kindly\s+)?"
-    r"(?:keep|save|store|note|remember|rember|remeber|memori[sz]e)\b|"
+    r"(?:[,;.!—–-]\s*(?:so\s+|and\s+)?"
+    # "…. not a joke, put it somewhere you'll find it": the aside goes with the instruction.
+    r"(?:(?:not a joke|no joke|seriously|srsly|(?:this is |it'?s )?important)[,;.!\s]+)?"
+    r"(?:please\s+|pls\s+|kindly\s+)?" + _KEEP_POINTED + r"\b|"
+    r"[,;.!—–-]\s*(?:not a joke|no joke|seriously|srsly|(?:this is |it'?s )?important)[\s.!]*$|"
     r"(?<=\S)\s+(?:so\s+|and\s+)?" + _KEEP_WORDS + r").*$",
     re.IGNORECASE | re.DOTALL,
 )

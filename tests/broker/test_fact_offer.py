@@ -87,6 +87,20 @@ def test_a_pasted_essay_is_not_offered() -> None:
         ("keep that in mind for me", ""),
         # "keep" inside the fact is not a keep word.
         ("I keep bees in the garden", "I keep bees in the garden"),
+        # Words to the assistant about the fact, pointing back at it, are not the fact.
+        (
+            "I'm allergic to penicillin. not a joke, put it somewhere you'll find it",
+            "I'm allergic to penicillin",
+        ),
+        (
+            "My doctor is Dr. Patel at the Venice clinic. Write that down.",
+            "My doctor is Dr. Patel at the Venice clinic",
+        ),
+        ("My son Leo is 7 now. Make sure you hang on to that.", "My son Leo is 7 now"),
+        ("my gym locker is 212 - jot it down for me", "my gym locker is 212"),
+        ("Dog's name is Biscuit. Add that to what you know about me.", "Dog's name is Biscuit"),
+        # "put" with no pointer back is the fact's own word.
+        ("I put in 40 hours a week at the depot", "I put in 40 hours a week at the depot"),
     ],
 )
 def test_the_words_kept_are_the_fact_without_the_request_to_keep_it(
