@@ -136,6 +136,9 @@ class Turn:
     named: tuple[str, ...] = ()
     steps: tuple[Step, ...] = ()
     status: TurnStatus = "done"
+    # The ids of the facts this turn kept (added, replacing an older one, or waiting for
+    # consent): what "forget that" in the next turn of this conversation points at.
+    kept: tuple[str, ...] = ()
 
     @property
     def calls(self) -> tuple[ToolExchange, ...]:
@@ -286,6 +289,7 @@ def _turn_of(text: str, row: ChatMessage, exchanges: list[tuple[int, ToolExchang
     named = data.get("named")
     status = data.get("status")
     reply = data.get("reply")
+    kept = data.get("kept")
     return Turn(
         text=text,
         reply=str(reply) if isinstance(reply, str) else row.text,
@@ -293,6 +297,7 @@ def _turn_of(text: str, row: ChatMessage, exchanges: list[tuple[int, ToolExchang
         named=tuple(str(n) for n in named) if isinstance(named, list) else (),
         steps=steps,
         status=status if status in ("done", "failed", "cancelled") else "done",
+        kept=tuple(str(k) for k in kept) if isinstance(kept, list) else (),
     )
 
 
@@ -331,6 +336,8 @@ def turn_rows(
         "status": turn.status,
         "steps": [step.content[:KEPT_STEP_CHARS] for step in turn.steps],
     }
+    if turn.kept:
+        data_reply["kept"] = list(turn.kept)
     if shown != turn.reply:
         data_reply["reply"] = turn.reply
     meta = dict(reply_meta or {})

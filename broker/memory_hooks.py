@@ -287,26 +287,19 @@ class MemoryWriter:
         self.audit = audit
         self.model = model
         self.temporary = temporary
-        # The facts the last turn kept (added, replacing, or waiting for consent): what "forget
-        # that" in the next one points at.
-        self._last_kept: tuple[str, ...] = ()
 
     @property
     def extracting(self) -> bool:
         return extracts(self.model, self.settings, temporary=self.temporary)
 
-    def after_turn(self, turn: TurnResult, turn_id: str) -> list[MemoryEvent]:
-        events = self._written(turn, turn_id)
-        kept = ("added", "superseded", "pending")
-        self._last_kept = tuple(e.fact_id for e in events if e.fact_id and e.action in kept)
-        return events
-
-    def _written(self, turn: TurnResult, turn_id: str) -> list[MemoryEvent]:
+    def after_turn(
+        self, turn: TurnResult, turn_id: str, earlier_kept: tuple[str, ...] = ()
+    ) -> list[MemoryEvent]:
         router = turn.router
         if router.intent is Intent.MEMORY_WRITE and takes_back(router.text):
-            # "forget that", "scratch that": what the last turn kept, shown to forget; the
-            # pointing words are never a fact of their own.
-            return self._taking_back(turn_id)
+            # "forget that", "scratch that": what the conversation's previous turn kept, shown
+            # to forget; the pointing words are never a fact of their own.
+            return self._taking_back(earlier_kept, turn_id)
         if router.intent is Intent.MEMORY_WRITE:
             forgetting = forget_request(router.text)
             if forgetting is not None:
@@ -351,10 +344,10 @@ class MemoryWriter:
             return [*events, MemoryEvent("forget_none", text=subject)]
         return [*events, *shown]
 
-    def _taking_back(self, turn_id: str) -> list[MemoryEvent]:
-        """The facts the last turn kept, still remembered, each shown to forget (nothing goes
-        by itself); "forget_none" with no text when the last turn kept nothing."""
-        facts = [self.store.get(fact_id) for fact_id in self._last_kept]
+    def _taking_back(self, earlier_kept: tuple[str, ...], turn_id: str) -> list[MemoryEvent]:
+        """The facts the previous turn kept, still remembered, each shown to forget (nothing
+        goes by itself); "forget_none" with no text when it kept nothing."""
+        facts = [self.store.get(fact_id) for fact_id in earlier_kept]
         shown = self._shown_to_forget([f for f in facts if f is not None], turn_id)
         return shown or [MemoryEvent("forget_none")]
 

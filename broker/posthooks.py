@@ -20,10 +20,19 @@ from broker.types import GrantMode, MemoryEvent, TurnResult
 log = logging.getLogger("chamberlain.broker.posthooks")
 
 
-class MemoryHook(Protocol):
-    """Called once per finished turn; returns the memory events it produced (for TurnResult)."""
+# What a memory event did when it kept a fact (added it, replaced an older one with it, or
+# holds it for consent): the facts a conversation's turn kept (`broker.conversation.Turn.kept`).
+KEPT_ACTIONS = ("added", "superseded", "pending")
 
-    def after_turn(self, turn: TurnResult, turn_id: str) -> list[MemoryEvent]: ...
+
+class MemoryHook(Protocol):
+    """Called once per finished turn; returns the memory events it produced (for TurnResult).
+    `earlier_kept`: the facts the conversation's previous turn kept, what "forget that" points
+    at (none outside a conversation)."""
+
+    def after_turn(
+        self, turn: TurnResult, turn_id: str, earlier_kept: tuple[str, ...] = ()
+    ) -> list[MemoryEvent]: ...
 
 
 def run_posthooks(
@@ -33,6 +42,7 @@ def run_posthooks(
     permissions: PermissionBroker,
     audit: AuditLog,
     memory_hooks: list[MemoryHook],
+    earlier_kept: tuple[str, ...] = (),
 ) -> None:
     # One-shot grants end with the turn even if their call never ran.
     used_once = {
@@ -44,7 +54,7 @@ def run_posthooks(
         permissions.revoke(grant_id, "one-shot grant ends with its turn", turn_id)
 
     for hook in memory_hooks:
-        events = hook.after_turn(turn, turn_id)
+        events = hook.after_turn(turn, turn_id, earlier_kept)
         turn.memory.extend(events)
         audit.append(AuditEvent.POSTHOOK_MEMORY, turn_id=turn_id, events=len(events))
 

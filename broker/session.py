@@ -43,7 +43,7 @@ from broker.permissions import (
     TokenAuthority,
 )
 from broker.policy import PolicyTable, decide, load_policy_table
-from broker.posthooks import MemoryHook, run_posthooks
+from broker.posthooks import KEPT_ACTIONS, MemoryHook, run_posthooks
 from broker.profiles import ProfileError, load_profiles, resolve
 from broker.router import Earlier, refine_with_model, route_in_conversation, understood_reading
 from broker.router.spaced_names import with_spaced_names
@@ -637,7 +637,11 @@ class Session:
         )
 
     def _close(
-        self, turn: TurnResult, turn_id: str, memory_hooks: Sequence[MemoryHook]
+        self,
+        turn: TurnResult,
+        turn_id: str,
+        memory_hooks: Sequence[MemoryHook],
+        earlier_kept: tuple[str, ...] = (),
     ) -> AuditWriteError | None:
         """Run the turn's post-hooks (its summary audited, one-shot grants ended, memory's
         hooks). When the audit cannot be written, the one-shot grants end all the same, and
@@ -649,6 +653,7 @@ class Session:
                 permissions=self.permissions,
                 audit=self.audit,
                 memory_hooks=list(memory_hooks),
+                earlier_kept=earlier_kept,
             )
         except AuditWriteError as exc:
             self._end_once_grants_unrecorded()
@@ -789,7 +794,10 @@ class Session:
             unrecorded = exc
         turn = self._result(router, policy, result, mcp_left_out)
         if unrecorded is None:
-            unrecorded = self._close(turn, turn_id, self.memory_hooks)
+            turns = conversation.turns if conversation is not None else []
+            unrecorded = self._close(
+                turn, turn_id, self.memory_hooks, turns[-1].kept if turns else ()
+            )
         else:
             self._end_once_grants_unrecorded()
         if unrecorded is not None:
@@ -968,6 +976,7 @@ def conversation_turn(text: str, turn: TurnResult, steps: list[Step]) -> Turn:
         named=tuple(dict.fromkeys(named)),
         steps=tuple(steps),
         status=turn.status,
+        kept=tuple(e.fact_id for e in turn.memory if e.fact_id and e.action in KEPT_ACTIONS),
     )
 
 

@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from app.memory_words import app_line, memory_json, memory_notice, reply_with_notices
+from broker.conversation import Conversation, save_turn
 from broker.session import Session
 from broker.settings import Settings
 from broker.types import MemoryEvent
 from core.clock import ManualClock
+from memory.conversations import ConversationStore
 from memory.db import open_database
 from memory.store.facts import MemoryStore
 from memory.types import FactSource, FactStatus, Sensitivity
@@ -235,3 +237,29 @@ def test_asked_to_forget_the_turn_names_each_match_with_the_command_that_forgets
     assert memory_notice(none) == (
         'Nothing I remember matches "my cat": nothing was forgotten or stored.'
     )
+
+
+def test_forget_that_points_at_what_its_own_conversation_kept_also_once_reopened(tmp_path, store):
+    """The app serves every conversation from one session: "forget that" shows what the turn
+    before it in the same conversation kept, also after that conversation is reopened from the
+    store, and never what another conversation kept just before."""
+    settings = Settings()
+    settings.router.model_refinement = False
+    session = Session(home=tmp_path / "home", settings=settings, clock=ManualClock(), memory=store)
+    chats = ConversationStore(store)
+    lockers, other = Conversation(), Conversation()
+    try:
+        [kept] = session.ask("remember that my locker is 14", conversation=lockers).memory
+        assert save_turn(chats, lockers, lockers.turns[-1])
+        [none] = session.ask("forget that", conversation=other).memory
+        assert (none.action, none.fact_id) == ("forget_none", None)
+        reopened = Conversation.load(chats, str(lockers.id))
+        [shown] = session.ask("forget that", conversation=reopened).memory
+        assert (shown.action, shown.fact_id, shown.text) == (
+            "forget_match",
+            kept.fact_id,
+            "my locker is 14",
+        )
+    finally:
+        session.close()
+    assert [f.text for f in store.facts()] == ["my locker is 14"]  # shown, never forgotten

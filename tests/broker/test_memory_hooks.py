@@ -379,7 +379,7 @@ def test_taking_back_what_was_just_kept_shows_it_to_forget_and_keeps_no_words(st
     [kept] = writer.after_turn(
         turn_for("remember that my locker is 14", Intent.MEMORY_WRITE, "my locker is 14"), "t1"
     )
-    [shown] = writer.after_turn(turn_for(back, Intent.MEMORY_WRITE), "t2")
+    [shown] = writer.after_turn(turn_for(back, Intent.MEMORY_WRITE), "t2", (kept.fact_id,))
     assert (shown.action, shown.fact_id, shown.text) == (
         "forget_match",
         kept.fact_id,
@@ -391,7 +391,6 @@ def test_taking_back_what_was_just_kept_shows_it_to_forget_and_keeps_no_words(st
 def test_taking_back_after_a_turn_that_kept_nothing_keeps_and_forgets_nothing(store, audit):
     store.add("my locker is 14", sensitivity=Sensitivity.LOW)
     writer = MemoryWriter(store, MemorySettings(), audit)
-    writer.after_turn(turn_for("list my downloads", Intent.FILE_TASK), "t1")
-    [none] = writer.after_turn(turn_for("forget it", Intent.MEMORY_WRITE), "t2")
+    [none] = writer.after_turn(turn_for("forget it", Intent.MEMORY_WRITE), "t2", ())
     assert (none.action, none.text, none.fact_id) == ("forget_none", "", None)
     assert [f.text for f in store.facts()] == ["my locker is 14"]

@@ -131,7 +131,9 @@ def test_memory_hook_events_are_added_to_the_turn_and_counted_in_the_audit(rig):
         def __init__(self) -> None:
             self.seen: list[str] = []
 
-        def after_turn(self, turn: TurnResult, turn_id: str) -> list[MemoryEvent]:
+        def after_turn(
+            self, turn: TurnResult, turn_id: str, earlier_kept: tuple[str, ...] = ()
+        ) -> list[MemoryEvent]:
             self.seen.append(turn.reply)
             return [MemoryEvent("added", fact_id="f-1"), MemoryEvent("pending", fact_id="f-2")]
 

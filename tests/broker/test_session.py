@@ -57,7 +57,9 @@ class RecordingHook:
     def __init__(self) -> None:
         self.turns: list[TurnResult] = []
 
-    def after_turn(self, turn: TurnResult, turn_id: str) -> list[MemoryEvent]:
+    def after_turn(
+        self, turn: TurnResult, turn_id: str, earlier_kept: tuple[str, ...] = ()
+    ) -> list[MemoryEvent]:
         self.turns.append(turn.model_copy(deep=True))
         return [MemoryEvent("added", fact_id=f"f-{len(self.turns)}")]
 
