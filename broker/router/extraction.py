@@ -28,6 +28,7 @@ from broker.router.patterns import (
     _JOINERS,
     _KNOWN_FOLDER_RE,
     _KNOWN_FOLDERS,
+    _LINE_AFTER_COLON_RE,
     _NAMED_TASK,
     _NORMALISE,
     _NOT_A_COMMAND,
@@ -36,6 +37,7 @@ from broker.router.patterns import (
     _PATH_RE,
     _QUOTED_NAME_WORDS,
     _QUOTED_RE,
+    _RUN_OR_TYPE_RE,
     _RUN_RE,
     _RUN_VERB_RE,
     _RUNNABLE,
@@ -214,6 +216,7 @@ def _find_command(text: str, view: _View) -> None:
             return
     run = _RUN_RE.match(text)
     if run is None:
+        _line_after_colon(text, view)
         return
     cmd = run.group("cmd")
     for _ in range(3):
@@ -244,6 +247,23 @@ def _find_command(text: str, view: _View) -> None:
     view.command_span = run.span("cmd")
     if folder is not None:
         view.cwd, view.certain = folder
+
+
+def _line_after_colon(text: str, view: _View) -> None:
+    """A command line after the last colon of a sentence that speaks of running or typing it:
+    a task to run (the model proposes the line, the prompt shows it), and the line's switches
+    are not paths ("shutdown /r /t 0")."""
+    after = _LINE_AFTER_COLON_RE.search(text)
+    if after is None or _DONT_RUN_RE.search(text):
+        return
+    if _RUN_OR_TYPE_RE.search(text[: after.start()]) is None:
+        return
+    line = after.group("line").strip().rstrip(".!")
+    first = line.split(maxsplit=1)[0] if line else ""
+    if not first or _WORD_TOKEN_RE.fullmatch(first) is None or _is_sentence(line):
+        return
+    view.run_task = True
+    view.command_span = after.span("line")
 
 
 def _make_view(raw: str) -> _View:

@@ -36,11 +36,18 @@ _BACKTICK_RE = re.compile(r"`([^`\n]{1,1000})`")
 # "execute: rm -rf /" is as much a command as "execute rm -rf /": the colon changes nothing.
 _RUN_RE = re.compile(
     r"^" + _POLITE + r"(?:run|execute|exec)(?:\s*:)?\s+"
-    r"(?:(?:(?:the|a|an)\s+)?(?:shell\s+|terminal\s+)?command(?:\s*:)?\s+)?"
+    # "run this: ipconfig /flushdns", "run the following command: …": the line after the colon.
+    r"(?:(?:this|that|the\s+following)(?:\s+(?:shell\s+|terminal\s+)?command)?\s*:\s*|"
+    r"(?:(?:the|a|an)\s+)?(?:shell\s+|terminal\s+)?command(?:\s*:)?\s+)?"
     r"(?P<cmd>\S.*)$",
     _I | re.S,
 )
 _RUN_VERB_RE = re.compile(r"\b(?:run|execute|exec)\b", _I)
+# A command line given after a colon in a sentence that speaks of running or typing it ("my son
+# wrote this down for me to run if the internet goes funny: ipconfig /flushdns"): something to
+# run, though the sentence is too loose to run the line as it stands.
+_LINE_AFTER_COLON_RE = re.compile(r":\s*(?P<line>[^\s:`'\"][^:\n`]{1,119})$")
+_RUN_OR_TYPE_RE = re.compile(r"\b(?:run|execute|exec|type|enter)\b", _I)
 # "don't run anything: difference between `rm -rf /` and …", "no need to run anything": commands
 # to talk about, not to run.
 _DONT_RUN_RE = re.compile(

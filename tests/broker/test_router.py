@@ -266,6 +266,9 @@ def test_apostrophes_are_not_taken_for_quoted_paths() -> None:
         ("`docker ps`", "docker ps"),
         ("run ls .", "ls ."),
         ("run a command: uptime", "uptime"),
+        # Not the command "this: ipconfig /flushdns".
+        ("run this: ipconfig /flushdns", "ipconfig /flushdns"),
+        ("Run the following command: free -m", "free -m"),
     ],
 )
 def test_command_extraction(text: str, command: str) -> None:
@@ -282,12 +285,17 @@ def test_command_extraction(text: str, command: str) -> None:
         "run a command that checks how fast this computer hashes data",
         "run a speed test",
         "could you run an overnight backup",
+        # A line after a colon in a sentence about running or typing it: to run, though not
+        # as it stands, and its switches are not files ("/r", "/flushdns").
+        "my son wrote this down for me to run if the internet goes funny: ipconfig /flushdns",
+        "He says to type this to restart properly but I would rather you did it: shutdown /r /t 0",
     ],
 )
 def test_run_without_a_spelled_out_command_still_needs_execution(text: str) -> None:
     out = route(text)
     assert out.intent is Intent.SYSTEM_TASK
     assert out.arguments.command is None
+    assert out.arguments.paths == []
     assert out.needs_system_execute
     assert out.confidence < DIRECT_ACTION_CONFIDENCE
 
