@@ -623,6 +623,31 @@ OPEN_SITE_IN_BROWSER_RE = re.compile(
     r"chrome|chromium|safari|edge|brave|opera|vivaldi|librewolf)\b",
     _I,
 )
+# A site named without its address ("launch the BBC weather site", "Apri il sito del Gambero
+# Rosso", "just open the GRA taxpayer portal", "the schedule on the Temple Gardens Centre
+# website", "NHS Jobs site. band 8a posts up today?"): one site to open or read, not a program,
+# a file or a search.
+_SITE_NOUN = (
+    r"(?:web\s*site|web\s*page|home\s*page|portal|site|sito(?:\s+web)?|sitio(?:\s+web)?|"
+    r"site\s+web)"
+)
+_OPEN_NAMED_SITE_RE = re.compile(
+    r"^" + _SYSTEM_LEAD + r"(?:open|launch|load|visit|pull\s+up|bring\s+up|go\s+(?:to|on)|"
+    r"apri|abre|abrir|ouvre|[oö]ffne|otw[oó]rz|fungua|buka)\s+(?:up\s+)?"
+    r"(?:the|their|its|il|lo|la|el|le|o|die|den|das)\s+(?:[\w&'.-]+\s+){0,5}?"
+    + _SITE_NOUN
+    + r"(?:\s+(?:del|della|dello|de|di|do|da|du|of)\s+[\w&'.-]+(?:\s+[\w&'.-]+){0,3})?"
+    r"(?=\s*$|\s*[,.!?;:—–-]|\s+(?:for|so|and|to|please|pls|per|por|porfa|now)\b)",
+    _I,
+)
+# The same named in capitals, as a name: "on the Temple Gardens Centre website", "NHS Jobs site."
+_NAMED_SITE_RE = re.compile(
+    r"\b(?i:on|from|at)\s+(?i:the|their)\s+(?:[A-Z][\w&'.-]*\s+){1,5}"
+    r"(?i:web\s*site|site|home\s*page|portal)\b|"
+    r"^(?:[A-Z][\w&'.-]*\s+){1,4}(?i:web\s*site|site|portal)\s*[.:,!-]"
+)
+
+
 # "open <url> in my browser": the whole message asks to hand the link to the desktop, not to
 # read the page here (`open_url`, not `web_fetch`). Read with the URL blanked out.
 _OPEN_IN_BROWSER_RE = re.compile(

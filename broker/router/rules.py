@@ -48,11 +48,13 @@ from broker.router.patterns import (
     _MEM_WRITE_TAIL_RE,
     _MODE_SWITCH_RE,
     _NAMED_RE,
+    _NAMED_SITE_RE,
     _NEW_NAMED_FILE_RE,
     _NEW_WORDS_RE,
     _NOTE_DOWN_RE,
     _ONLY_BROWSE_VERB_RE,
     _OPEN_IN_BROWSER_RE,
+    _OPEN_NAMED_SITE_RE,
     _OPENERS_RE,
     _PERSONAL_DOC_RE,
     _QUESTION_RE,
@@ -236,6 +238,15 @@ def _discovery(view: _View) -> _Guess | None:
     return _Guess(Intent.ONE_SHOT_DISCOVERY, confidence, args, file_domain=file_domain)
 
 
+def _named_site(view: _View) -> _Guess | None:
+    """A site named without its address, to open or read: "launch the BBC weather site"."""
+    if view.url or view.paths or view.folder_paths or _FILE_NOUN_RE.search(view.text):
+        return None
+    if _OPEN_NAMED_SITE_RE.match(view.text) or _NAMED_SITE_RE.search(view.text):
+        return _Guess(Intent.BROWSE_ONCE, 0.8)
+    return None
+
+
 def _system_verb(view: _View) -> _Guess | None:
     if DESKTOP_APP_RE.match(view.text) and not view.url and not view.paths:
         # "open firefox pls": a program of this computer to start, not a site.
@@ -411,6 +422,7 @@ _RULES = (
     _browse,
     _screen,
     _discovery,
+    _named_site,
     _system_verb,
     _file_explicit,
     _chat,

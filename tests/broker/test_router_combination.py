@@ -465,6 +465,13 @@ def test_a_display_problem_to_look_into_is_not_a_look_at_the_screen(
         ("open google scholar in safari", Intent.BROWSE_ONCE),
         ("open report.pdf in firefox", Intent.FILE_TASK),
         ("open my downloads folder in chrome", Intent.FILE_TASK),
+        # So is a site named without its address; a file or a folder called "site" stays one.
+        ("launch the BBC weather site, no the app, the website", Intent.BROWSE_ONCE),
+        ("Apri il sito del Gambero Rosso, per favore", Intent.BROWSE_ONCE),
+        ("just open the GRA taxpayer portal, I need to file my returns", Intent.BROWSE_ONCE),
+        ("NHS Jobs site. band 8a pharmacy posts up today?", Intent.BROWSE_ONCE),
+        ("open the site folder", Intent.FILE_TASK),
+        ("open the project website.html", Intent.FILE_TASK),
         # A screenshot kept as a file is a file (the labelling rules); the live screen is not.
         (
             "theres a screenshot of my shift pattern on the desktop, what nights am i on",
