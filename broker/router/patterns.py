@@ -799,7 +799,11 @@ _DESKTOP_APPS = (
 )
 DESKTOP_APP_RE = re.compile(
     r"^" + _POLITE + r"(?:open|start|launch|run|fire\s+up|bring\s+up|fungua|abre|abrir|"
-    r"ouvre|apri|buka|pakibukas|otw[oó]rz|[oö]ffne|close|quit|exit|shut)\s+(?:up\s+|down\s+)?"
+    r"ouvre|apri|buka|pakibukas|otw[oó]rz|[oö]ffne|close|quit|exit|shut|"
+    # Closing, in the languages people mix in: Italian, Spanish, French, Portuguese, German,
+    # Polish, Swahili, Dutch, Turkish.
+    r"chiudi|cierra|ferme|fecha|schlie(?:ß|ss)e?|zamknij|funga|sluit|kapat)\s+"
+    r"(?:up\s+|down\s+|doon\s+)?"
     r"(?:the\s+|my\s+|that\s+|this\s+|a\s+new\s+|o\s+|el\s+|la\s+|le\s+|il\s+)?"
     r"(?:" + _DESKTOP_APPS + r")(?:\s+(?:app|application|program|window|thing))?"
     r"(?:[\s,]+(?:down|please|pls|plz|for\s+me|now|po|tafadhali))*\s*[.!]*\s*"

@@ -1254,6 +1254,9 @@ def test_the_app_store_page_of_a_program_is_a_page_not_a_program_to_start() -> N
         "fungua Blender tafadhali",
         "start OBS Studio now",
         "abre o LibreOffice Calc",
+        # Quitting one, in English, Scots or Italian, with the reason after it.
+        "Chiudi Telegram, Luca keeps sending me messages during service",
+        "shut doon that Skype, it's been ringin since Tuesday",
     ],
 )
 def test_a_desktop_program_by_name_is_started_not_browsed(text: str) -> None:
