@@ -1259,7 +1259,7 @@ def test_the_app_store_page_of_a_program_is_a_page_not_a_program_to_start() -> N
         "shut doon that Skype, it's been ringin since Tuesday",
     ],
 )
-def test_a_desktop_program_by_name_is_started_not_browsed(text: str) -> None:
+def test_a_desktop_program_by_name_is_started_or_quit_not_browsed(text: str) -> None:
     out = route(text)
     assert out.intent is Intent.SYSTEM_TASK
     assert out.needs_system_execute
