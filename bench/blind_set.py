@@ -1,6 +1,6 @@
 """Score a blind message set the way issue 24 reports it: each first message routed once.
 
-    .venv/bin/python -m bench.blind_set tests/broker/data/intents_scored_w11a.jsonl [...] [--misses]
+    .venv/bin/python -m bench.blind_set tests/broker/data/intents_scored_w12a.jsonl [...] [--misses]
 
 Each line of a set is `{"text", "intent", "persona"}` and, for a trap, a `note`. A message is
 routed by `route(text)` (the rules and the shipped classifier, no model, no earlier turns) and
