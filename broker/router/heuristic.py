@@ -19,7 +19,7 @@ from broker.router.followup import Earlier, bare_yes, read_follow_up, reread
 from broker.router.followup_model import FollowupModel, Reading, feature_values, followup_model
 from broker.router.patterns import _ACTIVE_WINDOW_RE, _PREFIX_RE, _RUNS_IT_RE
 from broker.router.research import with_research
-from broker.router.rules import _RULES, _file_guess, request_after_openers
+from broker.router.rules import _RULES, _file_guess, request_after_openers, request_after_pivot
 from broker.router.scoring import (
     NOTHING_MATCHED_CONFIDENCE,
     _build,
@@ -243,7 +243,7 @@ def _route(text: str, *, classifier: bool, weights: Path | None = None) -> Route
         return RouterOutput(
             intent=Intent.CHAT_ONLY, confidence=0.9, source="heuristic", text=text.strip()
         )
-    request = request_after_openers(stripped)
+    request = request_after_openers(stripped) or request_after_pivot(stripped)
     if request is not None:
         # "thanks, now take a screenshot": the request, read without the thanks before it.
         routed = _route(request, classifier=classifier, weights=weights)

@@ -319,6 +319,38 @@ _OPENERS_RE = re.compile(
     r"changing\s+(?:the\s+)?(?:subject|topic)|anyway|anyways|moving on)\b[\s,.!:;\-]*)+",
     _I,
 )
+# A turn to the real request part-way through ("Haha my screen is covered in flour — anyway,
+# what's 18% of 4,350?", "…. jokes aside: list my downloads"): what follows is routed.
+_PIVOT_RE = re.compile(
+    r"(?:[—–.!,;:]|\s-)\s*(?:(?:but|so|ok|okay)\s+)?(?:anyway|anyways|anyhow|jokes?\s+aside|"
+    r"that\s+aside|all\s+that\s+aside|real\s+question|serious\s+question)"
+    r"\b[\s,.:;!—–-]*(?=\S)",
+    _I,
+)
+# A joke with nothing asked after it ("hows the weather in my downloads folder lmao jk jk"):
+# talk (the labelling rules).
+_JOKE_ONLY_RE = re.compile(
+    r"\b(?:jk|j/k|jks|jkjk|(?:just|only|i'?m|im)\s+(?:kidding|joking))"
+    r"(?:[\s,.!]+(?:jk|j/k|lol|lmao|haha+|hehe|xd|kidding))*[\s.!]*$",
+    _I,
+)
+# Said not to look ("I don't need you to look at anything on my computer — just an
+# explanation"): the screen or a file is talked about, not to be read.
+_DONT_LOOK_RE = re.compile(
+    r"\b(?:(?:don'?t|dont|do\s+not)\s+(?:need|want)\s+(?:you|u)\s+to\s+(?:look|check|open|read)|"
+    r"no\s+need\s+to\s+(?:look|check|open|read)|(?:don'?t|dont|do\s+not)\s+(?:look|check)\s+at)"
+    r"\s+(?:at\s+)?(?:anything|my\s+(?:screen|computer|pc|laptop|files?)|the\s+screen)\b",
+    _I,
+)
+# Asked "in general", with a question: about such things, not this one ("Someone sent
+# https://bit.ly/… — in general, how can you tell if a shortened link like that is a scam?").
+_IN_GENERAL_RE = re.compile(r"\b(?:in\s+general|generally\s+speaking)\b", _I)
+# "remember when you told me that thing about caffeine? run me through it again": what the
+# assistant said, talk (the labelling rules: "remember when we …" is chat).
+_YOU_SAID_RE = re.compile(
+    r"^(?:do\s+(?:you|u)\s+)?remember\s+when\s+(?:you|u)\s+(?:told|said|explained|showed|gave)\b",
+    _I,
+)
 # "how do you say 'price comparison' in portuguese", "X is 'pepper' in english, did you know?",
 # "turn this into flashcards": language and writing, not a search or a memory.
 _SURE_CHAT_RE = re.compile(

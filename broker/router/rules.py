@@ -24,6 +24,7 @@ from broker.router.patterns import (
     _DISCOVERY_CUE_RE,
     _DISPLAY_CAUSE_RE,
     _DISPLAY_PROBLEM_RE,
+    _DONT_LOOK_RE,
     _FILE_DOMAIN_RE,
     _FILE_LIST_VERB_RE,
     _FILE_NOUN_RE,
@@ -40,6 +41,8 @@ from broker.router.patterns import (
     _HOWTO_RE,
     _IF_ASKED_TAIL_RE,
     _IN_A_BROWSER_RE,
+    _IN_GENERAL_RE,
+    _JOKE_ONLY_RE,
     _KEPT_LIST_RE,
     _LYRICS_RE,
     _MACHINE_FACT_RE,
@@ -57,6 +60,7 @@ from broker.router.patterns import (
     _OPEN_NAMED_SITE_RE,
     _OPENERS_RE,
     _PERSONAL_DOC_RE,
+    _PIVOT_RE,
     _QUESTION_RE,
     _REMINISCE_RE,
     _SAVED_SCREENSHOT_RE,
@@ -74,6 +78,7 @@ from broker.router.patterns import (
     _WEB_WEAK_RE,
     _WORD_TOKEN_RE,
     _YOU_RE,
+    _YOU_SAID_RE,
     DESKTOP_APP_RE,
     OPEN_SITE_IN_BROWSER_RE,
 )
@@ -98,6 +103,32 @@ def request_after_openers(text: str) -> str | None:
         return None
     rest = text[lead.end() :]
     return rest if len(_WORD_TOKEN_RE.findall(rest)) > OPENER_ONLY_WORDS else None
+
+
+def request_after_pivot(text: str) -> str | None:
+    """The request after a turn to it part-way through `text` ("… — anyway, what's 18% of
+    4,350?" → "what's 18% of 4,350?"); None when there is no such turn, when only a few words
+    follow it, or when they ask nothing ("… Anyway, that's the newest member of the family.")."""
+    pivot = _PIVOT_RE.search(text)
+    if pivot is None:
+        return None
+    rest = text[pivot.end() :]
+    if len(rest.split()) <= OPENER_ONLY_WORDS or not asks_anything(rest):
+        return None
+    return rest
+
+
+def _talk(view: _View) -> _Guess | None:
+    """Talk, whatever it names: a joke with nothing asked after it, what the assistant said
+    before, a question asked "in general"."""
+    text = view.text
+    if _JOKE_ONLY_RE.search(text):
+        return _Guess(Intent.CHAT_ONLY, 0.95)  # "… my downloads folder lmao jk jk"
+    if _YOU_SAID_RE.match(text):
+        return _Guess(Intent.CHAT_ONLY, 0.9)
+    if _IN_GENERAL_RE.search(text) and "?" in text and view.command is None:
+        return _Guess(Intent.CHAT_ONLY, 0.85)
+    return None
 
 
 def _memory_write(view: _View) -> _Guess | None:
@@ -206,8 +237,8 @@ def _screen(view: _View) -> _Guess | None:
         # "make the screen brighter", "close the terminal window": a setting or a program,
         # read by `_system_verb`.
         return None
-    if _HOWTO_RE.match(view.text):
-        return None
+    if _HOWTO_RE.match(view.text) or _DONT_LOOK_RE.search(view.text):
+        return None  # "I don't need you to look at anything on my computer": talked about
     if _SAVED_SCREENSHOT_RE.search(view.text):
         return _file_guess(view, 0.8)  # a screenshot kept as a file, not the live screen
     if _DISPLAY_PROBLEM_RE.search(view.text) and _DISPLAY_CAUSE_RE.search(view.text):
@@ -417,6 +448,7 @@ def _lookup(view: _View) -> _Guess | None:
 
 
 _RULES = (
+    _talk,
     _memory_write,
     _command,
     _browse,

@@ -489,6 +489,58 @@ def test_lyrics_text_size_sites_and_saved_screenshots_read_as_the_labelling_rule
 
 
 @pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        # A joke with nothing asked after it is talk (the labelling rules), and never acts.
+        ("hows the weather in my downloads folder lmao jk jk", Intent.CHAT_ONLY),
+        ("delete everything in my downloads folder jk", Intent.CHAT_ONLY),
+        # A joke, then the real request after "anyway": the request.
+        (
+            "Haha my screen is so covered in flour I can barely see it — anyway, what's 18% of"
+            " 4,350?",
+            Intent.CHAT_ONLY,
+        ),
+        ("lol my desk is a mess. anyway, list the files in ~/Downloads", Intent.FILE_TASK),
+        # What the assistant said before is talk; what the person told is a memory.
+        (
+            "remember when u told me that thing bout caffeine? run me thru it again",
+            Intent.CHAT_ONLY,
+        ),
+        ("remember when I told you my locker number? what was it", Intent.MEMORY_READ),
+        # Asked "in general": about such things, not the link or the file named.
+        (
+            "Someone sent https://bit.ly/3xYz-free-airtime to our group. In general, how can you"
+            " tell if a shortened link like that is a scam?",
+            Intent.CHAT_ONLY,
+        ),
+        (
+            "on macOS in general, what's the difference between ~/Library and /Library?",
+            Intent.CHAT_ONLY,
+        ),
+        # Said not to look: the screen is talked about, not read.
+        (
+            "what is the dock at the bottom of my screen? I don't need you to look at my screen",
+            Intent.CHAT_ONLY,
+        ),
+    ],
+)
+def test_jokes_turns_to_the_request_and_general_questions_read_as_the_labelling_rules_say(
+    text: str, intent: Intent
+) -> None:
+    assert route_rules(text).intent is intent
+
+
+def test_a_statement_after_anyway_is_read_whole() -> None:
+    """ "… Anyway, that's the newest member of the family." asks nothing after "anyway": the
+    whole message is read, a fact about the family."""
+    text = (
+        "So we finally got the kids a puppy this weekend. His name is Biscuit, he's a beagle"
+        " mix, about four months old. Anyway, that's the newest member of the family."
+    )
+    assert route_heuristic(text).intent is Intent.MEMORY_WRITE
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "my dotfiles live in ~/src/dotfiles and I use zsh + neovim, not bash/vim",
