@@ -368,11 +368,19 @@ _CHAT_RE = re.compile(
     _I,
 )
 
+# How much room is free on a disk ("how much free disk on / and /home right now"): a status
+# readout of the disks named, not their files.
+_FREE_SPACE_RE = re.compile(
+    r"\b(?:free|left|available|remaining)\s+(?:disk|space|storage)\b|"
+    r"\b(?:disk|space|storage)\s+(?:is\s+)?(?:free|left|available|remaining)\b",
+    _I,
+)
 _DISCOVERY_CUE_RE = re.compile(
     r"\b(?:why\s+(?:is|are|does|do|did|has|have|won'?t|can'?t|isn'?t|doesn'?t)|"
     r"figure out|work out|find out|investigate|diagnose|troubleshoot|"
     r"what'?s wrong|whats wrong|what is wrong|what'?s going on|whats going on|is it safe|"
-    r"(?:safe|safely) (?:to )?(?:delete|remove)|can i (?:safely )?(?:delete|remove)|"
+    r"(?:safe|safely) (?:to )?(?:delete|remove|prune|nuke|clear|purge|wipe)|dead weight|"
+    r"can i (?:safely )?(?:delete|remove)|"
     r"whether i should|should i (?:delete|remove|close|uninstall|kill)|"
     r"what (?:can|should) i (?:clean|delete|remove|get rid|uninstall)|get rid of|clean up|"
     r"which (?:ones? )?i (?:don'?t|do not) need|"

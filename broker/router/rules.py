@@ -33,6 +33,7 @@ from broker.router.patterns import (
     _FILE_SEARCH_VERB_RE,
     _FILE_WRITE_VERB_RE,
     _FIRST_PERSON_RE,
+    _FREE_SPACE_RE,
     _FRONT_PAGE_RE,
     _GLOB_RE,
     _HAS_EXTENSION_RE,
@@ -298,6 +299,8 @@ def _system_verb(view: _View) -> _Guess | None:
 def _file_explicit(view: _View) -> _Guess | None:
     if not view.paths and not _GLOB_RE.search(view.text):
         return None
+    if _FREE_SPACE_RE.search(view.text) and not _file_verb(view.text):
+        return None  # "how much free disk on / and /home": the disks' status
     if not _file_verb(view.text) and not asks_anything(view.text):
         # "my dotfiles live in ~/code/dotfiles, not ~/.dotfiles": a path said, nothing asked
         # of it; the classifier may read a fact to keep.

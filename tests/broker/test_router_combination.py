@@ -517,6 +517,13 @@ def test_lyrics_text_size_sites_and_saved_screenshots_read_as_the_labelling_rule
             "on macOS in general, what's the difference between ~/Library and /Library?",
             Intent.CHAT_ONLY,
         ),
+        # Working out what can go is an investigation; how much is free, a status readout.
+        (
+            "/var/lib/docker is at 180G. What in there is dead weight and safe to prune?",
+            Intent.ONE_SHOT_DISCOVERY,
+        ),
+        ("how much free disk on / and /home right now, just the numbers", Intent.SYSTEM_TASK),
+        ("list the files in /home that take the most space", Intent.FILE_TASK),
         # Said not to look: the screen is talked about, not read.
         (
             "what is the dock at the bottom of my screen? I don't need you to look at my screen",
