@@ -575,6 +575,8 @@ _MEM_READ_RE = re.compile(
     r"\b(?:did|have)\s+i\s+(?:ever\s+|already\s+)?(?:tell|told|mention|mentioned|say|said|give|"
     r"gave|given)\b|"
     r"\bwhat\s+did\s+i\s+(?:say|tell|mention)\b|\bi\s+(?:told|tell)\s+you\b|"
+    # "search ur memory 4 my flatmates bday"
+    r"\b(?:search|check|look\s+(?:in|through)|go\s+through)\s+(?:your|ur|yr)\s+(?:memory|memories)\b|"
     r"^(?:do\s+|did\s+)?you\s+(?:still\s+)?(?:remember|know|recall)\s+"
     r"(?:my|our|what i|where i|when i)\b|"
     r"\bwhat(?:'?s|\s+is|\s+was)\s+the\s+name\s+of\s+(?:my|our)\b|"
@@ -586,6 +588,19 @@ _MEM_READ_RE = re.compile(
     _I,
 )
 
+# "I told you" / "I gave it to you" in the languages people mix in (Spanish, Filipino, Italian,
+# Portuguese, French, German, Polish): with a question, what was told is asked for ("¿Cómo se
+# llama el dentista de mi hijo? Te lo dije la otra vez."); without one it may only lead into a
+# request ("como te dije, abre la carpeta …") or a forget ("Dimentica quello che ti ho detto").
+_TOLD_YOU_MIXED_RE = re.compile(
+    r"\b(?:ya\s+)?te\s+(?:lo\s+|la\s+)?(?:di|dije|hab[ií]a\s+(?:dado|dicho))\b|"
+    r"\b(?:sinabi|nasabi|binigay|ibinigay)\s+ko\s+(?:na\s+)?(?:sa'?yo|sayo|sa\s+iyo)\b|"
+    r"\bte\s+l'?avevo\s+(?:dato|detto)\b|\bti\s+(?:avevo|ho)\s+detto\b|"
+    r"\bte\s+(?:disse|falei|passei)\b|\bje\s+te\s+l'?(?:ai|avais)\s+(?:dit|donn[ée]e?)\b|"
+    r"\bhab(?:e)?\s+ich\s+dir\s+(?:doch\s+|schon\s+)?(?:gesagt|gegeben)\b|"
+    r"\b(?:m[oó]wi[lł](?:em|am)|da[lł](?:em|am))\s+ci\b",
+    _I,
+)
 _MACHINE_FACT_RE = re.compile(
     r"\bmy\s+(?:(?:local|public)\s+)?(?:ip|ip address|mac address|hostname|host name|"
     r"kernel(?: version)?|os(?: version)?|screen resolution|gpu|graphics card)\b|"

@@ -75,6 +75,7 @@ from broker.router.patterns import (
     _SYSTEM_VERB_RE,
     _THAT_RE,
     _TO_VERB_RE,
+    _TOLD_YOU_MIXED_RE,
     _WEB_STRONG_RE,
     _WEB_WEAK_RE,
     _WORD_TOKEN_RE,
@@ -413,7 +414,8 @@ def _file_action(
 
 
 def _memory_read(view: _View) -> _Guess | None:
-    if not _MEM_READ_RE.search(view.text):
+    told = "?" in view.text and _TOLD_YOU_MIXED_RE.search(view.text) is not None
+    if not (_MEM_READ_RE.search(view.text) or told):
         return None
     if correction_of(view.text) is not None:
         # "scratch the old orcid I gave you, the right one is …": a change to keep, which the

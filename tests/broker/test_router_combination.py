@@ -517,6 +517,12 @@ def test_lyrics_text_size_sites_and_saved_screenshots_read_as_the_labelling_rule
             "on macOS in general, what's the difference between ~/Library and /Library?",
             Intent.CHAT_ONLY,
         ),
+        # What was told, asked for in the words people use or mix in; "as I told you" before a
+        # request is the request.
+        ("search ur memory 4 my flatmates bday", Intent.MEMORY_READ),
+        ("Ano ulit yung timezone ng client ko? Sinabi ko na sa'yo dati", Intent.MEMORY_READ),
+        ("¿Cómo se llama el dentista de mi hijo? Te lo dije la otra vez.", Intent.MEMORY_READ),
+        ("como te dije, abre la carpeta ~/Descargas", Intent.FILE_TASK),
         # Working out what can go is an investigation; how much is free, a status readout.
         (
             "/var/lib/docker is at 180G. What in there is dead weight and safe to prune?",
