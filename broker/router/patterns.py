@@ -270,7 +270,10 @@ _ACTIVE_WINDOW_RE = re.compile(
     r"^(?:please\s+)?(?:what|which)(?:'s| is)\s+(?:the\s+)?(?:active|focused|current|foreground)\s+"
     r"(?:window|app|application)\b|"
     r"^(?:please\s+)?(?:which|what)\s+(?:window|app|application|program)\s+(?:am\s+i|i'?m|im)\s+"
-    r"(?:using|in|on)\b",
+    r"(?:using|in|on)\b|"
+    # "Which of these windows am I actually typing into?"
+    r"\b(?:which|what)\s+(?:of\s+(?:these|the|my)\s+)?(?:windows?|apps?|programs?)\s+"
+    r"(?:am\s+i|i'?m|im)\s+(?:actually\s+|really\s+)?typing\s+(?:in|into|to)\b",
     _I,
 )
 # "there's a screenshot of my train tickets saved on the desktop": a picture file already kept,

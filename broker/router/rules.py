@@ -242,7 +242,7 @@ def _screen(view: _View) -> _Guess | None:
     if _HOWTO_RE.match(view.text) or _DONT_LOOK_RE.search(view.text):
         return None  # "I don't need you to look at anything on my computer": talked about
     if _SAVED_SCREENSHOT_RE.search(view.text):
-        return _file_guess(view, 0.8)  # a screenshot kept as a file, not the live screen
+        return _file_guess(view, 0.9)  # a screenshot kept as a file, not the live screen
     if _DISPLAY_PROBLEM_RE.search(view.text) and _DISPLAY_CAUSE_RE.search(view.text):
         # "my screen goes black for a second randomly, whats going on": a problem to look into.
         return _Guess(Intent.ONE_SHOT_DISCOVERY, 0.8, RouterArguments(topics=_topics(view.text)))

@@ -517,6 +517,16 @@ def test_lyrics_text_size_sites_and_saved_screenshots_read_as_the_labelling_rule
             "on macOS in general, what's the difference between ~/Library and /Library?",
             Intent.CHAT_ONLY,
         ),
+        # The window typed into is the live screen; a screenshot saved yesterday is a file.
+        (
+            "Which of these windows am I actually typing into? My text went elsewhere",
+            Intent.SCREEN_OBSERVE,
+        ),
+        (
+            "I have saved a screenshot of the error message from yesterday on the desktop."
+            " Please read it and tell me what it says.",
+            Intent.FILE_TASK,
+        ),
         # What was told, asked for in the words people use or mix in; "as I told you" before a
         # request is the request.
         ("search ur memory 4 my flatmates bday", Intent.MEMORY_READ),
