@@ -204,6 +204,19 @@ _IF_ASKED_TAIL_RE = re.compile(
     r"(?:\s+(?:for\s+it|again|me))?[\s.!]*$",
     _I,
 )
+# A fact in note form, with nothing asked: a favourite ("fav coffee: oat flat white extra
+# shot") or a birthday with its date ("flatmate josh bday 3 june").
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]{0,6}"
+_NOTE_FORM_FACT_RE = re.compile(
+    r"^(?:my\s+)?(?:fav|fave|favou?rite)\s+[\w'-]+(?:\s+[\w'-]+)?\s*[:=]\s*\S|"
+    r"\b(?:bday|b-?day|birthday)\s+(?:is\s+)?(?:on\s+)?(?:the\s+)?"
+    r"(?:\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?"
+    + _MONTH
+    + r"|"
+    + _MONTH
+    + r"\s+\d{1,2}(?:st|nd|rd|th)?)\b",
+    _I,
+)
 # "remember when ...", "remember the time ...": nostalgia, not an instruction.
 _REMINISCE_RE = re.compile(
     r"^(?:when|the time|that time|those|how|back when|the days|the old|what|who|where|"

@@ -56,6 +56,7 @@ from broker.router.patterns import (
     _NEW_NAMED_FILE_RE,
     _NEW_WORDS_RE,
     _NOTE_DOWN_RE,
+    _NOTE_FORM_FACT_RE,
     _ONLY_BROWSE_VERB_RE,
     _OPEN_IN_BROWSER_RE,
     _OPEN_NAMED_SITE_RE,
@@ -176,6 +177,10 @@ def _memory_write(view: _View) -> _Guess | None:
     if _HEALTH_FACT_RE.search(text) and not asks_anything(text):
         # "I'm allergic to penicillin. not a joke, put it somewhere you'll find it".
         return _Guess(Intent.MEMORY_WRITE, 0.8, RouterArguments(fact=kept_words(text) or None))
+    if _NOTE_FORM_FACT_RE.search(text) and not asks_anything(text):
+        # A fact in note form: kept as any fact is (said with its undo; a sensitive one waits
+        # for consent).
+        return _Guess(Intent.MEMORY_WRITE, 0.75, RouterArguments(fact=kept_words(text) or None))
     later = _IF_ASKED_TAIL_RE.search(text)
     if later is not None:
         fact = text[: later.start()].strip(" ,.;!-")

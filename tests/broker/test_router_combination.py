@@ -127,9 +127,9 @@ def test_a_guess_stays_below_the_threshold_and_names_no_command(reads, intent: I
 
 
 def test_a_sure_classifier_picks_a_fact_said_plainly_as_a_memory_write(reads) -> None:
-    """A fact with no keep word at all ("wife's called Morag. birthday 3rd june") is kept when
+    """A fact with no keep word at all ("wife's called Morag, she teaches piano") is kept when
     the classifier is sure of it: the fact is the person's words as they said them."""
-    text = "wife's called Morag. birthday 3rd june"
+    text = "wife's called Morag, she teaches piano"
     assert route_rules(text).intent is not Intent.MEMORY_WRITE
     reads(Intent.MEMORY_WRITE, combination.MEMORY_SURE)
     out = route_heuristic(text)
@@ -517,6 +517,11 @@ def test_lyrics_text_size_sites_and_saved_screenshots_read_as_the_labelling_rule
             "on macOS in general, what's the difference between ~/Library and /Library?",
             Intent.CHAT_ONLY,
         ),
+        # A fact in note form, with nothing asked, is one to keep; with a request it is not.
+        ("wife's called Morag. birthday 3rd june", Intent.MEMORY_WRITE),
+        ("flatmate josh bday 3 june", Intent.MEMORY_WRITE),
+        ("fav coffee: oat flat white extra shot", Intent.MEMORY_WRITE),
+        ("fav movie: inception. whats yours?", Intent.CHAT_ONLY),
         # The window typed into is the live screen; a screenshot saved yesterday is a file.
         (
             "Which of these windows am I actually typing into? My text went elsewhere",
