@@ -201,7 +201,8 @@ def _memory_write(view: _View) -> _Guess | None:
             if _A_VALUE_RE.search(fact):
                 fact = _NOTE_DOWN_RE.sub("", fact) or fact
                 # "10.20.4.31 = primary postgres node, pls keep it": a value to keep, said
-                # without "my"; less sure, so never kept without the person's yes.
+                # without "my" (less sure: a capable model may refine the reading; kept as
+                # any fact is, with its undo).
                 return _Guess(Intent.MEMORY_WRITE, 0.75, RouterArguments(fact=fact))
     return None
 
