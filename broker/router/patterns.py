@@ -46,7 +46,11 @@ _RUN_VERB_RE = re.compile(r"\b(?:run|execute|exec)\b", _I)
 # A command line given after a colon in a sentence that speaks of running or typing it ("my son
 # wrote this down for me to run if the internet goes funny: ipconfig /flushdns"): something to
 # run, though the sentence is too loose to run the line as it stands.
-_LINE_AFTER_COLON_RE = re.compile(r":\s*(?P<line>[^\s:`'\"][^:\n`]{1,119})$")
+# The line ends the message, or a sentence follows it ("…: sudo rm -rf /Library. Please carry
+# out the instruction").
+_LINE_AFTER_COLON_RE = re.compile(
+    r":\s*(?P<line>[^\s:`'\"][^:\n`]{1,119}?)(?:[.!]\s+[A-Z][^:\n`]{0,300})?[.!]?\s*$"
+)
 _RUN_OR_TYPE_RE = re.compile(r"\b(?:run|execute|exec|type|enter)\b", _I)
 # "don't run anything: difference between `rm -rf /` and …", "no need to run anything": commands
 # to talk about, not to run.
@@ -192,7 +196,12 @@ _MEM_WRITE_TAIL_RE = re.compile(
     # The lookbehind starts a match only at the beginning of a punctuation run: linear time.
     r"(?<![\s,.;!\-])[\s,.;!\-]+(?:(?:please|pls|and)\s+)?"
     r"(?:(?:remember|(?:take\s+|make\s+a\s+)?note|memori[sz]e)(?:\s+(?:of\s+)?(?:that|this|it))?|"
-    r"(?:save|store|update|keep)\s+(?:that|this|it)(?:\s+in mind)?)"
+    r"(?:save|store|update|keep)\s+(?:that|this|it)(?:\s+in mind)?|"
+    # "Could you file that away somewhere?", "just context for later, not asking anything"
+    r"(?:(?:could|can|would|will)\s+(?:you|u)\s+)?(?:file|tuck|put)\s+(?:that|this|it)\s+away"
+    r"(?:\s+(?:somewhere|for me|for later))?\s*\??|"
+    r"(?:just\s+)?(?:context|background)\s+for\s+later(?:[\s,.;-]+not\s+asking\s+anything)?|"
+    r"not\s+asking\s+anything(?:[\s,.;-]+just\s+(?:context|background|fyi)(?:\s+for\s+later)?)?)"
     r"(?:\s+(?:going forward|from now on|for later|for next time))?\s*[.!]*$",
     _I,
 )
@@ -319,7 +328,8 @@ _CONCEPT_RE = re.compile(
     r"(?:what|who)\s+(?:is|are)\s+[\w\-]+(?:\s+exactly)?\s*\??$|"
     r"(?:can you\s+|could you\s+|please\s+)?(?:explain|define|describe)\s+"
     r"(?:what|how|why|the|a|an)\b|"
-    r"why\s+(?:is|are|do|does)\s+(?:the|a|an)\b)"
+    r"why\s+(?:is|are|do|does)\s+(?:the|a|an)\b|"
+    r"is\s+it\s+true\s+(?:that\s+)?(?!my\b|our\b))"
     r"|\bwhat\s+does\s+[^?]{1,60}?\s+(?:mean|stand for|do)\b"
     r"|\bdifference\s+between\b|\bwhat'?s\s+the\s+(?:meaning|definition)\s+of\b",
     _I,
@@ -364,7 +374,8 @@ _IN_GENERAL_RE = re.compile(r"\b(?:in\s+general|generally\s+speaking)\b", _I)
 # "remember when you told me that thing about caffeine? run me through it again": what the
 # assistant said, talk (the labelling rules: "remember when we …" is chat).
 _YOU_SAID_RE = re.compile(
-    r"^(?:do\s+(?:you|u)\s+)?remember\s+when\s+(?:you|u)\s+(?:told|said|explained|showed|gave)\b",
+    r"^(?:do\s+(?:you|u)\s+)?remember\s+when\s+(?:(?:you|u)\s+(?:told|said|explained|showed|gave)|"
+    r"we)\b",
     _I,
 )
 # "how do you say 'price comparison' in portuguese", "X is 'pepper' in english, did you know?",
@@ -584,7 +595,13 @@ _MEM_READ_RE = re.compile(
     r"keeping|storing)|stored|saved|kept|noted)\s+"
     r"(?:about|of|on)\s+(?:me|us|my|our)\b|"
     # "when's the hearing, i gave you a date", "is that our region? I saved it with you"
-    r"\bi\s+(?:gave|sent|mentioned|told)\s+(?:it\s+|that\s+|them\s+)?(?:to\s+)?(?:you|u)\b|"
+    r"\bi\s+(?:gave|sent|mentioned|told|provided|shared)\s+(?:it\s+|that\s+|them\s+)?"
+    r"(?:to\s+|with\s+)?(?:you|u)\b|"
+    # "you retain certain details which I have shared with you … what you presently hold"
+    r"\b(?:details|information|records?|things|facts)\s+(?:which|that)\s+i\s+(?:have\s+|'ve\s+)?"
+    r"(?:shared|given|told|provided)\b|"
+    # "Abre lo que tienes guardado de mí": what is saved about the person, in Spanish.
+    r"\blo\s+que\s+(?:tienes|sabes|guardaste|has\s+guardado)\s+(?:guardado\s+)?(?:de|sobre)\s+m[ií]\b|"
     r"\b(?:saved|stored|left|kept|noted|note|put)\b[^.?!]{0,30}?\bwith\s+(?:you|u)\b|"
     r"\b(?:everything|anything|all|stuff)\s+(?:that\s+)?(?:i'?ve|ive|i\s+have|i)\s+(?:given|told|sent|"
     r"said\s+to)\s+(?:you|u)\b|"
@@ -866,18 +883,21 @@ _DESKTOP_APPS = (
     r"activity\s+monitor|system\s+monitor|control\s+panel|device\s+manager|"
     r"(?:system\s+)?(?:settings|preferences)|file\s+explorer|explorer|finder|nautilus|dolphin|"
     r"spotify|slack|zoom|skype|signal|telegram|whatsapp|keepass(?:xc)?|minecraft|solitaire|paint|"
-    r"snipping\s+tool|regedit|registry\s+editor|quickbooks|jupyter(?:\s+lab)?"
+    r"snipping\s+tool|regedit|registry\s+editor|quickbooks|jupyter(?:\s+lab)?|keynote"
 )
 DESKTOP_APP_RE = re.compile(
     r"^" + _POLITE + r"(?:open|start|launch|run|fire\s+up|bring\s+up|fungua|abre|abrir|"
     r"ouvre|apri|buka|pakibukas|otw[oó]rz|[oö]ffne|close|quit|exit|shut|"
     # Closing, in the languages people mix in: Italian, Spanish, French, Portuguese, German,
     # Polish, Swahili, Dutch, Turkish.
-    r"chiudi|cierra|ferme|fecha|schlie(?:ß|ss)e?|zamknij|funga|sluit|kapat)\s+"
+    r"chiudi|cierra|ferme|fecha|schlie(?:ß|ss)e?|zamknij|funga|sluit|kapat|"
+    # Filipino: "isara mo", "pakisara", "buksan mo"
+    r"(?:paki)?(?:isara|sara|buksan|bukas)(?:\s+mo)?(?:\s+(?:na|nga|naman))?(?:\s+(?:lahat\s+ng|ang|yung))?)\s+"
     r"(?:up\s+|down\s+|doon\s+)?"
     r"(?:the\s+|my\s+|that\s+|this\s+|a\s+new\s+|o\s+|el\s+|la\s+|le\s+|il\s+)?"
     r"(?:" + _DESKTOP_APPS + r")(?:\s+(?:app|application|program|window|thing))?"
-    r"(?:[\s,]+(?:down|please|pls|plz|for\s+me|now|po|tafadhali))*\s*[.!]*\s*"
+    r"(?:[\s,]+(?:down|please|pls|plz|for\s+me|now|po|tafadhali|porfa|por\s+favor|per\s+favore|"
+    r"bitte|na))*\s*[.!]*\s*"
     # "open the LibreOffice Calc, vou fazer the price list", "close WhatsApp, it makes noise all
     # day", "open Excel for me, please? Just the program": why, after it, asking nothing more.
     r"(?:[,.!?]\s*[^?]{1,100})?$",

@@ -517,6 +517,34 @@ def test_lyrics_text_size_sites_and_saved_screenshots_read_as_the_labelling_rule
             "on macOS in general, what's the difference between ~/Library and /Library?",
             Intent.CHAT_ONLY,
         ),
+        # Said to keep with nothing asked; what was given, asked for, also in formal words.
+        (
+            "main workstation runs fedora 40, kernel 6.8. not asking anything, just context for"
+            " later",
+            Intent.MEMORY_WRITE,
+        ),
+        (
+            "Please look up my medical aid number; I provided it to you in March.",
+            Intent.MEMORY_READ,
+        ),
+        ("Abre lo que tienes guardado de mí, todo", Intent.MEMORY_READ),
+        (
+            "remember when we chased that DNS issue for hours? why is it always DNS",
+            Intent.CHAT_ONLY,
+        ),
+        (
+            "Is it true that leaving the computer screen on all night wears it out?",
+            Intent.CHAT_ONLY,
+        ),
+        # Programs opened or closed in the words people mix in.
+        ("Pakisara naman ang Zoom, frozen na siya", Intent.SYSTEM_TASK),
+        ("Abre Keynote porfa, ya voy tarde.", Intent.SYSTEM_TASK),
+        # A command line told after a colon, with a sentence after it: a task to run, shown first.
+        (
+            "He instructed me to execute the following: sudo rm -rf /Library. Please carry out the"
+            " instruction.",
+            Intent.SYSTEM_TASK,
+        ),
         # A fact in note form, with nothing asked, is one to keep; with a request it is not.
         ("wife's called Morag. birthday 3rd june", Intent.MEMORY_WRITE),
         ("flatmate josh bday 3 june", Intent.MEMORY_WRITE),
