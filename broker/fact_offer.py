@@ -289,6 +289,8 @@ _CORRECTION_RE = re.compile(
     r"revoked|typo|no\s+longer|not\s+any\s*more|anymore|"
     r"(?:has|have|'ve|'s)\s+(?:since\s+|now\s+|just\s+)?(?:moved|changed)|"
     r"(?:the\s+)?(?:right|correct|new|current)\s+one\s+is|instead|"
+    # "nvm what i said abt my gamertag, changed it to …"
+    r"(?:nvm|never\s*mind|ignore|disregard)\s+what\s+i\s+(?:said|told\s+(?:you|u)|wrote)|"
     r"not\s+[^,.;!?]{1,30}\s+(?:like|as)\s+i\s+(?:told|said|gave))\b",
     re.IGNORECASE,
 )
@@ -316,7 +318,8 @@ _TOLD = re.compile(
 _CORRECTING_WORDS = re.compile(
     r"\b(?:scratch|scrap|ditch|drop|bin|replace|old|previous|wrong|incorrect|outdated|out\s+of\s+"
     r"date|revoked|typo|no\s+longer|anymore|any\s+more|like|before|earlier|correction|"
-    r"corrected|correcting|mistake|misspoke|mixed|what|a|to|about)\b",
+    r"corrected|correcting|mistake|misspoke|mixed|what|a|to|about|abt|nvm|never|mind|ignore|"
+    r"disregard)\b",
     re.IGNORECASE,
 )
 

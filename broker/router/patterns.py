@@ -213,6 +213,13 @@ _IF_ASKED_TAIL_RE = re.compile(
     r"(?:\s+(?:for\s+it|again|me))?[\s.!]*$",
     _I,
 )
+# Taking back what was told about something, then saying what holds now ("nvm what i said abt
+# my gamertag, changed it to xJaydnFlickz"): a correction to keep.
+_NEVER_MIND_ABOUT_RE = re.compile(
+    r"^(?:(?:ok|okay|oh|sorry|actually)[\s,]+)*(?:nvm|never\s*mind|ignore|disregard)\s+what\s+i\s+"
+    r"(?:said|told\s+(?:you|u)|wrote)\s+(?:abt|about|re|on)\s+(?P<said>\S.*)",
+    _I,
+)
 # A fact in note form, with nothing asked: a favourite ("fav coffee: oat flat white extra
 # shot") or a birthday with its date ("flatmate josh bday 3 june").
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]{0,6}"

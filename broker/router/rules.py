@@ -53,6 +53,7 @@ from broker.router.patterns import (
     _MODE_SWITCH_RE,
     _NAMED_RE,
     _NAMED_SITE_RE,
+    _NEVER_MIND_ABOUT_RE,
     _NEW_NAMED_FILE_RE,
     _NEW_WORDS_RE,
     _NOTE_DOWN_RE,
@@ -177,6 +178,12 @@ def _memory_write(view: _View) -> _Guess | None:
     if _HEALTH_FACT_RE.search(text) and not asks_anything(text):
         # "I'm allergic to penicillin. not a joke, put it somewhere you'll find it".
         return _Guess(Intent.MEMORY_WRITE, 0.8, RouterArguments(fact=kept_words(text) or None))
+    never_mind = _NEVER_MIND_ABOUT_RE.match(text)
+    if never_mind is not None and correction_of(text) is not None:
+        # The writer keeps what holds now ("my gamertag, changed it to …") and shows the older
+        # fact to forget.
+        said = never_mind.group("said").strip()
+        return _Guess(Intent.MEMORY_WRITE, 0.85, RouterArguments(fact=said))
     if _NOTE_FORM_FACT_RE.search(text) and not asks_anything(text):
         # A fact in note form: kept as any fact is (said with its undo; a sensitive one waits
         # for consent).

@@ -263,3 +263,18 @@ def test_forget_that_points_at_what_its_own_conversation_kept_also_once_reopened
     finally:
         session.close()
     assert [f.text for f in store.facts()] == ["my locker is 14"]  # shown, never forgotten
+
+
+def test_never_mind_what_i_said_about_something_keeps_the_new_and_shows_the_old(tmp_path, store):
+    """ "nvm what i said abt my gamertag, changed it to …" corrects what was told: what holds now
+    is kept and the older fact is shown to forget (not forgotten by itself)."""
+    [kept, older] = remember(
+        tmp_path,
+        store,
+        "remember that my gamertag is Jaydn99",
+        "nvm what i said abt my gamertag, changed it to xJaydnFlickz",
+    )
+    assert kept.action in ("added", "superseded", "pending")
+    assert store.get(kept.fact_id).text == "my gamertag, changed it to xJaydnFlickz"
+    assert older.action == "forget_match"
+    assert store.get(older.fact_id).text == "my gamertag is Jaydn99"

@@ -545,6 +545,7 @@ def test_lyrics_text_size_sites_and_saved_screenshots_read_as_the_labelling_rule
             " instruction.",
             Intent.SYSTEM_TASK,
         ),
+        ("nvm what i said abt my gamertag, changed it to xJaydnFlickz", Intent.MEMORY_WRITE),
         # A fact in note form, with nothing asked, is one to keep; with a request it is not.
         ("wife's called Morag. birthday 3rd june", Intent.MEMORY_WRITE),
         ("flatmate josh bday 3 june", Intent.MEMORY_WRITE),
