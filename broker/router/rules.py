@@ -182,8 +182,8 @@ def _memory_write(view: _View) -> _Guess | None:
     if never_mind is not None and correction_of(text) is not None:
         # The writer keeps what holds now ("my gamertag, changed it to …") and shows the older
         # fact to forget.
-        said = never_mind.group("said").strip()
-        return _Guess(Intent.MEMORY_WRITE, 0.85, RouterArguments(fact=said))
+        holds = never_mind.group("said").strip()
+        return _Guess(Intent.MEMORY_WRITE, 0.85, RouterArguments(fact=holds))
     if _NOTE_FORM_FACT_RE.search(text) and not asks_anything(text):
         # A fact in note form: kept as any fact is (said with its undo; a sensitive one waits
         # for consent).
