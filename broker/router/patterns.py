@@ -667,7 +667,12 @@ _WEB_STRONG_RE = re.compile(
     r"\b(?:weather|forecast|rain|raining|snow|snowing|news|headlines|stock|stocks|"
     r"share price|price of|prices?|exchange rate|score|scores|near me|open now|outage|"
     r"showtimes|flights?|traffic|recipe|reviews?|tutorials?|documentation|docs for|"
-    r"latest version|release date|trending|these days|population of)\b|"
+    r"latest version|release date|trending|these days|population of|"
+    # Tours and results, also as second-language English writes them ("who win yesterday?").
+    r"touring|tour dates|on tour|who\s+(?:win|won|wins)\s+(?:yesterday|today|last\s+night)|"
+    # Weather in the languages people mix in.
+    r"clima|pron[oó]stico|qu[eé]\s+tiempo\s+(?:va\s+a\s+)?hac\w+|che\s+tempo\s+fa|"
+    r"previs[aã]o\s+do\s+tempo|m[eé]t[eé]o)\b|"
     r"\bhow much (?:is|are|does|do|did) (?:a|an|the)\b|\b(?:places|spots) (?:in|near|around)\b",
     _I,
 )

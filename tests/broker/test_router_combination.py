@@ -546,6 +546,9 @@ def test_lyrics_text_size_sites_and_saved_screenshots_read_as_the_labelling_rule
             Intent.SYSTEM_TASK,
         ),
         ("nvm what i said abt my gamertag, changed it to xJaydnFlickz", Intent.MEMORY_WRITE),
+        # Weather asked in Spanish, a result asked in second-language English: looked up.
+        ("¿Qué tiempo va a hacer en Monterrey este fin de semana?", Intent.LOOKUP_SEARCH),
+        ("Hanshin Tigers — who win yesterday?", Intent.LOOKUP_SEARCH),
         # A fact in note form, with nothing asked, is one to keep; with a request it is not.
         ("wife's called Morag. birthday 3rd june", Intent.MEMORY_WRITE),
         ("flatmate josh bday 3 june", Intent.MEMORY_WRITE),
