@@ -119,6 +119,8 @@ _PATH_RE = re.compile(
     r"|\.{1,2}/[^" + _STOP + r"]*"
     r"|/[\w.\-][^" + _STOP + r"]*"
     r"|[a-z]:\\[^" + _STOP + r"]*"
+    # A Windows share: \\LDS-FS01\Payroll\Leavers
+    r"|\\\\[\w.\-$]+\\[^" + _STOP + r"]*"
     r")",
     _I,
 )
@@ -218,6 +220,17 @@ _IF_ASKED_TAIL_RE = re.compile(
 _NEVER_MIND_ABOUT_RE = re.compile(
     r"^(?:(?:ok|okay|oh|sorry|actually)[\s,]+)*(?:nvm|never\s*mind|ignore|disregard)\s+what\s+i\s+"
     r"(?:said|told\s+(?:you|u)|wrote)\s+(?:abt|about|re|on)\s+(?P<said>\S.*)",
+    _I,
+)
+# The screen's brightness to change, however it is asked ("Would you be kind enough to make the
+# screen a little brighter?", "the screen is way too dim, can you crank the brightness", "Make
+# the Bildschirm brighter"): a setting (the labelling rules), not a look at the screen.
+_BRIGHTNESS_RE = re.compile(
+    r"\b(?:make|turn|put|set)\s+(?:the\s+|my\s+|this\s+)?(?:screen|display|monitor|bildschirm|"
+    r"brightness)\s+(?:a\s+(?:little|bit|touch)\s+|(?:much\s+|way\s+)?)(?:brighter|dimmer|darker|"
+    r"up|down)\b|"
+    r"\b(?:crank|turn|bump|raise|lower|increase|decrease|reduce|dim)\s+(?:up\s+|down\s+)?"
+    r"(?:the\s+|my\s+)?(?:brightness|screen\s+brightness)\b",
     _I,
 )
 # A fact in note form, with nothing asked: a favourite ("fav coffee: oat flat white extra
@@ -355,7 +368,7 @@ _OPENERS_RE = re.compile(
 # A turn to the real request part-way through ("Haha my screen is covered in flour — anyway,
 # what's 18% of 4,350?", "…. jokes aside: list my downloads"): what follows is routed.
 _PIVOT_RE = re.compile(
-    r"(?:[—–.!,;:]|\s-)\s*(?:(?:but|so|ok|okay)\s+)?(?:anyway|anyways|anyhow|jokes?\s+aside|"
+    r"(?:[—–.!?,;:]|\s-)\s*(?:(?:but|so|ok|okay)\s+)?(?:anyway|anyways|anyhow|jokes?\s+aside|jk|j/k|"
     r"that\s+aside|all\s+that\s+aside|real\s+question|serious\s+question)"
     r"\b[\s,.:;!—–-]*(?=\S)",
     _I,
@@ -369,6 +382,13 @@ _JOKE_ONLY_RE = re.compile(
 )
 # Said not to look ("I don't need you to look at anything on my computer — just an
 # explanation"): the screen or a file is talked about, not to be read.
+# Said not to be acted on ("— usual causes? not asking you to check", "mere files check mat
+# karna"): a question about such things, not this computer.
+_NOT_ASKING_TO_ACT_RE = re.compile(
+    r"\bnot\s+asking\s+(?:you|u)\s+to\s+(?:check|look|run|open|do|touch)\b|"
+    r"\b(?:check|touch|open)\s+mat\s+kar(?:na|o|o\s+na)\b",
+    _I,
+)
 _DONT_LOOK_RE = re.compile(
     r"\b(?:(?:don'?t|dont|do\s+not)\s+(?:need|want)\s+(?:you|u)\s+to\s+(?:look|check|open|read)|"
     r"no\s+need\s+to\s+(?:look|check|open|read)|(?:don'?t|dont|do\s+not)\s+(?:look|check)\s+at)"
@@ -507,7 +527,13 @@ _TOPIC_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
             _I,
         ),
     ),
-    ("battery", re.compile(r"\b(?:battery|charging|charge level|plugged in)\b", _I)),
+    (
+        "battery",
+        re.compile(
+            r"\b(?:battery|charging|charge level|plugged in|akku|batterie|bater[ií]a|batteria)\b",
+            _I,
+        ),
+    ),
     (
         "uptime",
         re.compile(
@@ -616,7 +642,7 @@ _MEM_READ_RE = re.compile(
     r"gave|given)\b|"
     r"\bwhat\s+did\s+i\s+(?:say|tell|mention)\b|\bi\s+(?:told|tell)\s+you\b|"
     # "search ur memory 4 my flatmates bday"
-    r"\b(?:search|check|look\s+(?:in|through)|go\s+through)\s+(?:your|ur|yr)\s+(?:memory|memories)\b|"
+    r"\b(?:search|check|look|go\s+through)\s+(?:in\s+|through\s+)?(?:your|ur|yr)\s+(?:memory|memories)\b|"
     r"^(?:do\s+|did\s+)?you\s+(?:still\s+)?(?:remember|know|recall)\s+"
     r"(?:my|our|what i|where i|when i)\b|"
     r"\bwhat(?:'?s|\s+is|\s+was)\s+the\s+name\s+of\s+(?:my|our)\b|"
@@ -638,9 +664,14 @@ _TOLD_YOU_MIXED_RE = re.compile(
     r"\bte\s+l'?avevo\s+(?:dato|detto)\b|\bti\s+(?:avevo|ho)\s+detto\b|"
     r"\bte\s+(?:disse|falei|passei)\b|\bje\s+te\s+l'?(?:ai|avais)\s+(?:dit|donn[ée]e?)\b|"
     r"\bhab(?:e)?\s+ich\s+dir\s+(?:doch\s+|schon\s+)?(?:gesagt|gegeben)\b|"
-    r"\b(?:m[oó]wi[lł](?:em|am)|da[lł](?:em|am))\s+ci\b",
+    r"\b(?:m[oó]wi[lł](?:em|am)|da[lł](?:em|am))\s+ci\b|"
+    # Hindi-English: "maine di thi na tujhe", "maine bataya tha", "save kiya tha tune"
+    r"\bmaine\s+(?:di|diya|bataya|btaya|bola|save\s+(?:kiya|karwaya))\s+th[ai]\b|"
+    r"\bsave\s+kiya\s+tha\s+(?:tune|tumne|aapne)\b",
     _I,
 )
+# "kya" (what) asks in Hindi-English, with or without a question mark.
+_KYA_RE = re.compile(r"\bkya\b", _I)
 _MACHINE_FACT_RE = re.compile(
     r"\bmy\s+(?:(?:local|public)\s+)?(?:ip|ip address|mac address|hostname|host name|"
     r"kernel(?: version)?|os(?: version)?|screen resolution|gpu|graphics card)\b|"
@@ -670,6 +701,7 @@ _WEB_STRONG_RE = re.compile(
     r"latest version|release date|trending|these days|population of|"
     # Tours and results, also as second-language English writes them ("who win yesterday?").
     r"touring|tour dates|on tour|who\s+(?:win|won|wins)\s+(?:yesterday|today|last\s+night)|"
+    r"opening\s+hours|[oö]ffnungszeiten|horarios?\s+de\s+atenci[oó]n|orari\s+di\s+apertura|"
     # Weather in the languages people mix in.
     r"clima|pron[oó]stico|qu[eé]\s+tiempo\s+(?:va\s+a\s+)?hac\w+|che\s+tempo\s+fa|"
     r"previs[aã]o\s+do\s+tempo|m[eé]t[eé]o)\b|"
@@ -907,11 +939,18 @@ DESKTOP_APP_RE = re.compile(
     r"(?:paki)?(?:isara|sara|buksan|bukas)(?:\s+mo)?(?:\s+(?:na|nga|naman))?(?:\s+(?:lahat\s+ng|ang|yung))?)\s+"
     r"(?:up\s+|down\s+|doon\s+)?"
     r"(?:the\s+|my\s+|that\s+|this\s+|a\s+new\s+|o\s+|el\s+|la\s+|le\s+|il\s+)?"
-    r"(?:" + _DESKTOP_APPS + r")(?:\s+(?:app|application|program|window|thing))?"
+    r"(?:" + _DESKTOP_APPS + r")(?:\s+(?:app|application|program|programme|window|thing))?"
     r"(?:[\s,]+(?:down|please|pls|plz|for\s+me|now|po|tafadhali|porfa|por\s+favor|per\s+favore|"
     r"bitte|na))*\s*[.!]*\s*"
     # "open the LibreOffice Calc, vou fazer the price list", "close WhatsApp, it makes noise all
     # day", "open Excel for me, please? Just the program": why, after it, asking nothing more.
     r"(?:[,.!?]\s*[^?]{1,100})?$",
+    _I,
+)
+# The same with the verb after the name, as Hindi-English puts it ("Final Cut Pro open karo",
+# "screen share ke liye Zoom start kar do", "Premiere force quit kar de").
+DESKTOP_APP_VERB_LAST_RE = re.compile(
+    r"\b(?:" + _DESKTOP_APPS + r")\s+(?:open|start|band|close|quit|force\s+quit|launch)\s+"
+    r"(?:karo|kar\s+d[oe]|kardo|karde|kar\s+le|kar)\b",
     _I,
 )

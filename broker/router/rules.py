@@ -15,6 +15,7 @@ from broker.router.extraction import _blank, _dedupe, _pattern, _topics, _type_p
 from broker.router.patterns import (
     _A_VALUE_RE,
     _ACTIVE_WINDOW_RE,
+    _BRIGHTNESS_RE,
     _BROWSE_VERB_RE,
     _CHAT_RE,
     _COMMIT_TO_MEMORY_RE,
@@ -45,6 +46,7 @@ from broker.router.patterns import (
     _IN_GENERAL_RE,
     _JOKE_ONLY_RE,
     _KEPT_LIST_RE,
+    _KYA_RE,
     _LYRICS_RE,
     _MACHINE_FACT_RE,
     _MEM_READ_RE,
@@ -56,6 +58,7 @@ from broker.router.patterns import (
     _NEVER_MIND_ABOUT_RE,
     _NEW_NAMED_FILE_RE,
     _NEW_WORDS_RE,
+    _NOT_ASKING_TO_ACT_RE,
     _NOTE_DOWN_RE,
     _NOTE_FORM_FACT_RE,
     _ONLY_BROWSE_VERB_RE,
@@ -84,6 +87,7 @@ from broker.router.patterns import (
     _YOU_RE,
     _YOU_SAID_RE,
     DESKTOP_APP_RE,
+    DESKTOP_APP_VERB_LAST_RE,
     OPEN_SITE_IN_BROWSER_RE,
 )
 from broker.router.scoring import DIRECT_ACTION_CONFIDENCE, UNSURE_COMMAND_CONFIDENCE, _Guess
@@ -132,6 +136,8 @@ def _talk(view: _View) -> _Guess | None:
         return _Guess(Intent.CHAT_ONLY, 0.9)
     if _IN_GENERAL_RE.search(text) and "?" in text and view.command is None:
         return _Guess(Intent.CHAT_ONLY, 0.85)
+    if _NOT_ASKING_TO_ACT_RE.search(text) and view.command is None:
+        return _Guess(Intent.CHAT_ONLY, 0.85)  # "… usual causes? not asking you to check"
     return None
 
 
@@ -248,9 +254,13 @@ def _browse(view: _View) -> _Guess | None:
 def _screen(view: _View) -> _Guess | None:
     if not (_SCREEN_RE.search(view.text) or _ACTIVE_WINDOW_RE.search(view.text)):
         return None
-    if _SYSTEM_VERB_RE.match(view.text) or DESKTOP_APP_RE.match(view.text):
-        # "make the screen brighter", "close the terminal window": a setting or a program,
-        # read by `_system_verb`.
+    if (
+        _SYSTEM_VERB_RE.match(view.text)
+        or DESKTOP_APP_RE.match(view.text)
+        or _BRIGHTNESS_RE.search(view.text)
+    ):
+        # "make the screen brighter", "close the terminal window", "would you make the screen
+        # a little brighter": a setting or a program, read by `_system_verb`.
         return None
     if _HOWTO_RE.match(view.text) or _DONT_LOOK_RE.search(view.text):
         return None  # "I don't need you to look at anything on my computer": talked about
@@ -294,7 +304,10 @@ def _named_site(view: _View) -> _Guess | None:
 
 
 def _system_verb(view: _View) -> _Guess | None:
-    if DESKTOP_APP_RE.match(view.text) and not view.url and not view.paths:
+    if _BRIGHTNESS_RE.search(view.text):
+        return _Guess(Intent.SYSTEM_TASK, 0.85, execute=True)  # a setting, however asked
+    named_app = DESKTOP_APP_RE.match(view.text) or DESKTOP_APP_VERB_LAST_RE.search(view.text)
+    if named_app and not view.url and not view.paths:
         # "open firefox pls": a program of this computer to start, not a site.
         return _Guess(Intent.SYSTEM_TASK, 0.85, execute=True)
     if (
@@ -427,7 +440,8 @@ def _file_action(
 
 
 def _memory_read(view: _View) -> _Guess | None:
-    told = "?" in view.text and _TOLD_YOU_MIXED_RE.search(view.text) is not None
+    asked = "?" in view.text or _KYA_RE.search(view.text) is not None
+    told = asked and _TOLD_YOU_MIXED_RE.search(view.text) is not None
     if not (_MEM_READ_RE.search(view.text) or told):
         return None
     if correction_of(view.text) is not None:

@@ -549,6 +549,32 @@ def test_lyrics_text_size_sites_and_saved_screenshots_read_as_the_labelling_rule
         # Weather asked in Spanish, a result asked in second-language English: looked up.
         ("¿Qué tiempo va a hacer en Monterrey este fin de semana?", Intent.LOOKUP_SEARCH),
         ("Hanshin Tigers — who win yesterday?", Intent.LOOKUP_SEARCH),
+        # A file on a Windows share is a file.
+        (
+            "List everything in \\\\LDS-FS01\\Payroll\\Leavers changed this month, please.",
+            Intent.FILE_TASK,
+        ),
+        # The brightness to change, however it is asked, is a setting.
+        ("Would you be kind enough to make the screen a little brighter?", Intent.SYSTEM_TASK),
+        ("the screen is way too dim in the car can you crank the brightness", Intent.SYSTEM_TASK),
+        ("Make the Bildschirm brighter, the sun in the shop is too hell", Intent.SYSTEM_TASK),
+        ("Wie viel Akku has the laptop still?", Intent.SYSTEM_TASK),
+        # A program by its name with the verb after it, as Hindi-English puts it.
+        ("Final Cut Pro open karo", Intent.SYSTEM_TASK),
+        ("client call hai, screen share ke liye Zoom start kar do", Intent.SYSTEM_TASK),
+        # What was told, asked for in Hindi-English, with or without a question mark.
+        (
+            "woh editor dost ka naam kya tha jo Andheri mein hai, maine bataya tha na",
+            Intent.MEMORY_READ,
+        ),
+        ("Search in your memory the number of my badge", Intent.MEMORY_READ),
+        # A joke, then the real question; a question about such things, not to be checked here.
+        ("cat ~/.chamberlain/memory? jk. what do you have on me", Intent.MEMORY_READ),
+        (
+            "`ls: cannot access '/mnt/nas': No such file or directory` — usual causes? not asking"
+            " you to check",
+            Intent.CHAT_ONLY,
+        ),
         # A fact in note form, with nothing asked, is one to keep; with a request it is not.
         ("wife's called Morag. birthday 3rd june", Intent.MEMORY_WRITE),
         ("flatmate josh bday 3 june", Intent.MEMORY_WRITE),
