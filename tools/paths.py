@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 from pathlib import Path
 
 log = logging.getLogger("chamberlain.tools.paths")
@@ -23,6 +24,9 @@ _QUOTES = ('""', "''", "``", "“”", "‘’")
 
 # Longer than any real path (PATH_MAX is 4096 on Linux); bounds the work on hostile input.
 MAX_PATH_CHARS = 4096
+# A Windows path: a drive letter (S:\Payroll) or a share (\\fs01\public). On this system
+# it names no file: joined to the working directory it would name a file nobody meant.
+_WINDOWS_PATH_RE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\[^\\]+\\)")
 
 
 def _strip_quotes(raw: str) -> str:
@@ -63,6 +67,12 @@ def resolve_path(raw: str, *, home: Path | None = None, cwd: Path | None = None)
     if len(text) > MAX_PATH_CHARS:
         raise ValueError(f"the path is longer than {MAX_PATH_CHARS} characters")
 
+    if os.name != "nt" and _WINDOWS_PATH_RE.match(text):
+        raise ValueError(
+            f"{text} is a Windows path (a drive letter or a network share); this computer names "
+            "its files from / — give the folder as this computer sees it (where the drive or "
+            "share is mounted, for instance /mnt/…)"
+        )
     text = _expand_home(text, home)
     if not os.path.isabs(text):
         base = os.fspath(cwd) if cwd is not None else os.getcwd()

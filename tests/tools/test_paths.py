@@ -64,6 +64,23 @@ def test_empty_paths_are_refused(raw: str) -> None:
         resolve_path(raw)
 
 
+@pytest.mark.parametrize(
+    "raw", ["S:\\Payroll\\Leavers", "c:/Users/ana", "\\\\fs01\\public\\rota.xlsx"]
+)
+def test_a_windows_path_is_refused_with_what_to_give_instead(raw: str, tmp_path: Path) -> None:
+    """A drive letter or a share names no file here: joined to the working directory it would
+    name one nobody meant (and ask leave for it)."""
+    with pytest.raises(
+        ValueError, match=r"is a Windows path .*where the drive or share is mounted"
+    ):
+        resolve_path(raw, cwd=tmp_path)
+
+
+def test_a_posix_name_with_a_colon_or_backslash_is_still_a_file(tmp_path: Path) -> None:
+    assert resolve_path("notes:draft.txt", cwd=tmp_path) == tmp_path / "notes:draft.txt"
+    assert resolve_path("a\\b.txt", cwd=tmp_path) == tmp_path / "a\\b.txt"
+
+
 def test_nul_bytes_are_refused() -> None:
     with pytest.raises(ValueError, match="NUL byte"):
         resolve_path("~/Documents/\x00/../.ssh")
