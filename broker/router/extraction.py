@@ -35,6 +35,7 @@ from broker.router.patterns import (
     _NOT_A_TYPE,
     _PATH_LIKE_RE,
     _PATH_RE,
+    _QUOTED_LINE_RE,
     _QUOTED_NAME_WORDS,
     _QUOTED_RE,
     _RUN_OR_TYPE_RE,
@@ -46,8 +47,10 @@ from broker.router.patterns import (
     _TOKEN_RE,
     _TOPIC_RES,
     _TRAILING_PUNCT,
+    _TYPE_OR_DO_IT_RE,
     _TYPE_WORD_RE,
     _URL_RE,
+    _WHAT_IT_MEANS_RE,
     _WORD_TOKEN_RE,
 )
 
@@ -217,6 +220,8 @@ def _find_command(text: str, view: _View) -> None:
     run = _RUN_RE.match(text)
     if run is None:
         _line_after_colon(text, view)
+        if not view.run_task:
+            _quoted_line(text, view)
         return
     cmd = run.group("cmd")
     for _ in range(3):
@@ -264,6 +269,22 @@ def _line_after_colon(text: str, view: _View) -> None:
         return
     view.run_task = True
     view.command_span = after.span("line")
+
+
+def _quoted_line(text: str, view: _View) -> None:
+    """A command line in quotes in a message that speaks of typing or running it: a task to
+    run (the model proposes the line; the prompt shows it), and the line's switches and words
+    are not paths ("shutdown /s /t 0")."""
+    if _DONT_RUN_RE.search(text) or _TYPE_OR_DO_IT_RE.search(text) is None:
+        return
+    if _WHAT_IT_MEANS_RE.search(text):
+        return  # "what does 'sudo apt update' mean? my nephew told me type it"
+    for quoted in _QUOTED_LINE_RE.finditer(text):
+        line = quoted.group("line").strip()
+        if " " in line and not _is_sentence(line):
+            view.run_task = True
+            view.command_span = quoted.span("line")
+            return
 
 
 def _make_view(raw: str) -> _View:

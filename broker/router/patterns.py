@@ -52,6 +52,19 @@ _LINE_AFTER_COLON_RE = re.compile(
     r":\s*(?P<line>[^\s:`'\"][^:\n`]{1,119}?)(?:[.!]\s+[A-Z][^:\n`]{0,300})?[.!]?\s*$"
 )
 _RUN_OR_TYPE_RE = re.compile(r"\b(?:run|execute|exec|type|enter)\b", _I)
+# A command line in quotes that someone said to type ("My nephew told me type 'ipconfig
+# /flushdns' … Please run it for me", "Mi hijo dice que escriba 'shutdown /s /t 0' … Hazlo tú"):
+# something to run, asked of us in the words around it; the line is shown before it runs.
+_QUOTED_LINE_RE = re.compile(r"['‘\"“](?P<line>[a-z][\w.-]*(?:\s+[^'’\"”\n]{1,100})?)['’\"”]", _I)
+_TYPE_OR_DO_IT_RE = re.compile(
+    r"\b(?:please|pls|can\s+you|could\s+you|would\s+you|will\s+you)\s+(?:run|execute|type|enter|do)"
+    r"\s+it\b|\b(?:run|do|type|execute)\s+it\s+for\s+me\b|\bhazlo\b|\bcarry\s+(?:it\s+)?out\b",
+    _I,
+)
+# Asked what a quoted command means: talk about it, never a request to run it.
+_WHAT_IT_MEANS_RE = re.compile(
+    r"\b(?:what\s+(?:does|do|means|is)|explain|difference|mean(?:s|ing)?)\b", _I
+)
 # "don't run anything: difference between `rm -rf /` and …", "no need to run anything": commands
 # to talk about, not to run.
 _DONT_RUN_RE = re.compile(
@@ -946,6 +959,13 @@ DESKTOP_APP_RE = re.compile(
     # day", "open Excel for me, please? Just the program": why, after it, asking nothing more.
     r"(?:[,.!?]\s*[^?]{1,100})?$",
     _I,
+)
+# A program the person names as one, by a capitalised name ("Could you open the Photos app for
+# me so we can see them properly?", "Please open the Photos programme"): launched, whatever the
+# name; not "the app store page".
+NAMED_PROGRAM_RE = re.compile(
+    r"\b(?i:open|start|launch|quit|close)\s+(?i:the\s+|my\s+)?[A-Z][\w.+-]*(?:\s+[A-Z][\w.+-]*)?"
+    r"\s+(?i:app|application|program|programme)\b(?!\s+(?i:store|page|website|site))"
 )
 # The same with the verb after the name, as Hindi-English puts it ("Final Cut Pro open karo",
 # "screen share ke liye Zoom start kar do", "Premiere force quit kar de").

@@ -88,6 +88,7 @@ from broker.router.patterns import (
     _YOU_SAID_RE,
     DESKTOP_APP_RE,
     DESKTOP_APP_VERB_LAST_RE,
+    NAMED_PROGRAM_RE,
     OPEN_SITE_IN_BROWSER_RE,
 )
 from broker.router.scoring import DIRECT_ACTION_CONFIDENCE, UNSURE_COMMAND_CONFIDENCE, _Guess
@@ -306,7 +307,11 @@ def _named_site(view: _View) -> _Guess | None:
 def _system_verb(view: _View) -> _Guess | None:
     if _BRIGHTNESS_RE.search(view.text):
         return _Guess(Intent.SYSTEM_TASK, 0.85, execute=True)  # a setting, however asked
-    named_app = DESKTOP_APP_RE.match(view.text) or DESKTOP_APP_VERB_LAST_RE.search(view.text)
+    named_app = (
+        DESKTOP_APP_RE.match(view.text)
+        or DESKTOP_APP_VERB_LAST_RE.search(view.text)
+        or NAMED_PROGRAM_RE.search(view.text)
+    )
     if named_app and not view.url and not view.paths:
         # "open firefox pls": a program of this computer to start, not a site.
         return _Guess(Intent.SYSTEM_TASK, 0.85, execute=True)

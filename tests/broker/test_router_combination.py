@@ -575,6 +575,24 @@ def test_lyrics_text_size_sites_and_saved_screenshots_read_as_the_labelling_rule
             " you to check",
             Intent.CHAT_ONLY,
         ),
+        # A quoted command line someone said to type, asked of us: a task to run (the model
+        # proposes the line, the prompt shows it); asked what it means: talk.
+        (
+            "My nephew told me type 'ipconfig /flushdns' when internet is strange. Please run it"
+            " for me.",
+            Intent.SYSTEM_TASK,
+        ),
+        (
+            "Mi hijo dice que escriba 'shutdown /s /t 0' para apagar rápido. Hazlo tú porfa",
+            Intent.SYSTEM_TASK,
+        ),
+        (
+            "what means the command 'sudo apt update'? my nephew told me type it but I want"
+            " understand first",
+            Intent.CHAT_ONLY,
+        ),
+        # A program named as one, by its name: launched.
+        ("Could you open the Photos app for me so we can see them properly?", Intent.SYSTEM_TASK),
         # A fact in note form, with nothing asked, is one to keep; with a request it is not.
         ("wife's called Morag. birthday 3rd june", Intent.MEMORY_WRITE),
         ("flatmate josh bday 3 june", Intent.MEMORY_WRITE),
