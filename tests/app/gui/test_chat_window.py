@@ -588,6 +588,47 @@ def test_asked_to_forget_a_fact_the_chat_offers_forget_and_a_click_forgets_it(
     chat.close()
 
 
+def test_forget_that_in_another_chat_shows_nothing_of_this_one_and_back_here_shows_its_fact(
+    qtbot, run, app_home, memory
+):
+    """One session serves every conversation: "forget that" in a new chat says nothing was kept
+    just before it (never the fact another chat kept); in the chat that kept it, reopened from
+    the list, it shows that fact with Forget, and nothing goes without the click."""
+    chat = rig(qtbot, app_home, memory)
+    window = chat.window
+
+    async def keep_then_elsewhere() -> None:
+        await chat.shown()
+        await type_and_send(qtbot, window, "remember that my locker at the pool is 14")
+        await turn_done(window)
+        await until(lambda: window.conversation_list.count() == 1)
+        window.new_chat()
+        await type_and_send(qtbot, window, "forget that")
+        await turn_done(window)
+
+    run(keep_then_elsewhere())
+    [nothing] = memory_lines(window)
+    assert nothing.label.text().startswith("Nothing was kept just before this in the chat")
+    assert not nothing.undo.isVisibleTo(nothing)
+    [kept] = memory.facts()
+    assert kept.text == "my locker at the pool is 14"
+
+    async def back_there() -> None:
+        await until(lambda: window.conversation_list.count() == 2)
+        rows = [window.conversation_list.item(i) for i in range(2)]
+        [item] = [r for r in rows if r.text().startswith("remember that my locker")]
+        await window.open_conversation(item.data(Qt.ItemDataRole.UserRole), item.text())
+        await type_and_send(qtbot, window, "forget that")
+        await turn_done(window)
+
+    run(back_there())
+    shown = memory_lines(window)[-1]
+    assert "my locker at the pool is 14" in shown.label.text()
+    assert shown.undo.isVisibleTo(shown)
+    assert memory.get(kept.id) is not None  # shown, not forgotten
+    chat.close()
+
+
 def test_a_reply_that_itself_says_a_memory_notice_is_shown_whole_with_the_notice_apart(
     qtbot, run, app_home, memory, scripted_server
 ):
