@@ -185,12 +185,6 @@ def _statement(text: str) -> bool:
 
 # A clause that does something to what was just said ("put it somewhere you'll find it", "keep
 # that in mind"), not a request of its own.
-# A later clause opened by a relative word, in a message with no question mark ("…, which broke
-# everything for a week, …"): it says more about what came before; it asks nothing.
-_RELATIVE = re.compile(
-    r"^\s*(?:which|who|whom|whose|where|when)\s+(?!(?:is|are|was|were|do|does|did|can|could|should|will|would)\b)",
-    re.IGNORECASE,
-)
 _ON_IT = re.compile(r"^\s*(?:please\s+|pls\s+)?\w+\s+(?:it|that|this|them)\b", re.IGNORECASE)
 
 
@@ -202,9 +196,8 @@ def asks_anything(text: str) -> bool:
         return True
     clauses = [c for c in re.split(r"[,;:.!—–]+", text) if c.strip()]
     return any(
-        (_QUESTION.search(c) is not None and not (n and _RELATIVE.match(c)))
-        or (_REQUEST.match(c) is not None and not _ON_IT.match(c))
-        for n, c in enumerate(clauses)
+        _QUESTION.search(c) is not None or (_REQUEST.match(c) is not None and not _ON_IT.match(c))
+        for c in clauses
     )
 
 

@@ -8,7 +8,6 @@ import pytest
 from broker.fact_offer import (
     MAX_MESSAGE_CHARS,
     OFFER_SURE,
-    asks_anything,
     forget_request,
     kept_words,
     offer_of,
@@ -154,22 +153,3 @@ def test_a_request_to_forget_names_what_goes_and_what_is_true_now(text, asked):
 )
 def test_a_statement_the_classifier_finds_likely_to_keep_is_offered_whole(text, chance, offered):
     assert offer_of(text, chance) == offered
-
-
-@pytest.mark.parametrize(
-    ("text", "asks"),
-    [
-        # A later clause opened by a relative word says more about what came before.
-        (
-            "IT migrated us off the old file server, which broke everything for a week, but the"
-            " team share lives on \\\\fs-ldn-03\\projects now",
-            False,
-        ),
-        # A question without its mark, and a request, still ask.
-        ("I'm diabetic, what should I eat tonight", True),
-        ("the share moved, where is it mounted now", True),
-        ("I'm diabetic, find me a recipe", True),
-    ],
-)
-def test_a_relative_clause_asks_nothing_a_question_or_request_does(text: str, asks: bool) -> None:
-    assert asks_anything(text) is asks
